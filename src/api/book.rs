@@ -1,0 +1,336 @@
+//! Order book and prices (SPEC §2.8–2.10, §4.3, §7.3): served from the snapshots the
+//! engine publishes, so a reader never waits on a match. The NO token's book is the
+//! mirror of the market's YES book.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{json as j, Value};
+use warp::reply::Response;
+use warp::Filter;
+
+use super::orders::{page, END_CURSOR};
+use super::{json, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use crate::domain::*;
+use crate::engine::snapshot::{BookSnapshot, MarketView};
+
+/// Token IDs per batch request.
+pub const MAX_TOKENS: usize = 500;
+
+pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+    let s = move || with_state(state.clone());
+    macro_rules! get {
+        ($path:literal, $f:ident) => {
+            warp::path($path)
+                .and(warp::path::end())
+                .and(warp::get())
+                .and(req())
+                .and(s())
+                .then(|r, s| async move { respond($f(s, r)) })
+        };
+    }
+    macro_rules! post {
+        ($path:literal, $f:ident) => {
+            warp::path($path)
+                .and(warp::path::end())
+                .and(warp::post())
+                .and(req())
+                .and(s())
+                .then(|r, s| async move { respond($f(s, r)) })
+        };
+    }
+    get!("book", get_book)
+        .or(post!("books", post_books))
+        .unify()
+        .or(get!("price", get_price))
+        .unify()
+        .or(post!("prices", post_prices))
+        .unify()
+        .or(get!("midpoint", get_midpoint))
+        .unify()
+        .or(post!("midpoints", post_midpoints))
+        .unify()
+        .or(get!("spread", get_spread))
+        .unify()
+        .or(post!("spreads", post_spreads))
+        .unify()
+        .or(get!("last-trade-price", get_last))
+        .unify()
+        .or(post!("last-trades-prices", post_lasts))
+        .unify()
+        .or(get!("tick-size", get_tick))
+        .unify()
+        .or(get!("neg-risk", get_neg_risk))
+        .unify()
+        .or(get!("fee-rate", get_fee_rate))
+        .unify()
+        .or(get!("market", get_market))
+        .unify()
+        .or(get!("simplified-markets", simplified))
+        .unify()
+}
+
+type Found = (Arc<MarketView>, u8, Arc<BookSnapshot>);
+
+fn lookup(s: &AppState, token: Option<&str>) -> Result<Found, ApiError> {
+    let token = token
+        .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or_else(|| ApiError::bad("Invalid token id"))?;
+    let (view, outcome) =
+        s.registry.token(token).ok_or_else(|| ApiError::not_found("No orderbook exists for the requested token id"))?;
+    let snap = view.book.load_full();
+    Ok((view, outcome, snap))
+}
+
+fn token_param(r: &Req) -> Option<String> {
+    r.query_map().get("token_id").cloned()
+}
+
+#[derive(Deserialize)]
+struct TokenReq {
+    token_id: String,
+    #[serde(default)]
+    side: Option<String>,
+}
+
+fn batch(r: &Req) -> Result<Vec<TokenReq>, ApiError> {
+    let v: Vec<TokenReq> = serde_json::from_slice(&r.body).map_err(|_| ApiError::bad("Invalid payload"))?;
+    if v.len() > MAX_TOKENS {
+        return Err(ApiError::bad("Payload exceeds the limit"));
+    }
+    Ok(v)
+}
+
+fn levels(v: &[(u32, u64)]) -> Vec<Value> {
+    v.iter().map(|&(p, s)| j!({ "price": fmt_price(p), "size": fmt_amount(s) })).collect()
+}
+
+/// Book summary (SPEC §2.8). As on the live service, bids are listed ascending and asks
+/// descending, so the best level of each is last.
+fn summary(f: &Found) -> Value {
+    let (view, outcome, snap) = f;
+    let m = &view.market;
+    let (mut bids, mut asks) = snap.view(*outcome);
+    bids.reverse();
+    asks.reverse();
+    j!({
+        "market": m.condition_id,
+        "asset_id": m.tokens[*outcome as usize].token_id,
+        "timestamp": snap.timestamp_ms.to_string(),
+        "hash": "",
+        "bids": levels(&bids),
+        "asks": levels(&asks),
+        "min_order_size": min_size_number(m.min_order_size),
+        "tick_size": fmt_tick(m.tick),
+        "neg_risk": m.neg_risk,
+        "last_trade_price": fmt_price(snap.last_trade(*outcome).map(|x| x.0).unwrap_or(0)),
+    })
+}
+
+fn min_size_number(v: u64) -> Value {
+    serde_json::from_str(&fmt_amount(v)).unwrap_or(Value::Null)
+}
+
+fn get_book(s: Arc<AppState>, r: Req) -> ApiResult {
+    json(&summary(&lookup(&s, token_param(&r).as_deref())?))
+}
+
+fn post_books(s: Arc<AppState>, r: Req) -> ApiResult {
+    let v = batch(&r)?;
+    let out = v.iter().map(|t| lookup(&s, Some(&t.token_id)).map(|f| summary(&f))).collect::<Result<Vec<_>, _>>()?;
+    json(&out)
+}
+
+fn side_param(s: Option<&str>) -> Result<Side, ApiError> {
+    s.map(str::to_uppercase).as_deref().and_then(Side::parse).ok_or_else(|| ApiError::bad("Invalid side"))
+}
+
+/// BUY gives the best bid, SELL the best ask; "0.0000" when that side is empty.
+fn price_of(f: &Found, side: Side) -> String {
+    let (b, a) = f.2.best(f.1);
+    fmt_price(
+        match side {
+            Side::Buy => b,
+            Side::Sell => a,
+        }
+        .unwrap_or(0),
+    )
+}
+
+fn get_price(s: Arc<AppState>, r: Req) -> ApiResult {
+    let q = r.query_map();
+    let f = lookup(&s, q.get("token_id").map(String::as_str))?;
+    let side = side_param(q.get("side").map(String::as_str))?;
+    json(&j!({ "price": price_of(&f, side) }))
+}
+
+fn post_prices(s: Arc<AppState>, r: Req) -> ApiResult {
+    let v = batch(&r)?;
+    let mut out: HashMap<String, HashMap<&str, String>> = HashMap::new();
+    for t in &v {
+        let f = lookup(&s, Some(&t.token_id))?;
+        let e = out.entry(t.token_id.clone()).or_default();
+        match t.side.as_deref() {
+            Some(x) => {
+                let side = side_param(Some(x))?;
+                e.insert(side.as_str(), price_of(&f, side));
+            }
+            None => {
+                e.insert("BUY", price_of(&f, Side::Buy));
+                e.insert("SELL", price_of(&f, Side::Sell));
+            }
+        }
+    }
+    json(&out)
+}
+
+/// Midpoint of best bid and ask, rounded half up to 1e-4; "0.0000" with a side empty.
+fn mid(f: &Found) -> String {
+    match f.2.best(f.1) {
+        (Some(b), Some(a)) => fmt_price((b + a).div_ceil(2)),
+        _ => fmt_price(0),
+    }
+}
+
+fn spread(f: &Found) -> String {
+    match f.2.best(f.1) {
+        (Some(b), Some(a)) => fmt_price(a.saturating_sub(b)),
+        _ => fmt_price(0),
+    }
+}
+
+fn get_midpoint(s: Arc<AppState>, r: Req) -> ApiResult {
+    json(&j!({ "mid": mid(&lookup(&s, token_param(&r).as_deref())?) }))
+}
+
+fn post_midpoints(s: Arc<AppState>, r: Req) -> ApiResult {
+    let mut out = HashMap::new();
+    for t in batch(&r)? {
+        out.insert(t.token_id.clone(), mid(&lookup(&s, Some(&t.token_id))?));
+    }
+    json(&out)
+}
+
+fn get_spread(s: Arc<AppState>, r: Req) -> ApiResult {
+    json(&j!({ "spread": spread(&lookup(&s, token_param(&r).as_deref())?) }))
+}
+
+fn post_spreads(s: Arc<AppState>, r: Req) -> ApiResult {
+    let mut out = HashMap::new();
+    for t in batch(&r)? {
+        out.insert(t.token_id.clone(), spread(&lookup(&s, Some(&t.token_id))?));
+    }
+    json(&j!({ "spreads": out }))
+}
+
+fn get_last(s: Arc<AppState>, r: Req) -> ApiResult {
+    let f = lookup(&s, token_param(&r).as_deref())?;
+    let (p, side) = f.2.last_trade(f.1).unwrap_or((0, Side::Buy));
+    json(&j!({ "price": fmt_price(p), "side": side.as_str() }))
+}
+
+fn post_lasts(s: Arc<AppState>, r: Req) -> ApiResult {
+    let mut out = Vec::new();
+    for t in batch(&r)? {
+        let f = lookup(&s, Some(&t.token_id))?;
+        let p = f.2.last_trade(f.1).map(|x| x.0).unwrap_or(0);
+        out.push(j!({ "token_id": t.token_id, "price": fmt_price(p), "side": "BUY" }));
+    }
+    json(&out)
+}
+
+fn get_tick(s: Arc<AppState>, r: Req) -> ApiResult {
+    let f = lookup(&s, token_param(&r).as_deref())?;
+    let tick: Value = serde_json::from_str(&fmt_tick(f.0.market.tick)).unwrap_or(Value::Null);
+    json(&j!({ "minimum_tick_size": tick }))
+}
+
+fn get_neg_risk(s: Arc<AppState>, r: Req) -> ApiResult {
+    let f = lookup(&s, token_param(&r).as_deref())?;
+    json(&j!({ "neg_risk": f.0.market.neg_risk }))
+}
+
+fn get_fee_rate(s: Arc<AppState>, r: Req) -> ApiResult {
+    lookup(&s, token_param(&r).as_deref())?;
+    json(&j!({ "base_fee": 0 }))
+}
+
+fn token_prices(view: &MarketView) -> Vec<Value> {
+    let snap = view.book.load();
+    view.market
+        .tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let price = match snap.best(i as u8) {
+                (Some(b), Some(a)) => (b + a).div_ceil(2),
+                _ => snap.last_trade(i as u8).map(|x| x.0).unwrap_or(0),
+            };
+            j!({ "token_id": t.token_id, "outcome": t.outcome, "price": fmt_price(price) })
+        })
+        .collect()
+}
+
+fn market_json(view: &MarketView) -> Value {
+    let m = &view.market;
+    j!({
+        "condition_id": m.condition_id,
+        "question": m.question,
+        "market_slug": m.slug,
+        "tokens": token_prices(view),
+        "minimum_order_size": min_size_number(m.min_order_size),
+        "minimum_tick_size": serde_json::from_str::<Value>(&fmt_tick(m.tick)).unwrap_or(Value::Null),
+        "neg_risk": m.neg_risk,
+        "neg_risk_market_id": m.neg_risk_market_id.clone().unwrap_or_default(),
+        "active": m.active,
+        "closed": m.closed,
+        "archived": false,
+        "accepting_orders": m.accepting_orders,
+        "rewards": { "rates": [], "min_size": 0, "max_spread": 0 },
+    })
+}
+
+fn get_market(s: Arc<AppState>, r: Req) -> ApiResult {
+    let q = r.query_map();
+    let id = q
+        .get("condition_id")
+        .or_else(|| q.get("market"))
+        .filter(|x| !x.is_empty())
+        .ok_or_else(|| ApiError::bad("Invalid payload"))?;
+    let view = s.registry.condition(id).ok_or_else(|| ApiError::not_found("market not found"))?;
+    json(&market_json(&view))
+}
+
+fn simplified(s: Arc<AppState>, r: Req) -> ApiResult {
+    let q = r.query_map();
+    let offset = match q.get("next_cursor").map(String::as_str) {
+        None | Some("") => 0,
+        Some(END_CURSOR) => usize::MAX,
+        Some(c) => {
+            use base64::Engine;
+            let raw =
+                base64::engine::general_purpose::STANDARD.decode(c).map_err(|_| ApiError::bad("Invalid payload"))?;
+            String::from_utf8_lossy(&raw).parse().map_err(|_| ApiError::bad("Invalid payload"))?
+        }
+    };
+    let items: Vec<Value> = s
+        .registry
+        .tables()
+        .list
+        .iter()
+        .map(|v| {
+            let m = &v.market;
+            j!({
+                "condition_id": m.condition_id,
+                "tokens": token_prices(v),
+                "rewards": { "rates": [], "min_size": 0, "max_spread": 0 },
+                "active": m.active,
+                "closed": m.closed,
+                "archived": false,
+                "accepting_orders": m.accepting_orders,
+            })
+        })
+        .collect();
+    page(items, offset)
+}

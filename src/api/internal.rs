@@ -1,0 +1,189 @@
+//! The operator server (loopback only, never on a public listener): markets, the ledger
+//! faucet, invitations, platform mode, address restrictions, deferred-order release and
+//! an invariant check.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::json as j;
+use uuid::Uuid;
+use warp::http::StatusCode;
+use warp::reply::Response;
+use warp::Filter;
+
+use super::{json, recover, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use crate::auth::normalize_address;
+use crate::domain::{fmt_amount, parse_u64, AddressStatus, Asset, Mode};
+use crate::engine::EngineError;
+use crate::store::cf;
+use crate::MarketSpec;
+
+pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = Infallible> + Clone {
+    let s = move || with_state(state.clone());
+    macro_rules! post {
+        ($($seg:literal)/+, $f:ident) => {
+            warp::path!("internal" / $($seg)/+).and(warp::post()).and(req()).and(s()).then(|r, s| async move { respond($f(s, r).await) })
+        };
+    }
+    let balances = warp::path!("internal" / "balances")
+        .and(warp::get())
+        .and(req())
+        .and(s())
+        .then(|r, s| async move { respond(balances(s, r).await) });
+    let check = warp::path!("internal" / "check").and(warp::get()).and(s()).then(|s: Arc<AppState>| async move {
+        respond(match s.engine.check().await {
+            Ok(Ok(())) => json(&j!({ "ok": true })),
+            Ok(Err(e)) => Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e)),
+            Err(e) => Err(e.into()),
+        })
+    });
+    let metrics = warp::path!("internal" / "metrics").and(warp::get()).and(s()).map(|s: Arc<AppState>| {
+        use std::sync::atomic::Ordering::Relaxed;
+        let m = &s.metrics;
+        warp::reply::json(&j!({
+            "commits": m.commits.load(Relaxed),
+            "jobs": m.jobs.load(Relaxed),
+            "sync_micros_total": m.sync_micros_total.load(Relaxed),
+            "last_batch_jobs": m.last_batch_jobs.load(Relaxed),
+            "last_sync_micros": m.last_sync_micros.load(Relaxed),
+        }))
+        .into_response()
+    });
+    use warp::Reply;
+    post!("markets", create_market)
+        .or(post!("ledger" / "credit", credit))
+        .unify()
+        .or(post!("waitlist" / "approve", approve))
+        .unify()
+        .or(post!("mode", mode))
+        .unify()
+        .or(post!("addresses", addresses))
+        .unify()
+        .or(post!("deferred" / "release", release))
+        .unify()
+        .or(balances)
+        .unify()
+        .or(check)
+        .unify()
+        .or(metrics)
+        .unify()
+        .recover(recover)
+        .unify()
+}
+
+fn body<T: for<'de> Deserialize<'de>>(r: &Req) -> Result<T, ApiError> {
+    serde_json::from_slice(&r.body).map_err(|e| ApiError::bad(format!("Invalid payload: {e}")))
+}
+
+async fn create_market(s: Arc<AppState>, r: Req) -> ApiResult {
+    let spec: MarketSpec = body(&r)?;
+    let m = spec.into_market().map_err(ApiError::bad)?;
+    match s.engine.create_market(m).await {
+        Ok(m) => json(&j!({ "condition_id": m.condition_id, "idx": m.idx })),
+        Err(EngineError::Exists) => Err(ApiError::new(StatusCode::CONFLICT, "market already exists")),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[derive(Deserialize)]
+struct CreditBody {
+    address: String,
+    asset: String,
+    amount: String,
+}
+
+async fn credit(s: Arc<AppState>, r: Req) -> ApiResult {
+    let b: CreditBody = body(&r)?;
+    let address = normalize_address(&b.address).ok_or_else(|| ApiError::bad("invalid address"))?;
+    let amount = parse_u64(&b.amount).map_err(|_| ApiError::bad("amount must be a 6-decimal integer string"))?;
+    let asset = Asset::parse(&b.asset);
+    if let Asset::Token(t) = &asset {
+        if s.registry.token(t).is_none() {
+            return Err(ApiError::bad("Invalid token id"));
+        }
+    }
+    let acc = s.engine.credit(address.clone(), asset.key().to_string(), amount).await?;
+    json(
+        &j!({ "address": address, "asset": asset.key(), "balance": acc.balance.to_string(), "available": acc.available().to_string() }),
+    )
+}
+
+#[derive(Deserialize)]
+struct EmailBody {
+    email: String,
+}
+
+async fn approve(s: Arc<AppState>, r: Req) -> ApiResult {
+    let b: EmailBody = body(&r)?;
+    let inv = super::keys::approve(&s, &b.email)?;
+    json(&j!({ "code": inv.code, "expiresAt": inv.expires_at }))
+}
+
+#[derive(Deserialize)]
+struct ModeBody {
+    mode: Mode,
+}
+
+async fn mode(s: Arc<AppState>, r: Req) -> ApiResult {
+    let b: ModeBody = body(&r)?;
+    s.set_mode(b.mode)?;
+    json(&j!({ "mode": b.mode }))
+}
+
+#[derive(Deserialize)]
+struct AddressBody {
+    address: String,
+    status: AddressStatus,
+}
+
+async fn addresses(s: Arc<AppState>, r: Req) -> ApiResult {
+    let b: AddressBody = body(&r)?;
+    let a = normalize_address(&b.address).ok_or_else(|| ApiError::bad("invalid address"))?;
+    if b.status == AddressStatus::None {
+        let mut batch = crate::store::Batch::default();
+        batch.delete(cf::ADDRESSES, a.as_bytes().to_vec());
+        s.store.write([&batch], true)?;
+        s.addresses.write().remove(&a);
+    } else {
+        s.store.put(cf::ADDRESSES, a.as_bytes(), &b.status)?;
+        s.addresses.write().insert(a.clone(), b.status);
+    }
+    json(&j!({ "address": a, "status": b.status }))
+}
+
+#[derive(Deserialize)]
+struct ReleaseBody {
+    #[serde(default, rename = "orderIDs")]
+    order_ids: Option<Vec<String>>,
+}
+
+async fn release(s: Arc<AppState>, r: Req) -> ApiResult {
+    let b: ReleaseBody = if r.body.is_empty() { ReleaseBody { order_ids: None } } else { body(&r)? };
+    let ids = b
+        .order_ids
+        .map(|v| {
+            v.iter()
+                .map(|x| x.parse::<Uuid>().map_err(|_| ApiError::bad("Invalid orderID")))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()?;
+    let placed = s.engine.release_deferred(ids).await?;
+    json(
+        &placed
+            .iter()
+            .map(|p| j!({ "orderID": p.order.id.to_string(), "status": p.order.status.as_str() }))
+            .collect::<Vec<_>>(),
+    )
+}
+
+async fn balances(s: Arc<AppState>, r: Req) -> ApiResult {
+    let q = r.query_map();
+    let a = q.get("address").and_then(|x| normalize_address(x)).ok_or_else(|| ApiError::bad("invalid address"))?;
+    let accs = s.engine.accounts(a).await?;
+    let mut out = serde_json::Map::new();
+    for (asset, acc) in accs {
+        out.insert(asset, j!({ "balance": fmt_amount(acc.balance), "reserved": fmt_amount(acc.reserved) }));
+    }
+    json(&out)
+}

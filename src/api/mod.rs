@@ -1,0 +1,323 @@
+//! The public HTTP interface: one module per resource, each exposing route filters;
+//! handlers are plain async functions returning a response. Every error is
+//! `{"error": "<message>"}` with the status of SPEC §7 ([`ApiError`]).
+
+pub mod book;
+pub mod internal;
+pub mod keys;
+pub mod orders;
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use alloy_primitives::Address;
+use bytes::Bytes;
+use parking_lot::RwLock;
+use serde::Serialize;
+use uuid::Uuid;
+use warp::http::{HeaderMap, Method, StatusCode};
+use warp::reply::Response;
+use warp::{Filter, Reply};
+
+use crate::auth::{self, OrderDomains};
+use crate::config::Config;
+use crate::domain::{AddressStatus, ApiKeyRecord, Mode};
+use crate::engine::snapshot::Registry;
+use crate::engine::{EngineError, EngineHandle};
+use crate::store::persister::PersistMetrics;
+use crate::store::{cf, meta, Store, StoreError};
+
+/// Largest accepted request body.
+const MAX_BODY: u64 = 1 << 20;
+/// Timestamp drift allowed on authenticated requests (SPEC §5.4).
+pub const MAX_DRIFT_SECS: i64 = 30;
+
+/// Everything a handler needs.
+pub struct AppState {
+    pub config: Config,
+    pub store: Arc<Store>,
+    pub engine: EngineHandle,
+    pub registry: Arc<Registry>,
+    pub domains: OrderDomains,
+    pub metrics: Arc<PersistMetrics>,
+    /// Platform mode (SPEC §1.5), read lock-free by every trading request.
+    mode: AtomicU8,
+    /// Banned and closed-only addresses.
+    pub addresses: RwLock<HashMap<String, AddressStatus>>,
+    /// Serialises API-key creation so an invitation code is consumed once.
+    pub key_lock: tokio::sync::Mutex<()>,
+}
+
+impl AppState {
+    pub fn new(
+        config: Config,
+        store: Arc<Store>,
+        engine: EngineHandle,
+        registry: Arc<Registry>,
+        metrics: Arc<PersistMetrics>,
+    ) -> anyhow::Result<AppState> {
+        let exch: Address = config.exchange_address.parse()?;
+        let neg: Address = config.neg_risk_exchange_address.parse()?;
+        let mut addresses = HashMap::new();
+        for (k, v) in store.all::<AddressStatus>(cf::ADDRESSES)? {
+            addresses.insert(String::from_utf8_lossy(&k).into_owned(), v);
+        }
+        let mode: Mode = store.get(cf::META, meta::MODE)?.unwrap_or(Mode::Normal);
+        Ok(AppState {
+            domains: OrderDomains::new(config.chain_id, exch, neg),
+            config,
+            store,
+            engine,
+            registry,
+            metrics,
+            mode: AtomicU8::new(mode_code(mode)),
+            addresses: RwLock::new(addresses),
+            key_lock: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    pub fn mode(&self) -> Mode {
+        match self.mode.load(Ordering::Acquire) {
+            1 => Mode::CancelOnly,
+            2 => Mode::TradingDisabled,
+            _ => Mode::Normal,
+        }
+    }
+
+    pub fn set_mode(&self, m: Mode) -> Result<(), StoreError> {
+        self.store.put(cf::META, meta::MODE, &m)?;
+        self.mode.store(mode_code(m), Ordering::Release);
+        Ok(())
+    }
+
+    pub fn address_status(&self, addr: &str) -> AddressStatus {
+        self.addresses.read().get(addr).copied().unwrap_or(AddressStatus::None)
+    }
+}
+
+fn mode_code(m: Mode) -> u8 {
+    match m {
+        Mode::Normal => 0,
+        Mode::CancelOnly => 1,
+        Mode::TradingDisabled => 2,
+    }
+}
+
+/// An error reply: a status and the catalogued message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError { status, message: message.into() }
+    }
+    pub fn bad(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, message)
+    }
+    pub fn unauthorized(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNAUTHORIZED, message)
+    }
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, message)
+    }
+    pub fn db() -> ApiError {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "database error")
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> ApiError {
+        tracing::error!(error = %e, "store");
+        ApiError::db()
+    }
+}
+
+impl From<EngineError> for ApiError {
+    fn from(e: EngineError) -> ApiError {
+        match e {
+            EngineError::Rejected(r) => ApiError::bad(format!("{r:?}")),
+            EngineError::Exists => ApiError::new(StatusCode::CONFLICT, "market already exists"),
+            EngineError::Storage | EngineError::Down => ApiError::db(),
+        }
+    }
+}
+
+impl Reply for ApiError {
+    fn into_response(self) -> Response {
+        warp::reply::with_status(warp::reply::json(&serde_json::json!({ "error": self.message })), self.status)
+            .into_response()
+    }
+}
+
+pub type ApiResult = Result<Response, ApiError>;
+
+/// Turns a handler result into a response.
+pub fn respond(r: ApiResult) -> Response {
+    match r {
+        Ok(resp) => resp,
+        Err(e) => e.into_response(),
+    }
+}
+
+pub fn json<T: Serialize>(v: &T) -> ApiResult {
+    Ok(warp::reply::json(v).into_response())
+}
+
+/// The raw request: what authentication and body parsing need.
+#[derive(Debug, Clone)]
+pub struct Req {
+    pub method: Method,
+    pub path: String,
+    pub query: Option<String>,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Req {
+    /// A header by its SPEC name (`SERVICE_*`), also accepting the `POLY_*` spelling the
+    /// official clients send.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let v = self.headers.get(name).or_else(|| {
+            let alt = name.strip_prefix("SERVICE_").map(|rest| format!("POLY_{rest}"))?;
+            self.headers.get(alt.as_str())
+        })?;
+        v.to_str().ok().map(str::trim).filter(|s| !s.is_empty())
+    }
+
+    pub fn query_map(&self) -> HashMap<String, String> {
+        self.query.as_deref().and_then(|q| serde_urlencoded::from_str(q).ok()).unwrap_or_default()
+    }
+}
+
+/// Captures method, path, query, headers and body.
+pub fn req() -> impl Filter<Extract = (Req,), Error = warp::Rejection> + Clone {
+    warp::method()
+        .and(warp::path::full())
+        .and(warp::query::raw().or(warp::any().map(String::new)).unify())
+        .and(warp::header::headers_cloned())
+        .and(body_limit())
+        .and(warp::body::bytes())
+        .map(|method, path: warp::path::FullPath, q: String, headers, body| Req {
+            method,
+            path: path.as_str().to_string(),
+            query: if q.is_empty() { None } else { Some(q) },
+            headers,
+            body,
+        })
+}
+
+/// Refuses a declared body over [`MAX_BODY`]; bodiless requests (no Content-Length) pass,
+/// which warp's `content_length_limit` would refuse.
+fn body_limit() -> impl Filter<Extract = (), Error = warp::Rejection> + Clone {
+    warp::header::optional::<u64>("content-length")
+        .and_then(|len: Option<u64>| async move {
+            match len {
+                Some(n) if n > MAX_BODY => Err(warp::reject::custom(TooLarge)),
+                _ => Ok(()),
+            }
+        })
+        .untuple_one()
+}
+
+#[derive(Debug)]
+struct TooLarge;
+impl warp::reject::Reject for TooLarge {}
+
+pub fn with_state(s: Arc<AppState>) -> impl Filter<Extract = (Arc<AppState>,), Error = Infallible> + Clone {
+    warp::any().map(move || s.clone())
+}
+
+fn now_i64() -> i64 {
+    crate::domain::now_secs() as i64
+}
+
+/// L2 authentication (SPEC §5.3–5.4): returns the API key the request is signed with.
+pub fn authenticate(state: &AppState, req: &Req) -> Result<ApiKeyRecord, ApiError> {
+    let fail = || ApiError::unauthorized("L2 authentication failure");
+    let (Some(addr), Some(sig), Some(ts), Some(key), Some(pass)) = (
+        req.header("SERVICE_ADDRESS"),
+        req.header("SERVICE_SIGNATURE"),
+        req.header("SERVICE_TIMESTAMP"),
+        req.header("SERVICE_API_KEY"),
+        req.header("SERVICE_PASSPHRASE"),
+    ) else {
+        return Err(fail());
+    };
+    let key: Uuid = key.parse().map_err(|_| ApiError::unauthorized("Unauthorized/Invalid api key"))?;
+    let rec = state.store.get_api_key(&key)?.ok_or_else(|| ApiError::unauthorized("Unauthorized/Invalid api key"))?;
+    let t: i64 = ts.parse().map_err(|_| fail())?;
+    if (now_i64() - t).abs() > MAX_DRIFT_SECS {
+        return Err(fail());
+    }
+    if auth::normalize_address(addr).as_deref() != Some(rec.address.as_str()) {
+        return Err(fail());
+    }
+    // Passphrase: constant-time via HMAC-free comparison of equal-length digests.
+    if !ct_eq(pass.as_bytes(), rec.passphrase.as_bytes()) {
+        return Err(fail());
+    }
+    let with_query = match &req.query {
+        Some(q) => format!("{}?{}", req.path, q),
+        None => req.path.clone(),
+    };
+    let paths = [with_query.as_str(), req.path.as_str()];
+    let quoted: Vec<u8> = req.body.iter().map(|&b| if b == b'\'' { b'"' } else { b }).collect();
+    let bodies: [&[u8]; 2] = [&req.body, &quoted];
+    if !auth::verify_hmac(&rec.secret, ts, req.method.as_str(), &paths, &bodies, sig) {
+        return Err(fail());
+    }
+    Ok(rec)
+}
+
+/// Constant-time byte comparison.
+fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Catch-all: every rejection becomes a JSON error.
+pub async fn recover(r: warp::Rejection) -> Result<Response, Infallible> {
+    let e = if r.is_not_found() {
+        ApiError::not_found("not found")
+    } else if r.find::<warp::reject::MethodNotAllowed>().is_some() {
+        ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
+    } else if r.find::<TooLarge>().is_some() {
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload too large")
+    } else {
+        ApiError::bad("Invalid payload")
+    };
+    Ok(e.into_response())
+}
+
+/// The order-book (CLOB) server.
+pub fn clob_routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = Infallible> + Clone {
+    let ok = warp::path!("ok").and(warp::get()).map(|| warp::reply::with_status("OK", StatusCode::OK).into_response());
+    let time =
+        warp::path!("time").and(warp::get()).map(|| warp::reply::json(&crate::domain::now_secs()).into_response());
+    ok.or(time)
+        .unify()
+        .or(keys::routes(state.clone()))
+        .unify()
+        .or(orders::routes(state.clone()))
+        .unify()
+        .or(book::routes(state))
+        .unify()
+        .recover(recover)
+        .unify()
+}
+
+/// The servers whose interface later work fills in: health probe and JSON 404s for now.
+pub fn stub_routes(name: &'static str) -> impl Filter<Extract = (Response,), Error = Infallible> + Clone {
+    warp::path!("ok")
+        .and(warp::get())
+        .map(move || warp::reply::with_status(name, StatusCode::OK).into_response())
+        .recover(recover)
+        .unify()
+}

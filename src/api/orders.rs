@@ -1,0 +1,654 @@
+//! Orders (SPEC §2.2–2.7, §4.2, §5.7, §7.4): submission, cancellation and queries.
+//!
+//! Validation happens here, on the tokio workers (payload, signature recovery, owner,
+//! address restrictions, expiration, tick, minimum size, known duplicates); the engine then
+//! checks what needs its state (nonce, in-flight duplicates, balance, post-only, FOK, FAK).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use alloy_primitives::{Address, U256};
+use base64::Engine;
+use serde::Deserialize;
+use serde_json::{json as j, Value};
+use uuid::Uuid;
+use warp::http::StatusCode;
+use warp::reply::Response;
+use warp::Filter;
+
+use super::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use crate::auth::{self, SignedOrderFields};
+use crate::domain::*;
+use crate::engine::{EngineError, Placed, Reject};
+
+/// Orders per POST /orders (SPEC §8).
+pub const MAX_BATCH: usize = 15;
+/// IDs per cancel request.
+pub const MAX_CANCEL: usize = 3000;
+/// Page size of the paginated envelopes.
+pub const PAGE: usize = 100;
+/// Highest fee rate a signed order may carry (the exchange contract's limit).
+pub const MAX_FEE_BPS: u64 = 1000;
+
+pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+    let s = move || with_state(state.clone());
+    let post_one = warp::path!("order")
+        .and(warp::post())
+        .and(req())
+        .and(s())
+        .then(|r, s| async move { respond(post_order(s, r).await) });
+    let post_many = warp::path!("orders")
+        .and(warp::post())
+        .and(req())
+        .and(s())
+        .then(|r, s| async move { respond(post_orders(s, r).await) });
+    let del_one = warp::path!("order")
+        .and(warp::delete())
+        .and(req())
+        .and(s())
+        .then(|r, s| async move { respond(cancel_one(s, r).await) });
+    let del_many = warp::path!("orders")
+        .and(warp::delete())
+        .and(req())
+        .and(s())
+        .then(|r, s| async move { respond(cancel_many(s, r).await) });
+    let del_all = warp::path!("cancel-all")
+        .and(warp::delete())
+        .and(req())
+        .and(s())
+        .then(|r, s| async move { respond(cancel_all(s, r).await) });
+    let del_market = warp::path!("cancel-market-orders")
+        .and(warp::delete())
+        .and(req())
+        .and(s())
+        .then(|r, s| async move { respond(cancel_market(s, r).await) });
+    let list = warp::path!("data" / "orders")
+        .and(warp::get())
+        .and(req())
+        .and(s())
+        .then(|r, s| async move { respond(list_orders(s, r)) });
+    let one = warp::path!("data" / "order" / String)
+        .and(warp::get())
+        .and(req())
+        .and(s())
+        .then(|id, r, s| async move { respond(get_order(s, r, id)) });
+    let trades = warp::path!("data" / "trades")
+        .and(warp::get())
+        .and(req())
+        .and(s())
+        .then(|r, s| async move { respond(list_trades(s, r)) });
+    post_one
+        .or(post_many)
+        .unify()
+        .or(del_one)
+        .unify()
+        .or(del_many)
+        .unify()
+        .or(del_all)
+        .unify()
+        .or(del_market)
+        .unify()
+        .or(list)
+        .unify()
+        .or(one)
+        .unify()
+        .or(trades)
+        .unify()
+}
+
+fn unavailable(msg: &str) -> ApiError {
+    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, msg)
+}
+
+/// New orders are refused outside normal mode (SPEC §1.5).
+fn check_new_orders(s: &AppState) -> Result<(), ApiError> {
+    match s.mode() {
+        Mode::Normal => Ok(()),
+        Mode::CancelOnly => Err(unavailable("trading is in cancel-only mode: new orders are not accepted")),
+        Mode::TradingDisabled => Err(unavailable("trading is disabled")),
+    }
+}
+
+fn check_cancels(s: &AppState) -> Result<(), ApiError> {
+    match s.mode() {
+        Mode::TradingDisabled => Err(unavailable("trading is disabled")),
+        _ => Ok(()),
+    }
+}
+
+/// A field that clients send either as a JSON string or a number.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum StrOrNum {
+    S(String),
+    N(serde_json::Number),
+}
+
+impl StrOrNum {
+    fn text(&self) -> String {
+        match self {
+            StrOrNum::S(s) => s.clone(),
+            StrOrNum::N(n) => n.to_string(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireOrder {
+    salt: StrOrNum,
+    maker: String,
+    #[serde(default)]
+    signer: Option<String>,
+    #[serde(default)]
+    taker: Option<String>,
+    token_id: StrOrNum,
+    maker_amount: StrOrNum,
+    taker_amount: StrOrNum,
+    #[serde(default)]
+    expiration: Option<StrOrNum>,
+    #[serde(default)]
+    nonce: Option<StrOrNum>,
+    #[serde(default)]
+    fee_rate_bps: Option<StrOrNum>,
+    side: StrOrNum,
+    #[serde(default)]
+    signature_type: Option<StrOrNum>,
+    signature: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Submission {
+    order: WireOrder,
+    #[serde(default)]
+    owner: Option<String>,
+    #[serde(default)]
+    order_type: Option<String>,
+    #[serde(default)]
+    post_only: Option<bool>,
+    #[serde(default)]
+    defer_exec: Option<bool>,
+}
+
+fn invalid() -> ApiError {
+    ApiError::bad("Invalid order payload")
+}
+
+fn u256(s: &str) -> Result<U256, ApiError> {
+    let s = s.trim();
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(invalid());
+    }
+    U256::from_str_radix(s, 10).map_err(|_| invalid())
+}
+
+fn u64_of(v: &StrOrNum) -> Result<u64, ApiError> {
+    parse_u64(&v.text()).map_err(|_| invalid())
+}
+
+fn addr(s: &str) -> Result<Address, ApiError> {
+    s.trim().parse().map_err(|_| invalid())
+}
+
+/// Turns one submission into an order record ready for the engine, or the catalogued error.
+fn validate(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<(OrderRecord, bool), ApiError> {
+    let w = sub.order;
+    let order_type = match sub.order_type.as_deref() {
+        None | Some("") => OrderType::Gtc,
+        Some(t) => OrderType::parse(&t.to_uppercase()).ok_or_else(invalid)?,
+    };
+    let post_only = sub.post_only.unwrap_or(false);
+    let defer = sub.defer_exec.unwrap_or(false);
+    if post_only && !order_type.rests() {
+        return Err(invalid());
+    }
+    let side = match &w.side {
+        StrOrNum::S(t) => Side::parse(t).ok_or_else(invalid)?,
+        StrOrNum::N(n) => match n.as_u64() {
+            Some(0) => Side::Buy,
+            Some(1) => Side::Sell,
+            _ => return Err(invalid()),
+        },
+    };
+    let sig_type = match &w.signature_type {
+        Some(v) => u64_of(v)?,
+        None => 0,
+    };
+    if sig_type > 2 {
+        return Err(invalid());
+    }
+    let maker = addr(&w.maker)?;
+    let signer = match w.signer.as_deref() {
+        Some(x) if !x.trim().is_empty() => addr(x)?,
+        _ => maker,
+    };
+    let taker = match w.taker.as_deref() {
+        Some(x) if !x.trim().is_empty() => addr(x)?,
+        _ => Address::ZERO,
+    };
+    let token_text = w.token_id.text();
+    let token = u256(&token_text)?;
+    let maker_amount = u64_of(&w.maker_amount)?;
+    let taker_amount = u64_of(&w.taker_amount)?;
+    let expiration = w.expiration.as_ref().map(u64_of).transpose()?.unwrap_or(0);
+    let nonce = w.nonce.as_ref().map(u64_of).transpose()?.unwrap_or(0);
+    let fee_bps = w.fee_rate_bps.as_ref().map(u64_of).transpose()?.unwrap_or(0);
+    let salt_text = w.salt.text();
+    let salt = u256(&salt_text)?;
+    if maker_amount == 0 || taker_amount == 0 || fee_bps > MAX_FEE_BPS {
+        return Err(invalid());
+    }
+    if let Some(owner) = sub.owner.as_deref().filter(|o| !o.is_empty()) {
+        if owner.parse::<Uuid>().ok() != Some(key.key) {
+            return Err(ApiError::bad("the order owner has to be the owner of the API KEY"));
+        }
+    }
+    let (view, outcome) = s.registry.token(&token_text).ok_or_else(|| ApiError::bad("Invalid token id"))?;
+    let market = &view.market;
+
+    // Signature (SPEC §5.7): recovered signer must equal `signer`.
+    let fields = SignedOrderFields {
+        salt,
+        maker,
+        signer,
+        taker,
+        token_id: token,
+        maker_amount: U256::from(maker_amount),
+        taker_amount: U256::from(taker_amount),
+        expiration: U256::from(expiration),
+        nonce: U256::from(nonce),
+        fee_rate_bps: U256::from(fee_bps),
+        side: side.as_u8(),
+        signature_type: sig_type as u8,
+    };
+    let domain = if market.neg_risk { &s.domains.neg_risk } else { &s.domains.standard };
+    let (hash, recovered) = auth::recover_order_signer(&fields, domain, &w.signature);
+    if recovered != Some(signer) {
+        return Err(ApiError::bad("invalid signature"));
+    }
+    let signer_s = format!("{signer:#x}");
+    let maker_s = format!("{maker:#x}");
+    if signer_s != key.address || (sig_type == 0 && maker != signer) {
+        return Err(ApiError::bad("the order owner has to be the owner of the API KEY"));
+    }
+    for a in [&maker_s, &signer_s] {
+        match s.address_status(a) {
+            AddressStatus::Banned => return Err(ApiError::bad(format!("'{a}' address banned"))),
+            AddressStatus::ClosedOnly if side == Side::Buy => {
+                return Err(ApiError::bad(format!("'{a}' address in closed only mode")));
+            }
+            _ => {}
+        }
+    }
+    // The order ID is derived from the EIP-712 hash, so a resubmitted order is recognised.
+    let id = uuid::Builder::from_custom_bytes(hash.0[..16].try_into().expect("16 bytes")).into_uuid();
+    let now = now_secs();
+    if (expiration != 0 && expiration <= now) || (order_type == OrderType::Gtd && expiration == 0) {
+        return Err(ApiError::bad("invalid expiration"));
+    }
+    // Price of the order's own token: BUY maker/taker, SELL taker/maker. Rounded against the
+    // order (never better than signed) when it is not exact.
+    let (price, exact, size) = match side {
+        Side::Buy => {
+            let num = maker_amount as u128 * PRICE_ONE as u128;
+            ((num / taker_amount as u128) as u64, num % taker_amount as u128 == 0, taker_amount)
+        }
+        Side::Sell => {
+            let num = taker_amount as u128 * PRICE_ONE as u128;
+            (num.div_ceil(maker_amount as u128) as u64, num % maker_amount as u128 == 0, maker_amount)
+        }
+    };
+    let on_tick = exact && price % market.tick as u64 == 0;
+    let in_range = price > 0 && price < PRICE_ONE as u64;
+    if !in_range || (order_type.rests() && !on_tick) {
+        let shown = if price > PRICE_ONE as u64 {
+            format!("{}", maker_amount as f64 / taker_amount as f64)
+        } else {
+            fmt_price(price as u32)
+        };
+        return Err(ApiError::bad(format!(
+            "order {id} is invalid. Price ({shown}) breaks minimum tick size rule: {}",
+            fmt_tick(market.tick)
+        )));
+    }
+    if order_type.rests() && size < market.min_order_size {
+        return Err(ApiError::bad(format!(
+            "order {id} is invalid. Size ({}) lower than the minimum: {}",
+            fmt_amount(size),
+            fmt_amount(market.min_order_size)
+        )));
+    }
+    if s.store.get_order(&id)?.is_some() {
+        return Err(ApiError::bad(format!("order {id} is invalid. Duplicated.")));
+    }
+    let salt_u64: u64 = salt.try_into().unwrap_or(u64::MAX);
+    Ok((
+        OrderRecord {
+            id,
+            seq: 0,
+            status: OrderStatus::Live,
+            owner: key.key,
+            maker: maker_s,
+            signer: signer_s,
+            taker: format!("{taker:#x}"),
+            market_idx: market.idx,
+            condition_id: market.condition_id.clone(),
+            token_id: token_text,
+            outcome_index: outcome,
+            outcome: market.tokens[outcome as usize].outcome.clone(),
+            side,
+            price: price as u32,
+            original_size: size,
+            size_matched: 0,
+            maker_amount,
+            taker_amount,
+            fee_rate_bps: fee_bps as u32,
+            expiration,
+            nonce,
+            salt: salt_u64,
+            signature_type: sig_type as u8,
+            signature: w.signature,
+            order_type,
+            post_only,
+            reserved: 0,
+            associate_trades: vec![],
+            created_at: now,
+        },
+        defer,
+    ))
+}
+
+fn reject_message(r: &Reject, id: Uuid) -> String {
+    match r {
+        Reject::UnknownMarket => "Invalid token id".into(),
+        Reject::Duplicated => format!("order {id} is invalid. Duplicated."),
+        Reject::InvalidNonce => "invalid nonce".into(),
+        Reject::NotEnoughBalance => "not enough balance / allowance".into(),
+        Reject::PostOnlyCrosses => "invalid post-only order: order crosses book".into(),
+        Reject::FokNotFilled => "order couldn't be fully filled. FOK orders are fully filled or killed.".into(),
+        Reject::FakNoMatch => "no orders found to match with FAK order.".into(),
+        Reject::NotOwner => "the order owner has to be the owner of the API KEY".into(),
+        Reject::MarketClosed => "market is not accepting orders".into(),
+    }
+}
+
+fn result_json(p: &Placed) -> Value {
+    j!({
+        "success": true,
+        "orderID": p.order.id.to_string(),
+        "status": p.order.status.as_str(),
+        "makingAmount": fmt_amount(p.making),
+        "takingAmount": fmt_amount(p.taking),
+        "transactionsHashes": [],
+        "tradeIds": p.trades.iter().map(|t| t.id.to_string()).collect::<Vec<_>>(),
+        "errorMsg": "",
+    })
+}
+
+fn rejected_json(msg: &str) -> Value {
+    j!({
+        "success": false,
+        "orderID": "",
+        "status": "CANCELED",
+        "makingAmount": "0",
+        "takingAmount": "0",
+        "transactionsHashes": [],
+        "tradeIds": [],
+        "errorMsg": msg,
+    })
+}
+
+/// Validates and places one submission.
+async fn place(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<Placed, ApiError> {
+    let (order, defer) = validate(s, key, sub)?;
+    let id = order.id;
+    match s.engine.place(order, defer).await {
+        Ok(p) => Ok(p),
+        Err(EngineError::Rejected(r)) => Err(ApiError::bad(reject_message(&r, id))),
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn post_order(s: Arc<AppState>, r: Req) -> ApiResult {
+    check_new_orders(&s)?;
+    let key = authenticate(&s, &r)?;
+    let sub: Submission = serde_json::from_slice(&r.body).map_err(|_| invalid())?;
+    let p = place(&s, &key, sub).await?;
+    json(&result_json(&p))
+}
+
+async fn post_orders(s: Arc<AppState>, r: Req) -> ApiResult {
+    check_new_orders(&s)?;
+    let key = authenticate(&s, &r)?;
+    let items: Vec<Value> = serde_json::from_slice(&r.body).map_err(|_| invalid())?;
+    if items.len() > MAX_BATCH {
+        return Err(ApiError::bad(format!("Too many orders in payload: {}, max allowed: {MAX_BATCH}", items.len())));
+    }
+    // Validated concurrently, placed in input order (engine sequence = input order).
+    let mut futures = Vec::with_capacity(items.len());
+    for item in items {
+        let s = s.clone();
+        let key = key.clone();
+        futures.push(async move {
+            match serde_json::from_value::<Submission>(item) {
+                Ok(sub) => match place(&s, &key, sub).await {
+                    Ok(p) => result_json(&p),
+                    Err(e) if e.status == StatusCode::BAD_REQUEST => rejected_json(&e.message),
+                    Err(e) => rejected_json(&e.message),
+                },
+                Err(_) => rejected_json("Invalid order payload"),
+            }
+        });
+    }
+    let mut out = Vec::with_capacity(futures.len());
+    for f in futures {
+        out.push(f.await);
+    }
+    json(&out)
+}
+
+fn canceled_json(c: &crate::engine::Canceled) -> ApiResult {
+    let not: HashMap<&str, &str> = c.not_canceled.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    json(&j!({ "canceled": c.canceled.iter().map(|u| u.to_string()).collect::<Vec<_>>(), "not_canceled": not }))
+}
+
+fn parse_id(s: &str) -> Result<Uuid, ApiError> {
+    s.trim().parse().map_err(|_| ApiError::bad("Invalid orderID"))
+}
+
+async fn cancel_one(s: Arc<AppState>, r: Req) -> ApiResult {
+    check_cancels(&s)?;
+    let key = authenticate(&s, &r)?;
+    let v: Value = serde_json::from_slice(&r.body).map_err(|_| ApiError::bad("Invalid orderID"))?;
+    let id = v
+        .get("orderID")
+        .or_else(|| v.get("orderId"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| ApiError::bad("Invalid orderID"))?;
+    let id = parse_id(id)?;
+    canceled_json(&s.engine.cancel(key.key, vec![id]).await?)
+}
+
+async fn cancel_many(s: Arc<AppState>, r: Req) -> ApiResult {
+    check_cancels(&s)?;
+    let key = authenticate(&s, &r)?;
+    let v: Vec<String> = serde_json::from_slice(&r.body).map_err(|_| ApiError::bad("Invalid orderID"))?;
+    if v.len() > MAX_CANCEL {
+        return Err(ApiError::bad(format!("Too many orders in payload, max allowed: {MAX_CANCEL}")));
+    }
+    let ids = v.iter().map(|x| parse_id(x)).collect::<Result<Vec<_>, _>>()?;
+    canceled_json(&s.engine.cancel(key.key, ids).await?)
+}
+
+async fn cancel_all(s: Arc<AppState>, r: Req) -> ApiResult {
+    check_cancels(&s)?;
+    let key = authenticate(&s, &r)?;
+    canceled_json(&s.engine.cancel_where(key.key, None, None).await?)
+}
+
+async fn cancel_market(s: Arc<AppState>, r: Req) -> ApiResult {
+    check_cancels(&s)?;
+    let key = authenticate(&s, &r)?;
+    let v: Value = if r.body.is_empty() {
+        j!({})
+    } else {
+        serde_json::from_slice(&r.body).map_err(|_| ApiError::bad("Invalid payload"))?
+    };
+    let pick = |k: &str| v.get(k).and_then(Value::as_str).filter(|x| !x.is_empty()).map(str::to_string);
+    canceled_json(&s.engine.cancel_where(key.key, pick("market"), pick("asset_id")).await?)
+}
+
+/// OpenOrder (SPEC §2.5).
+pub fn order_json(o: &OrderRecord) -> Value {
+    j!({
+        "id": o.id.to_string(),
+        "status": o.status.as_str(),
+        "owner": o.owner.to_string(),
+        "maker_address": o.maker,
+        "market": o.condition_id,
+        "asset_id": o.token_id,
+        "side": o.side.as_str(),
+        "original_size": fmt_amount(o.original_size),
+        "size_matched": fmt_amount(o.size_matched),
+        "price": fmt_price(o.price),
+        "outcome": o.outcome,
+        "expiration": o.expiration.to_string(),
+        "order_type": o.order_type.as_str(),
+        "associate_trades": o.associate_trades.iter().map(|u| u.to_string()).collect::<Vec<_>>(),
+        "created_at": o.created_at,
+    })
+}
+
+/// Cursors are base64 of the offset: "MA==" is the first page, "LTE=" the end.
+pub const END_CURSOR: &str = "LTE=";
+
+fn cursor_offset(q: &HashMap<String, String>) -> Result<usize, ApiError> {
+    match q.get("next_cursor").map(String::as_str) {
+        None | Some("") => Ok(0),
+        Some(c) => {
+            let raw =
+                base64::engine::general_purpose::STANDARD.decode(c).map_err(|_| ApiError::bad("Invalid payload"))?;
+            let text = String::from_utf8(raw).map_err(|_| ApiError::bad("Invalid payload"))?;
+            if text == "-1" {
+                return Ok(usize::MAX);
+            }
+            text.parse().map_err(|_| ApiError::bad("Invalid payload"))
+        }
+    }
+}
+
+/// One page of `items` from `offset`, in the SPEC §2.6 envelope.
+pub fn page(items: Vec<Value>, offset: usize) -> ApiResult {
+    let start = offset.min(items.len());
+    let end = (start + PAGE).min(items.len());
+    let data: Vec<Value> = items[start..end].to_vec();
+    let next = if end >= items.len() {
+        END_CURSOR.to_string()
+    } else {
+        base64::engine::general_purpose::STANDARD.encode(end.to_string())
+    };
+    json(&j!({ "data": data, "next_cursor": next, "limit": PAGE, "count": data.len() }))
+}
+
+fn list_orders(s: Arc<AppState>, r: Req) -> ApiResult {
+    let key = authenticate(&s, &r)?;
+    let q = r.query_map();
+    let offset = cursor_offset(&q)?;
+    let rows = s.store.scan_prefix(crate::store::cf::OPEN_BY_OWNER, key.key.as_bytes(), &[], usize::MAX)?;
+    let mut items = Vec::new();
+    for (_, v) in rows {
+        let Ok(id) = Uuid::from_slice(&v) else { continue };
+        let Some(o) = s.store.get_order(&id)? else { continue };
+        if q.get("id").is_some_and(|x| !x.is_empty() && *x != o.id.to_string())
+            || q.get("market").is_some_and(|x| !x.is_empty() && *x != o.condition_id)
+            || q.get("asset_id").is_some_and(|x| !x.is_empty() && *x != o.token_id)
+        {
+            continue;
+        }
+        items.push(order_json(&o));
+    }
+    page(items, offset)
+}
+
+fn get_order(s: Arc<AppState>, r: Req, id: String) -> ApiResult {
+    let key = authenticate(&s, &r)?;
+    let id = parse_id(&id)?;
+    match s.store.get_order(&id)? {
+        Some(o) if o.owner == key.key => json(&order_json(&o)),
+        _ => Err(ApiError::not_found("order not found")),
+    }
+}
+
+/// Trade (SPEC §2.7) as seen by `viewer`.
+pub fn trade_json(t: &TradeRecord, viewer: Uuid) -> Value {
+    let maker_fee: u64 = t.maker_orders.iter().filter(|m| m.owner == viewer).map(|m| m.fee).sum();
+    j!({
+        "id": t.id.to_string(),
+        "taker_order_id": t.taker_order_id.to_string(),
+        "market": t.condition_id,
+        "asset_id": t.asset_id,
+        "side": t.side.as_str(),
+        "size": fmt_amount(t.size),
+        "price": fmt_price(t.price),
+        "fee_rate_bps": t.fee_rate_bps.to_string(),
+        "status": t.status.as_str(),
+        "match_time": t.match_time.to_string(),
+        "last_update": t.last_update.to_string(),
+        "outcome": t.outcome,
+        "bucket_index": t.bucket_index,
+        "owner": if t.owner == viewer { t.owner.to_string() } else { viewer.to_string() },
+        "maker_address": t.maker_address,
+        "maker_orders": t.maker_orders.iter().map(|m| j!({
+            "order_id": m.order_id.to_string(),
+            "owner": m.owner.to_string(),
+            "maker_address": m.maker_address,
+            "matched_amount": fmt_amount(m.matched_amount),
+            "price": fmt_price(m.price),
+            "asset_id": m.asset_id,
+            "outcome": m.outcome,
+            "side": m.side.as_str(),
+            "fee_rate_bps": m.fee_rate_bps.to_string(),
+        })).collect::<Vec<_>>(),
+        "transaction_hash": t.transaction_hash,
+        "trader_side": if t.owner == viewer { "TAKER" } else { "MAKER" },
+        "maker_fee": fmt_amount(maker_fee),
+        "taker_fee": fmt_amount(t.taker_fee),
+        "error_msg": t.error_msg,
+        "type": match t.match_type { MatchType::Complementary => "COMPLEMENTARY", MatchType::Mint => "MINT", MatchType::Merge => "MERGE" },
+    })
+}
+
+fn list_trades(s: Arc<AppState>, r: Req) -> ApiResult {
+    let key = authenticate(&s, &r)?;
+    let q = r.query_map();
+    let offset = cursor_offset(&q)?;
+    let num = |k: &str| -> Result<Option<u64>, ApiError> {
+        match q.get(k).filter(|x| !x.is_empty()) {
+            Some(v) => v.parse().map(Some).map_err(|_| ApiError::bad("Invalid payload")),
+            None => Ok(None),
+        }
+    };
+    let (before, after) = (num("before")?, num("after")?);
+    let rows = s.store.scan_prefix(crate::store::cf::TRADES_BY_OWNER, key.key.as_bytes(), &[], usize::MAX)?;
+    let mut items = Vec::new();
+    for (_, v) in rows.iter().rev() {
+        let Ok(id) = Uuid::from_slice(v) else { continue };
+        let Some(t) = s.store.get_trade(&id)? else { continue };
+        let f = |k: &str| q.get(k).filter(|x| !x.is_empty());
+        if f("id").is_some_and(|x| *x != t.id.to_string())
+            || f("market").is_some_and(|x| *x != t.condition_id)
+            || f("asset_id").is_some_and(|x| *x != t.asset_id && !t.maker_orders.iter().any(|m| m.asset_id == *x))
+            || f("maker_address").is_some_and(|x| {
+                let x = x.to_lowercase();
+                x != t.maker_address && !t.maker_orders.iter().any(|m| m.maker_address == x)
+            })
+            || before.is_some_and(|b| t.match_time >= b)
+            || after.is_some_and(|a| t.match_time <= a)
+        {
+            continue;
+        }
+        items.push(trade_json(&t, key.key));
+    }
+    page(items, offset)
+}

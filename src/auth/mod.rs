@@ -1,0 +1,21 @@
+//! Authentication: L1 (EIP-712 ClobAuth wallet signatures), L2 (HMAC over the request), and
+//! EIP-712 order signatures. Pure functions; the API layer looks keys up and maps errors.
+
+pub mod eip712;
+pub mod hmac;
+
+pub use eip712::{order_hash, recover_clob_auth, recover_order_signer, OrderDomains, SignedOrderFields};
+pub use hmac::{build_hmac_signature, verify_hmac};
+
+/// The fixed message of the ClobAuth typed data, as every official client signs it (no
+/// final period). SPEC §5.1 prints it at the end of a sentence, with a period; a signature
+/// over that spelling is accepted too ([`CLOB_AUTH_MESSAGES`]).
+pub const CLOB_AUTH_MESSAGE: &str = "This message attests that I control the given wallet";
+/// Every accepted spelling of the ClobAuth message.
+pub const CLOB_AUTH_MESSAGES: [&str; 2] = [CLOB_AUTH_MESSAGE, "This message attests that I control the given wallet."];
+
+/// Lowercase 0x-hex form of an address: the one spelling predex stores and compares.
+pub fn normalize_address(s: &str) -> Option<String> {
+    let a: alloy_primitives::Address = s.trim().parse().ok()?;
+    Some(format!("{a:#x}"))
+}

@@ -1,0 +1,111 @@
+//! One settings value, from defaults, an optional TOML file, and `PREDEX_*`/CLI overrides.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// Polymarket's CTF Exchange on Polygon: the default verifyingContract, so orders signed by
+/// the official clients for chain 137 verify unchanged.
+pub const DEFAULT_EXCHANGE: &str = "0x4bfb41d5b3570defd03c39a9a4d8de6bd8b8982e";
+/// Polymarket's Neg Risk CTF Exchange on Polygon.
+pub const DEFAULT_NEG_RISK_EXCHANGE: &str = "0xc5d563a36ae78145c45a50134d48a1215220f80a";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Config {
+    /// RocksDB directory; `$STATE_DIRECTORY` under systemd.
+    pub data_dir: PathBuf,
+    /// Order-book (CLOB) server.
+    pub clob_addr: SocketAddr,
+    /// Catalogue server.
+    pub gamma_addr: SocketAddr,
+    /// Analytics server.
+    pub data_addr: SocketAddr,
+    /// Bridge server.
+    pub bridge_addr: SocketAddr,
+    /// Operator server; must be loopback.
+    pub internal_addr: SocketAddr,
+    /// EIP-712 chainId of both auth and order domains.
+    pub chain_id: u64,
+    /// verifyingContract of standard-market orders.
+    pub exchange_address: String,
+    /// verifyingContract of negative-risk-market orders.
+    pub neg_risk_exchange_address: String,
+    /// Demo catalogue loaded into an empty data directory.
+    pub catalogue: PathBuf,
+    /// How long an invitation code stays valid.
+    pub invite_ttl_secs: u64,
+    /// Where trading fees are credited in the embedded ledger (default: the exchange).
+    pub fee_address: Option<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            data_dir: PathBuf::from("var"),
+            clob_addr: "0.0.0.0:8080".parse().expect("literal"),
+            gamma_addr: "0.0.0.0:8081".parse().expect("literal"),
+            data_addr: "0.0.0.0:8082".parse().expect("literal"),
+            bridge_addr: "0.0.0.0:8083".parse().expect("literal"),
+            internal_addr: "127.0.0.1:8090".parse().expect("literal"),
+            chain_id: 137,
+            exchange_address: DEFAULT_EXCHANGE.into(),
+            neg_risk_exchange_address: DEFAULT_NEG_RISK_EXCHANGE.into(),
+            catalogue: PathBuf::from("data/markets.json"),
+            invite_ttl_secs: 7 * 24 * 3600,
+            fee_address: None,
+        }
+    }
+}
+
+impl Config {
+    pub fn from_toml(text: &str) -> anyhow::Result<Config> {
+        Ok(toml::from_str(text)?)
+    }
+
+    /// Rejects settings that would run an unsafe or broken exchange.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if !self.internal_addr.ip().is_loopback() {
+            anyhow::bail!("internal-addr must be a loopback address, got {}", self.internal_addr);
+        }
+        for (name, a) in [
+            ("exchange-address", &self.exchange_address),
+            ("neg-risk-exchange-address", &self.neg_risk_exchange_address),
+        ] {
+            if crate::auth::normalize_address(a).is_none() {
+                anyhow::bail!("{name} is not an address: {a}");
+            }
+        }
+        if let Some(f) = &self.fee_address {
+            if crate::auth::normalize_address(f).is_none() {
+                anyhow::bail!("fee-address is not an address: {f}");
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        let c = Config::default();
+        c.validate().unwrap();
+        assert_eq!(c.clob_addr.port(), 8080);
+        assert_eq!(c.internal_addr.to_string(), "127.0.0.1:8090");
+        assert_eq!(c.chain_id, 137);
+    }
+
+    #[test]
+    fn toml_overrides_and_rejects_unknown() {
+        let c = Config::from_toml("chain-id = 80002\nclob-addr = \"127.0.0.1:0\"").unwrap();
+        assert_eq!(c.chain_id, 80002);
+        assert_eq!(c.clob_addr.port(), 0);
+        assert!(Config::from_toml("nope = 1").is_err());
+        let bad = Config { internal_addr: "0.0.0.0:8090".parse().unwrap(), ..Config::default() };
+        assert!(bad.validate().is_err());
+    }
+}

@@ -1,0 +1,10 @@
+//! Plain domain types: prices, amounts, sides, order and trade records, markets.
+//!
+//! Money is integers only: amounts are 6-decimal fixed-point `u64` micro-units, prices are
+//! `u32` in 1e-4 units (`PRICE_ONE` = 1.0). Nothing here does I/O.
+
+pub mod num;
+pub mod records;
+
+pub use num::*;
+pub use records::*;

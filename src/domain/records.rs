@@ -1,0 +1,310 @@
+//! Records the engine produces and the store persists: markets, orders, trades, keys.
+//! Every record is plain data with serde; `store` adds the version byte.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::num::Side;
+
+/// One outcome token of a binary market.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Token {
+    pub token_id: String,
+    pub outcome: String,
+}
+
+/// A binary market: two tokens whose prices sum to 1; `tokens[0]` is the book's YES side.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Market {
+    /// Dense internal index, assigned at creation; books are addressed by it.
+    pub idx: u32,
+    pub condition_id: String,
+    pub question: String,
+    pub slug: String,
+    pub tokens: [Token; 2],
+    /// Tick size in 1e-4 price units (100 = 0.01).
+    pub tick: u32,
+    /// Minimum order size in 1e-6 token units.
+    pub min_order_size: u64,
+    pub neg_risk: bool,
+    #[serde(default)]
+    pub neg_risk_market_id: Option<String>,
+    #[serde(default = "yes")]
+    pub active: bool,
+    #[serde(default)]
+    pub closed: bool,
+    #[serde(default = "yes")]
+    pub accepting_orders: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Market {
+    /// Index (0 = YES, 1 = NO) of a token of this market.
+    pub fn outcome_index(&self, token_id: &str) -> Option<u8> {
+        self.tokens.iter().position(|t| t.token_id == token_id).map(|i| i as u8)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum OrderType {
+    Gtc,
+    Gtd,
+    Fok,
+    Fak,
+}
+
+impl OrderType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrderType::Gtc => "GTC",
+            OrderType::Gtd => "GTD",
+            OrderType::Fok => "FOK",
+            OrderType::Fak => "FAK",
+        }
+    }
+    pub fn parse(s: &str) -> Option<OrderType> {
+        match s {
+            "GTC" => Some(OrderType::Gtc),
+            "GTD" => Some(OrderType::Gtd),
+            "FOK" => Some(OrderType::Fok),
+            "FAK" => Some(OrderType::Fak),
+            _ => None,
+        }
+    }
+    /// Whether an unfilled remainder may rest on the book.
+    pub fn rests(self) -> bool {
+        matches!(self, OrderType::Gtc | OrderType::Gtd)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum OrderStatus {
+    Live,
+    Matched,
+    Canceled,
+    Deferred,
+}
+
+impl OrderStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrderStatus::Live => "LIVE",
+            OrderStatus::Matched => "MATCHED",
+            OrderStatus::Canceled => "CANCELED",
+            OrderStatus::Deferred => "DEFERRED",
+        }
+    }
+}
+
+/// An accepted order, as persisted. The signed fields are kept verbatim so a settler can
+/// rebuild the on-chain order; the recovered signer is stored so restart never recomputes
+/// a signature.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrderRecord {
+    pub id: Uuid,
+    /// Global acceptance sequence: the time priority of the order.
+    pub seq: u64,
+    pub status: OrderStatus,
+    /// API key that placed the order.
+    pub owner: Uuid,
+    pub maker: String,
+    pub signer: String,
+    pub taker: String,
+    pub market_idx: u32,
+    pub condition_id: String,
+    pub token_id: String,
+    pub outcome_index: u8,
+    pub outcome: String,
+    pub side: Side,
+    /// Limit price of the order's own token, 1e-4 units.
+    pub price: u32,
+    /// Size in token micro-units at submission.
+    pub original_size: u64,
+    pub size_matched: u64,
+    pub maker_amount: u64,
+    pub taker_amount: u64,
+    pub fee_rate_bps: u32,
+    pub expiration: u64,
+    pub nonce: u64,
+    pub salt: u64,
+    pub signature_type: u8,
+    pub signature: String,
+    pub order_type: OrderType,
+    pub post_only: bool,
+    /// What the order still holds reserved in the ledger (collateral for BUY, tokens for SELL).
+    pub reserved: u64,
+    pub associate_trades: Vec<Uuid>,
+    /// UNIX seconds.
+    pub created_at: u64,
+}
+
+impl OrderRecord {
+    pub fn remaining(&self) -> u64 {
+        self.original_size - self.size_matched
+    }
+    /// The ledger asset the order spends: collateral for BUY, its token for SELL.
+    pub fn spend_asset(&self) -> Asset {
+        match self.side {
+            Side::Buy => Asset::Collateral,
+            Side::Sell => Asset::Token(self.token_id.clone()),
+        }
+    }
+}
+
+/// A ledger asset: the collateral (USDC) or an outcome token.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Asset {
+    Collateral,
+    Token(String),
+}
+
+impl Asset {
+    pub fn parse(s: &str) -> Asset {
+        if s.eq_ignore_ascii_case("USDC") || s.is_empty() {
+            Asset::Collateral
+        } else {
+            Asset::Token(s.to_string())
+        }
+    }
+    pub fn key(&self) -> &str {
+        match self {
+            Asset::Collateral => "USDC",
+            Asset::Token(t) => t,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum TradeStatus {
+    Pending,
+    Matched,
+    Mined,
+    Confirmed,
+    Retrying,
+    Failed,
+}
+
+impl TradeStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TradeStatus::Pending => "PENDING",
+            TradeStatus::Matched => "MATCHED",
+            TradeStatus::Mined => "MINED",
+            TradeStatus::Confirmed => "CONFIRMED",
+            TradeStatus::Retrying => "RETRYING",
+            TradeStatus::Failed => "FAILED",
+        }
+    }
+}
+
+/// The maker side of one fill.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MakerFill {
+    pub order_id: Uuid,
+    pub owner: Uuid,
+    pub maker_address: String,
+    /// Tokens of the maker's own asset that changed hands.
+    pub matched_amount: u64,
+    /// Execution price in the maker's own token.
+    pub price: u32,
+    pub asset_id: String,
+    pub outcome: String,
+    pub side: Side,
+    pub fee_rate_bps: u32,
+    pub fee: u64,
+}
+
+/// One fill: a taker order against one resting maker order, at the maker's price.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TradeRecord {
+    pub id: Uuid,
+    pub seq: u64,
+    pub taker_order_id: Uuid,
+    pub market_idx: u32,
+    pub condition_id: String,
+    /// The taker's token.
+    pub asset_id: String,
+    pub side: Side,
+    pub size: u64,
+    /// Execution price in the taker's token, 1e-4 units.
+    pub price: u32,
+    pub fee_rate_bps: u32,
+    pub status: TradeStatus,
+    pub match_time: u64,
+    pub last_update: u64,
+    pub outcome: String,
+    /// Position of this fill within the taker order's match (0, 1, ...).
+    pub bucket_index: u32,
+    /// Taker's API key.
+    pub owner: Uuid,
+    pub maker_address: String,
+    pub maker_orders: Vec<MakerFill>,
+    pub transaction_hash: String,
+    pub taker_fee: u64,
+    pub error_msg: Option<String>,
+    /// COMPLEMENTARY, MINT or MERGE (the exchange contract's match type).
+    pub match_type: MatchType,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum MatchType {
+    Complementary,
+    Mint,
+    Merge,
+}
+
+/// API credentials as stored; the secret is kept because L2 verification needs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiKeyRecord {
+    pub key: Uuid,
+    pub secret: String,
+    pub passphrase: String,
+    /// Lowercase 0x address of the wallet that created the key.
+    pub address: String,
+    pub nonce: u64,
+    pub created_at: u64,
+}
+
+/// An invitation code handed out by `/internal/waitlist/approve`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InviteRecord {
+    pub code: String,
+    pub email: String,
+    pub expires_at: u64,
+    pub used: bool,
+}
+
+/// Per-address restriction set by the operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AddressStatus {
+    None,
+    Banned,
+    ClosedOnly,
+}
+
+/// Platform mode (SPEC §1.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    Normal,
+    CancelOnly,
+    TradingDisabled,
+}
+
+/// Current UNIX time in seconds.
+pub fn now_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// Current UNIX time in milliseconds.
+pub fn now_millis() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}

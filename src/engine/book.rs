@@ -1,0 +1,369 @@
+//! One binary market's order book in YES-price space.
+// Hot path: no I/O, no locks, no logging above debug.
+//!
+//! Bids are orders that gain YES exposure (BUY YES at p, SELL NO at 1−p); asks lose it
+//! (SELL YES at p, BUY NO at 1−p). Prices are ladder indices `price / tick`, so the ladder
+//! has `1/tick + 1` levels (101 for a 0.01 tick). Each level is an intrusive doubly-linked
+//! FIFO of slab slots: insert at the tail O(1), cancel O(1), match from the head O(1); the
+//! best price moves by a scan over empty levels, bounded by the ladder length.
+//!
+//! Priority is price, then arrival: a level is FIFO and nothing reorders it. The book stores
+//! only what matching needs (id, remaining size); the order records live in the engine.
+
+use uuid::Uuid;
+
+pub const NIL: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BookSide {
+    Bid,
+    Ask,
+}
+
+impl BookSide {
+    pub fn opposite(self) -> BookSide {
+        match self {
+            BookSide::Bid => BookSide::Ask,
+            BookSide::Ask => BookSide::Bid,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Level {
+    head: u32,
+    tail: u32,
+    total: u64,
+}
+
+const EMPTY: Level = Level { head: NIL, tail: NIL, total: 0 };
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub id: Uuid,
+    pub remaining: u64,
+    pub side: BookSide,
+    pub level: u32,
+    prev: u32,
+    next: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct Book {
+    /// Tick in 1e-4 price units.
+    pub tick: u32,
+    bids: Vec<Level>,
+    asks: Vec<Level>,
+    best_bid: Option<u32>,
+    best_ask: Option<u32>,
+    nodes: Vec<Node>,
+    free: Vec<u32>,
+    count: usize,
+}
+
+impl Book {
+    pub fn new(tick: u32) -> Book {
+        let n = (crate::domain::PRICE_ONE / tick + 1) as usize;
+        Book {
+            tick,
+            bids: vec![EMPTY; n],
+            asks: vec![EMPTY; n],
+            best_bid: None,
+            best_ask: None,
+            nodes: Vec::new(),
+            free: Vec::new(),
+            count: 0,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Ladder index of a price that sits on the tick.
+    pub fn level_of(&self, price: u32) -> u32 {
+        debug_assert_eq!(price % self.tick, 0);
+        price / self.tick
+    }
+
+    pub fn price_of(&self, level: u32) -> u32 {
+        level * self.tick
+    }
+
+    fn levels(&self, side: BookSide) -> &Vec<Level> {
+        match side {
+            BookSide::Bid => &self.bids,
+            BookSide::Ask => &self.asks,
+        }
+    }
+
+    fn levels_mut(&mut self, side: BookSide) -> &mut Vec<Level> {
+        match side {
+            BookSide::Bid => &mut self.bids,
+            BookSide::Ask => &mut self.asks,
+        }
+    }
+
+    /// Best price (YES space) on a side.
+    pub fn best(&self, side: BookSide) -> Option<u32> {
+        match side {
+            BookSide::Bid => self.best_bid,
+            BookSide::Ask => self.best_ask,
+        }
+        .map(|l| self.price_of(l))
+    }
+
+    /// The slot at the head of the best level of a side.
+    pub fn best_head(&self, side: BookSide) -> Option<u32> {
+        let l = match side {
+            BookSide::Bid => self.best_bid?,
+            BookSide::Ask => self.best_ask?,
+        };
+        Some(self.levels(side)[l as usize].head)
+    }
+
+    pub fn node(&self, slot: u32) -> &Node {
+        &self.nodes[slot as usize]
+    }
+
+    /// Appends an order at the tail of its level; returns its slot.
+    pub fn insert(&mut self, side: BookSide, price: u32, id: Uuid, size: u64) -> u32 {
+        let level = self.level_of(price);
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.nodes.push(Node { id, remaining: 0, side, level, prev: NIL, next: NIL });
+                (self.nodes.len() - 1) as u32
+            }
+        };
+        let tail = self.levels(side)[level as usize].tail;
+        self.nodes[slot as usize] = Node { id, remaining: size, side, level, prev: tail, next: NIL };
+        if tail != NIL {
+            self.nodes[tail as usize].next = slot;
+        }
+        let lv = &mut self.levels_mut(side)[level as usize];
+        if lv.head == NIL {
+            lv.head = slot;
+        }
+        lv.tail = slot;
+        lv.total += size;
+        self.count += 1;
+        match side {
+            BookSide::Bid if self.best_bid.is_none_or(|b| level > b) => self.best_bid = Some(level),
+            BookSide::Ask if self.best_ask.is_none_or(|a| level < a) => self.best_ask = Some(level),
+            _ => {}
+        }
+        slot
+    }
+
+    /// Takes `q` off an order's remaining size; removes it when it reaches zero.
+    /// Returns true when the order left the book.
+    pub fn reduce(&mut self, slot: u32, q: u64) -> bool {
+        let (side, level, rem) = {
+            let n = &mut self.nodes[slot as usize];
+            debug_assert!(n.remaining >= q);
+            n.remaining -= q;
+            (n.side, n.level, n.remaining)
+        };
+        self.levels_mut(side)[level as usize].total -= q;
+        if rem == 0 {
+            self.unlink(slot);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Removes an order whatever its remaining size.
+    pub fn remove(&mut self, slot: u32) {
+        let (side, level, rem) = {
+            let n = &self.nodes[slot as usize];
+            (n.side, n.level, n.remaining)
+        };
+        self.levels_mut(side)[level as usize].total -= rem;
+        self.nodes[slot as usize].remaining = 0;
+        self.unlink(slot);
+    }
+
+    fn unlink(&mut self, slot: u32) {
+        let (side, level, prev, next) = {
+            let n = &self.nodes[slot as usize];
+            (n.side, n.level, n.prev, n.next)
+        };
+        if prev != NIL {
+            self.nodes[prev as usize].next = next;
+        }
+        if next != NIL {
+            self.nodes[next as usize].prev = prev;
+        }
+        let lv = &mut self.levels_mut(side)[level as usize];
+        if lv.head == slot {
+            lv.head = next;
+        }
+        if lv.tail == slot {
+            lv.tail = prev;
+        }
+        let emptied = lv.head == NIL;
+        self.free.push(slot);
+        self.count -= 1;
+        if emptied {
+            self.refresh_best(side, level);
+        }
+    }
+
+    /// After `level` emptied, move the best price past empty levels.
+    fn refresh_best(&mut self, side: BookSide, level: u32) {
+        match side {
+            BookSide::Bid if self.best_bid == Some(level) => {
+                self.best_bid = (0..level).rev().find(|&l| self.bids[l as usize].head != NIL);
+            }
+            BookSide::Ask if self.best_ask == Some(level) => {
+                let n = self.asks.len() as u32;
+                self.best_ask = (level + 1..n).find(|&l| self.asks[l as usize].head != NIL);
+            }
+            _ => {}
+        }
+    }
+
+    /// Aggregated levels, best first: (YES price, total size).
+    pub fn depth(&self, side: BookSide) -> Vec<(u32, u64)> {
+        let lv = self.levels(side);
+        let mut out = Vec::new();
+        match side {
+            BookSide::Bid => {
+                if let Some(b) = self.best_bid {
+                    for l in (0..=b).rev() {
+                        if lv[l as usize].total > 0 {
+                            out.push((self.price_of(l), lv[l as usize].total));
+                        }
+                    }
+                }
+            }
+            BookSide::Ask => {
+                if let Some(a) = self.best_ask {
+                    for l in a..lv.len() as u32 {
+                        if lv[l as usize].total > 0 {
+                            out.push((self.price_of(l), lv[l as usize].total));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Total size resting on `side` at prices a taker with YES-limit `limit` can reach,
+    /// stopping once `want` is reached.
+    pub fn fillable(&self, side: BookSide, limit: u32, want: u64) -> u64 {
+        let mut got = 0u64;
+        for (p, size) in self.depth_iter(side) {
+            let crosses = match side {
+                BookSide::Ask => p <= limit,
+                BookSide::Bid => p >= limit,
+            };
+            if !crosses {
+                break;
+            }
+            got += size;
+            if got >= want {
+                break;
+            }
+        }
+        got
+    }
+
+    fn depth_iter(&self, side: BookSide) -> impl Iterator<Item = (u32, u64)> + '_ {
+        let lv = self.levels(side);
+        let n = lv.len() as u32;
+        let (start, bid) = match side {
+            BookSide::Bid => (self.best_bid, true),
+            BookSide::Ask => (self.best_ask, false),
+        };
+        let range: Box<dyn Iterator<Item = u32>> = match (start, bid) {
+            (None, _) => Box::new(std::iter::empty()),
+            (Some(b), true) => Box::new((0..=b).rev()),
+            (Some(a), false) => Box::new(a..n),
+        };
+        range.filter(move |&l| lv[l as usize].total > 0).map(move |l| (l * self.tick, lv[l as usize].total))
+    }
+
+    /// Orders of a level in FIFO order (for tests and invariant checks).
+    pub fn level_orders(&self, side: BookSide, price: u32) -> Vec<(Uuid, u64)> {
+        let mut out = Vec::new();
+        let mut s = self.levels(side)[self.level_of(price) as usize].head;
+        while s != NIL {
+            let n = &self.nodes[s as usize];
+            out.push((n.id, n.remaining));
+            s = n.next;
+        }
+        out
+    }
+
+    /// Checks the structural invariants: never crossed, level totals equal the sum of
+    /// their orders, best prices point at the extreme non-empty levels.
+    pub fn check(&self) -> Result<(), String> {
+        for side in [BookSide::Bid, BookSide::Ask] {
+            let mut count = 0;
+            for (l, lv) in self.levels(side).iter().enumerate() {
+                let mut sum = 0;
+                let mut s = lv.head;
+                let mut prev = NIL;
+                while s != NIL {
+                    let n = &self.nodes[s as usize];
+                    if n.prev != prev || n.level as usize != l || n.side != side || n.remaining == 0 {
+                        return Err(format!("bad link at level {l}"));
+                    }
+                    sum += n.remaining;
+                    count += 1;
+                    prev = s;
+                    s = n.next;
+                }
+                if lv.tail != prev || sum != lv.total {
+                    return Err(format!("level {l} total {} != {sum}", lv.total));
+                }
+            }
+            let d = self.depth(side);
+            let best = self.best(side);
+            if d.first().map(|x| x.0) != best {
+                return Err(format!("best {best:?} vs depth {:?}", d.first()));
+            }
+            let _ = count;
+        }
+        if let (Some(b), Some(a)) = (self.best_bid, self.best_ask) {
+            if b >= a {
+                return Err(format!("crossed: bid {b} ask {a}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fifo_and_cancel() {
+        let mut b = Book::new(100);
+        let (x, y, z) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
+        let sx = b.insert(BookSide::Bid, 5000, x, 10);
+        let _sy = b.insert(BookSide::Bid, 5000, y, 20);
+        let sz = b.insert(BookSide::Bid, 4900, z, 30);
+        assert_eq!(b.best(BookSide::Bid), Some(5000));
+        assert_eq!(b.level_orders(BookSide::Bid, 5000), vec![(x, 10), (y, 20)]);
+        b.remove(sx);
+        assert_eq!(b.level_orders(BookSide::Bid, 5000), vec![(y, 20)]);
+        assert_eq!(b.depth(BookSide::Bid), vec![(5000, 20), (4900, 30)]);
+        let head = b.best_head(BookSide::Bid).unwrap();
+        assert!(b.reduce(head, 20));
+        assert_eq!(b.best(BookSide::Bid), Some(4900));
+        assert!(!b.reduce(sz, 10));
+        assert_eq!(b.depth(BookSide::Bid), vec![(4900, 20)]);
+        b.check().unwrap();
+        assert_eq!(b.len(), 1);
+    }
+}

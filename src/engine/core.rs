@@ -1,0 +1,552 @@
+//! The matching core: books, open orders and the ledger, mutated by one thread.
+// Hot path: no I/O, no locks shared with HTTP, no logging above debug.
+//!
+//! Priority rule: price, then acceptance sequence (FIFO per level). Execution is at the
+//! resting (maker) order's price. A taker sweeps the opposite side of its market's single
+//! YES-space book, so it meets complementary orders, mint partners (BUY vs BUY of the other
+//! outcome) and merge partners (SELL vs SELL) in one priority queue.
+//!
+//! Amounts: a fill of q tokens at YES price P moves, per order of its own token price p,
+//! BUY: −cost collateral, +q tokens; SELL: −q tokens, +proceeds. Complementary fills use
+//! one amount floor(q·p) for both sides; mint and merge give the maker floor(q·p_maker)
+//! and the taker the rest of q, so collateral and tokens are conserved exactly.
+//! Fees follow the CTF exchange: BUY pays bps·min(p,1−p)·q/p in tokens, SELL pays
+//! bps·min(p,1−p)·q in collateral, both to the fee account.
+//!
+//! Complexity: insert/cancel O(1) (plus a best-price scan over empty levels), each fill
+//! O(1) plus a hash lookup of the maker record. Not handled here: self-trade prevention
+//! (self-matching is allowed, as on Polymarket's CLOB), and cross-market negative-risk
+//! conversion.
+
+use std::collections::{HashMap, HashSet};
+
+use uuid::Uuid;
+
+use super::book::{Book, BookSide};
+use crate::domain::*;
+use crate::ledger::Ledger;
+use crate::store::{meta, Batch};
+
+/// Why the engine refused an order: an outcome, not an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reject {
+    UnknownMarket,
+    Duplicated,
+    InvalidNonce,
+    NotEnoughBalance,
+    PostOnlyCrosses,
+    FokNotFilled,
+    FakNoMatch,
+    NotOwner,
+    MarketClosed,
+}
+
+/// The result of placing one order.
+#[derive(Debug, Clone)]
+pub struct Placed {
+    pub order: OrderRecord,
+    pub trades: Vec<TradeRecord>,
+    /// What the order gave and received so far (collateral or tokens, micro-units).
+    pub making: u64,
+    pub taking: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Canceled {
+    pub canceled: Vec<Uuid>,
+    pub not_canceled: Vec<(String, String)>,
+}
+
+/// A resting order's place: where it lives in its book.
+#[derive(Debug, Clone, Copy)]
+struct Resting {
+    slot: u32,
+}
+
+pub struct MarketState {
+    pub market: Market,
+    pub book: Book,
+    pub last_trade: Option<(u32, Side)>,
+}
+
+/// The whole matching state.
+pub struct Core {
+    pub markets: Vec<MarketState>,
+    tokens: HashMap<String, (u32, u8)>,
+    conditions: HashMap<String, u32>,
+    /// Open orders (LIVE resting, or DEFERRED).
+    pub orders: HashMap<Uuid, OrderRecord>,
+    resting: HashMap<Uuid, Resting>,
+    /// Every order ID accepted since start, plus reloaded open ones: duplicate detection for
+    /// orders not yet durable (the API also checks the store for older ones).
+    seen: HashSet<Uuid>,
+    pub ledger: Ledger,
+    /// Exchange nonce per maker address (incrementNonce bumps it); absent = 0.
+    nonces: HashMap<String, u64>,
+    /// Proxy maker → the signer it is bound to (signature types 1 and 2).
+    pub proxies: HashMap<String, String>,
+    pub next_order_seq: u64,
+    pub next_trade_seq: u64,
+    /// The address fees are paid to.
+    pub fee_address: String,
+}
+
+fn book_side(outcome: u8, side: Side) -> BookSide {
+    match (outcome, side) {
+        (0, Side::Buy) | (1, Side::Sell) => BookSide::Bid,
+        _ => BookSide::Ask,
+    }
+}
+
+/// Own-token price → YES price.
+fn yes_price(outcome: u8, p: u32) -> u32 {
+    if outcome == 0 {
+        p
+    } else {
+        PRICE_ONE - p
+    }
+}
+
+fn crosses(taker: BookSide, limit_yes: u32, resting_yes: u32) -> bool {
+    match taker {
+        BookSide::Bid => resting_yes <= limit_yes,
+        BookSide::Ask => resting_yes >= limit_yes,
+    }
+}
+
+/// Fee of a fill in the unit the order pays it in (tokens for BUY, collateral for SELL).
+pub fn fee(side: Side, bps: u32, p: u32, q: u64) -> u64 {
+    if bps == 0 || p == 0 || p >= PRICE_ONE {
+        return 0;
+    }
+    let m = p.min(PRICE_ONE - p) as u128;
+    let (bps, q, p) = (bps as u128, q as u128, p as u128);
+    let one = PRICE_ONE as u128;
+    (match side {
+        Side::Buy => bps * m * q / (p * one),
+        Side::Sell => bps * m * q / (one * one),
+    }) as u64
+}
+
+impl Core {
+    pub fn new(fee_address: String) -> Core {
+        Core {
+            markets: Vec::new(),
+            tokens: HashMap::new(),
+            conditions: HashMap::new(),
+            orders: HashMap::new(),
+            resting: HashMap::new(),
+            seen: HashSet::new(),
+            ledger: Ledger::default(),
+            nonces: HashMap::new(),
+            proxies: HashMap::new(),
+            next_order_seq: 1,
+            next_trade_seq: 1,
+            fee_address,
+        }
+    }
+
+    pub fn market_of_token(&self, token_id: &str) -> Option<(u32, u8)> {
+        self.tokens.get(token_id).copied()
+    }
+
+    pub fn has_condition(&self, c: &str) -> bool {
+        self.conditions.contains_key(c)
+    }
+
+    /// Adds a market (its idx must be the next one).
+    pub fn add_market(&mut self, m: Market) {
+        debug_assert_eq!(m.idx as usize, self.markets.len());
+        for (i, t) in m.tokens.iter().enumerate() {
+            self.tokens.insert(t.token_id.clone(), (m.idx, i as u8));
+        }
+        self.conditions.insert(m.condition_id.clone(), m.idx);
+        self.markets.push(MarketState { book: Book::new(m.tick), market: m, last_trade: None });
+    }
+
+    pub fn nonce_of(&self, maker: &str) -> u64 {
+        self.nonces.get(maker).copied().unwrap_or(0)
+    }
+
+    /// Re-inserts an accepted open order at startup, in its original priority.
+    pub fn restore(&mut self, o: OrderRecord) {
+        let asset = o.spend_asset();
+        self.ledger.reserve(&o.maker, asset.key(), o.reserved);
+        self.seen.insert(o.id);
+        if o.status == OrderStatus::Live {
+            let ms = &mut self.markets[o.market_idx as usize];
+            let slot = ms.book.insert(
+                book_side(o.outcome_index, o.side),
+                yes_price(o.outcome_index, o.price),
+                o.id,
+                o.remaining(),
+            );
+            self.resting.insert(o.id, Resting { slot });
+        }
+        self.orders.insert(o.id, o);
+    }
+
+    /// Places an order: checks what only the engine can (duplicates, nonce, proxy binding,
+    /// balance), then matches and rests the remainder. On acceptance, `batch` holds every
+    /// write of the command.
+    pub fn place(&mut self, mut o: OrderRecord, defer: bool, now: u64, batch: &mut Batch) -> Result<Placed, Reject> {
+        let Some(&(midx, outcome)) = self.tokens.get(&o.token_id) else { return Err(Reject::UnknownMarket) };
+        if !self.markets[midx as usize].market.accepting_orders || self.markets[midx as usize].market.closed {
+            return Err(Reject::MarketClosed);
+        }
+        if self.seen.contains(&o.id) {
+            return Err(Reject::Duplicated);
+        }
+        if o.nonce != self.nonce_of(&o.maker) {
+            return Err(Reject::InvalidNonce);
+        }
+        if o.maker != o.signer {
+            if let Some(bound) = self.proxies.get(&o.maker) {
+                if *bound != o.signer {
+                    return Err(Reject::NotOwner);
+                }
+            }
+        }
+        o.market_idx = midx;
+        o.outcome_index = outcome;
+        let bside = book_side(outcome, o.side);
+        let limit = yes_price(outcome, o.price);
+        let book = &self.markets[midx as usize].book;
+        let opp = bside.opposite();
+        let best_opp = book.best(opp);
+        let would_cross = best_opp.is_some_and(|p| crosses(bside, limit, p));
+        if !defer {
+            if o.post_only && would_cross {
+                return Err(Reject::PostOnlyCrosses);
+            }
+            if o.order_type == OrderType::Fok && book.fillable(opp, limit, o.original_size) < o.original_size {
+                return Err(Reject::FokNotFilled);
+            }
+            if o.order_type == OrderType::Fak && !would_cross {
+                return Err(Reject::FakNoMatch);
+            }
+        }
+        let asset = o.spend_asset();
+        if !self.ledger.try_reserve(&o.maker, asset.key(), o.maker_amount) {
+            return Err(Reject::NotEnoughBalance);
+        }
+        // Accepted from here on.
+        o.reserved = o.maker_amount;
+        o.seq = self.next_order_seq;
+        self.next_order_seq += 1;
+        o.created_at = now;
+        self.seen.insert(o.id);
+        if o.maker != o.signer && !self.proxies.contains_key(&o.maker) {
+            self.proxies.insert(o.maker.clone(), o.signer.clone());
+            batch.put(crate::store::cf::PROXIES, o.maker.as_bytes().to_vec(), crate::store::encode(&o.signer));
+        }
+        batch.put_meta_u64(meta::NEXT_ORDER_SEQ, self.next_order_seq);
+
+        if defer {
+            o.status = OrderStatus::Deferred;
+            batch.put_order(&o);
+            self.orders.insert(o.id, o.clone());
+            self.flush_ledger(batch);
+            return Ok(Placed { order: o, trades: vec![], making: 0, taking: 0 });
+        }
+        o.status = OrderStatus::Live;
+        let (trades, making, taking) = self.match_taker(&mut o, now, batch);
+        self.finish_taker(o, trades, making, taking, batch)
+    }
+
+    /// After matching: rest the remainder (GTC/GTD), or close the order (FOK/FAK, filled).
+    fn finish_taker(
+        &mut self,
+        mut o: OrderRecord,
+        trades: Vec<TradeRecord>,
+        making: u64,
+        taking: u64,
+        batch: &mut Batch,
+    ) -> Result<Placed, Reject> {
+        let remaining = o.remaining();
+        if remaining > 0 && o.order_type.rests() && o.reserved > 0 {
+            let ms = &mut self.markets[o.market_idx as usize];
+            let slot = ms.book.insert(
+                book_side(o.outcome_index, o.side),
+                yes_price(o.outcome_index, o.price),
+                o.id,
+                remaining,
+            );
+            self.resting.insert(o.id, Resting { slot });
+            o.status = OrderStatus::Live;
+            self.orders.insert(o.id, o.clone());
+        } else {
+            o.status = if o.size_matched > 0 { OrderStatus::Matched } else { OrderStatus::Canceled };
+            self.release_rest(&mut o);
+        }
+        batch.put_order(&o);
+        self.flush_ledger(batch);
+        if !trades.is_empty() {
+            batch.put_meta_u64(meta::NEXT_TRADE_SEQ, self.next_trade_seq);
+            let last = self.markets[o.market_idx as usize].last_trade;
+            batch.put(crate::store::cf::META, meta::last_trade(o.market_idx), crate::store::encode(&last));
+        }
+        Ok(Placed { order: o, trades, making, taking })
+    }
+
+    fn release_rest(&mut self, o: &mut OrderRecord) {
+        let asset = o.spend_asset();
+        self.ledger.release(&o.maker, asset.key(), o.reserved);
+        o.reserved = 0;
+    }
+
+    fn flush_ledger(&mut self, batch: &mut Batch) {
+        for (addr, asset, bal) in self.ledger.take_dirty() {
+            batch.put_balance(&addr, &asset, bal);
+        }
+    }
+
+    /// Sweeps the opposite side while it crosses; returns trades and what the taker gave
+    /// and received.
+    fn match_taker(&mut self, t: &mut OrderRecord, now: u64, batch: &mut Batch) -> (Vec<TradeRecord>, u64, u64) {
+        let midx = t.market_idx as usize;
+        let bside = book_side(t.outcome_index, t.side);
+        let limit = yes_price(t.outcome_index, t.price);
+        let opp = bside.opposite();
+        let mut trades = Vec::new();
+        let (mut making, mut taking) = (0u64, 0u64);
+        while t.remaining() > 0 {
+            let book = &self.markets[midx].book;
+            let Some(px) = book.best(opp) else { break };
+            if !crosses(bside, limit, px) {
+                break;
+            }
+            let slot = book.best_head(opp).expect("best level has a head");
+            let node = book.node(slot);
+            let maker_id = node.id;
+            let q = t.remaining().min(node.remaining);
+            let mut m = self.orders.remove(&maker_id).expect("resting order has a record");
+            // Amounts in each order's own token price.
+            let pm = yes_price(m.outcome_index, px); // maker's own price
+            let pt = yes_price(t.outcome_index, px); // taker's own price
+            let same_token = m.outcome_index == t.outcome_index;
+            let (maker_amt, taker_amt, match_type) = if same_token {
+                let c = mul_div_floor(q, pm as u64, PRICE_ONE as u64);
+                (c, c, MatchType::Complementary)
+            } else {
+                let c = mul_div_floor(q, pm as u64, PRICE_ONE as u64);
+                let mt = if m.side == Side::Buy { MatchType::Mint } else { MatchType::Merge };
+                (c, q - c, mt)
+            };
+            // A taker BUY may owe a micro-unit more than its reservation after rounding in a
+            // mint; it must come from its free balance, or the sweep stops here.
+            if t.side == Side::Buy && taker_amt > t.reserved {
+                let extra = taker_amt - t.reserved;
+                if self.ledger.account(&t.maker, "USDC").available() < extra {
+                    self.orders.insert(maker_id, m);
+                    break;
+                }
+                self.ledger.reserve(&t.maker, "USDC", extra);
+                t.reserved += extra;
+            }
+            let maker_fee = self.settle_fill(&mut m, q, pm, maker_amt);
+            let taker_fee = self.settle_fill(t, q, pt, taker_amt);
+            match t.side {
+                Side::Buy => {
+                    making += taker_amt;
+                    taking += q - taker_fee;
+                }
+                Side::Sell => {
+                    making += q;
+                    taking += taker_amt - taker_fee;
+                }
+            }
+            let trade = TradeRecord {
+                id: Uuid::new_v4(),
+                seq: self.next_trade_seq,
+                taker_order_id: t.id,
+                market_idx: t.market_idx,
+                condition_id: t.condition_id.clone(),
+                asset_id: t.token_id.clone(),
+                side: t.side,
+                size: q,
+                price: pt,
+                fee_rate_bps: t.fee_rate_bps,
+                status: TradeStatus::Pending,
+                match_time: now,
+                last_update: now,
+                outcome: t.outcome.clone(),
+                bucket_index: trades.len() as u32,
+                owner: t.owner,
+                maker_address: t.maker.clone(),
+                maker_orders: vec![MakerFill {
+                    order_id: m.id,
+                    owner: m.owner,
+                    maker_address: m.maker.clone(),
+                    matched_amount: q,
+                    price: pm,
+                    asset_id: m.token_id.clone(),
+                    outcome: m.outcome.clone(),
+                    side: m.side,
+                    fee_rate_bps: m.fee_rate_bps,
+                    fee: maker_fee,
+                }],
+                transaction_hash: String::new(),
+                taker_fee,
+                error_msg: None,
+                match_type,
+            };
+            self.next_trade_seq += 1;
+            t.associate_trades.push(trade.id);
+            m.associate_trades.push(trade.id);
+            let gone = self.markets[midx].book.reduce(slot, q);
+            if gone {
+                self.resting.remove(&m.id);
+                m.status = OrderStatus::Matched;
+                self.release_rest(&mut m);
+            } else {
+                self.orders.insert(m.id, m.clone());
+            }
+            batch.put_order(&m);
+            batch.put_trade(&trade);
+            let taker_yes_side = if bside == BookSide::Bid { Side::Buy } else { Side::Sell };
+            self.markets[midx].last_trade = Some((px, taker_yes_side));
+            trades.push(trade);
+        }
+        (trades, making, taking)
+    }
+
+    /// Applies one order's side of a fill to the ledger and the order; returns its fee.
+    /// `amt` is the collateral the order pays (BUY) or receives before fees (SELL).
+    fn settle_fill(&mut self, o: &mut OrderRecord, q: u64, p: u32, amt: u64) -> u64 {
+        let f = fee(o.side, o.fee_rate_bps, p, q);
+        let token = o.token_id.clone();
+        match o.side {
+            Side::Buy => {
+                let rel = amt.min(o.reserved);
+                self.ledger.release(&o.maker, "USDC", rel);
+                o.reserved -= rel;
+                self.ledger.debit(&o.maker, "USDC", amt);
+                let f = f.min(q);
+                self.ledger.credit(&o.maker, &token, q - f);
+                self.ledger.credit(&self.fee_address.clone(), &token, f);
+                o.size_matched += q;
+                f
+            }
+            Side::Sell => {
+                let rel = q.min(o.reserved);
+                self.ledger.release(&o.maker, &token, rel);
+                o.reserved -= rel;
+                self.ledger.debit(&o.maker, &token, q);
+                let f = f.min(amt);
+                self.ledger.credit(&o.maker, "USDC", amt - f);
+                self.ledger.credit(&self.fee_address.clone(), "USDC", f);
+                o.size_matched += q;
+                f
+            }
+        }
+    }
+
+    /// Cancels open orders of `owner` (LIVE or DEFERRED).
+    pub fn cancel(&mut self, owner: Uuid, ids: &[Uuid], batch: &mut Batch) -> Canceled {
+        let mut out = Canceled::default();
+        for id in ids {
+            match self.orders.get(id) {
+                Some(o) if o.owner == owner => {
+                    let mut o = self.orders.remove(id).expect("present");
+                    if let Some(r) = self.resting.remove(id) {
+                        self.markets[o.market_idx as usize].book.remove(r.slot);
+                    }
+                    o.status = OrderStatus::Canceled;
+                    self.release_rest(&mut o);
+                    batch.put_order(&o);
+                    out.canceled.push(*id);
+                }
+                _ => out.not_canceled.push((id.to_string(), "order not found or already canceled".into())),
+            }
+        }
+        self.flush_ledger(batch);
+        out
+    }
+
+    /// IDs of the open orders of `owner`, optionally only in one market or token.
+    pub fn open_ids(&self, owner: Uuid, market: Option<&str>, asset: Option<&str>) -> Vec<Uuid> {
+        let mut v: Vec<(u64, Uuid)> = self
+            .orders
+            .values()
+            .filter(|o| o.owner == owner)
+            .filter(|o| market.is_none_or(|m| o.condition_id == m))
+            .filter(|o| asset.is_none_or(|a| o.token_id == a))
+            .map(|o| (o.seq, o.id))
+            .collect();
+        v.sort();
+        v.into_iter().map(|x| x.1).collect()
+    }
+
+    /// Moves DEFERRED orders into matching, in acceptance order.
+    pub fn release_deferred(&mut self, ids: Option<&[Uuid]>, now: u64, batch: &mut Batch) -> Vec<Placed> {
+        let mut deferred: Vec<(u64, Uuid)> = self
+            .orders
+            .values()
+            .filter(|o| o.status == OrderStatus::Deferred)
+            .filter(|o| ids.is_none_or(|ids| ids.contains(&o.id)))
+            .map(|o| (o.seq, o.id))
+            .collect();
+        deferred.sort();
+        let mut out = Vec::new();
+        for (_, id) in deferred {
+            let mut o = self.orders.remove(&id).expect("present");
+            o.status = OrderStatus::Live;
+            let (trades, making, taking) = self.match_taker(&mut o, now, batch);
+            if let Ok(p) = self.finish_taker(o, trades, making, taking, batch) {
+                out.push(p);
+            }
+        }
+        out
+    }
+
+    /// Credits the ledger (the testnet faucet).
+    pub fn credit(&mut self, address: &str, asset: &str, amount: u64, batch: &mut Batch) {
+        self.ledger.credit(address, asset, amount);
+        self.flush_ledger(batch);
+    }
+
+    /// Structural check of every book plus the ledger reservations against open orders.
+    pub fn check(&self) -> Result<(), String> {
+        for ms in &self.markets {
+            ms.book.check()?;
+        }
+        let mut want: HashMap<(String, String), u64> = HashMap::new();
+        for o in self.orders.values() {
+            *want.entry((o.maker.clone(), o.spend_asset().key().to_string())).or_default() += o.reserved;
+            if o.status == OrderStatus::Live {
+                let r = self.resting.get(&o.id).ok_or("live order not resting")?;
+                let n = self.markets[o.market_idx as usize].book.node(r.slot);
+                if n.id != o.id || n.remaining != o.remaining() {
+                    return Err(format!("book node out of step with order {}", o.id));
+                }
+            }
+        }
+        for ((addr, asset), r) in want {
+            let acc = self.ledger.account(&addr, &asset);
+            if acc.reserved != r {
+                return Err(format!("reserved {addr}/{asset}: ledger {} orders {r}", acc.reserved));
+            }
+            if acc.reserved > acc.balance {
+                return Err(format!("over-reserved {addr}/{asset}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fee_formula() {
+        // 100 tokens at 0.5 with 100 bps: SELL pays 0.01·0.5·100 = 0.5 USDC.
+        assert_eq!(fee(Side::Sell, 100, 5000, 100_000_000), 500_000);
+        // BUY pays in tokens: 0.01·0.5·100/0.5 = 1 token.
+        assert_eq!(fee(Side::Buy, 100, 5000, 100_000_000), 1_000_000);
+        assert_eq!(fee(Side::Buy, 0, 5000, 100_000_000), 0);
+        // min(p, 1-p): at 0.9 the fee uses 0.1.
+        assert_eq!(fee(Side::Sell, 100, 9000, 100_000_000), 100_000);
+    }
+}

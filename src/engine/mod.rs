@@ -1,0 +1,307 @@
+//! The matching engine: one OS thread owns every book and the ledger (see `core`), fed by
+//! a crossbeam channel; HTTP handlers reach it only through [`EngineHandle`].
+//!
+//! One thread rather than one per market group: collateral is one balance shared by every
+//! market, so reservation checks must be serialised across markets; a single writer does
+//! that without locks, and at ~1 µs a command it is far from the bottleneck on a 2-core
+//! machine (HTTP, HMAC and signature recovery run on the tokio workers in parallel).
+//!
+//! Each command's writes go to the persister as one batch; its reply and the book
+//! snapshots it changed are released only after that batch is durable.
+
+pub mod book;
+pub mod core;
+#[cfg(test)]
+mod proptests;
+pub mod snapshot;
+
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use crossbeam_channel::{Receiver, Sender};
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use crate::domain::{now_millis, now_secs, Market, OrderRecord};
+use crate::ledger::Account;
+use crate::store::persister::Job;
+use crate::store::{cf, encode, Batch, Store, StoreError};
+pub use core::{Canceled, Core, Placed, Reject};
+use snapshot::{BookSnapshot, MarketView, Registry};
+
+/// Why a command did not complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EngineError {
+    Rejected(Reject),
+    /// The durable write failed; nothing was acknowledged.
+    Storage,
+    /// The market already exists.
+    Exists,
+    /// The engine thread is gone.
+    Down,
+}
+
+type Reply<T> = oneshot::Sender<Result<T, EngineError>>;
+
+pub enum Command {
+    Place {
+        order: Box<OrderRecord>,
+        defer: bool,
+        reply: Reply<Placed>,
+    },
+    Cancel {
+        owner: Uuid,
+        ids: Vec<Uuid>,
+        reply: Reply<Canceled>,
+    },
+    CancelWhere {
+        owner: Uuid,
+        market: Option<String>,
+        asset: Option<String>,
+        reply: Reply<Canceled>,
+    },
+    CreateMarket {
+        market: Box<Market>,
+        reply: Reply<Market>,
+    },
+    Credit {
+        address: String,
+        asset: String,
+        amount: u64,
+        reply: Reply<Account>,
+    },
+    ReleaseDeferred {
+        ids: Option<Vec<Uuid>>,
+        reply: Reply<Vec<Placed>>,
+    },
+    Accounts {
+        address: String,
+        reply: Reply<Vec<(String, Account)>>,
+    },
+    /// Runs the invariant checks (tests and operators).
+    Check {
+        reply: Reply<Result<(), String>>,
+    },
+}
+
+/// The sending side, cloned into every handler.
+#[derive(Clone)]
+pub struct EngineHandle {
+    tx: Sender<Command>,
+}
+
+impl EngineHandle {
+    async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, EngineError> {
+        let (tx, rx) = oneshot::channel();
+        self.tx.send(make(tx)).map_err(|_| EngineError::Down)?;
+        rx.await.map_err(|_| EngineError::Down)?
+    }
+
+    pub async fn place(&self, order: OrderRecord, defer: bool) -> Result<Placed, EngineError> {
+        self.call(|reply| Command::Place { order: Box::new(order), defer, reply }).await
+    }
+    pub async fn cancel(&self, owner: Uuid, ids: Vec<Uuid>) -> Result<Canceled, EngineError> {
+        self.call(|reply| Command::Cancel { owner, ids, reply }).await
+    }
+    pub async fn cancel_where(
+        &self,
+        owner: Uuid,
+        market: Option<String>,
+        asset: Option<String>,
+    ) -> Result<Canceled, EngineError> {
+        self.call(|reply| Command::CancelWhere { owner, market, asset, reply }).await
+    }
+    pub async fn create_market(&self, market: Market) -> Result<Market, EngineError> {
+        self.call(|reply| Command::CreateMarket { market: Box::new(market), reply }).await
+    }
+    pub async fn credit(&self, address: String, asset: String, amount: u64) -> Result<Account, EngineError> {
+        self.call(|reply| Command::Credit { address, asset, amount, reply }).await
+    }
+    pub async fn release_deferred(&self, ids: Option<Vec<Uuid>>) -> Result<Vec<Placed>, EngineError> {
+        self.call(|reply| Command::ReleaseDeferred { ids, reply }).await
+    }
+    pub async fn accounts(&self, address: String) -> Result<Vec<(String, Account)>, EngineError> {
+        self.call(|reply| Command::Accounts { address, reply }).await
+    }
+    pub async fn check(&self) -> Result<Result<(), String>, EngineError> {
+        self.call(|reply| Command::Check { reply }).await
+    }
+}
+
+/// Rebuilds the core from the store: markets, balances, proxies, and every open order in
+/// its original priority. Signatures are not re-verified: the recovered signer is stored.
+pub fn recover(store: &Store, fee_address: String) -> Result<Core, StoreError> {
+    let mut core = Core::new(fee_address);
+    let mut markets = store.markets()?;
+    markets.sort_by_key(|m| m.idx);
+    for m in markets {
+        let idx = m.idx;
+        core.add_market(m);
+        let last: Option<Option<(u32, crate::domain::Side)>> =
+            store.get(cf::META, &crate::store::meta::last_trade(idx))?;
+        core.markets[idx as usize].last_trade = last.flatten();
+    }
+    for (addr, asset, bal) in store.balances()? {
+        core.ledger.load(&addr, &asset, bal);
+    }
+    for (k, signer) in store.all::<String>(cf::PROXIES)? {
+        core.proxies.insert(String::from_utf8_lossy(&k).into_owned(), signer);
+    }
+    for o in store.open_orders_in_priority()? {
+        core.restore(o);
+    }
+    core.next_order_seq = store.meta_u64(crate::store::meta::NEXT_ORDER_SEQ)?.unwrap_or(1);
+    core.next_trade_seq = store.meta_u64(crate::store::meta::NEXT_TRADE_SEQ)?.unwrap_or(1);
+    Ok(core)
+}
+
+/// Starts the engine thread over a recovered core.
+pub fn spawn(
+    mut core: Core,
+    registry: Arc<Registry>,
+    persist: Sender<Job>,
+) -> (EngineHandle, std::thread::JoinHandle<()>) {
+    let (tx, rx) = crossbeam_channel::bounded::<Command>(65_536);
+    let mut views: Vec<Arc<MarketView>> = Vec::new();
+    for ms in &core.markets {
+        let v = Arc::new(MarketView {
+            market: ms.market.clone(),
+            book: ArcSwap::from_pointee(snapshot_of(&core, ms.market.idx)),
+        });
+        registry.add(v.clone());
+        views.push(v);
+    }
+    let h = std::thread::Builder::new()
+        .name("engine".into())
+        .spawn(move || run(&mut core, rx, registry, persist, views))
+        .expect("spawn engine");
+    (EngineHandle { tx }, h)
+}
+
+fn snapshot_of(core: &Core, idx: u32) -> BookSnapshot {
+    let ms = &core.markets[idx as usize];
+    BookSnapshot {
+        bids: ms.book.depth(book::BookSide::Bid),
+        asks: ms.book.depth(book::BookSide::Ask),
+        last_trade: ms.last_trade,
+        timestamp_ms: now_millis(),
+    }
+}
+
+/// Sends a batch to the persister; `then` runs once it is durable (or failed).
+fn commit(persist: &Sender<Job>, batch: Batch, then: impl FnOnce(bool) + Send + 'static) {
+    if batch.is_empty() {
+        then(true);
+        return;
+    }
+    if let Err(e) = persist.send(Job { batch, done: Box::new(then) }) {
+        (e.into_inner().done)(false);
+    }
+}
+
+fn publish(core: &Core, views: &[Arc<MarketView>], idxs: &[u32]) -> Vec<(Arc<MarketView>, Arc<BookSnapshot>)> {
+    idxs.iter().map(|&i| (views[i as usize].clone(), Arc::new(snapshot_of(core, i)))).collect()
+}
+
+fn run(
+    core: &mut Core,
+    rx: Receiver<Command>,
+    registry: Arc<Registry>,
+    persist: Sender<Job>,
+    mut views: Vec<Arc<MarketView>>,
+) {
+    while let Ok(cmd) = rx.recv() {
+        let mut batch = Batch::default();
+        match cmd {
+            Command::Place { order, defer, reply } => match core.place(*order, defer, now_secs(), &mut batch) {
+                Ok(placed) => {
+                    let idx = placed.order.market_idx;
+                    finish(core, &views, &persist, batch, &[idx], reply, placed);
+                }
+                Err(r) => {
+                    let _ = reply.send(Err(EngineError::Rejected(r)));
+                }
+            },
+            Command::Cancel { owner, ids, reply } => {
+                let markets = touched(core, &ids);
+                let out = core.cancel(owner, &ids, &mut batch);
+                finish(core, &views, &persist, batch, &markets, reply, out);
+            }
+            Command::CancelWhere { owner, market, asset, reply } => {
+                let ids = core.open_ids(owner, market.as_deref(), asset.as_deref());
+                let markets = touched(core, &ids);
+                let out = core.cancel(owner, &ids, &mut batch);
+                finish(core, &views, &persist, batch, &markets, reply, out);
+            }
+            Command::CreateMarket { market, reply } => {
+                let mut m = *market;
+                if core.has_condition(&m.condition_id)
+                    || m.tokens.iter().any(|t| core.market_of_token(&t.token_id).is_some())
+                {
+                    let _ = reply.send(Err(EngineError::Exists));
+                    continue;
+                }
+                m.idx = core.markets.len() as u32;
+                batch.put(cf::MARKETS, m.condition_id.as_bytes().to_vec(), encode(&m));
+                core.add_market(m.clone());
+                let view =
+                    Arc::new(MarketView { market: m.clone(), book: ArcSwap::from_pointee(snapshot_of(core, m.idx)) });
+                views.push(view.clone());
+                let registry = registry.clone();
+                commit(&persist, batch, move |ok| {
+                    if ok {
+                        registry.add(view);
+                        let _ = reply.send(Ok(m));
+                    } else {
+                        let _ = reply.send(Err(EngineError::Storage));
+                    }
+                });
+            }
+            Command::Credit { address, asset, amount, reply } => {
+                core.credit(&address, &asset, amount, &mut batch);
+                let acc = core.ledger.account(&address, &asset);
+                finish(core, &views, &persist, batch, &[], reply, acc);
+            }
+            Command::ReleaseDeferred { ids, reply } => {
+                let out = core.release_deferred(ids.as_deref(), now_secs(), &mut batch);
+                let markets: Vec<u32> = out.iter().map(|p| p.order.market_idx).collect();
+                finish(core, &views, &persist, batch, &markets, reply, out);
+            }
+            Command::Accounts { address, reply } => {
+                let _ = reply.send(Ok(core.ledger.accounts_of(&address)));
+            }
+            Command::Check { reply } => {
+                let _ = reply.send(Ok(core.check()));
+            }
+        }
+    }
+}
+
+fn touched(core: &Core, ids: &[Uuid]) -> Vec<u32> {
+    let mut v: Vec<u32> = ids.iter().filter_map(|id| core.orders.get(id)).map(|o| o.market_idx).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+fn finish<T: Send + 'static>(
+    core: &Core,
+    views: &[Arc<MarketView>],
+    persist: &Sender<Job>,
+    batch: Batch,
+    markets: &[u32],
+    reply: Reply<T>,
+    out: T,
+) {
+    let snaps = publish(core, views, markets);
+    commit(persist, batch, move |ok| {
+        if ok {
+            for (v, s) in snaps {
+                v.book.store(s);
+            }
+            let _ = reply.send(Ok(out));
+        } else {
+            let _ = reply.send(Err(EngineError::Storage));
+        }
+    });
+}

@@ -1,0 +1,221 @@
+//! predex: a self-hosted prediction-market exchange.
+//!
+//! [`App::start`] wires everything: the RocksDB store, the persister thread (group commit),
+//! the engine thread (books + ledger), and the warp servers (order book, catalogue,
+//! analytics, bridge, internal), each bound to its own address.
+
+pub mod api;
+pub mod auth;
+pub mod config;
+pub mod domain;
+pub mod engine;
+pub mod ledger;
+pub mod store;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context;
+use serde::Deserialize;
+use tokio::sync::watch;
+
+use crate::config::Config;
+use crate::domain::{Market, Token};
+use crate::store::{cf, meta, Store};
+
+/// A market as the internal API and the demo catalogue describe it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MarketSpec {
+    pub condition_id: String,
+    pub question: String,
+    #[serde(default)]
+    pub slug: String,
+    pub tokens: Vec<Token>,
+    #[serde(default = "default_tick")]
+    pub tick_size: String,
+    #[serde(default = "default_min")]
+    pub min_order_size: String,
+    #[serde(default)]
+    pub neg_risk: bool,
+    #[serde(default)]
+    pub neg_risk_market_id: Option<String>,
+}
+
+fn default_tick() -> String {
+    "0.01".into()
+}
+fn default_min() -> String {
+    "5".into()
+}
+
+impl MarketSpec {
+    /// Validates into a market (idx assigned by the engine).
+    pub fn into_market(self) -> Result<Market, String> {
+        let tick = domain::parse_price(&self.tick_size).map_err(|_| "invalid tick_size")?;
+        if ![1000, 100, 10, 1].contains(&tick) {
+            return Err("tick_size must be 0.1, 0.01, 0.001 or 0.0001".into());
+        }
+        let min = domain::parse_decimal(&self.min_order_size, 6).map_err(|_| "invalid min_order_size")?;
+        let [a, b]: [Token; 2] = self.tokens.try_into().map_err(|_| "a binary market has exactly two tokens")?;
+        if self.condition_id.is_empty() || a.token_id.is_empty() || b.token_id.is_empty() || a.token_id == b.token_id {
+            return Err("condition_id and two distinct token_ids are required".into());
+        }
+        for t in [&a.token_id, &b.token_id] {
+            if alloy_primitives::U256::from_str_radix(t, 10).is_err() {
+                return Err("token_id must be a decimal uint256".into());
+            }
+        }
+        Ok(Market {
+            idx: 0,
+            slug: self.slug,
+            condition_id: self.condition_id,
+            question: self.question,
+            tokens: [a, b],
+            tick,
+            min_order_size: min,
+            neg_risk: self.neg_risk,
+            neg_risk_market_id: self.neg_risk_market_id,
+            active: true,
+            closed: false,
+            accepting_orders: true,
+        })
+    }
+}
+
+/// The addresses the servers actually bound (port 0 resolved).
+#[derive(Debug, Clone, Copy)]
+pub struct Bound {
+    pub clob: SocketAddr,
+    pub gamma: SocketAddr,
+    pub data: SocketAddr,
+    pub bridge: SocketAddr,
+    pub internal: SocketAddr,
+}
+
+/// A running exchange.
+pub struct App {
+    pub bound: Bound,
+    pub state: Arc<api::AppState>,
+    shutdown: watch::Sender<bool>,
+    servers: Vec<tokio::task::JoinHandle<()>>,
+    /// Engine then persister: each exits when its input channel closes.
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+pub fn init_logging(json: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("PREDEX_LOG").unwrap_or_else(|_| "info".into());
+    let b = tracing_subscriber::fmt().with_env_filter(filter);
+    let _ = if json { b.json().try_init() } else { b.try_init() };
+}
+
+impl App {
+    pub async fn start(config: Config) -> anyhow::Result<App> {
+        config.validate()?;
+        std::fs::create_dir_all(&config.data_dir).with_context(|| format!("create {}", config.data_dir.display()))?;
+        let store = Arc::new(Store::open(&config.data_dir).context("open RocksDB")?);
+        let fee_address = config
+            .fee_address
+            .as_deref()
+            .and_then(auth::normalize_address)
+            .or_else(|| auth::normalize_address(&config.exchange_address))
+            .expect("validated");
+        let core = engine::recover(&store, fee_address).context("recover state")?;
+        let metrics = Arc::new(store::persister::PersistMetrics::default());
+        let (persist_tx, persister) = store::persister::spawn(store.clone(), metrics.clone());
+        let registry = Arc::new(engine::snapshot::Registry::default());
+        let (engine, engine_thread) = engine::spawn(core, registry.clone(), persist_tx);
+        let state = Arc::new(api::AppState::new(config.clone(), store, engine, registry, metrics)?);
+
+        if state.store.get_raw(cf::META, meta::CATALOGUE_LOADED)?.is_none() {
+            load_catalogue(&state, &config).await?;
+        }
+
+        let (shutdown, rx) = watch::channel(false);
+        let mut servers = Vec::new();
+        let bind = |addr: SocketAddr, name: &'static str| {
+            let std = std::net::TcpListener::bind(addr).with_context(|| format!("bind {name} on {addr}"))?;
+            std.set_nonblocking(true)?;
+            let l = tokio::net::TcpListener::from_std(std)?;
+            let a = l.local_addr()?;
+            tracing::info!(server = name, addr = %a, "listening");
+            anyhow::Ok((l, a))
+        };
+        let (clob_l, clob) = bind(config.clob_addr, "clob")?;
+        let (gamma_l, gamma) = bind(config.gamma_addr, "gamma")?;
+        let (data_l, data) = bind(config.data_addr, "data")?;
+        let (bridge_l, bridge) = bind(config.bridge_addr, "bridge")?;
+        let (internal_l, internal) = bind(config.internal_addr, "internal")?;
+        servers.push(serve(clob_l, api::clob_routes(state.clone()), rx.clone()));
+        servers.push(serve(gamma_l, api::stub_routes("gamma"), rx.clone()));
+        servers.push(serve(data_l, api::stub_routes("data"), rx.clone()));
+        servers.push(serve(bridge_l, api::stub_routes("bridge"), rx.clone()));
+        servers.push(serve(internal_l, api::internal::routes(state.clone()), rx.clone()));
+        Ok(App {
+            bound: Bound { clob, gamma, data, bridge, internal },
+            state,
+            shutdown,
+            servers,
+            threads: vec![engine_thread, persister],
+        })
+    }
+
+    /// Stops accepting requests, lets the servers finish, then lets the engine drain and
+    /// the persister write its last group; returns once the store is closed.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        for s in self.servers {
+            let _ = s.await;
+        }
+        drop(self.state);
+        let threads = self.threads;
+        let _ = tokio::task::spawn_blocking(move || {
+            for t in threads {
+                let _ = t.join();
+            }
+        })
+        .await;
+    }
+}
+
+fn serve<F>(
+    listener: tokio::net::TcpListener,
+    routes: F,
+    mut stop: watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()>
+where
+    F: warp::Filter + Clone + Send + Sync + 'static,
+    F::Extract: warp::Reply,
+{
+    tokio::spawn(async move {
+        warp::serve(routes)
+            .incoming(listener)
+            .graceful(async move {
+                let _ = stop.wait_for(|s| *s).await;
+            })
+            .run()
+            .await;
+    })
+}
+
+async fn load_catalogue(state: &api::AppState, config: &Config) -> anyhow::Result<()> {
+    let path = &config.catalogue;
+    let specs: Vec<MarketSpec> = match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text).with_context(|| format!("parse {}", path.display()))?,
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "no demo catalogue loaded");
+            Vec::new()
+        }
+    };
+    let n = specs.len();
+    for s in specs {
+        let m = s.into_market().map_err(|e| anyhow::anyhow!("catalogue: {e}"))?;
+        match state.engine.create_market(m).await {
+            Ok(_) | Err(engine::EngineError::Exists) => {}
+            Err(e) => anyhow::bail!("catalogue: {e:?}"),
+        }
+    }
+    state.store.put(cf::META, meta::CATALOGUE_LOADED, &true)?;
+    tracing::info!(markets = n, "demo catalogue loaded");
+    Ok(())
+}

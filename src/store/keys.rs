@@ -1,0 +1,36 @@
+//! Key encodings: fixed-width big-endian parts so range scans are ordered.
+
+use uuid::Uuid;
+
+/// owner (16 bytes) + seq (8 bytes BE).
+pub fn owner_seq(owner: &Uuid, seq: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(24);
+    k.extend_from_slice(owner.as_bytes());
+    k.extend_from_slice(&seq.to_be_bytes());
+    k
+}
+
+/// Ledger key: lowercase address, `/`, asset key.
+pub fn ledger(address: &str, asset: &str) -> Vec<u8> {
+    format!("{address}/{asset}").into_bytes()
+}
+
+pub fn split_ledger(k: &[u8]) -> Option<(String, String)> {
+    let s = std::str::from_utf8(k).ok()?;
+    let (a, b) = s.split_once('/')?;
+    Some((a.to_string(), b.to_string()))
+}
+
+/// address + nonce (BE): the key of an API key by its wallet.
+pub fn address_nonce(address: &str, nonce: u64) -> Vec<u8> {
+    let mut k = address.as_bytes().to_vec();
+    k.push(b'/');
+    k.extend_from_slice(&nonce.to_be_bytes());
+    k
+}
+
+pub fn address_prefix(address: &str) -> Vec<u8> {
+    let mut k = address.as_bytes().to_vec();
+    k.push(b'/');
+    k
+}

@@ -1,0 +1,310 @@
+//! RocksDB storage: the only module that imports `rocksdb`.
+//!
+//! One DB, one column family per record kind (names in [`cf`]), big-endian keys so range
+//! scans come out ordered, values prefixed with a version byte. One logical change is one
+//! [`Batch`]; the [`persister`] group-commits batches with a synced WAL.
+
+pub mod keys;
+pub mod persister;
+
+use std::path::Path;
+
+use rocksdb::{ColumnFamilyDescriptor, Direction, IteratorMode, Options, WriteBatch, WriteOptions, DB};
+use serde::{de::DeserializeOwned, Serialize};
+use uuid::Uuid;
+
+use crate::domain::{ApiKeyRecord, InviteRecord, Market, OrderRecord, TradeRecord};
+
+/// Column-family names.
+pub mod cf {
+    pub const ORDERS: &str = "orders";
+    /// seq (u64 BE) → order id: the LIVE and DEFERRED orders, in priority order.
+    pub const LIVE_ORDERS: &str = "live_orders";
+    /// owner (16) + seq (8) → order id: open orders per API key.
+    pub const OPEN_BY_OWNER: &str = "open_by_owner";
+    pub const TRADES: &str = "trades";
+    /// owner (16) + trade seq (8) → trade id.
+    pub const TRADES_BY_OWNER: &str = "trades_by_owner";
+    pub const API_KEYS: &str = "api_keys";
+    /// address (20) + nonce (8) → api key.
+    pub const KEYS_BY_ADDRESS: &str = "keys_by_address";
+    /// address (20) + asset → balance (u64 BE).
+    pub const LEDGER: &str = "ledger";
+    pub const MARKETS: &str = "markets";
+    pub const INVITES: &str = "invites";
+    pub const WAITLIST: &str = "waitlist";
+    /// address → restriction (banned, closed-only).
+    pub const ADDRESSES: &str = "addresses";
+    /// proxy address → signer address it is bound to.
+    pub const PROXIES: &str = "proxies";
+    pub const META: &str = "meta";
+
+    pub const ALL: &[&str] = &[
+        ORDERS,
+        LIVE_ORDERS,
+        OPEN_BY_OWNER,
+        TRADES,
+        TRADES_BY_OWNER,
+        API_KEYS,
+        KEYS_BY_ADDRESS,
+        LEDGER,
+        MARKETS,
+        INVITES,
+        WAITLIST,
+        ADDRESSES,
+        PROXIES,
+        META,
+    ];
+}
+
+/// Meta keys.
+pub mod meta {
+    pub const NEXT_ORDER_SEQ: &[u8] = b"next_order_seq";
+    pub const NEXT_TRADE_SEQ: &[u8] = b"next_trade_seq";
+    pub const MODE: &[u8] = b"mode";
+    pub const CATALOGUE_LOADED: &[u8] = b"catalogue_loaded";
+
+    /// Key of a market's last trade (YES price, taker side in YES terms).
+    pub fn last_trade(market_idx: u32) -> Vec<u8> {
+        let mut k = b"last_trade/".to_vec();
+        k.extend_from_slice(&market_idx.to_be_bytes());
+        k
+    }
+}
+
+const VERSION: u8 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("rocksdb: {0}")]
+    Db(#[from] rocksdb::Error),
+    #[error("corrupt record in {cf}: {msg}")]
+    Corrupt { cf: &'static str, msg: String },
+}
+
+/// Encodes a record: version byte + JSON.
+pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {
+    let mut out = vec![VERSION];
+    serde_json::to_writer(&mut out, v).expect("records serialize");
+    out
+}
+
+fn decode<T: DeserializeOwned>(cf: &'static str, bytes: &[u8]) -> Result<T, StoreError> {
+    match bytes.split_first() {
+        Some((&VERSION, rest)) => {
+            serde_json::from_slice(rest).map_err(|e| StoreError::Corrupt { cf, msg: e.to_string() })
+        }
+        _ => Err(StoreError::Corrupt { cf, msg: "unknown version".into() }),
+    }
+}
+
+/// One write in a batch.
+#[derive(Debug, Clone)]
+pub enum Op {
+    Put(&'static str, Vec<u8>, Vec<u8>),
+    Delete(&'static str, Vec<u8>),
+}
+
+/// The writes of one logical change, applied atomically.
+#[derive(Debug, Default, Clone)]
+pub struct Batch {
+    pub ops: Vec<Op>,
+}
+
+impl Batch {
+    pub fn put(&mut self, cf: &'static str, key: impl Into<Vec<u8>>, value: Vec<u8>) {
+        self.ops.push(Op::Put(cf, key.into(), value));
+    }
+    pub fn delete(&mut self, cf: &'static str, key: impl Into<Vec<u8>>) {
+        self.ops.push(Op::Delete(cf, key.into()));
+    }
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Writes an order and keeps the open-order indexes in step with its status.
+    pub fn put_order(&mut self, o: &OrderRecord) {
+        self.put(cf::ORDERS, o.id.as_bytes().to_vec(), encode(o));
+        let open = matches!(o.status, crate::domain::OrderStatus::Live | crate::domain::OrderStatus::Deferred)
+            && o.remaining() > 0;
+        if open {
+            self.put(cf::LIVE_ORDERS, o.seq.to_be_bytes().to_vec(), o.id.as_bytes().to_vec());
+            self.put(cf::OPEN_BY_OWNER, keys::owner_seq(&o.owner, o.seq), o.id.as_bytes().to_vec());
+        } else {
+            self.delete(cf::LIVE_ORDERS, o.seq.to_be_bytes().to_vec());
+            self.delete(cf::OPEN_BY_OWNER, keys::owner_seq(&o.owner, o.seq));
+        }
+    }
+
+    /// Writes a trade and indexes it under every API key that took part.
+    pub fn put_trade(&mut self, t: &TradeRecord) {
+        self.put(cf::TRADES, t.id.as_bytes().to_vec(), encode(t));
+        let mut owners = vec![t.owner];
+        for m in &t.maker_orders {
+            if !owners.contains(&m.owner) {
+                owners.push(m.owner);
+            }
+        }
+        for o in owners {
+            self.put(cf::TRADES_BY_OWNER, keys::owner_seq(&o, t.seq), t.id.as_bytes().to_vec());
+        }
+    }
+
+    pub fn put_balance(&mut self, address: &str, asset: &str, balance: u64) {
+        self.put(cf::LEDGER, keys::ledger(address, asset), balance.to_be_bytes().to_vec());
+    }
+
+    pub fn put_meta_u64(&mut self, key: &[u8], v: u64) {
+        self.put(cf::META, key.to_vec(), v.to_be_bytes().to_vec());
+    }
+}
+
+/// The embedded database.
+pub struct Store {
+    db: DB,
+}
+
+impl Store {
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        opts.set_max_background_jobs(2);
+        let cfs = cf::ALL.iter().map(|n| ColumnFamilyDescriptor::new(*n, Options::default()));
+        let db = DB::open_cf_descriptors(&opts, path, cfs)?;
+        Ok(Store { db })
+    }
+
+    fn handle(&self, name: &str) -> &rocksdb::ColumnFamily {
+        self.db.cf_handle(name).expect("column family created at open")
+    }
+
+    /// Applies one or more batches as a single atomic WriteBatch; `sync` waits for the WAL.
+    pub fn write<'a>(&self, batches: impl IntoIterator<Item = &'a Batch>, sync: bool) -> Result<(), StoreError> {
+        let mut wb = WriteBatch::default();
+        for b in batches {
+            for op in &b.ops {
+                match op {
+                    Op::Put(c, k, v) => wb.put_cf(self.handle(c), k, v),
+                    Op::Delete(c, k) => wb.delete_cf(self.handle(c), k),
+                }
+            }
+        }
+        let mut wo = WriteOptions::default();
+        wo.set_sync(sync);
+        self.db.write_opt(wb, &wo)?;
+        Ok(())
+    }
+
+    pub fn get_raw(&self, cf_name: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.db.get_cf(self.handle(cf_name), key)?)
+    }
+
+    pub fn get<T: DeserializeOwned>(&self, cf_name: &'static str, key: &[u8]) -> Result<Option<T>, StoreError> {
+        match self.get_raw(cf_name, key)? {
+            Some(v) => Ok(Some(decode(cf_name, &v)?)),
+            None => Ok(None),
+        }
+    }
+
+    pub fn put<T: Serialize>(&self, cf_name: &'static str, key: &[u8], v: &T) -> Result<(), StoreError> {
+        let mut b = Batch::default();
+        b.put(cf_name, key.to_vec(), encode(v));
+        self.write([&b], true)
+    }
+
+    /// All (key, value) pairs of a family whose key starts with `prefix`, from `start` on.
+    pub fn scan_prefix(
+        &self,
+        cf_name: &'static str,
+        prefix: &[u8],
+        start: &[u8],
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StoreError> {
+        let mut from = prefix.to_vec();
+        if start > prefix {
+            from = start.to_vec();
+        }
+        let mut out = Vec::new();
+        for item in self.db.iterator_cf(self.handle(cf_name), IteratorMode::From(&from, Direction::Forward)) {
+            let (k, v) = item?;
+            if !k.starts_with(prefix) || out.len() >= limit {
+                break;
+            }
+            out.push((k.to_vec(), v.to_vec()));
+        }
+        Ok(out)
+    }
+
+    /// Every value of a family, decoded, in key order.
+    pub fn all<T: DeserializeOwned>(&self, cf_name: &'static str) -> Result<Vec<(Vec<u8>, T)>, StoreError> {
+        let mut out = Vec::new();
+        for item in self.db.iterator_cf(self.handle(cf_name), IteratorMode::Start) {
+            let (k, v) = item?;
+            out.push((k.to_vec(), decode(cf_name, &v)?));
+        }
+        Ok(out)
+    }
+
+    /// Every raw pair of a family, in key order.
+    pub fn all_raw(&self, cf_name: &'static str) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StoreError> {
+        let mut out = Vec::new();
+        for item in self.db.iterator_cf(self.handle(cf_name), IteratorMode::Start) {
+            let (k, v) = item?;
+            out.push((k.to_vec(), v.to_vec()));
+        }
+        Ok(out)
+    }
+
+    pub fn get_order(&self, id: &Uuid) -> Result<Option<OrderRecord>, StoreError> {
+        self.get(cf::ORDERS, id.as_bytes())
+    }
+
+    pub fn get_trade(&self, id: &Uuid) -> Result<Option<TradeRecord>, StoreError> {
+        self.get(cf::TRADES, id.as_bytes())
+    }
+
+    pub fn get_api_key(&self, key: &Uuid) -> Result<Option<ApiKeyRecord>, StoreError> {
+        self.get(cf::API_KEYS, key.as_bytes())
+    }
+
+    pub fn get_invite(&self, code: &str) -> Result<Option<InviteRecord>, StoreError> {
+        self.get(cf::INVITES, code.as_bytes())
+    }
+
+    pub fn meta_u64(&self, key: &[u8]) -> Result<Option<u64>, StoreError> {
+        Ok(self.get_raw(cf::META, key)?.and_then(|v| v.try_into().ok().map(u64::from_be_bytes)))
+    }
+
+    pub fn markets(&self) -> Result<Vec<Market>, StoreError> {
+        Ok(self.all::<Market>(cf::MARKETS)?.into_iter().map(|(_, m)| m).collect())
+    }
+
+    /// The LIVE and DEFERRED orders, in their original priority (acceptance sequence).
+    pub fn open_orders_in_priority(&self) -> Result<Vec<OrderRecord>, StoreError> {
+        let mut out = Vec::new();
+        for (_, id) in self.all_raw(cf::LIVE_ORDERS)? {
+            let id =
+                Uuid::from_slice(&id).map_err(|e| StoreError::Corrupt { cf: cf::LIVE_ORDERS, msg: e.to_string() })?;
+            if let Some(o) = self.get_order(&id)? {
+                out.push(o);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Ledger balances as (address, asset, balance).
+    pub fn balances(&self) -> Result<Vec<(String, String, u64)>, StoreError> {
+        let mut out = Vec::new();
+        for (k, v) in self.all_raw(cf::LEDGER)? {
+            let (addr, asset) =
+                keys::split_ledger(&k).ok_or(StoreError::Corrupt { cf: cf::LEDGER, msg: "key".into() })?;
+            let bal = v
+                .try_into()
+                .map(u64::from_be_bytes)
+                .map_err(|_| StoreError::Corrupt { cf: cf::LEDGER, msg: "value".into() })?;
+            out.push((addr, asset, bal));
+        }
+        Ok(out)
+    }
+}

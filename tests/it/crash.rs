@@ -1,0 +1,221 @@
+//! Crash safety: the `predex` binary as a child process, clients trading concurrently,
+//! `kill -9`, restart on the same data dir. Everything acknowledged is there; everything
+//! unacknowledged is wholly there or wholly absent; books match the persisted orders;
+//! collateral and tokens are conserved.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::fixture::*;
+
+struct Proc {
+    child: Child,
+    server: Server,
+}
+
+/// Starts `predex serve` and reads the bound addresses from its JSON log.
+fn spawn(dir: &std::path::Path) -> Proc {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_predex"))
+        .args(["serve", "--log-json", "--catalogue", "/nonexistent"])
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["--clob-addr", "127.0.0.1:0", "--gamma-addr", "127.0.0.1:0", "--data-addr", "127.0.0.1:0"])
+        .args(["--bridge-addr", "127.0.0.1:0", "--internal-addr", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn predex");
+    let out = BufReader::new(child.stdout.take().unwrap());
+    let mut addrs = HashMap::new();
+    let mut lines = out.lines();
+    while addrs.len() < 5 {
+        let line = lines.next().expect("predex exited early").unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+        if v["fields"]["message"] == "listening" {
+            addrs.insert(
+                v["fields"]["server"].as_str().unwrap().to_string(),
+                v["fields"]["addr"].as_str().unwrap().to_string(),
+            );
+        }
+    }
+    // Keep draining the log so the child never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    let mut config = test_config(dir);
+    config.clob_addr = addrs["clob"].parse().unwrap();
+    let server = Server::external(format!("http://{}", addrs["clob"]), format!("http://{}", addrs["internal"]), config);
+    Proc { child, server }
+}
+
+#[test]
+fn kill_9_loses_nothing_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = spawn(dir.path());
+    let s = &p.server;
+    s.create_market(COND, YES, NO, "0.01", false);
+    let traders: Vec<Arc<Trader>> = (0..4).map(|_| Arc::new(s.trader(m("1000")))).collect();
+    for t in &traders {
+        s.credit(&t.address, YES, m("1000"));
+    }
+    let (usdc0, yes0) = (m("4000"), m("4000"));
+
+    // Acknowledged orders: id → (status, tradeIds). Sent orders: their ids.
+    let acked: Arc<Mutex<BTreeMap<String, Value>>> = Arc::default();
+    let sent: Arc<Mutex<Vec<String>>> = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut threads = Vec::new();
+    for (i, t) in traders.iter().enumerate() {
+        let (t, acked, sent, stop, clob) = (t.clone(), acked.clone(), sent.clone(), stop.clone(), s.clob.clone());
+        let cfg = s.config.clone();
+        threads.push(std::thread::spawn(move || {
+            let shadow = Server::external(clob, String::new(), cfg);
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) && n < 2000 {
+                n += 1;
+                // Alternate sides around 0.50 so orders cross and rest.
+                let side = if (n + i as u64) % 2 == 0 { "BUY" } else { "SELL" };
+                let px = ["0.48", "0.49", "0.50", "0.51", "0.52"][(n as usize * 7 + i) % 5];
+                let o = t.order(&shadow, YES, side, px, "5");
+                let id = order_id(&shadow, &o);
+                sent.lock().unwrap().push(id.clone());
+                let body = json!({"order": o, "owner": t.key, "orderType": "GTC"}).to_string();
+                let mut r = ureq::post(&format!("{}/order", shadow.clob)).timeout(Duration::from_secs(5));
+                for (k, v) in t.l2_headers("POST", "/order", &body) {
+                    r = r.set(k, &v);
+                }
+                match r.set("content-type", "application/json").send_string(&body) {
+                    Ok(resp) => {
+                        let v: Value = resp.into_json().unwrap();
+                        acked.lock().unwrap().insert(id, v);
+                    }
+                    Err(ureq::Error::Status(_, _)) => {}
+                    Err(_) => break, // the server is gone
+                }
+            }
+        }));
+    }
+    // Let them trade, then kill the server mid-flight.
+    let start = Instant::now();
+    while acked.lock().unwrap().len() < 150 && start.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    p.child.kill().unwrap(); // SIGKILL
+    p.child.wait().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    for th in threads {
+        th.join().unwrap();
+    }
+    let acked = acked.lock().unwrap().clone();
+    let sent = sent.lock().unwrap().clone();
+    assert!(acked.len() >= 100, "only {} acknowledged", acked.len());
+
+    let p2 = spawn(dir.path());
+    let s = &p2.server;
+    s.check();
+
+    let mut all_trades: HashMap<String, Value> = HashMap::new();
+    for t in &traders {
+        let mut cursor = String::from("MA==");
+        loop {
+            let (st, page) = t.l2(s, "GET", &format!("/data/trades?next_cursor={cursor}"), None);
+            assert_eq!(st, 200);
+            for tr in page["data"].as_array().unwrap() {
+                all_trades.insert(tr["id"].as_str().unwrap().to_string(), tr.clone());
+            }
+            cursor = page["next_cursor"].as_str().unwrap().to_string();
+            if cursor == "LTE=" {
+                break;
+            }
+        }
+    }
+    let owner_of =
+        |id: &str| traders.iter().find(|t| t.l2(s, "GET", &format!("/data/order/{id}"), None).0 == 200).cloned();
+
+    // Every acknowledged order and its trades survived, with at least the acked fill.
+    for (id, res) in &acked {
+        let t = owner_of(id).unwrap_or_else(|| panic!("acknowledged order {id} lost"));
+        let o = t.l2(s, "GET", &format!("/data/order/{id}"), None).1;
+        if res["status"] == "MATCHED" {
+            assert_eq!(o["status"], "MATCHED");
+        }
+        for tid in res["tradeIds"].as_array().unwrap() {
+            assert!(all_trades.contains_key(tid.as_str().unwrap()), "acknowledged trade {tid} lost");
+        }
+    }
+    // Unacknowledged ones: wholly there (with all their trades) or wholly absent.
+    for id in sent.iter().filter(|id| !acked.contains_key(*id)) {
+        if let Some(t) = owner_of(id) {
+            let o = t.l2(s, "GET", &format!("/data/order/{id}"), None).1;
+            for tid in o["associate_trades"].as_array().unwrap() {
+                assert!(all_trades.contains_key(tid.as_str().unwrap()), "partial write of {id}");
+            }
+        }
+    }
+    // The book is exactly the persisted open orders.
+    let mut want: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for t in &traders {
+        let page = t.l2(s, "GET", "/data/orders", None).1;
+        let mut cursor = page["next_cursor"].as_str().unwrap().to_string();
+        let mut items = page["data"].as_array().unwrap().clone();
+        while cursor != "LTE=" {
+            let p = t.l2(s, "GET", &format!("/data/orders?next_cursor={cursor}"), None).1;
+            items.extend(p["data"].as_array().unwrap().clone());
+            cursor = p["next_cursor"].as_str().unwrap().to_string();
+        }
+        for o in items {
+            let rem = m(o["original_size"].as_str().unwrap()) - m(o["size_matched"].as_str().unwrap());
+            let side = if o["side"] == "BUY" { "bids" } else { "asks" };
+            *want.entry((side.to_string(), o["price"].as_str().unwrap().to_string())).or_default() += rem;
+        }
+    }
+    let book = s.get(&format!("/book?token_id={YES}")).1;
+    let mut got: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for side in ["bids", "asks"] {
+        for l in book[side].as_array().unwrap() {
+            got.insert((side.to_string(), l["price"].as_str().unwrap().to_string()), m(l["size"].as_str().unwrap()));
+        }
+    }
+    assert_eq!(got, want);
+    // Conservation: complementary trades move USDC and YES between traders only.
+    let (mut usdc, mut yes) = (0, 0);
+    for t in &traders {
+        usdc += t.balance(s, "USDC");
+        yes += t.balance(s, YES);
+    }
+    assert_eq!((usdc, yes), (usdc0, yes0));
+    drop(p2);
+}
+
+/// The order ID the server derives from the order's EIP-712 hash.
+fn order_id(s: &Server, o: &Value) -> String {
+    use alloy_primitives::U256;
+    let u = |k: &str| U256::from_str_radix(o[k].as_str().unwrap(), 10).unwrap();
+    let f = predex::auth::SignedOrderFields {
+        salt: U256::from(o["salt"].as_u64().unwrap()),
+        maker: o["maker"].as_str().unwrap().parse().unwrap(),
+        signer: o["signer"].as_str().unwrap().parse().unwrap(),
+        taker: o["taker"].as_str().unwrap().parse().unwrap(),
+        token_id: u("tokenId"),
+        maker_amount: u("makerAmount"),
+        taker_amount: u("takerAmount"),
+        expiration: u("expiration"),
+        nonce: u("nonce"),
+        fee_rate_bps: u("feeRateBps"),
+        side: if o["side"] == "BUY" { 0 } else { 1 },
+        signature_type: 0,
+    };
+    let h = predex::auth::order_hash(&f, &s.domains().standard);
+    uuid::Builder::from_custom_bytes(h.0[..16].try_into().unwrap()).into_uuid().to_string()
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,370 @@
+//! Shared fixture: the real server on ephemeral ports in a temp dir, and a client that
+//! signs requests the way the official clients do (L1 ClobAuth, L2 HMAC, EIP-712 orders).
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use alloy_primitives::{Address, U256};
+use alloy_signer::SignerSync;
+use alloy_signer_local::PrivateKeySigner;
+use predex::auth::{self, OrderDomains, SignedOrderFields};
+use predex::config::Config;
+use serde_json::{json, Value};
+
+pub const YES: &str = "1001";
+pub const NO: &str = "1002";
+pub const COND: &str = "0xc0ffee";
+
+/// A running server; dropping it shuts it down.
+pub struct Server {
+    pub clob: String,
+    pub internal: String,
+    pub config: Config,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+pub fn test_config(dir: &Path) -> Config {
+    Config {
+        data_dir: dir.to_path_buf(),
+        clob_addr: "127.0.0.1:0".parse().unwrap(),
+        gamma_addr: "127.0.0.1:0".parse().unwrap(),
+        data_addr: "127.0.0.1:0".parse().unwrap(),
+        bridge_addr: "127.0.0.1:0".parse().unwrap(),
+        internal_addr: "127.0.0.1:0".parse().unwrap(),
+        catalogue: PathBuf::from("/nonexistent"),
+        ..Config::default()
+    }
+}
+
+impl Server {
+    /// A fresh server with one binary market (YES/NO, tick 0.01, min size 5).
+    pub fn start() -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Server::start_with(test_config(dir.path()));
+        s._dir = Some(dir);
+        s.create_market(COND, YES, NO, "0.01", false);
+        s
+    }
+
+    /// A handle on a server run elsewhere (a child process): no lifecycle of its own.
+    pub fn external(clob: String, internal: String, config: Config) -> Server {
+        Server { clob, internal, config, stop: None, thread: None, _dir: None }
+    }
+
+    pub fn start_with(config: Config) -> Server {
+        let (tx, rx) = mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let c = config.clone();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+            rt.block_on(async move {
+                let app = predex::App::start(c).await.expect("server starts");
+                tx.send(app.bound).unwrap();
+                let _ = stop_rx.await;
+                app.shutdown().await;
+            });
+        });
+        let bound = rx.recv_timeout(Duration::from_secs(60)).expect("server bound");
+        Server {
+            clob: format!("http://{}", bound.clob),
+            internal: format!("http://{}", bound.internal),
+            config,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+            _dir: None,
+        }
+    }
+
+    /// Stops the server and returns its data dir (kept alive) for a restart.
+    pub fn stop(mut self) -> (Config, Option<tempfile::TempDir>) {
+        self.shutdown();
+        (self.config.clone(), self._dir.take())
+    }
+
+    fn shutdown(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+
+    pub fn create_market(&self, cond: &str, yes: &str, no: &str, tick: &str, neg_risk: bool) {
+        let (st, _) = self.internal_post(
+            "/internal/markets",
+            &json!({"condition_id": cond, "question": "Will it?", "slug": "will-it",
+                "tokens": [{"token_id": yes, "outcome": "Yes"}, {"token_id": no, "outcome": "No"}],
+                "tick_size": tick, "min_order_size": "5", "neg_risk": neg_risk}),
+        );
+        assert_eq!(st, 200);
+    }
+
+    pub fn internal_post(&self, path: &str, body: &Value) -> (u16, Value) {
+        send(ureq::post(&format!("{}{}", self.internal, path)), Some(body.to_string()))
+    }
+
+    pub fn internal_get(&self, path: &str) -> (u16, Value) {
+        send(ureq::get(&format!("{}{}", self.internal, path)), None)
+    }
+
+    pub fn get(&self, path: &str) -> (u16, Value) {
+        send(ureq::get(&format!("{}{}", self.clob, path)), None)
+    }
+
+    pub fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        send(ureq::post(&format!("{}{}", self.clob, path)), Some(body.to_string()))
+    }
+
+    pub fn credit(&self, address: &str, asset: &str, amount: u64) {
+        let (st, b) = self.internal_post(
+            "/internal/ledger/credit",
+            &json!({"address": address, "asset": asset, "amount": amount.to_string()}),
+        );
+        assert_eq!(st, 200, "{b}");
+    }
+
+    pub fn invite(&self, email: &str) -> String {
+        let (st, b) = self.internal_post("/internal/waitlist/approve", &json!({ "email": email }));
+        assert_eq!(st, 200, "{b}");
+        b["code"].as_str().unwrap().to_string()
+    }
+
+    /// Engine invariants (books never crossed, reservations match open orders).
+    pub fn check(&self) {
+        let (st, b) = self.internal_get("/internal/check");
+        assert_eq!(st, 200, "invariants: {b}");
+    }
+
+    /// A trader with an API key and `usdc` collateral.
+    pub fn trader(&self, usdc: u64) -> Trader {
+        let mut t = Trader::new();
+        let code = self.invite(&format!("{}@example.com", &t.address[2..10]));
+        let (st, b) = t.l1(self, "POST", "/auth/api-key", 0, Some(&code));
+        assert_eq!(st, 200, "{b}");
+        t.set_creds(&b);
+        if usdc > 0 {
+            self.credit(&t.address, "USDC", usdc);
+        }
+        t
+    }
+
+    pub fn domains(&self) -> OrderDomains {
+        OrderDomains::new(
+            self.config.chain_id,
+            self.config.exchange_address.parse().unwrap(),
+            self.config.neg_risk_exchange_address.parse().unwrap(),
+        )
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Sends a request and returns (status, JSON body); non-JSON bodies come back as a string.
+pub fn send(req: ureq::Request, body: Option<String>) -> (u16, Value) {
+    let r = match body {
+        Some(b) => req.set("content-type", "application/json").send_string(&b),
+        None => req.call(),
+    };
+    let resp = match r {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("transport: {e}"),
+    };
+    let st = resp.status();
+    let text = resp.into_string().unwrap();
+    (st, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+pub fn now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+}
+
+pub struct Trader {
+    pub wallet: PrivateKeySigner,
+    pub address: String,
+    pub key: String,
+    pub secret: String,
+    pub passphrase: String,
+    /// Seconds added to the L2 timestamp (drift tests).
+    pub skew: i64,
+}
+
+impl Trader {
+    pub fn new() -> Trader {
+        let wallet = PrivateKeySigner::random();
+        let address = format!("{:#x}", wallet.address());
+        Trader { wallet, address, key: String::new(), secret: String::new(), passphrase: String::new(), skew: 0 }
+    }
+
+    pub fn set_creds(&mut self, b: &Value) {
+        self.key = b["apiKey"].as_str().unwrap().to_string();
+        self.secret = b["secret"].as_str().unwrap().to_string();
+        self.passphrase = b["passphrase"].as_str().unwrap().to_string();
+    }
+
+    /// L1 headers as the clients build them.
+    pub fn l1_headers(&self, chain_id: u64, ts: i64, nonce: u64) -> Vec<(&'static str, String)> {
+        let h = auth::eip712::clob_auth_hash(
+            chain_id,
+            self.wallet.address(),
+            &ts.to_string(),
+            U256::from(nonce),
+            auth::CLOB_AUTH_MESSAGE,
+        );
+        let sig = self.wallet.sign_hash_sync(&h).unwrap();
+        vec![
+            ("SERVICE_ADDRESS", self.address.clone()),
+            ("SERVICE_SIGNATURE", format!("0x{}", alloy_primitives::hex::encode(sig.as_bytes()))),
+            ("SERVICE_TIMESTAMP", ts.to_string()),
+            ("SERVICE_NONCE", nonce.to_string()),
+        ]
+    }
+
+    pub fn l1(&self, s: &Server, method: &str, path: &str, nonce: u64, code: Option<&str>) -> (u16, Value) {
+        let mut r = ureq::request(method, &format!("{}{}", s.clob, path));
+        for (k, v) in self.l1_headers(s.config.chain_id, now(), nonce) {
+            r = r.set(k, &v);
+        }
+        if let Some(c) = code {
+            r = r.set("SERVICE_INVITATION_CODE", c);
+        }
+        send(r, None)
+    }
+
+    pub fn l2_headers(&self, method: &str, path: &str, body: &str) -> Vec<(&'static str, String)> {
+        let ts = (now() + self.skew).to_string();
+        let sig = auth::build_hmac_signature(&self.secret, &ts, method, path, body);
+        vec![
+            ("SERVICE_ADDRESS", self.address.clone()),
+            ("SERVICE_SIGNATURE", sig),
+            ("SERVICE_TIMESTAMP", ts),
+            ("SERVICE_API_KEY", self.key.clone()),
+            ("SERVICE_PASSPHRASE", self.passphrase.clone()),
+        ]
+    }
+
+    /// An L2-signed request; `path` may carry a query string (signed with it).
+    pub fn l2(&self, s: &Server, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        let b = body.map(|v| v.to_string()).unwrap_or_default();
+        let mut r = ureq::request(method, &format!("{}{}", s.clob, path));
+        for (k, v) in self.l2_headers(method, path, &b) {
+            r = r.set(k, &v);
+        }
+        send(r, body.map(|_| b))
+    }
+
+    /// A signed limit order built with the clients' rounding (price × size).
+    pub fn order(&self, s: &Server, token: &str, side: &str, price: &str, size: &str) -> Value {
+        let p = predex::domain::parse_price(price).unwrap() as u64; // 1e-4
+        let q = predex::domain::parse_decimal(size, 6).unwrap();
+        let cost = q * p / 10_000;
+        let (maker, taker) = if side == "BUY" { (cost, q) } else { (q, cost) };
+        self.order_raw(s, token, side, maker, taker, 0, false)
+    }
+
+    pub fn order_raw(
+        &self,
+        s: &Server,
+        token: &str,
+        side: &str,
+        maker_amount: u64,
+        taker_amount: u64,
+        expiration: u64,
+        neg_risk: bool,
+    ) -> Value {
+        self.order_full(s, token, side, maker_amount, taker_amount, expiration, 0, 0, neg_risk, None)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn order_full(
+        &self,
+        s: &Server,
+        token: &str,
+        side: &str,
+        maker_amount: u64,
+        taker_amount: u64,
+        expiration: u64,
+        nonce: u64,
+        fee_bps: u64,
+        neg_risk: bool,
+        maker: Option<(Address, u8)>,
+    ) -> Value {
+        let salt: u64 = rand_salt();
+        let (maker_addr, sig_type) = maker.unwrap_or((self.wallet.address(), 0));
+        let f = SignedOrderFields {
+            salt: U256::from(salt),
+            maker: maker_addr,
+            signer: self.wallet.address(),
+            taker: Address::ZERO,
+            token_id: U256::from_str_radix(token, 10).unwrap(),
+            maker_amount: U256::from(maker_amount),
+            taker_amount: U256::from(taker_amount),
+            expiration: U256::from(expiration),
+            nonce: U256::from(nonce),
+            fee_rate_bps: U256::from(fee_bps),
+            side: if side == "BUY" { 0 } else { 1 },
+            signature_type: sig_type,
+        };
+        let d = s.domains();
+        let h = auth::order_hash(&f, if neg_risk { &d.neg_risk } else { &d.standard });
+        let sig = self.wallet.sign_hash_sync(&h).unwrap();
+        json!({
+            "salt": salt,
+            "maker": format!("{maker_addr:#x}"),
+            "signer": self.address,
+            "taker": format!("{:#x}", Address::ZERO),
+            "tokenId": token,
+            "makerAmount": maker_amount.to_string(),
+            "takerAmount": taker_amount.to_string(),
+            "expiration": expiration.to_string(),
+            "nonce": nonce.to_string(),
+            "feeRateBps": fee_bps.to_string(),
+            "side": side,
+            "signatureType": sig_type,
+            "signature": format!("0x{}", alloy_primitives::hex::encode(sig.as_bytes())),
+        })
+    }
+
+    /// POST /order with a wrapper.
+    pub fn submit(&self, s: &Server, order: Value, order_type: &str) -> (u16, Value) {
+        self.l2(s, "POST", "/order", Some(&json!({"order": order, "owner": self.key, "orderType": order_type})))
+    }
+
+    /// Places a GTC limit order and asserts it was accepted; returns the result.
+    pub fn place(&self, s: &Server, token: &str, side: &str, price: &str, size: &str) -> Value {
+        let o = self.order(s, token, side, price, size);
+        let (st, b) = self.submit(s, o, "GTC");
+        assert_eq!(st, 200, "{b}");
+        assert_eq!(b["success"], true, "{b}");
+        b
+    }
+
+    pub fn balances(&self, s: &Server) -> Value {
+        s.internal_get(&format!("/internal/balances?address={}", self.address)).1
+    }
+
+    /// Balance of an asset in micro-units.
+    pub fn balance(&self, s: &Server, asset: &str) -> u64 {
+        let b = self.balances(s);
+        b[asset]["balance"].as_str().map(|x| predex::domain::parse_decimal(x, 6).unwrap()).unwrap_or(0)
+    }
+}
+
+fn rand_salt() -> u64 {
+    let mut b = [0u8; 8];
+    getrandom::getrandom(&mut b).unwrap();
+    u64::from_le_bytes(b) >> 12
+}
+
+/// Micro-units of a decimal.
+pub fn m(x: &str) -> u64 {
+    predex::domain::parse_decimal(x, 6).unwrap()
+}

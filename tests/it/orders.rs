@@ -1,0 +1,259 @@
+//! Order submission, validation messages, cancels, queries, modes (SPEC §4.2, §5.7, §7.4).
+
+use serde_json::{json, Value};
+
+use crate::fixture::*;
+
+fn err(r: (u16, Value)) -> (u16, String) {
+    (r.0, r.1["error"].as_str().unwrap_or_default().to_string())
+}
+
+#[test]
+fn resting_order_lifecycle_and_queries() {
+    let s = Server::start();
+    let t = s.trader(m("100"));
+    let r = t.place(&s, YES, "BUY", "0.40", "10");
+    assert_eq!(r["status"], "LIVE");
+    assert_eq!(r["errorMsg"], "");
+    assert_eq!(r["tradeIds"], json!([]));
+    let id = r["orderID"].as_str().unwrap().to_string();
+    // 4 USDC reserved.
+    assert_eq!(t.balances(&s)["USDC"]["reserved"], "4");
+
+    let (st, page) = t.l2(&s, "GET", "/data/orders", None);
+    assert_eq!(st, 200);
+    assert_eq!(page["count"], 1);
+    assert_eq!(page["limit"], 100);
+    assert_eq!(page["next_cursor"], "LTE=");
+    let o = &page["data"][0];
+    assert_eq!(o["id"], id.as_str());
+    assert_eq!(o["status"], "LIVE");
+    assert_eq!(o["owner"], t.key.as_str());
+    assert_eq!(o["maker_address"], t.address.as_str());
+    assert_eq!(o["market"], COND);
+    assert_eq!(o["asset_id"], YES);
+    assert_eq!(o["side"], "BUY");
+    assert_eq!(o["original_size"], "10");
+    assert_eq!(o["size_matched"], "0");
+    assert_eq!(o["price"], "0.4000");
+    assert_eq!(o["outcome"], "Yes");
+    assert_eq!(o["order_type"], "GTC");
+    assert!(o["created_at"].is_u64());
+
+    // Filters.
+    assert_eq!(t.l2(&s, "GET", "/data/orders?market=0xother", None).1["count"], 0);
+    assert_eq!(t.l2(&s, "GET", &format!("/data/orders?asset_id={YES}"), None).1["count"], 1);
+    assert_eq!(t.l2(&s, "GET", &format!("/data/orders?id={id}"), None).1["count"], 1);
+    let (st, one) = t.l2(&s, "GET", &format!("/data/order/{id}"), None);
+    assert_eq!((st, one["id"].as_str().unwrap()), (200, id.as_str()));
+    // Another key cannot see it.
+    let other = s.trader(0);
+    assert_eq!(other.l2(&s, "GET", &format!("/data/order/{id}"), None).0, 404);
+    assert_eq!(other.l2(&s, "GET", "/data/orders", None).1["count"], 0);
+
+    // Cancel it: another key cannot, the owner can, twice is "not canceled".
+    let (st, c) = other.l2(&s, "DELETE", "/order", Some(&json!({"orderID": id})));
+    assert_eq!(st, 200);
+    assert_eq!(c["canceled"], json!([]));
+    assert!(c["not_canceled"][&id].is_string());
+    let (st, c) = t.l2(&s, "DELETE", "/order", Some(&json!({"orderID": id})));
+    assert_eq!((st, c["canceled"].clone()), (200, json!([id])));
+    let (_, c) = t.l2(&s, "DELETE", "/order", Some(&json!({"orderId": id})));
+    assert!(c["not_canceled"][&id].is_string());
+    assert_eq!(t.balances(&s)["USDC"]["reserved"], "0");
+    assert_eq!(t.l2(&s, "GET", &format!("/data/order/{id}"), None).1["status"], "CANCELED");
+    assert_eq!(t.l2(&s, "GET", "/data/orders", None).1["count"], 0);
+    assert_eq!(err(t.l2(&s, "DELETE", "/order", Some(&json!({"orderID": "nope"})))), (400, "Invalid orderID".into()));
+    s.check();
+}
+
+#[test]
+fn cancel_many_all_and_market() {
+    let s = Server::start();
+    s.create_market("0xbeef", "2001", "2002", "0.01", false);
+    let t = s.trader(m("1000"));
+    let a = t.place(&s, YES, "BUY", "0.10", "10")["orderID"].as_str().unwrap().to_string();
+    let b = t.place(&s, YES, "BUY", "0.11", "10")["orderID"].as_str().unwrap().to_string();
+    let _c = t.place(&s, "2001", "BUY", "0.12", "10");
+    let _d = t.place(&s, "2002", "BUY", "0.13", "10");
+    let (st, r) = t.l2(&s, "DELETE", "/orders", Some(&json!([a, b])));
+    assert_eq!(st, 200);
+    assert_eq!(r["canceled"].as_array().unwrap().len(), 2);
+    assert_eq!(err(t.l2(&s, "DELETE", "/orders", Some(&json!(["x"])))), (400, "Invalid orderID".into()));
+    let many: Vec<String> = (0..3001).map(|_| uuid::Uuid::new_v4().to_string()).collect();
+    assert_eq!(
+        err(t.l2(&s, "DELETE", "/orders", Some(&json!(many)))),
+        (400, "Too many orders in payload, max allowed: 3000".into())
+    );
+    let (_, r) = t.l2(&s, "DELETE", "/cancel-market-orders", Some(&json!({"market": "", "asset_id": "2002"})));
+    assert_eq!(r["canceled"].as_array().unwrap().len(), 1);
+    let (_, r) = t.l2(&s, "DELETE", "/cancel-all", None);
+    assert_eq!(r["canceled"].as_array().unwrap().len(), 1);
+    assert_eq!(t.balances(&s)["USDC"]["reserved"], "0");
+    s.check();
+}
+
+#[test]
+fn validation_messages() {
+    let s = Server::start();
+    let t = s.trader(m("10"));
+    let sub = |o: Value, ty: &str| err(t.submit(&s, o, ty));
+
+    // Malformed payloads.
+    assert_eq!(err(t.l2(&s, "POST", "/order", Some(&json!({"nope": 1})))), (400, "Invalid order payload".into()));
+    let mut o = t.order(&s, YES, "BUY", "0.50", "10");
+    o["makerAmount"] = json!("-5");
+    assert_eq!(sub(o, "GTC"), (400, "Invalid order payload".into()));
+    assert_eq!(sub(t.order(&s, YES, "BUY", "0.50", "10"), "XYZ"), (400, "Invalid order payload".into()));
+
+    // Tick, size.
+    let (st, msg) = sub(t.order(&s, YES, "BUY", "0.505", "10"), "GTC");
+    assert_eq!(st, 400);
+    assert!(
+        msg.starts_with("order ") && msg.ends_with(" is invalid. Price (0.5050) breaks minimum tick size rule: 0.01"),
+        "{msg}"
+    );
+    let (st, msg) = sub(t.order(&s, YES, "BUY", "0.50", "4"), "GTC");
+    assert_eq!(st, 400);
+    assert!(msg.ends_with(" is invalid. Size (4) lower than the minimum: 5"), "{msg}");
+
+    // Balance: 10 USDC cannot buy 30 at 0.50.
+    assert_eq!(sub(t.order(&s, YES, "BUY", "0.50", "30"), "GTC"), (400, "not enough balance / allowance".into()));
+    // No tokens to sell.
+    assert_eq!(sub(t.order(&s, YES, "SELL", "0.50", "10"), "GTC"), (400, "not enough balance / allowance".into()));
+
+    // Expiration in the past; GTD without one.
+    let o = t.order_raw(&s, YES, "BUY", m("5"), m("10"), (now() - 10) as u64, false);
+    assert_eq!(sub(o, "GTD"), (400, "invalid expiration".into()));
+    let o = t.order_raw(&s, YES, "BUY", m("5"), m("10"), 0, false);
+    assert_eq!(sub(o, "GTD"), (400, "invalid expiration".into()));
+    let o = t.order_raw(&s, YES, "BUY", m("5"), m("10"), (now() + 3600) as u64, false);
+    assert_eq!(t.submit(&s, o, "GTD").0, 200);
+
+    // Nonce other than the maker's current one.
+    let o = t.order_full(&s, YES, "BUY", m("1"), m("10"), 0, 5, 0, false, None);
+    assert_eq!(sub(o, "GTC"), (400, "invalid nonce".into()));
+
+    // Duplicate: the same signed order twice.
+    let o = t.order(&s, YES, "BUY", "0.01", "10");
+    assert_eq!(t.submit(&s, o.clone(), "GTC").0, 200);
+    let (st, msg) = sub(o, "GTC");
+    assert_eq!(st, 400);
+    assert!(msg.ends_with(" is invalid. Duplicated."), "{msg}");
+
+    // Signature: tampered amount, or signed for the wrong exchange.
+    let mut o = t.order(&s, YES, "BUY", "0.01", "20");
+    o["takerAmount"] = json!(m("21").to_string());
+    assert_eq!(sub(o, "GTC"), (400, "invalid signature".into()));
+    let o = t.order_raw(&s, YES, "BUY", m("0.1"), m("10"), 0, true);
+    assert_eq!(sub(o, "GTC"), (400, "invalid signature".into()));
+
+    // Owner: another key's UUID, or an order signed by another wallet.
+    let o = t.order(&s, YES, "BUY", "0.01", "10");
+    let body = json!({"order": o, "owner": uuid::Uuid::new_v4().to_string(), "orderType": "GTC"});
+    assert_eq!(
+        err(t.l2(&s, "POST", "/order", Some(&body))),
+        (400, "the order owner has to be the owner of the API KEY".into())
+    );
+    let stranger = Trader::new();
+    let o = stranger.order(&s, YES, "BUY", "0.01", "10");
+    assert_eq!(sub(o, "GTC"), (400, "the order owner has to be the owner of the API KEY".into()));
+
+    // Unknown token.
+    let o = t.order(&s, "999", "BUY", "0.01", "10");
+    assert_eq!(sub(o, "GTC"), (400, "Invalid token id".into()));
+    s.check();
+}
+
+#[test]
+fn banned_and_closed_only() {
+    let s = Server::start();
+    let t = s.trader(m("100"));
+    s.credit(&t.address, YES, m("50"));
+    s.internal_post("/internal/addresses", &json!({"address": t.address, "status": "closed-only"}));
+    let r = err(t.submit(&s, t.order(&s, YES, "BUY", "0.50", "10"), "GTC"));
+    assert_eq!(r, (400, format!("'{}' address in closed only mode", t.address)));
+    // Closing (selling) is still allowed.
+    t.place(&s, YES, "SELL", "0.60", "10");
+    s.internal_post("/internal/addresses", &json!({"address": t.address, "status": "banned"}));
+    let r = err(t.submit(&s, t.order(&s, YES, "SELL", "0.70", "10"), "GTC"));
+    assert_eq!(r, (400, format!("'{}' address banned", t.address)));
+    s.internal_post("/internal/addresses", &json!({"address": t.address, "status": "none"}));
+    t.place(&s, YES, "BUY", "0.50", "10");
+}
+
+#[test]
+fn platform_modes() {
+    let s = Server::start();
+    let t = s.trader(m("100"));
+    let id = t.place(&s, YES, "BUY", "0.50", "10")["orderID"].as_str().unwrap().to_string();
+    s.internal_post("/internal/mode", &json!({"mode": "cancel-only"}));
+    assert_eq!(t.submit(&s, t.order(&s, YES, "BUY", "0.50", "10"), "GTC").0, 503);
+    let (st, b) = t.l2(&s, "POST", "/orders", Some(&json!([])));
+    assert_eq!(st, 503);
+    assert!(b["error"].is_string());
+    s.internal_post("/internal/mode", &json!({"mode": "trading-disabled"}));
+    assert_eq!(t.l2(&s, "DELETE", "/order", Some(&json!({"orderID": id}))).0, 503);
+    assert_eq!(t.l2(&s, "DELETE", "/cancel-all", None).0, 503);
+    s.internal_post("/internal/mode", &json!({"mode": "cancel-only"}));
+    assert_eq!(t.l2(&s, "DELETE", "/order", Some(&json!({"orderID": id}))).1["canceled"], json!([id]));
+    s.internal_post("/internal/mode", &json!({"mode": "normal"}));
+    t.place(&s, YES, "BUY", "0.50", "10");
+    let (st, _) = s.internal_post("/internal/mode", &json!({"mode": "sideways"}));
+    assert_eq!(st, 400);
+}
+
+#[test]
+fn batch_orders() {
+    let s = Server::start();
+    let t = s.trader(m("100"));
+    let w = |o: Value| json!({"order": o, "owner": t.key, "orderType": "GTC"});
+    let batch = json!([
+        w(t.order(&s, YES, "BUY", "0.30", "10")),
+        w(t.order(&s, YES, "BUY", "0.305", "10")),
+        {"order": {"bad": true}},
+        w(t.order(&s, YES, "BUY", "0.31", "10")),
+    ]);
+    let (st, r) = t.l2(&s, "POST", "/orders", Some(&batch));
+    assert_eq!(st, 200, "{r}");
+    let r = r.as_array().unwrap();
+    assert_eq!(r.len(), 4);
+    assert_eq!(r[0]["success"], true);
+    assert_eq!(r[1]["success"], false);
+    assert_eq!(r[1]["orderID"], "");
+    assert_eq!(r[1]["status"], "CANCELED");
+    assert_eq!(r[1]["makingAmount"], "0");
+    assert!(r[1]["errorMsg"].as_str().unwrap().contains("breaks minimum tick size rule: 0.01"));
+    assert_eq!(r[2]["errorMsg"], "Invalid order payload");
+    assert_eq!(r[3]["success"], true);
+    let too_many: Vec<Value> = (0..16).map(|_| w(t.order(&s, YES, "BUY", "0.01", "5"))).collect();
+    assert_eq!(
+        err(t.l2(&s, "POST", "/orders", Some(&json!(too_many)))),
+        (400, "Too many orders in payload: 16, max allowed: 15".into())
+    );
+    s.check();
+}
+
+#[test]
+fn deferred_orders_rest_outside_matching_until_released() {
+    let s = Server::start();
+    let a = s.trader(m("100"));
+    let b = s.trader(0);
+    s.credit(&b.address, YES, m("10"));
+    a.place(&s, YES, "BUY", "0.50", "10");
+    let o = b.order(&s, YES, "SELL", "0.50", "10");
+    let (st, r) =
+        b.l2(&s, "POST", "/order", Some(&json!({"order": o, "owner": b.key, "orderType": "GTC", "deferExec": true})));
+    assert_eq!(st, 200, "{r}");
+    assert_eq!(r["status"], "DEFERRED");
+    let id = r["orderID"].as_str().unwrap().to_string();
+    // Not matched, not on the public book, but reserved and listed.
+    assert_eq!(s.get(&format!("/book?token_id={YES}")).1["asks"], json!([]));
+    assert_eq!(b.balances(&s)[YES]["reserved"], "10");
+    assert_eq!(b.l2(&s, "GET", "/data/orders", None).1["data"][0]["status"], "DEFERRED");
+    let (st, rel) = s.internal_post("/internal/deferred/release", &json!({}));
+    assert_eq!(st, 200);
+    assert_eq!(rel, json!([{"orderID": id, "status": "MATCHED"}]));
+    assert_eq!(b.balance(&s, "USDC"), m("5"));
+    s.check();
+}
