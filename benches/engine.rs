@@ -51,9 +51,9 @@ fn order(n: u64, user: usize, side: Side, price: u32, size: u64, ty: OrderType) 
         seq: 0,
         status: OrderStatus::Live,
         owner: Uuid::from_u128(1 + user as u128),
-        maker: addr(user),
-        signer: addr(user),
-        taker: String::new(),
+        maker: addr(user).into(),
+        signer: addr(user).into(),
+        taker: "".into(),
         market_idx: 0,
         condition_id: "0xc".into(),
         token_id: "1".into(),
@@ -70,7 +70,7 @@ fn order(n: u64, user: usize, side: Side, price: u32, size: u64, ty: OrderType) 
         nonce: 0,
         salt: n,
         signature_type: 0,
-        signature: String::new(),
+        signature: "".into(),
         order_type: ty,
         post_only: false,
         reserved: 0,
@@ -126,7 +126,7 @@ fn stream(n: usize) -> Vec<Cmd> {
     out
 }
 
-fn run(c: &mut Core, cmds: Vec<Cmd>) {
+fn run(c: &mut Core, cmds: Vec<Cmd>) -> Batch {
     let mut b = Batch::default();
     for cmd in cmds {
         match cmd {
@@ -139,6 +139,7 @@ fn run(c: &mut Core, cmds: Vec<Cmd>) {
         }
         b.ops.clear();
     }
+    b
 }
 
 fn bench(cr: &mut Criterion) {

@@ -10,6 +10,7 @@ pub mod config;
 pub mod domain;
 pub mod engine;
 pub mod ledger;
+pub mod sign;
 pub mod store;
 
 use std::net::SocketAddr;

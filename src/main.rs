@@ -18,6 +18,109 @@ struct Cli {
 enum Command {
     /// Run every server over the embedded RocksDB.
     Serve(ServeArgs),
+    /// Sign requests for trying the exchange with curl (prints curl arguments or bodies).
+    #[command(subcommand)]
+    Sign(SignCmd),
+}
+
+#[derive(Subcommand)]
+enum SignCmd {
+    /// L1 headers (create or derive an API key), as curl -H arguments.
+    L1 {
+        #[arg(long, env = "PREDEX_PRIVATE_KEY")]
+        private_key: String,
+        #[arg(long, default_value_t = 0)]
+        nonce: u64,
+        #[arg(long, default_value_t = 137)]
+        chain_id: u64,
+    },
+    /// L2 headers for one request, as curl -H arguments.
+    L2 {
+        #[arg(long, env = "PREDEX_PRIVATE_KEY")]
+        private_key: String,
+        /// The JSON that POST /auth/api-key returned.
+        #[arg(long)]
+        creds: PathBuf,
+        #[arg(long)]
+        method: String,
+        /// Path (and query) exactly as requested.
+        #[arg(long)]
+        path: String,
+        /// File holding the exact request body.
+        #[arg(long)]
+        body_file: Option<PathBuf>,
+    },
+    /// A signed POST /order body (limit order, amounts rounded as the clients do).
+    Order {
+        #[arg(long, env = "PREDEX_PRIVATE_KEY")]
+        private_key: String,
+        #[arg(long)]
+        creds: PathBuf,
+        #[arg(long)]
+        token: String,
+        /// BUY or SELL.
+        #[arg(long)]
+        side: String,
+        #[arg(long)]
+        price: String,
+        #[arg(long)]
+        size: String,
+        #[arg(long, default_value = "GTC")]
+        order_type: String,
+        /// Sign for the negative-risk exchange.
+        #[arg(long)]
+        neg_risk: bool,
+        #[arg(long, default_value_t = 137)]
+        chain_id: u64,
+        #[arg(long, default_value = predex::config::DEFAULT_EXCHANGE)]
+        exchange_address: String,
+        #[arg(long, default_value = predex::config::DEFAULT_NEG_RISK_EXCHANGE)]
+        neg_risk_exchange_address: String,
+    },
+}
+
+fn read_json(p: &PathBuf) -> anyhow::Result<serde_json::Value> {
+    Ok(serde_json::from_str(&std::fs::read_to_string(p)?)?)
+}
+
+fn sign(cmd: SignCmd) -> anyhow::Result<()> {
+    use predex::sign;
+    match cmd {
+        SignCmd::L1 { private_key, nonce, chain_id } => {
+            println!("{}", sign::curl_args(&sign::l1_headers(&private_key, chain_id, nonce)?))
+        }
+        SignCmd::L2 { private_key, creds, method, path, body_file } => {
+            let body = body_file.map(std::fs::read_to_string).transpose()?.unwrap_or_default();
+            println!(
+                "{}",
+                sign::curl_args(&sign::l2_headers(&private_key, &read_json(&creds)?, &method, &path, &body)?)
+            );
+        }
+        SignCmd::Order {
+            private_key,
+            creds,
+            token,
+            side,
+            price,
+            size,
+            order_type,
+            neg_risk,
+            chain_id,
+            exchange_address,
+            neg_risk_exchange_address,
+        } => {
+            let domains = predex::auth::OrderDomains::new(
+                chain_id,
+                exchange_address.parse()?,
+                neg_risk_exchange_address.parse()?,
+            );
+            let owner = read_json(&creds)?["apiKey"].as_str().unwrap_or_default().to_string();
+            let body =
+                sign::order_body(&private_key, &domains, neg_risk, &token, &side, &price, &size, &owner, &order_type)?;
+            println!("{body}");
+        }
+    }
+    Ok(())
 }
 
 #[derive(clap::Args)]
@@ -99,6 +202,10 @@ fn main() -> anyhow::Result<ExitCode> {
                 app.shutdown().await;
                 anyhow::Ok(())
             })?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Sign(cmd) => {
+            sign(cmd)?;
             Ok(ExitCode::SUCCESS)
         }
     }

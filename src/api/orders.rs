@@ -292,11 +292,11 @@ fn validate(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<(OrderR
     let (price, exact, size) = match side {
         Side::Buy => {
             let num = maker_amount as u128 * PRICE_ONE as u128;
-            ((num / taker_amount as u128) as u64, num % taker_amount as u128 == 0, taker_amount)
+            ((num / taker_amount as u128) as u64, num.is_multiple_of(taker_amount as u128), taker_amount)
         }
         Side::Sell => {
             let num = taker_amount as u128 * PRICE_ONE as u128;
-            (num.div_ceil(maker_amount as u128) as u64, num % maker_amount as u128 == 0, maker_amount)
+            (num.div_ceil(maker_amount as u128) as u64, num.is_multiple_of(maker_amount as u128), maker_amount)
         }
     };
     let on_tick = exact && price % market.tick as u64 == 0;
@@ -329,14 +329,14 @@ fn validate(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<(OrderR
             seq: 0,
             status: OrderStatus::Live,
             owner: key.key,
-            maker: maker_s,
-            signer: signer_s,
-            taker: format!("{taker:#x}"),
+            maker: maker_s.into(),
+            signer: signer_s.into(),
+            taker: format!("{taker:#x}").into(),
             market_idx: market.idx,
-            condition_id: market.condition_id.clone(),
-            token_id: token_text,
+            condition_id: market.condition_id.as_str().into(),
+            token_id: token_text.into(),
             outcome_index: outcome,
-            outcome: market.tokens[outcome as usize].outcome.clone(),
+            outcome: market.tokens[outcome as usize].outcome.as_str().into(),
             side,
             price: price as u32,
             original_size: size,
@@ -348,7 +348,7 @@ fn validate(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<(OrderR
             nonce,
             salt: salt_u64,
             signature_type: sig_type as u8,
-            signature: w.signature,
+            signature: w.signature.into(),
             order_type,
             post_only,
             reserved: 0,
@@ -561,8 +561,8 @@ fn list_orders(s: Arc<AppState>, r: Req) -> ApiResult {
         let Ok(id) = Uuid::from_slice(&v) else { continue };
         let Some(o) = s.store.get_order(&id)? else { continue };
         if q.get("id").is_some_and(|x| !x.is_empty() && *x != o.id.to_string())
-            || q.get("market").is_some_and(|x| !x.is_empty() && *x != o.condition_id)
-            || q.get("asset_id").is_some_and(|x| !x.is_empty() && *x != o.token_id)
+            || q.get("market").is_some_and(|x| !x.is_empty() && **x != *o.condition_id)
+            || q.get("asset_id").is_some_and(|x| !x.is_empty() && **x != *o.token_id)
         {
             continue;
         }
@@ -637,11 +637,11 @@ fn list_trades(s: Arc<AppState>, r: Req) -> ApiResult {
         let Some(t) = s.store.get_trade(&id)? else { continue };
         let f = |k: &str| q.get(k).filter(|x| !x.is_empty());
         if f("id").is_some_and(|x| *x != t.id.to_string())
-            || f("market").is_some_and(|x| *x != t.condition_id)
-            || f("asset_id").is_some_and(|x| *x != t.asset_id && !t.maker_orders.iter().any(|m| m.asset_id == *x))
+            || f("market").is_some_and(|x| **x != *t.condition_id)
+            || f("asset_id").is_some_and(|x| **x != *t.asset_id && !t.maker_orders.iter().any(|m| *m.asset_id == **x))
             || f("maker_address").is_some_and(|x| {
                 let x = x.to_lowercase();
-                x != t.maker_address && !t.maker_orders.iter().any(|m| m.maker_address == x)
+                *x != *t.maker_address && !t.maker_orders.iter().any(|m| *m.maker_address == *x)
             })
             || before.is_some_and(|b| t.match_time >= b)
             || after.is_some_and(|a| t.match_time <= a)

@@ -1,7 +1,7 @@
 //! EIP-712 hashing for ClobAuth (L1) and CTF exchange orders, and signer recovery through
 //! libsecp256k1 (alloy-primitives' `secp256k1` feature, global context).
 
-use alloy_primitives::{Address, Signature, B256, U256};
+use alloy_primitives::{keccak256, Address, Signature, B256, U256};
 use alloy_sol_types::{sol, Eip712Domain, SolStruct};
 use std::borrow::Cow;
 
@@ -29,12 +29,26 @@ sol! {
     }
 }
 
+/// An EIP-712 domain with its separator computed once (hashing it per order would cost
+/// more than the order's own struct hash).
+#[derive(Debug, Clone)]
+pub struct Domain {
+    pub domain: Eip712Domain,
+    pub separator: B256,
+}
+
+impl Domain {
+    pub fn new(domain: Eip712Domain) -> Domain {
+        Domain { separator: domain.separator(), domain }
+    }
+}
+
 /// The two order domains: standard and negative-risk exchanges share name and version and
 /// differ in verifyingContract.
 #[derive(Debug, Clone)]
 pub struct OrderDomains {
-    pub standard: Eip712Domain,
-    pub neg_risk: Eip712Domain,
+    pub standard: Domain,
+    pub neg_risk: Domain,
     pub chain_id: u64,
 }
 
@@ -47,7 +61,7 @@ impl OrderDomains {
             verifying_contract: Some(c),
             salt: None,
         };
-        OrderDomains { standard: d(exchange), neg_risk: d(neg_risk_exchange), chain_id }
+        OrderDomains { standard: Domain::new(d(exchange)), neg_risk: Domain::new(d(neg_risk_exchange)), chain_id }
     }
 }
 
@@ -68,9 +82,14 @@ pub struct SignedOrderFields {
     pub signature_type: u8,
 }
 
-/// EIP-712 signing hash of an order under a domain.
-pub fn order_hash(o: &SignedOrderFields, domain: &Eip712Domain) -> B256 {
-    Order {
+/// keccak256 of the Order type string, computed once.
+static ORDER_TYPEHASH: std::sync::LazyLock<B256> =
+    std::sync::LazyLock::new(|| keccak256(Order::eip712_root_type().as_bytes()));
+
+/// EIP-712 signing hash of an order: keccak256(0x1901 ‖ domainSeparator ‖ hashStruct(order)),
+/// with hashStruct = keccak256(typeHash ‖ encodeData).
+pub fn order_hash(o: &SignedOrderFields, domain: &Domain) -> B256 {
+    let data = Order {
         salt: o.salt,
         maker: o.maker,
         signer: o.signer,
@@ -84,7 +103,16 @@ pub fn order_hash(o: &SignedOrderFields, domain: &Eip712Domain) -> B256 {
         side: o.side,
         signatureType: o.signature_type,
     }
-    .eip712_signing_hash(domain)
+    .eip712_encode_data();
+    let mut st = Vec::with_capacity(32 + data.len());
+    st.extend_from_slice(ORDER_TYPEHASH.as_slice());
+    st.extend_from_slice(&data);
+    let s = keccak256(&st);
+    let mut buf = [0u8; 66];
+    buf[..2].copy_from_slice(&[0x19, 0x01]);
+    buf[2..34].copy_from_slice(domain.separator.as_slice());
+    buf[34..].copy_from_slice(s.as_slice());
+    keccak256(buf)
 }
 
 /// Parses a 65-byte hex signature (v = 27/28 or 0/1).
@@ -102,7 +130,7 @@ pub fn recover(hash: &B256, signature: &str) -> Option<Address> {
 }
 
 /// Recovers the signer of an order: returns (order hash, recovered address).
-pub fn recover_order_signer(o: &SignedOrderFields, domain: &Eip712Domain, signature: &str) -> (B256, Option<Address>) {
+pub fn recover_order_signer(o: &SignedOrderFields, domain: &Domain, signature: &str) -> (B256, Option<Address>) {
     let h = order_hash(o, domain);
     (h, recover(&h, signature))
 }
@@ -148,5 +176,42 @@ mod tests {
         assert!(!recover_clob_auth(80002, address, "10000001", U256::from(23), sig));
         let h = clob_auth_hash(80002, address, "10000000", U256::from(23), super::super::CLOB_AUTH_MESSAGE);
         assert_eq!(recover(&h, sig), Some(address));
+    }
+
+    /// The cached-separator hash equals alloy's full EIP-712 signing hash.
+    #[test]
+    fn order_hash_matches_eip712_signing_hash() {
+        let d = OrderDomains::new(137, Address::repeat_byte(7), Address::repeat_byte(9));
+        let f = SignedOrderFields {
+            salt: U256::from(42),
+            maker: Address::repeat_byte(1),
+            signer: Address::repeat_byte(1),
+            taker: Address::ZERO,
+            token_id: U256::from(1234),
+            maker_amount: U256::from(5_000_000),
+            taker_amount: U256::from(10_000_000),
+            expiration: U256::ZERO,
+            nonce: U256::ZERO,
+            fee_rate_bps: U256::from(100),
+            side: 1,
+            signature_type: 2,
+        };
+        let full = Order {
+            salt: f.salt,
+            maker: f.maker,
+            signer: f.signer,
+            taker: f.taker,
+            tokenId: f.token_id,
+            makerAmount: f.maker_amount,
+            takerAmount: f.taker_amount,
+            expiration: f.expiration,
+            nonce: f.nonce,
+            feeRateBps: f.fee_rate_bps,
+            side: f.side,
+            signatureType: f.signature_type,
+        }
+        .eip712_signing_hash(&d.neg_risk.domain);
+        assert_eq!(order_hash(&f, &d.neg_risk), full);
+        assert_ne!(order_hash(&f, &d.standard), full);
     }
 }

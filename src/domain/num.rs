@@ -122,7 +122,7 @@ pub fn mul_div_floor(a: u64, b: u64, c: u64) -> u64 {
 
 /// `a * b / c` rounded up.
 pub fn mul_div_ceil(a: u64, b: u64, c: u64) -> u64 {
-    (((a as u128 * b as u128) + c as u128 - 1) / c as u128) as u64
+    (a as u128 * b as u128).div_ceil(c as u128) as u64
 }
 
 #[cfg(test)]

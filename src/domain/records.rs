@@ -1,6 +1,8 @@
 //! Records the engine produces and the store persists: markets, orders, trades, keys.
 //! Every record is plain data with serde; `store` adds the version byte.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -112,14 +114,14 @@ pub struct OrderRecord {
     pub status: OrderStatus,
     /// API key that placed the order.
     pub owner: Uuid,
-    pub maker: String,
-    pub signer: String,
-    pub taker: String,
+    pub maker: Arc<str>,
+    pub signer: Arc<str>,
+    pub taker: Arc<str>,
     pub market_idx: u32,
-    pub condition_id: String,
-    pub token_id: String,
+    pub condition_id: Arc<str>,
+    pub token_id: Arc<str>,
     pub outcome_index: u8,
-    pub outcome: String,
+    pub outcome: Arc<str>,
     pub side: Side,
     /// Limit price of the order's own token, 1e-4 units.
     pub price: u32,
@@ -133,7 +135,7 @@ pub struct OrderRecord {
     pub nonce: u64,
     pub salt: u64,
     pub signature_type: u8,
-    pub signature: String,
+    pub signature: Arc<str>,
     pub order_type: OrderType,
     pub post_only: bool,
     /// What the order still holds reserved in the ledger (collateral for BUY, tokens for SELL).
@@ -151,7 +153,7 @@ impl OrderRecord {
     pub fn spend_asset(&self) -> Asset {
         match self.side {
             Side::Buy => Asset::Collateral,
-            Side::Sell => Asset::Token(self.token_id.clone()),
+            Side::Sell => Asset::Token(self.token_id.to_string()),
         }
     }
 }
@@ -208,13 +210,13 @@ impl TradeStatus {
 pub struct MakerFill {
     pub order_id: Uuid,
     pub owner: Uuid,
-    pub maker_address: String,
+    pub maker_address: Arc<str>,
     /// Tokens of the maker's own asset that changed hands.
     pub matched_amount: u64,
     /// Execution price in the maker's own token.
     pub price: u32,
-    pub asset_id: String,
-    pub outcome: String,
+    pub asset_id: Arc<str>,
+    pub outcome: Arc<str>,
     pub side: Side,
     pub fee_rate_bps: u32,
     pub fee: u64,
@@ -227,9 +229,9 @@ pub struct TradeRecord {
     pub seq: u64,
     pub taker_order_id: Uuid,
     pub market_idx: u32,
-    pub condition_id: String,
+    pub condition_id: Arc<str>,
     /// The taker's token.
-    pub asset_id: String,
+    pub asset_id: Arc<str>,
     pub side: Side,
     pub size: u64,
     /// Execution price in the taker's token, 1e-4 units.
@@ -238,12 +240,12 @@ pub struct TradeRecord {
     pub status: TradeStatus,
     pub match_time: u64,
     pub last_update: u64,
-    pub outcome: String,
+    pub outcome: Arc<str>,
     /// Position of this fill within the taker order's match (0, 1, ...).
     pub bucket_index: u32,
     /// Taker's API key.
     pub owner: Uuid,
-    pub maker_address: String,
+    pub maker_address: Arc<str>,
     pub maker_orders: Vec<MakerFill>,
     pub transaction_hash: String,
     pub taker_fee: u64,

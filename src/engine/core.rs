@@ -18,7 +18,9 @@
 //! (self-matching is allowed, as on Polymarket's CLOB), and cross-market negative-risk
 //! conversion.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap as StdHashMap;
+
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
 use uuid::Uuid;
 
@@ -89,6 +91,9 @@ pub struct Core {
     pub next_trade_seq: u64,
     /// The address fees are paid to.
     pub fee_address: String,
+    /// Random per-process half of trade IDs (the other half is the trade sequence), so IDs
+    /// are unique without a syscall per trade.
+    id_prefix: u64,
 }
 
 fn book_side(outcome: u8, side: Side) -> BookSide {
@@ -143,6 +148,7 @@ impl Core {
             next_order_seq: 1,
             next_trade_seq: 1,
             fee_address,
+            id_prefix: Uuid::new_v4().as_u64_pair().0,
         }
     }
 
@@ -190,7 +196,7 @@ impl Core {
     /// balance), then matches and rests the remainder. On acceptance, `batch` holds every
     /// write of the command.
     pub fn place(&mut self, mut o: OrderRecord, defer: bool, now: u64, batch: &mut Batch) -> Result<Placed, Reject> {
-        let Some(&(midx, outcome)) = self.tokens.get(&o.token_id) else { return Err(Reject::UnknownMarket) };
+        let Some(&(midx, outcome)) = self.tokens.get(&*o.token_id) else { return Err(Reject::UnknownMarket) };
         if !self.markets[midx as usize].market.accepting_orders || self.markets[midx as usize].market.closed {
             return Err(Reject::MarketClosed);
         }
@@ -201,8 +207,8 @@ impl Core {
             return Err(Reject::InvalidNonce);
         }
         if o.maker != o.signer {
-            if let Some(bound) = self.proxies.get(&o.maker) {
-                if *bound != o.signer {
+            if let Some(bound) = self.proxies.get(&*o.maker) {
+                if **bound != *o.signer {
                     return Err(Reject::NotOwner);
                 }
             }
@@ -236,8 +242,8 @@ impl Core {
         self.next_order_seq += 1;
         o.created_at = now;
         self.seen.insert(o.id);
-        if o.maker != o.signer && !self.proxies.contains_key(&o.maker) {
-            self.proxies.insert(o.maker.clone(), o.signer.clone());
+        if o.maker != o.signer && !self.proxies.contains_key(&*o.maker) {
+            self.proxies.insert(o.maker.to_string(), o.signer.to_string());
             batch.put(crate::store::cf::PROXIES, o.maker.as_bytes().to_vec(), crate::store::encode(&o.signer));
         }
         batch.put_meta_u64(meta::NEXT_ORDER_SEQ, self.next_order_seq);
@@ -321,6 +327,7 @@ impl Core {
             let maker_id = node.id;
             let q = t.remaining().min(node.remaining);
             let mut m = self.orders.remove(&maker_id).expect("resting order has a record");
+            // Taken out while both orders are updated; put back below if it still rests.
             // Amounts in each order's own token price.
             let pm = yes_price(m.outcome_index, px); // maker's own price
             let pt = yes_price(t.outcome_index, px); // taker's own price
@@ -357,7 +364,7 @@ impl Core {
                 }
             }
             let trade = TradeRecord {
-                id: Uuid::new_v4(),
+                id: Uuid::from_u64_pair(self.id_prefix, self.next_trade_seq),
                 seq: self.next_trade_seq,
                 taker_order_id: t.id,
                 market_idx: t.market_idx,
@@ -399,10 +406,11 @@ impl Core {
                 self.resting.remove(&m.id);
                 m.status = OrderStatus::Matched;
                 self.release_rest(&mut m);
-            } else {
-                self.orders.insert(m.id, m.clone());
             }
             batch.put_order(&m);
+            if !gone {
+                self.orders.insert(m.id, m);
+            }
             batch.put_trade(&trade);
             let taker_yes_side = if bside == BookSide::Bid { Side::Buy } else { Side::Sell };
             self.markets[midx].last_trade = Some((px, taker_yes_side));
@@ -424,7 +432,7 @@ impl Core {
                 self.ledger.debit(&o.maker, "USDC", amt);
                 let f = f.min(q);
                 self.ledger.credit(&o.maker, &token, q - f);
-                self.ledger.credit(&self.fee_address.clone(), &token, f);
+                self.ledger.credit(&self.fee_address, &token, f);
                 o.size_matched += q;
                 f
             }
@@ -435,7 +443,7 @@ impl Core {
                 self.ledger.debit(&o.maker, &token, q);
                 let f = f.min(amt);
                 self.ledger.credit(&o.maker, "USDC", amt - f);
-                self.ledger.credit(&self.fee_address.clone(), "USDC", f);
+                self.ledger.credit(&self.fee_address, "USDC", f);
                 o.size_matched += q;
                 f
             }
@@ -470,8 +478,8 @@ impl Core {
             .orders
             .values()
             .filter(|o| o.owner == owner)
-            .filter(|o| market.is_none_or(|m| o.condition_id == m))
-            .filter(|o| asset.is_none_or(|a| o.token_id == a))
+            .filter(|o| market.is_none_or(|m| *o.condition_id == *m))
+            .filter(|o| asset.is_none_or(|a| *o.token_id == *a))
             .map(|o| (o.seq, o.id))
             .collect();
         v.sort();
@@ -511,9 +519,9 @@ impl Core {
         for ms in &self.markets {
             ms.book.check()?;
         }
-        let mut want: HashMap<(String, String), u64> = HashMap::new();
+        let mut want: StdHashMap<(String, String), u64> = StdHashMap::new();
         for o in self.orders.values() {
-            *want.entry((o.maker.clone(), o.spend_asset().key().to_string())).or_default() += o.reserved;
+            *want.entry((o.maker.to_string(), o.spend_asset().key().to_string())).or_default() += o.reserved;
             if o.status == OrderStatus::Live {
                 let r = self.resting.get(&o.id).ok_or("live order not resting")?;
                 let n = self.markets[o.market_idx as usize].book.node(r.slot);

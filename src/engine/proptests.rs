@@ -46,6 +46,7 @@ fn cmd() -> impl Strategy<Value = Cmd> {
     ]
 }
 
+#[allow(clippy::too_many_arguments)]
 fn order(n: u64, user: usize, no: bool, buy: bool, ticks: u32, size: u64, ty: u8, fee: u32) -> (OrderRecord, bool) {
     let price = ticks * 100;
     // Sizes in 0.25-token steps exercise rounding in fills.
@@ -65,14 +66,14 @@ fn order(n: u64, user: usize, no: bool, buy: bool, ticks: u32, size: u64, ty: u8
             seq: 0,
             status: OrderStatus::Live,
             owner: Uuid::from_u128(1000 + user as u128),
-            maker: user_addr.clone(),
-            signer: user_addr,
-            taker: String::new(),
+            maker: user_addr.as_str().into(),
+            signer: user_addr.as_str().into(),
+            taker: "".into(),
             market_idx: 0,
             condition_id: "0xc".into(),
             token_id: if no { "2" } else { "1" }.into(),
             outcome_index: no as u8,
-            outcome: String::new(),
+            outcome: "".into(),
             side,
             price,
             original_size: q,
@@ -84,7 +85,7 @@ fn order(n: u64, user: usize, no: bool, buy: bool, ticks: u32, size: u64, ty: u8
             nonce: 0,
             salt: n,
             signature_type: 0,
-            signature: String::new(),
+            signature: "".into(),
             order_type,
             post_only: ty == 1,
             reserved: 0,

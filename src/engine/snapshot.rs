@@ -9,6 +9,9 @@ use arc_swap::ArcSwap;
 
 use crate::domain::{Market, Side, PRICE_ONE};
 
+/// Aggregated levels: (price, size), best first.
+pub type Levels = Vec<(u32, u64)>;
+
 /// One market's book, aggregated, in YES-price space.
 #[derive(Debug, Clone, Default)]
 pub struct BookSnapshot {
@@ -23,7 +26,7 @@ pub struct BookSnapshot {
 impl BookSnapshot {
     /// The book as seen from one outcome token: the YES book itself, or its mirror for NO
     /// (a YES bid at p is a NO ask at 1−p). Returns (bids best first, asks best first).
-    pub fn view(&self, outcome: u8) -> (Vec<(u32, u64)>, Vec<(u32, u64)>) {
+    pub fn view(&self, outcome: u8) -> (Levels, Levels) {
         if outcome == 0 {
             (self.bids.clone(), self.asks.clone())
         } else {

@@ -5,7 +5,7 @@
 //! happen in one single-threaded step, so nothing is spent twice. `balance` is persisted;
 //! `reserved` is derived from the open orders and rebuilt at startup.
 
-use std::collections::{BTreeSet, HashMap};
+use foldhash::{HashMap, HashMapExt};
 
 /// One (address, asset) account.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -13,6 +13,8 @@ pub struct Account {
     pub balance: u64,
     /// Held by open orders; `balance - reserved` is what a new order may reserve.
     pub reserved: u64,
+    /// Balance changed since the last `take_dirty` (already queued in `dirty`).
+    dirty: bool,
 }
 
 impl Account {
@@ -21,20 +23,37 @@ impl Account {
     }
 }
 
+/// Address → asset → account. Two levels so lookups by `&str` never allocate; a key is
+/// allocated only when an account is first created.
 #[derive(Debug, Default)]
 pub struct Ledger {
-    accounts: HashMap<(String, String), Account>,
+    accounts: HashMap<String, HashMap<String, Account>>,
     /// Accounts whose balance changed since the last `take_dirty`.
-    dirty: BTreeSet<(String, String)>,
+    dirty: Vec<(String, String)>,
 }
 
 impl Ledger {
     pub fn account(&self, address: &str, asset: &str) -> Account {
-        self.accounts.get(&(address.to_string(), asset.to_string())).copied().unwrap_or_default()
+        self.accounts.get(address).and_then(|m| m.get(asset)).copied().unwrap_or_default()
     }
 
     fn entry(&mut self, address: &str, asset: &str) -> &mut Account {
-        self.accounts.entry((address.to_string(), asset.to_string())).or_default()
+        if !self.accounts.contains_key(address) {
+            self.accounts.insert(address.to_string(), HashMap::new());
+        }
+        let m = self.accounts.get_mut(address).expect("inserted");
+        if !m.contains_key(asset) {
+            m.insert(asset.to_string(), Account::default());
+        }
+        m.get_mut(asset).expect("inserted")
+    }
+
+    fn mark(&mut self, address: &str, asset: &str) {
+        let a = self.entry(address, asset);
+        if !a.dirty {
+            a.dirty = true;
+            self.dirty.push((address.to_string(), asset.to_string()));
+        }
     }
 
     /// Sets a balance at startup (not marked dirty).
@@ -48,7 +67,7 @@ impl Ledger {
         }
         let a = self.entry(address, asset);
         a.balance = a.balance.saturating_add(amount);
-        self.dirty.insert((address.to_string(), asset.to_string()));
+        self.mark(address, asset);
     }
 
     /// Debits a balance; the caller has checked (by reservation) that it is there.
@@ -59,7 +78,7 @@ impl Ledger {
         let a = self.entry(address, asset);
         debug_assert!(a.balance >= amount, "debit below zero");
         a.balance = a.balance.saturating_sub(amount);
-        self.dirty.insert((address.to_string(), asset.to_string()));
+        self.mark(address, asset);
     }
 
     /// Reserves `amount` if available; false (and no change) otherwise.
@@ -78,8 +97,9 @@ impl Ledger {
     }
 
     pub fn release(&mut self, address: &str, asset: &str, amount: u64) {
-        let a = self.entry(address, asset);
-        a.reserved = a.reserved.saturating_sub(amount);
+        if let Some(a) = self.accounts.get_mut(address).and_then(|m| m.get_mut(asset)) {
+            a.reserved = a.reserved.saturating_sub(amount);
+        }
     }
 
     /// The changed balances since the last call, for persisting.
@@ -88,32 +108,25 @@ impl Ledger {
         dirty
             .into_iter()
             .map(|(addr, asset)| {
-                let b = self.account(&addr, &asset).balance;
+                let a = self.entry(&addr, &asset);
+                a.dirty = false;
+                let b = a.balance;
                 (addr, asset, b)
             })
             .collect()
     }
 
-    /// All accounts of one address.
+    /// All accounts of one address, by asset.
     pub fn accounts_of(&self, address: &str) -> Vec<(String, Account)> {
-        let mut v: Vec<_> = self
-            .accounts
-            .iter()
-            .filter(|((a, _), _)| a == address)
-            .map(|((_, asset), acc)| (asset.clone(), *acc))
-            .collect();
+        let mut v: Vec<_> =
+            self.accounts.get(address).map(|m| m.iter().map(|(k, a)| (k.clone(), *a)).collect()).unwrap_or_default();
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v
     }
 
     /// Sum of balances of one asset over all addresses (for conservation checks).
     pub fn total(&self, asset: &str) -> u128 {
-        self.accounts.iter().filter(|((_, s), _)| s == asset).map(|(_, a)| a.balance as u128).sum()
-    }
-
-    /// Sum of reservations of one asset over all addresses.
-    pub fn total_reserved(&self, asset: &str) -> u128 {
-        self.accounts.iter().filter(|((_, s), _)| s == asset).map(|(_, a)| a.reserved as u128).sum()
+        self.accounts.values().filter_map(|m| m.get(asset)).map(|a| a.balance as u128).sum()
     }
 }
 

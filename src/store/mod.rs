@@ -13,7 +13,7 @@ use rocksdb::{ColumnFamilyDescriptor, Direction, IteratorMode, Options, WriteBat
 use serde::{de::DeserializeOwned, Serialize};
 use uuid::Uuid;
 
-use crate::domain::{ApiKeyRecord, InviteRecord, Market, OrderRecord, TradeRecord};
+use crate::domain::{ApiKeyRecord, InviteRecord, Market, OrderRecord, OrderStatus, TradeRecord};
 
 /// Column-family names.
 pub mod cf {
@@ -98,11 +98,18 @@ fn decode<T: DeserializeOwned>(cf: &'static str, bytes: &[u8]) -> Result<T, Stor
     }
 }
 
-/// One write in a batch.
+/// One write in a batch. Records travel typed and are encoded by the persister, so the
+/// engine thread never pays for serialisation.
 #[derive(Debug, Clone)]
 pub enum Op {
     Put(&'static str, Vec<u8>, Vec<u8>),
     Delete(&'static str, Vec<u8>),
+    /// An order and its open-order index entries.
+    Order(Box<OrderRecord>),
+    /// A trade and its per-owner index entries.
+    Trade(Box<TradeRecord>),
+    /// A ledger balance: (address, asset, balance).
+    Balance(String, String, u64),
 }
 
 /// The writes of one logical change, applied atomically.
@@ -122,42 +129,27 @@ impl Batch {
         self.ops.is_empty()
     }
 
-    /// Writes an order and keeps the open-order indexes in step with its status.
+    /// Writes an order; the open-order indexes follow its status.
     pub fn put_order(&mut self, o: &OrderRecord) {
-        self.put(cf::ORDERS, o.id.as_bytes().to_vec(), encode(o));
-        let open = matches!(o.status, crate::domain::OrderStatus::Live | crate::domain::OrderStatus::Deferred)
-            && o.remaining() > 0;
-        if open {
-            self.put(cf::LIVE_ORDERS, o.seq.to_be_bytes().to_vec(), o.id.as_bytes().to_vec());
-            self.put(cf::OPEN_BY_OWNER, keys::owner_seq(&o.owner, o.seq), o.id.as_bytes().to_vec());
-        } else {
-            self.delete(cf::LIVE_ORDERS, o.seq.to_be_bytes().to_vec());
-            self.delete(cf::OPEN_BY_OWNER, keys::owner_seq(&o.owner, o.seq));
-        }
+        self.ops.push(Op::Order(Box::new(o.clone())));
     }
 
-    /// Writes a trade and indexes it under every API key that took part.
+    /// Writes a trade, indexed under every API key that took part.
     pub fn put_trade(&mut self, t: &TradeRecord) {
-        self.put(cf::TRADES, t.id.as_bytes().to_vec(), encode(t));
-        let mut owners = vec![t.owner];
-        for m in &t.maker_orders {
-            if !owners.contains(&m.owner) {
-                owners.push(m.owner);
-            }
-        }
-        for o in owners {
-            self.put(cf::TRADES_BY_OWNER, keys::owner_seq(&o, t.seq), t.id.as_bytes().to_vec());
-        }
+        self.ops.push(Op::Trade(Box::new(t.clone())));
     }
 
     pub fn put_balance(&mut self, address: &str, asset: &str, balance: u64) {
-        self.put(cf::LEDGER, keys::ledger(address, asset), balance.to_be_bytes().to_vec());
+        self.ops.push(Op::Balance(address.to_string(), asset.to_string(), balance));
     }
 
     pub fn put_meta_u64(&mut self, key: &[u8], v: u64) {
         self.put(cf::META, key.to_vec(), v.to_be_bytes().to_vec());
     }
 }
+
+/// Raw (key, value) pairs of a scan.
+pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// The embedded database.
 pub struct Store {
@@ -184,16 +176,49 @@ impl Store {
         let mut wb = WriteBatch::default();
         for b in batches {
             for op in &b.ops {
-                match op {
-                    Op::Put(c, k, v) => wb.put_cf(self.handle(c), k, v),
-                    Op::Delete(c, k) => wb.delete_cf(self.handle(c), k),
-                }
+                self.apply(&mut wb, op);
             }
         }
         let mut wo = WriteOptions::default();
         wo.set_sync(sync);
         self.db.write_opt(wb, &wo)?;
         Ok(())
+    }
+
+    /// Expands one op into WriteBatch entries (encoding records here, off the engine).
+    fn apply(&self, wb: &mut WriteBatch, op: &Op) {
+        match op {
+            Op::Put(c, k, v) => wb.put_cf(self.handle(c), k, v),
+            Op::Delete(c, k) => wb.delete_cf(self.handle(c), k),
+            Op::Order(o) => {
+                wb.put_cf(self.handle(cf::ORDERS), o.id.as_bytes(), encode(o.as_ref()));
+                let open = matches!(o.status, OrderStatus::Live | OrderStatus::Deferred) && o.remaining() > 0;
+                let seq = o.seq.to_be_bytes();
+                let by_owner = keys::owner_seq(&o.owner, o.seq);
+                if open {
+                    wb.put_cf(self.handle(cf::LIVE_ORDERS), seq, o.id.as_bytes());
+                    wb.put_cf(self.handle(cf::OPEN_BY_OWNER), by_owner, o.id.as_bytes());
+                } else {
+                    wb.delete_cf(self.handle(cf::LIVE_ORDERS), seq);
+                    wb.delete_cf(self.handle(cf::OPEN_BY_OWNER), by_owner);
+                }
+            }
+            Op::Trade(t) => {
+                wb.put_cf(self.handle(cf::TRADES), t.id.as_bytes(), encode(t.as_ref()));
+                let mut owners = vec![t.owner];
+                for m in &t.maker_orders {
+                    if !owners.contains(&m.owner) {
+                        owners.push(m.owner);
+                    }
+                }
+                for o in owners {
+                    wb.put_cf(self.handle(cf::TRADES_BY_OWNER), keys::owner_seq(&o, t.seq), t.id.as_bytes());
+                }
+            }
+            Op::Balance(addr, asset, bal) => {
+                wb.put_cf(self.handle(cf::LEDGER), keys::ledger(addr, asset), bal.to_be_bytes());
+            }
+        }
     }
 
     pub fn get_raw(&self, cf_name: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
@@ -220,7 +245,7 @@ impl Store {
         prefix: &[u8],
         start: &[u8],
         limit: usize,
-    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StoreError> {
+    ) -> Result<Pairs, StoreError> {
         let mut from = prefix.to_vec();
         if start > prefix {
             from = start.to_vec();
@@ -247,7 +272,7 @@ impl Store {
     }
 
     /// Every raw pair of a family, in key order.
-    pub fn all_raw(&self, cf_name: &'static str) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StoreError> {
+    pub fn all_raw(&self, cf_name: &'static str) -> Result<Pairs, StoreError> {
         let mut out = Vec::new();
         for item in self.db.iterator_cf(self.handle(cf_name), IteratorMode::Start) {
             let (k, v) = item?;

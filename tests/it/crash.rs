@@ -78,7 +78,7 @@ fn kill_9_loses_nothing_acknowledged() {
             while !stop.load(Ordering::Relaxed) && n < 2000 {
                 n += 1;
                 // Alternate sides around 0.50 so orders cross and rest.
-                let side = if (n + i as u64) % 2 == 0 { "BUY" } else { "SELL" };
+                let side = if (n + i as u64).is_multiple_of(2) { "BUY" } else { "SELL" };
                 let px = ["0.48", "0.49", "0.50", "0.51", "0.52"][(n as usize * 7 + i) % 5];
                 let o = t.order(&shadow, YES, side, px, "5");
                 let id = order_id(&shadow, &o);
@@ -148,14 +148,24 @@ fn kill_9_loses_nothing_acknowledged() {
         }
     }
     // Unacknowledged ones: wholly there (with all their trades) or wholly absent.
-    for id in sent.iter().filter(|id| !acked.contains_key(*id)) {
+    let unacked: Vec<&String> = sent.iter().filter(|id| !acked.contains_key(*id)).collect();
+    let mut survived = 0;
+    for id in &unacked {
         if let Some(t) = owner_of(id) {
+            survived += 1;
             let o = t.l2(s, "GET", &format!("/data/order/{id}"), None).1;
             for tid in o["associate_trades"].as_array().unwrap() {
                 assert!(all_trades.contains_key(tid.as_str().unwrap()), "partial write of {id}");
             }
         }
     }
+    eprintln!(
+        "crash: {} acknowledged, {} unacknowledged ({} persisted), {} trades",
+        acked.len(),
+        unacked.len(),
+        survived,
+        all_trades.len()
+    );
     // The book is exactly the persisted open orders.
     let mut want: BTreeMap<(String, String), u64> = BTreeMap::new();
     for t in &traders {

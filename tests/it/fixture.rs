@@ -270,6 +270,7 @@ impl Trader {
         self.order_raw(s, token, side, maker, taker, 0, false)
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub fn order_raw(
         &self,
         s: &Server,
