@@ -425,25 +425,16 @@ async fn post_orders(s: Arc<AppState>, r: Req) -> ApiResult {
     if items.len() > MAX_BATCH {
         return Err(ApiError::bad(format!("Too many orders in payload: {}, max allowed: {MAX_BATCH}", items.len())));
     }
-    // Validated concurrently, placed in input order (engine sequence = input order).
-    let mut futures = Vec::with_capacity(items.len());
+    // One after another, so the engine sees them in input order.
+    let mut out = Vec::with_capacity(items.len());
     for item in items {
-        let s = s.clone();
-        let key = key.clone();
-        futures.push(async move {
-            match serde_json::from_value::<Submission>(item) {
-                Ok(sub) => match place(&s, &key, sub).await {
-                    Ok(p) => result_json(&p),
-                    Err(e) if e.status == StatusCode::BAD_REQUEST => rejected_json(&e.message),
-                    Err(e) => rejected_json(&e.message),
-                },
-                Err(_) => rejected_json("Invalid order payload"),
-            }
+        out.push(match serde_json::from_value::<Submission>(item) {
+            Ok(sub) => match place(&s, &key, sub).await {
+                Ok(p) => result_json(&p),
+                Err(e) => rejected_json(&e.message),
+            },
+            Err(_) => rejected_json("Invalid order payload"),
         });
-    }
-    let mut out = Vec::with_capacity(futures.len());
-    for f in futures {
-        out.push(f.await);
     }
     json(&out)
 }

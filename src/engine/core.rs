@@ -328,6 +328,16 @@ impl Core {
             let q = t.remaining().min(node.remaining);
             let mut m = self.orders.remove(&maker_id).expect("resting order has a record");
             // Taken out while both orders are updated; put back below if it still rests.
+            if m.expiration != 0 && m.expiration <= now {
+                // An expired GTD order never trades: it leaves the book here, before the
+                // expiry sweep gets to it.
+                self.markets[midx].book.remove(slot);
+                self.resting.remove(&m.id);
+                m.status = OrderStatus::Canceled;
+                self.release_rest(&mut m);
+                batch.put_order(&m);
+                continue;
+            }
             // Amounts in each order's own token price.
             let pm = yes_price(m.outcome_index, px); // maker's own price
             let pt = yes_price(t.outcome_index, px); // taker's own price

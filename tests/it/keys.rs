@@ -191,4 +191,8 @@ fn time_ok_and_json_404() {
     let (st, b) = s.get("/no/such/path");
     assert_eq!(st, 404);
     assert!(b["error"].is_string());
+    // The operator API is not on the public listener.
+    let (st, _) = s.post("/internal/mode", &serde_json::json!({"mode": "trading-disabled"}));
+    assert_eq!(st, 404);
+    assert_eq!(s.post("/internal/ledger/credit", &serde_json::json!({})).0, 404);
 }

@@ -206,6 +206,29 @@ fn fok_fak_and_post_only() {
 }
 
 #[test]
+fn expired_gtd_orders_never_trade() {
+    let s = Server::start();
+    let maker = s.trader(m("100"));
+    let exp = (now() + 2) as u64;
+    let o = maker.order_raw(&s, YES, "BUY", m("5"), m("10"), exp, false);
+    let (st, r) = maker.submit(&s, o, "GTD");
+    assert_eq!(st, 200, "{r}");
+    let id = r["orderID"].as_str().unwrap().to_string();
+    std::thread::sleep(std::time::Duration::from_millis(3100));
+    let taker = s.trader(0);
+    s.credit(&taker.address, YES, m("10"));
+    let o = taker.order(&s, YES, "SELL", "0.50", "10");
+    let (st, r) = taker.submit(&s, o, "GTC");
+    assert_eq!(st, 200, "{r}");
+    assert_eq!(r["status"], "LIVE");
+    assert_eq!(r["tradeIds"], json!([]));
+    assert_eq!(maker.l2(&s, "GET", &format!("/data/order/{id}"), None).1["status"], "CANCELED");
+    assert_eq!(maker.balances(&s)["USDC"]["reserved"], "0");
+    assert_eq!(s.get(&format!("/book?token_id={YES}")).1["bids"], json!([]));
+    s.check();
+}
+
+#[test]
 fn fees_follow_the_exchange_formula() {
     let s = Server::start();
     let seller = s.trader(0);
