@@ -22,6 +22,8 @@ use std::collections::HashMap as StdHashMap;
 
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
+use std::sync::Arc;
+
 use uuid::Uuid;
 
 use super::book::{Book, BookSide};
@@ -46,8 +48,8 @@ pub enum Reject {
 /// The result of placing one order.
 #[derive(Debug, Clone)]
 pub struct Placed {
-    pub order: OrderRecord,
-    pub trades: Vec<TradeRecord>,
+    pub order: Arc<OrderRecord>,
+    pub trades: Vec<Arc<TradeRecord>>,
     /// What the order gave and received so far (collateral or tokens, micro-units).
     pub making: u64,
     pub taking: u64,
@@ -76,8 +78,10 @@ pub struct Core {
     pub markets: Vec<MarketState>,
     tokens: HashMap<String, (u32, u8)>,
     conditions: HashMap<String, u32>,
-    /// Open orders (LIVE resting, or DEFERRED).
-    pub orders: HashMap<Uuid, OrderRecord>,
+    /// Open orders (LIVE resting, or DEFERRED). Shared with the persister's batches:
+    /// updates go through `Arc::make_mut`, which copies only while a batch still holds the
+    /// previous version.
+    pub orders: HashMap<Uuid, Arc<OrderRecord>>,
     resting: HashMap<Uuid, Resting>,
     /// Every order ID accepted since start, plus reloaded open ones: duplicate detection for
     /// orders not yet durable (the API also checks the store for older ones).
@@ -189,7 +193,7 @@ impl Core {
             );
             self.resting.insert(o.id, Resting { slot });
         }
-        self.orders.insert(o.id, o);
+        self.orders.insert(o.id, Arc::new(o));
     }
 
     /// Places an order: checks what only the engine can (duplicates, nonce, proxy binding,
@@ -246,10 +250,9 @@ impl Core {
             self.proxies.insert(o.maker.to_string(), o.signer.to_string());
             batch.put(crate::store::cf::PROXIES, o.maker.as_bytes().to_vec(), crate::store::encode(&o.signer));
         }
-        batch.put_meta_u64(meta::NEXT_ORDER_SEQ, self.next_order_seq);
-
         if defer {
             o.status = OrderStatus::Deferred;
+            let o = Arc::new(o);
             batch.put_order(&o);
             self.orders.insert(o.id, o.clone());
             self.flush_ledger(batch);
@@ -264,7 +267,7 @@ impl Core {
     fn finish_taker(
         &mut self,
         mut o: OrderRecord,
-        trades: Vec<TradeRecord>,
+        trades: Vec<Arc<TradeRecord>>,
         making: u64,
         taking: u64,
         batch: &mut Batch,
@@ -280,15 +283,17 @@ impl Core {
             );
             self.resting.insert(o.id, Resting { slot });
             o.status = OrderStatus::Live;
-            self.orders.insert(o.id, o.clone());
         } else {
             o.status = if o.size_matched > 0 { OrderStatus::Matched } else { OrderStatus::Canceled };
             self.release_rest(&mut o);
         }
+        let o = Arc::new(o);
+        if o.status == OrderStatus::Live {
+            self.orders.insert(o.id, o.clone());
+        }
         batch.put_order(&o);
         self.flush_ledger(batch);
         if !trades.is_empty() {
-            batch.put_meta_u64(meta::NEXT_TRADE_SEQ, self.next_trade_seq);
             let last = self.markets[o.market_idx as usize].last_trade;
             batch.put(crate::store::cf::META, meta::last_trade(o.market_idx), crate::store::encode(&last));
         }
@@ -309,7 +314,7 @@ impl Core {
 
     /// Sweeps the opposite side while it crosses; returns trades and what the taker gave
     /// and received.
-    fn match_taker(&mut self, t: &mut OrderRecord, now: u64, batch: &mut Batch) -> (Vec<TradeRecord>, u64, u64) {
+    fn match_taker(&mut self, t: &mut OrderRecord, now: u64, batch: &mut Batch) -> (Vec<Arc<TradeRecord>>, u64, u64) {
         let midx = t.market_idx as usize;
         let bside = book_side(t.outcome_index, t.side);
         let limit = yes_price(t.outcome_index, t.price);
@@ -326,16 +331,17 @@ impl Core {
             let node = book.node(slot);
             let maker_id = node.id;
             let q = t.remaining().min(node.remaining);
-            let mut m = self.orders.remove(&maker_id).expect("resting order has a record");
+            let mut m_arc = self.orders.remove(&maker_id).expect("resting order has a record");
             // Taken out while both orders are updated; put back below if it still rests.
+            let m = Arc::make_mut(&mut m_arc);
             if m.expiration != 0 && m.expiration <= now {
                 // An expired GTD order never trades: it leaves the book here, before the
                 // expiry sweep gets to it.
                 self.markets[midx].book.remove(slot);
                 self.resting.remove(&m.id);
                 m.status = OrderStatus::Canceled;
-                self.release_rest(&mut m);
-                batch.put_order(&m);
+                self.release_rest(m);
+                batch.put_order(&m_arc);
                 continue;
             }
             // Amounts in each order's own token price.
@@ -355,13 +361,13 @@ impl Core {
             if t.side == Side::Buy && taker_amt > t.reserved {
                 let extra = taker_amt - t.reserved;
                 if self.ledger.account(&t.maker, "USDC").available() < extra {
-                    self.orders.insert(maker_id, m);
+                    self.orders.insert(maker_id, m_arc);
                     break;
                 }
                 self.ledger.reserve(&t.maker, "USDC", extra);
                 t.reserved += extra;
             }
-            let maker_fee = self.settle_fill(&mut m, q, pm, maker_amt);
+            let maker_fee = self.settle_fill(m, q, pm, maker_amt);
             let taker_fee = self.settle_fill(t, q, pt, taker_amt);
             match t.side {
                 Side::Buy => {
@@ -415,12 +421,13 @@ impl Core {
             if gone {
                 self.resting.remove(&m.id);
                 m.status = OrderStatus::Matched;
-                self.release_rest(&mut m);
+                self.release_rest(m);
             }
-            batch.put_order(&m);
+            batch.put_order(&m_arc);
             if !gone {
-                self.orders.insert(m.id, m);
+                self.orders.insert(maker_id, m_arc);
             }
+            let trade = Arc::new(trade);
             batch.put_trade(&trade);
             let taker_yes_side = if bside == BookSide::Bid { Side::Buy } else { Side::Sell };
             self.markets[midx].last_trade = Some((px, taker_yes_side));
@@ -466,13 +473,14 @@ impl Core {
         for id in ids {
             match self.orders.get(id) {
                 Some(o) if o.owner == owner => {
-                    let mut o = self.orders.remove(id).expect("present");
+                    let mut arc = self.orders.remove(id).expect("present");
+                    let o = Arc::make_mut(&mut arc);
                     if let Some(r) = self.resting.remove(id) {
                         self.markets[o.market_idx as usize].book.remove(r.slot);
                     }
                     o.status = OrderStatus::Canceled;
-                    self.release_rest(&mut o);
-                    batch.put_order(&o);
+                    self.release_rest(o);
+                    batch.put_order(&arc);
                     out.canceled.push(*id);
                 }
                 _ => out.not_canceled.push((id.to_string(), "order not found or already canceled".into())),
@@ -508,7 +516,7 @@ impl Core {
         deferred.sort();
         let mut out = Vec::new();
         for (_, id) in deferred {
-            let mut o = self.orders.remove(&id).expect("present");
+            let mut o = Arc::unwrap_or_clone(self.orders.remove(&id).expect("present"));
             o.status = OrderStatus::Live;
             let (trades, making, taking) = self.match_taker(&mut o, now, batch);
             if let Ok(p) = self.finish_taker(o, trades, making, taking, batch) {

@@ -8,6 +8,8 @@ pub mod keys;
 pub mod persister;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use rocksdb::{ColumnFamilyDescriptor, Direction, IteratorMode, Options, WriteBatch, WriteOptions, DB};
 use serde::{de::DeserializeOwned, Serialize};
@@ -105,9 +107,9 @@ pub enum Op {
     Put(&'static str, Vec<u8>, Vec<u8>),
     Delete(&'static str, Vec<u8>),
     /// An order and its open-order index entries.
-    Order(Box<OrderRecord>),
+    Order(Arc<OrderRecord>),
     /// A trade and its per-owner index entries.
-    Trade(Box<TradeRecord>),
+    Trade(Arc<TradeRecord>),
     /// A ledger balance: (address, asset, balance).
     Balance(String, String, u64),
 }
@@ -129,14 +131,15 @@ impl Batch {
         self.ops.is_empty()
     }
 
-    /// Writes an order; the open-order indexes follow its status.
-    pub fn put_order(&mut self, o: &OrderRecord) {
-        self.ops.push(Op::Order(Box::new(o.clone())));
+    /// Writes an order; the open-order indexes follow its status. The persister also
+    /// advances the stored order sequence past it.
+    pub fn put_order(&mut self, o: &Arc<OrderRecord>) {
+        self.ops.push(Op::Order(o.clone()));
     }
 
     /// Writes a trade, indexed under every API key that took part.
-    pub fn put_trade(&mut self, t: &TradeRecord) {
-        self.ops.push(Op::Trade(Box::new(t.clone())));
+    pub fn put_trade(&mut self, t: &Arc<TradeRecord>) {
+        self.ops.push(Op::Trade(t.clone()));
     }
 
     pub fn put_balance(&mut self, address: &str, asset: &str, balance: u64) {
@@ -154,6 +157,10 @@ pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 /// The embedded database.
 pub struct Store {
     db: DB,
+    /// Highest order and trade sequence persisted (next-seq values in `meta`), so each
+    /// group commit advances them once, only when they grow.
+    next_order_seq: AtomicU64,
+    next_trade_seq: AtomicU64,
 }
 
 impl Store {
@@ -164,7 +171,10 @@ impl Store {
         opts.set_max_background_jobs(2);
         let cfs = cf::ALL.iter().map(|n| ColumnFamilyDescriptor::new(*n, Options::default()));
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
-        Ok(Store { db })
+        let s = Store { db, next_order_seq: AtomicU64::new(1), next_trade_seq: AtomicU64::new(1) };
+        s.next_order_seq.store(s.meta_u64(meta::NEXT_ORDER_SEQ)?.unwrap_or(1), Ordering::Relaxed);
+        s.next_trade_seq.store(s.meta_u64(meta::NEXT_TRADE_SEQ)?.unwrap_or(1), Ordering::Relaxed);
+        Ok(s)
     }
 
     fn handle(&self, name: &str) -> &rocksdb::ColumnFamily {
@@ -174,14 +184,29 @@ impl Store {
     /// Applies one or more batches as a single atomic WriteBatch; `sync` waits for the WAL.
     pub fn write<'a>(&self, batches: impl IntoIterator<Item = &'a Batch>, sync: bool) -> Result<(), StoreError> {
         let mut wb = WriteBatch::default();
+        let (mut order_seq, mut trade_seq) = (0u64, 0u64);
         for b in batches {
             for op in &b.ops {
+                match op {
+                    Op::Order(o) => order_seq = order_seq.max(o.seq + 1),
+                    Op::Trade(t) => trade_seq = trade_seq.max(t.seq + 1),
+                    _ => {}
+                }
                 self.apply(&mut wb, op);
             }
+        }
+        // Sequences only grow; batches are written by one thread, in order.
+        if order_seq > self.next_order_seq.load(Ordering::Relaxed) {
+            wb.put_cf(self.handle(cf::META), meta::NEXT_ORDER_SEQ, order_seq.to_be_bytes());
+        }
+        if trade_seq > self.next_trade_seq.load(Ordering::Relaxed) {
+            wb.put_cf(self.handle(cf::META), meta::NEXT_TRADE_SEQ, trade_seq.to_be_bytes());
         }
         let mut wo = WriteOptions::default();
         wo.set_sync(sync);
         self.db.write_opt(wb, &wo)?;
+        self.next_order_seq.fetch_max(order_seq, Ordering::Relaxed);
+        self.next_trade_seq.fetch_max(trade_seq, Ordering::Relaxed);
         Ok(())
     }
 

@@ -51,6 +51,8 @@ fn restart_restores_books_orders_trades_and_balances() {
         .collect();
     assert!(makers.contains(&first));
     assert!(makers.contains(&second));
+    // Trade sequences continued across the restart: the old trade is still listed.
+    assert_eq!(trades["count"], 3, "{trades}");
     let order_of_first = trades["data"]
         .as_array()
         .unwrap()
