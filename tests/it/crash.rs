@@ -26,7 +26,9 @@ fn spawn(dir: &std::path::Path) -> Proc {
         .arg("--data-dir")
         .arg(dir)
         .args(["--clob-addr", "127.0.0.1:0", "--gamma-addr", "127.0.0.1:0", "--data-addr", "127.0.0.1:0"])
-        .args(["--bridge-addr", "127.0.0.1:0", "--internal-addr", "127.0.0.1:0"])
+        // Two settings through their PREDEX_* environment twins rather than flags.
+        .env("PREDEX_BRIDGE_ADDR", "127.0.0.1:0")
+        .env("PREDEX_INTERNAL_ADDR", "127.0.0.2:0")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -44,6 +46,7 @@ fn spawn(dir: &std::path::Path) -> Proc {
             );
         }
     }
+    assert!(addrs["internal"].starts_with("127.0.0.2:"), "PREDEX_INTERNAL_ADDR ignored: {addrs:?}");
     // Keep draining the log so the child never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
     let mut config = test_config(dir);
