@@ -16,8 +16,8 @@ pub const NIL: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BookSide {
-    Bid,
-    Ask,
+    Bid = 0,
+    Ask = 1,
 }
 
 impl BookSide {
@@ -59,6 +59,9 @@ pub struct Book {
     nodes: Vec<Node>,
     free: Vec<u32>,
     count: usize,
+    /// Non-empty levels per side (bid, ask): depth scans stop after this many instead of
+    /// walking the whole ladder (10,001 levels at a 0.0001 tick).
+    used: [usize; 2],
 }
 
 impl Book {
@@ -73,6 +76,7 @@ impl Book {
             nodes: Vec::new(),
             free: Vec::new(),
             count: 0,
+            used: [0, 0],
         }
     }
 
@@ -146,12 +150,16 @@ impl Book {
             self.nodes[tail as usize].next = slot;
         }
         let lv = &mut self.levels_mut(side)[level as usize];
-        if lv.head == NIL {
+        let was_empty = lv.head == NIL;
+        if was_empty {
             lv.head = slot;
         }
         lv.tail = slot;
         lv.total += size;
         self.count += 1;
+        if was_empty {
+            self.used[side as usize] += 1;
+        }
         match side {
             BookSide::Bid if self.best_bid.is_none_or(|b| level > b) => self.best_bid = Some(level),
             BookSide::Ask if self.best_ask.is_none_or(|a| level < a) => self.best_ask = Some(level),
@@ -211,6 +219,7 @@ impl Book {
         self.free.push(slot);
         self.count -= 1;
         if emptied {
+            self.used[side as usize] -= 1;
             self.refresh_best(side, level);
         }
     }
@@ -229,30 +238,11 @@ impl Book {
         }
     }
 
-    /// Aggregated levels, best first: (YES price, total size).
+    /// Aggregated levels, best first: (YES price, total size). Stops at the last non-empty
+    /// level, so the cost follows the levels in use, not the ladder length.
     pub fn depth(&self, side: BookSide) -> Vec<(u32, u64)> {
-        let lv = self.levels(side);
-        let mut out = Vec::new();
-        match side {
-            BookSide::Bid => {
-                if let Some(b) = self.best_bid {
-                    for l in (0..=b).rev() {
-                        if lv[l as usize].total > 0 {
-                            out.push((self.price_of(l), lv[l as usize].total));
-                        }
-                    }
-                }
-            }
-            BookSide::Ask => {
-                if let Some(a) = self.best_ask {
-                    for l in a..lv.len() as u32 {
-                        if lv[l as usize].total > 0 {
-                            out.push((self.price_of(l), lv[l as usize].total));
-                        }
-                    }
-                }
-            }
-        }
+        let mut out = Vec::with_capacity(self.used[side as usize]);
+        out.extend(self.depth_iter(side).take(self.used[side as usize]));
         out
     }
 
@@ -327,6 +317,10 @@ impl Book {
                 }
             }
             let d = self.depth(side);
+            let nonempty = self.levels(side).iter().filter(|l| l.head != NIL).count();
+            if nonempty != self.used[side as usize] || d.len() != nonempty {
+                return Err(format!("{side:?}: {nonempty} non-empty levels, counted {}", self.used[side as usize]));
+            }
             let best = self.best(side);
             if d.first().map(|x| x.0) != best {
                 return Err(format!("best {best:?} vs depth {:?}", d.first()));
