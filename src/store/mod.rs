@@ -74,7 +74,11 @@ pub mod meta {
     }
 }
 
-const VERSION: u8 = 1;
+/// Value format versions: 1 = JSON (the first format, still read), 2 = postcard, a compact
+/// binary serde format: about a third of the bytes, and the WAL is what bounds durable
+/// throughput.
+const VERSION_JSON: u8 = 1;
+const VERSION: u8 = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -84,19 +88,19 @@ pub enum StoreError {
     Corrupt { cf: &'static str, msg: String },
 }
 
-/// Encodes a record: version byte + JSON.
+/// Encodes a record: version byte + postcard.
 pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {
-    let mut out = vec![VERSION];
-    serde_json::to_writer(&mut out, v).expect("records serialize");
-    out
+    let mut out = Vec::with_capacity(256);
+    out.push(VERSION);
+    postcard::to_extend(v, out).expect("records serialize")
 }
 
 fn decode<T: DeserializeOwned>(cf: &'static str, bytes: &[u8]) -> Result<T, StoreError> {
+    let corrupt = |msg: String| StoreError::Corrupt { cf, msg };
     match bytes.split_first() {
-        Some((&VERSION, rest)) => {
-            serde_json::from_slice(rest).map_err(|e| StoreError::Corrupt { cf, msg: e.to_string() })
-        }
-        _ => Err(StoreError::Corrupt { cf, msg: "unknown version".into() }),
+        Some((&VERSION, rest)) => postcard::from_bytes(rest).map_err(|e| corrupt(e.to_string())),
+        Some((&VERSION_JSON, rest)) => serde_json::from_slice(rest).map_err(|e| corrupt(e.to_string())),
+        _ => Err(corrupt("unknown version".into())),
     }
 }
 
@@ -356,5 +360,27 @@ impl Store {
             out.push((addr, asset, bal));
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{AddressStatus, Mode, OrderStatus};
+
+    #[test]
+    fn codec_round_trips_and_reads_json_records() {
+        for v in [Mode::Normal, Mode::CancelOnly, Mode::TradingDisabled] {
+            assert_eq!(decode::<Mode>("meta", &encode(&v)).unwrap(), v);
+        }
+        let st = AddressStatus::ClosedOnly;
+        assert_eq!(decode::<AddressStatus>("addresses", &encode(&st)).unwrap(), st);
+        let some: Option<(u32, crate::domain::Side)> = Some((5500, crate::domain::Side::Sell));
+        assert_eq!(decode::<Option<(u32, crate::domain::Side)>>("meta", &encode(&some)).unwrap(), some);
+        // Version-1 (JSON) values still decode.
+        let mut v1 = vec![VERSION_JSON];
+        v1.extend_from_slice(br#""LIVE""#);
+        assert_eq!(decode::<OrderStatus>("orders", &v1).unwrap(), OrderStatus::Live);
+        assert!(decode::<OrderStatus>("orders", &[9, 0]).is_err());
     }
 }

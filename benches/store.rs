@@ -1,0 +1,186 @@
+//! `store/commit`: durable fills through the real persister (group commit, synced WAL) on
+//! a temp RocksDB. Closed loop: `in_flight()` fills are outstanding at any time, as if that
+//! many requests were waiting for their acknowledgement; each durable completion lets the
+//! next fill in. A fill writes what a real one does: the taker and maker order records, the
+//! trade with its per-owner index, and four balances.
+//!
+//! Reports criterion's time per fill and, from a separate timed run, durable fills/s,
+//! commit latency p50/p99/max (enqueue → durable) and the mean group size.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use predex::domain::*;
+use predex::store::persister::{self, Job, PersistMetrics};
+use predex::store::{Batch, Store};
+use uuid::Uuid;
+
+/// Outstanding fills (requests awaiting acknowledgement); `PREDEX_BENCH_IN_FLIGHT` overrides.
+fn in_flight() -> usize {
+    std::env::var("PREDEX_BENCH_IN_FLIGHT").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
+}
+
+fn order(seq: u64, maker: &Arc<str>) -> Arc<OrderRecord> {
+    let s: Arc<str> = "1".into();
+    Arc::new(OrderRecord {
+        id: Uuid::from_u128(seq as u128),
+        seq,
+        status: OrderStatus::Live,
+        owner: Uuid::from_u128(7),
+        maker: maker.clone(),
+        signer: maker.clone(),
+        taker: "0x0000000000000000000000000000000000000000".into(),
+        market_idx: 0,
+        condition_id: "0xc0ffee".into(),
+        token_id: s,
+        outcome_index: 0,
+        outcome: "Yes".into(),
+        side: Side::Buy,
+        price: 5000,
+        original_size: 20_000_000,
+        size_matched: 10_000_000,
+        maker_amount: 10_000_000,
+        taker_amount: 20_000_000,
+        fee_rate_bps: 0,
+        expiration: 0,
+        nonce: 0,
+        salt: seq,
+        signature_type: 0,
+        signature: "0x8a2f9c0e5d7b4a1f3e6c9b2d8a7f4e1c0b5d3a9e7f2c6b8d4a1e9f3c7b5d2a8e6f4c1b9d3a7e5f2c8b6d4a1e9f3c7b5d2a8e6f4c1b9d3a7e5f2c8b6d4a1e9f1b".into(),
+        order_type: OrderType::Gtc,
+        post_only: false,
+        reserved: 5_000_000,
+        associate_trades: vec![Uuid::from_u128(seq as u128 + 1)],
+        created_at: 1_700_000_000,
+    })
+}
+
+fn fill(seq: u64, maker: &Arc<str>, taker: &Arc<str>) -> Batch {
+    let mut b = Batch::default();
+    let m = order(2 * seq, maker);
+    let t = order(2 * seq + 1, taker);
+    let trade = Arc::new(TradeRecord {
+        id: Uuid::from_u128(1 << 64 | seq as u128),
+        seq,
+        taker_order_id: t.id,
+        market_idx: 0,
+        condition_id: t.condition_id.clone(),
+        asset_id: t.token_id.clone(),
+        side: Side::Sell,
+        size: 10_000_000,
+        price: 5000,
+        fee_rate_bps: 0,
+        status: TradeStatus::Pending,
+        match_time: 1_700_000_000,
+        last_update: 1_700_000_000,
+        outcome: t.outcome.clone(),
+        bucket_index: 0,
+        owner: Uuid::from_u128(8),
+        maker_address: taker.clone(),
+        maker_orders: vec![MakerFill {
+            order_id: m.id,
+            owner: m.owner,
+            maker_address: maker.clone(),
+            matched_amount: 10_000_000,
+            price: 5000,
+            asset_id: m.token_id.clone(),
+            outcome: m.outcome.clone(),
+            side: Side::Buy,
+            fee_rate_bps: 0,
+            fee: 0,
+        }],
+        transaction_hash: String::new(),
+        taker_fee: 0,
+        error_msg: None,
+        match_type: MatchType::Complementary,
+    });
+    b.put_order(&m);
+    b.put_order(&t);
+    b.put_trade(&trade);
+    for (a, asset) in [(maker, "USDC"), (maker, "1"), (taker, "USDC"), (taker, "1")] {
+        b.put_balance(a, asset, seq);
+    }
+    b
+}
+
+/// Commits `n` fills with `IN_FLIGHT` outstanding; returns elapsed time and per-fill latencies.
+fn run(tx: &crossbeam_channel::Sender<Job>, start_seq: u64, n: usize) -> (Duration, Vec<u64>) {
+    let maker: Arc<str> = "0x1111111111111111111111111111111111111111".into();
+    let taker: Arc<str> = "0x2222222222222222222222222222222222222222".into();
+    let (done_tx, done_rx) = crossbeam_channel::unbounded::<u64>();
+    let mut lat = Vec::with_capacity(n);
+    let t0 = Instant::now();
+    let mut sent = 0usize;
+    let send = |seq: u64| {
+        let done = done_tx.clone();
+        let enq = Instant::now();
+        let batch = fill(seq, &maker, &taker);
+        tx.send(Job {
+            batch,
+            done: Box::new(move |ok| {
+                assert!(ok, "commit failed");
+                let _ = done.send(enq.elapsed().as_micros() as u64);
+            }),
+        })
+        .unwrap();
+    };
+    while sent < in_flight().min(n) {
+        send(start_seq + sent as u64);
+        sent += 1;
+    }
+    while lat.len() < n {
+        lat.push(done_rx.recv().unwrap());
+        if sent < n {
+            send(start_seq + sent as u64);
+            sent += 1;
+        }
+    }
+    (t0.elapsed(), lat)
+}
+
+fn bench(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(dir.path()).unwrap());
+    let metrics = Arc::new(PersistMetrics::default());
+    let (tx, _h) = persister::spawn(store, metrics.clone());
+    let mut seq = 1u64;
+
+    let mut g = c.benchmark_group("store");
+    g.throughput(Throughput::Elements(1));
+    g.sample_size(10);
+    g.bench_function("commit", |b| {
+        b.iter_custom(|iters| {
+            let (el, _) = run(&tx, seq, iters as usize);
+            seq += iters;
+            el
+        })
+    });
+    g.finish();
+
+    // A longer timed run for the figures the README states.
+    let (c0, j0) = (metrics.commits.load(Ordering::Relaxed), metrics.jobs.load(Ordering::Relaxed));
+    let s0 = metrics.sync_micros_total.load(Ordering::Relaxed);
+    const N: usize = 200_000;
+    let (el, mut lat) = run(&tx, seq, N);
+    lat.sort_unstable();
+    let p = |q: f64| lat[((lat.len() as f64 * q) as usize).min(lat.len() - 1)];
+    let commits = metrics.commits.load(Ordering::Relaxed) - c0;
+    let jobs = metrics.jobs.load(Ordering::Relaxed) - j0;
+    let sync = metrics.sync_micros_total.load(Ordering::Relaxed) - s0;
+    println!(
+        "store/commit: {:.0} durable fills/s with {} in flight; commit latency p50 {} µs, p99 {} µs, max {} µs; {} groups, mean {:.1} fills/group, mean write+sync {} µs",
+        N as f64 / el.as_secs_f64(),
+        in_flight(),
+        p(0.5),
+        p(0.99),
+        lat[lat.len() - 1],
+        commits,
+        jobs as f64 / commits.max(1) as f64,
+        sync / commits.max(1)
+    );
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
