@@ -26,23 +26,13 @@ thread_local! {
 
 fn setup() -> Core {
     let mut c = Core::new("0xfee".into());
-    c.add_market(Market {
-        idx: 0,
-        condition_id: "0xc".into(),
-        question: "q".into(),
-        slug: "q".into(),
-        tokens: [
-            Token { token_id: "1".into(), outcome: "Yes".into() },
-            Token { token_id: "2".into(), outcome: "No".into() },
-        ],
-        tick: 100,
-        min_order_size: 0,
-        neg_risk: false,
-        neg_risk_market_id: None,
-        active: true,
-        closed: false,
-        accepting_orders: true,
-    });
+    c.add_market(Market::binary(
+        "0xc",
+        Token { token_id: "1".into(), outcome: "Yes".into() },
+        Token { token_id: "2".into(), outcome: "No".into() },
+        100,
+        0,
+    ));
     let mut b = Batch::default();
     for u in 0..USERS {
         c.credit(&addr(u), "USDC", u64::MAX / 64, &mut b);

@@ -68,18 +68,11 @@ impl MarketSpec {
             }
         }
         Ok(Market {
-            idx: 0,
             slug: self.slug,
-            condition_id: self.condition_id,
             question: self.question,
-            tokens: [a, b],
-            tick,
-            min_order_size: min,
             neg_risk: self.neg_risk,
             neg_risk_market_id: self.neg_risk_market_id,
-            active: true,
-            closed: false,
-            accepting_orders: true,
+            ..Market::binary(&self.condition_id, a, b, tick, min)
         })
     }
 }

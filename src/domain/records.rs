@@ -44,6 +44,24 @@ fn yes() -> bool {
 }
 
 impl Market {
+    /// An open binary market: `yes` is the book's YES side. `idx` is assigned by the engine.
+    pub fn binary(condition_id: &str, yes: Token, no: Token, tick: u32, min_order_size: u64) -> Market {
+        Market {
+            idx: 0,
+            condition_id: condition_id.to_string(),
+            question: String::new(),
+            slug: String::new(),
+            tokens: [yes, no],
+            tick,
+            min_order_size,
+            neg_risk: false,
+            neg_risk_market_id: None,
+            active: true,
+            closed: false,
+            accepting_orders: true,
+        }
+    }
+
     /// Index (0 = YES, 1 = NO) of a token of this market.
     pub fn outcome_index(&self, token_id: &str) -> Option<u8> {
         self.tokens.iter().position(|t| t.token_id == token_id).map(|i| i as u8)

@@ -13,23 +13,13 @@ use crate::store::Batch;
 const USERS: [&str; 3] = ["0xa", "0xb", "0xc"];
 
 fn market() -> Market {
-    Market {
-        idx: 0,
-        condition_id: "0xc".into(),
-        question: "q".into(),
-        slug: "q".into(),
-        tokens: [
-            Token { token_id: "1".into(), outcome: "Yes".into() },
-            Token { token_id: "2".into(), outcome: "No".into() },
-        ],
-        tick: 100,
-        min_order_size: 0,
-        neg_risk: false,
-        neg_risk_market_id: None,
-        active: true,
-        closed: false,
-        accepting_orders: true,
-    }
+    Market::binary(
+        "0xc",
+        Token { token_id: "1".into(), outcome: "Yes".into() },
+        Token { token_id: "2".into(), outcome: "No".into() },
+        100,
+        0,
+    )
 }
 
 #[derive(Debug, Clone)]

@@ -183,6 +183,11 @@ pub fn send(req: ureq::Request, body: Option<String>) -> (u16, Value) {
     (st, serde_json::from_str(&text).unwrap_or(Value::String(text)))
 }
 
+/// (status, error message) of an error response.
+pub fn err(r: (u16, Value)) -> (u16, String) {
+    (r.0, r.1["error"].as_str().unwrap_or_default().to_string())
+}
+
 pub fn now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
 }

@@ -5,10 +5,6 @@ use serde_json::{json, Value};
 
 use crate::fixture::*;
 
-fn err(r: (u16, Value)) -> (u16, String) {
-    (r.0, r.1["error"].as_str().unwrap_or_default().to_string())
-}
-
 #[test]
 fn crossing_orders_trade_at_maker_price() {
     let s = Server::start();

@@ -4,10 +4,6 @@ use serde_json::{json, Value};
 
 use crate::fixture::*;
 
-fn err(r: (u16, Value)) -> (u16, String) {
-    (r.0, r.1["error"].as_str().unwrap_or_default().to_string())
-}
-
 #[test]
 fn resting_order_lifecycle_and_queries() {
     let s = Server::start();
