@@ -118,8 +118,8 @@ impl App {
         let metrics = Arc::new(store::persister::PersistMetrics::default());
         let (persist_tx, persister) = store::persister::spawn(store.clone(), metrics.clone());
         let registry = Arc::new(engine::snapshot::Registry::default());
-        let (engine, engine_thread) = engine::spawn(core, registry.clone(), persist_tx);
-        let state = Arc::new(api::AppState::new(config.clone(), store, engine, registry, metrics)?);
+        let (engine, engine_thread) = engine::spawn(core, registry.clone(), persist_tx.clone());
+        let state = Arc::new(api::AppState::new(config.clone(), store, engine, registry, metrics, persist_tx)?);
 
         if state.store.get_raw(cf::META, meta::CATALOGUE_LOADED)?.is_none() {
             load_catalogue(&state, &config).await?;

@@ -116,7 +116,7 @@ struct EmailBody {
 
 async fn approve(s: Arc<AppState>, r: Req) -> ApiResult {
     let b: EmailBody = body(&r)?;
-    let inv = super::keys::approve(&s, &b.email)?;
+    let inv = super::keys::approve(&s, &b.email).await?;
     json(&j!({ "code": inv.code, "expiresAt": inv.expires_at }))
 }
 
@@ -127,7 +127,7 @@ struct ModeBody {
 
 async fn mode(s: Arc<AppState>, r: Req) -> ApiResult {
     let b: ModeBody = body(&r)?;
-    s.set_mode(b.mode)?;
+    s.set_mode(b.mode).await?;
     json(&j!({ "mode": b.mode }))
 }
 
@@ -140,13 +140,16 @@ struct AddressBody {
 async fn addresses(s: Arc<AppState>, r: Req) -> ApiResult {
     let b: AddressBody = body(&r)?;
     let a = normalize_address(&b.address).ok_or_else(|| ApiError::bad("invalid address"))?;
+    let mut batch = crate::store::Batch::default();
     if b.status == AddressStatus::None {
-        let mut batch = crate::store::Batch::default();
         batch.delete(cf::ADDRESSES, a.as_bytes().to_vec());
-        s.store.write([&batch], true)?;
+    } else {
+        batch.put(cf::ADDRESSES, a.as_bytes().to_vec(), crate::store::encode(&b.status));
+    }
+    s.commit(batch).await?;
+    if b.status == AddressStatus::None {
         s.addresses.write().remove(&a);
     } else {
-        s.store.put(cf::ADDRESSES, a.as_bytes(), &b.status)?;
         s.addresses.write().insert(a.clone(), b.status);
     }
     json(&j!({ "address": a, "status": b.status }))

@@ -22,13 +22,13 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .and(warp::post())
         .and(req())
         .and(s())
-        .then(|r, s| async move { respond(waitlist(s, r)) });
+        .then(|r, s| async move { respond(waitlist(s, r).await) });
     let create = warp::path!("auth" / "api-key").and(warp::post()).and(req()).and(s()).then(|r, s| create_key(s, r));
     let delete = warp::path!("auth" / "api-key")
         .and(warp::delete())
         .and(req())
         .and(s())
-        .then(|r, s| async move { respond(delete_key(s, r)) });
+        .then(|r, s| async move { respond(delete_key(s, r).await) });
     let derive = warp::path!("auth" / "derive-api-key")
         .and(warp::get())
         .and(req())
@@ -60,20 +60,22 @@ fn valid_email(e: &str) -> bool {
     matches!(e.split_once('@'), Some((a, b)) if !a.is_empty() && b.contains('.') && !b.starts_with('.') && !b.ends_with('.') && !e.contains(char::is_whitespace))
 }
 
-fn waitlist(s: Arc<AppState>, r: Req) -> ApiResult {
+async fn waitlist(s: Arc<AppState>, r: Req) -> ApiResult {
     let b: WaitlistBody = serde_json::from_slice(&r.body).map_err(|_| ApiError::bad("Invalid payload"))?;
     let email = b.email.trim().to_lowercase();
     if !valid_email(&email) {
         return Err(ApiError::bad("invalid email"));
     }
     if s.store.get_raw(cf::WAITLIST, email.as_bytes())?.is_none() {
-        s.store.put(cf::WAITLIST, email.as_bytes(), &now_secs())?;
+        let mut b = Batch::default();
+        b.put(cf::WAITLIST, email.as_bytes().to_vec(), encode(&now_secs()));
+        s.commit(b).await?;
     }
     json(&serde_json::json!({ "email": email, "status": "PENDING" }))
 }
 
 /// Issues a single-use invitation code for an email (internal API).
-pub fn approve(s: &AppState, email: &str) -> Result<InviteRecord, ApiError> {
+pub async fn approve(s: &AppState, email: &str) -> Result<InviteRecord, ApiError> {
     let email = email.trim().to_lowercase();
     if !valid_email(&email) {
         return Err(ApiError::bad("invalid email"));
@@ -92,7 +94,7 @@ pub fn approve(s: &AppState, email: &str) -> Result<InviteRecord, ApiError> {
     let mut b = Batch::default();
     b.put(cf::INVITES, code.into_bytes(), encode(&inv));
     b.put(cf::WAITLIST, email.into_bytes(), encode(&now_secs()));
-    s.store.write([&b], true)?;
+    s.commit(b).await?;
     Ok(inv)
 }
 
@@ -136,10 +138,10 @@ fn random_bytes<const N: usize>() -> Result<[u8; N], ApiError> {
 
 async fn create_key(s: Arc<AppState>, r: Req) -> Response {
     let _guard = s.key_lock.lock().await;
-    respond(create_key_locked(&s, &r))
+    respond(create_key_locked(&s, &r).await)
 }
 
-fn create_key_locked(s: &AppState, r: &Req) -> ApiResult {
+async fn create_key_locked(s: &AppState, r: &Req) -> ApiResult {
     let l = l1(s, r)?;
     if s.store.get_raw(cf::KEYS_BY_ADDRESS, &keys::address_nonce(&l.address, l.nonce))?.is_some() {
         return Err(ApiError::new(StatusCode::CONFLICT, "API key already exists for this address and nonce"));
@@ -169,7 +171,7 @@ fn create_key_locked(s: &AppState, r: &Req) -> ApiResult {
     };
     batch.put(cf::API_KEYS, rec.key.as_bytes().to_vec(), encode(&rec));
     batch.put(cf::KEYS_BY_ADDRESS, keys::address_nonce(&l.address, l.nonce), rec.key.as_bytes().to_vec());
-    s.store.write([&batch], true)?;
+    s.commit(batch).await?;
     json(&creds(&rec))
 }
 
@@ -182,12 +184,12 @@ fn derive_key(s: Arc<AppState>, r: Req) -> ApiResult {
     json(&creds(&rec))
 }
 
-fn delete_key(s: Arc<AppState>, r: Req) -> ApiResult {
+async fn delete_key(s: Arc<AppState>, r: Req) -> ApiResult {
     let k = authenticate(&s, &r)?;
     let mut b = Batch::default();
     b.delete(cf::API_KEYS, k.key.as_bytes().to_vec());
     b.delete(cf::KEYS_BY_ADDRESS, keys::address_nonce(&k.address, k.nonce));
-    s.store.write([&b], true)?;
+    s.commit(b).await?;
     json(&serde_json::json!({}))
 }
 

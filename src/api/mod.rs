@@ -26,8 +26,8 @@ use crate::config::Config;
 use crate::domain::{AddressStatus, ApiKeyRecord, Mode};
 use crate::engine::snapshot::Registry;
 use crate::engine::{EngineError, EngineHandle};
-use crate::store::persister::PersistMetrics;
-use crate::store::{cf, meta, Store, StoreError};
+use crate::store::persister::{Job, PersistMetrics};
+use crate::store::{cf, encode, meta, Batch, Store, StoreError};
 
 /// Largest accepted request body.
 const MAX_BODY: u64 = 1 << 20;
@@ -42,6 +42,9 @@ pub struct AppState {
     pub registry: Arc<Registry>,
     pub domains: OrderDomains,
     pub metrics: Arc<PersistMetrics>,
+    /// The persister: handlers' own writes (keys, waitlist, operator settings) go through it
+    /// too, so no tokio worker ever waits on an fsync.
+    persist: crossbeam_channel::Sender<Job>,
     /// Platform mode (SPEC §1.5), read lock-free by every trading request.
     mode: AtomicU8,
     /// Banned and closed-only addresses.
@@ -57,6 +60,7 @@ impl AppState {
         engine: EngineHandle,
         registry: Arc<Registry>,
         metrics: Arc<PersistMetrics>,
+        persist: crossbeam_channel::Sender<Job>,
     ) -> anyhow::Result<AppState> {
         let exch: Address = config.exchange_address.parse()?;
         let neg: Address = config.neg_risk_exchange_address.parse()?;
@@ -72,6 +76,7 @@ impl AppState {
             engine,
             registry,
             metrics,
+            persist,
             mode: AtomicU8::new(mode_code(mode)),
             addresses: RwLock::new(addresses),
             key_lock: tokio::sync::Mutex::new(()),
@@ -86,8 +91,26 @@ impl AppState {
         }
     }
 
-    pub fn set_mode(&self, m: Mode) -> Result<(), StoreError> {
-        self.store.put(cf::META, meta::MODE, &m)?;
+    /// Writes a batch through the persister (group commit, synced) and waits until durable.
+    pub async fn commit(&self, batch: Batch) -> Result<(), ApiError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job = Job {
+            batch,
+            done: Box::new(move |ok| {
+                let _ = tx.send(ok);
+            }),
+        };
+        self.persist.send(job).map_err(|_| ApiError::db())?;
+        match rx.await {
+            Ok(true) => Ok(()),
+            _ => Err(ApiError::db()),
+        }
+    }
+
+    pub async fn set_mode(&self, m: Mode) -> Result<(), ApiError> {
+        let mut b = Batch::default();
+        b.put(cf::META, meta::MODE.to_vec(), encode(&m));
+        self.commit(b).await?;
         self.mode.store(mode_code(m), Ordering::Release);
         Ok(())
     }
