@@ -120,11 +120,6 @@ pub fn mul_div_floor(a: u64, b: u64, c: u64) -> u64 {
     ((a as u128 * b as u128) / c as u128) as u64
 }
 
-/// `a * b / c` rounded up.
-pub fn mul_div_ceil(a: u64, b: u64, c: u64) -> u64 {
-    (a as u128 * b as u128).div_ceil(c as u128) as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,7 +151,6 @@ mod tests {
         assert_eq!(parse_price("1.01"), Err(ParseNumError));
         assert_eq!(parse_u64("123"), Ok(123));
         assert_eq!(parse_u64("12a"), Err(ParseNumError));
-        assert_eq!(mul_div_ceil(10, 1, 3), 4);
         assert_eq!(mul_div_floor(10, 1, 3), 3);
     }
 }

@@ -149,10 +149,6 @@ impl Batch {
     pub fn put_balance(&mut self, address: &str, asset: &str, balance: u64) {
         self.ops.push(Op::Balance(address.to_string(), asset.to_string(), balance));
     }
-
-    pub fn put_meta_u64(&mut self, key: &[u8], v: u64) {
-        self.put(cf::META, key.to_vec(), v.to_be_bytes().to_vec());
-    }
 }
 
 /// Raw (key, value) pairs of a scan.
