@@ -1,0 +1,105 @@
+//! `reload`: startup with 1,000,000 LIVE orders across 1,000 markets. Builds the data dir
+//! through the real store (orders, live index, markets, balances), then times
+//! `engine::recover` — the read-back and re-insertion of every order in priority order —
+//! three times. `PREDEX_BENCH_ORDERS` and `PREDEX_BENCH_MARKETS` change the sizes.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use predex::domain::*;
+use predex::store::{cf, encode, Batch, Store};
+use uuid::Uuid;
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn main() {
+    // `cargo bench` passes "--bench"; a filter that names another bench skips this one.
+    if std::env::args().skip(1).any(|a| !a.starts_with('-') && !"reload".contains(a.as_str())) {
+        return;
+    }
+    let orders = env("PREDEX_BENCH_ORDERS", 1_000_000);
+    let markets = env("PREDEX_BENCH_MARKETS", 1_000);
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let t0 = Instant::now();
+    let mut b = Batch::default();
+    for i in 0..markets {
+        let mut m = Market::binary(
+            &format!("0x{i:064x}"),
+            Token { token_id: (2 * i + 1).to_string(), outcome: "Yes".into() },
+            Token { token_id: (2 * i + 2).to_string(), outcome: "No".into() },
+            100,
+            5_000_000,
+        );
+        m.idx = i as u32;
+        b.put(cf::MARKETS, m.condition_id.as_bytes().to_vec(), encode(&m));
+    }
+    let users: Vec<Arc<str>> = (0..100).map(|u| Arc::from(format!("0x{:040x}", u + 1))).collect();
+    for u in &users {
+        b.put_balance(u, "USDC", u64::MAX / 256);
+    }
+    store.write([&b], false).unwrap();
+    let sig: Arc<str> = format!("0x{}", "ab".repeat(65)).into();
+    let (cond, yes): (Vec<Arc<str>>, Vec<Arc<str>>) =
+        (0..markets).map(|i| (Arc::from(format!("0x{i:064x}")), Arc::from((2 * i + 1).to_string()))).unzip();
+    let outcome: Arc<str> = "Yes".into();
+    let zero: Arc<str> = "0x0000000000000000000000000000000000000000".into();
+    let mut b = Batch::default();
+    for n in 0..orders {
+        let mi = (n % markets) as usize;
+        let user = &users[(n % 100) as usize];
+        // Bids 0.01–0.49 so nothing crosses.
+        let price = 100 * (1 + (n / markets) % 49) as u32;
+        let size = 10_000_000;
+        b.put_order(&Arc::new(OrderRecord {
+            id: Uuid::from_u128(n as u128 + 1),
+            seq: n + 1,
+            status: OrderStatus::Live,
+            owner: Uuid::from_u128(1 + n as u128 % 100),
+            maker: user.clone(),
+            signer: user.clone(),
+            taker: zero.clone(),
+            market_idx: mi as u32,
+            condition_id: cond[mi].clone(),
+            token_id: yes[mi].clone(),
+            outcome_index: 0,
+            outcome: outcome.clone(),
+            side: Side::Buy,
+            price,
+            original_size: size,
+            size_matched: 0,
+            maker_amount: size * price as u64 / PRICE_ONE as u64,
+            taker_amount: size,
+            fee_rate_bps: 0,
+            expiration: 0,
+            nonce: 0,
+            salt: n,
+            signature_type: 0,
+            signature: sig.clone(),
+            order_type: OrderType::Gtc,
+            post_only: false,
+            reserved: size * price as u64 / PRICE_ONE as u64,
+            associate_trades: vec![],
+            created_at: 1_700_000_000,
+        }));
+        if b.ops.len() == 10_000 {
+            store.write([&b], false).unwrap();
+            b.ops.clear();
+        }
+    }
+    store.write([&b], true).unwrap();
+    drop(store);
+    println!("reload: built {orders} LIVE orders across {markets} markets in {:.1} s", t0.elapsed().as_secs_f64());
+
+    for run in 1..=3 {
+        let t = Instant::now();
+        let store = Store::open(dir.path()).unwrap();
+        let core = predex::engine::recover(&store, "0xfee".into()).unwrap();
+        let el = t.elapsed();
+        let resting: usize = core.markets.iter().map(|m| m.book.len()).sum();
+        assert_eq!(resting as u64, orders);
+        println!("reload: run {run}: open + recover of {resting} orders in {:.3} s", el.as_secs_f64());
+    }
+}
