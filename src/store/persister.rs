@@ -1,7 +1,8 @@
 //! The persister thread: group commit. It takes every job queued while the previous sync
 //! ran (up to a cap), writes them as one synced WriteBatch, then runs each job's
 //! completion — the HTTP reply and the book-snapshot publication — in order. So throughput
-//! does not collapse under fsync, and nothing is acknowledged before it is durable.
+//! does not collapse under fsync, and nothing is acknowledged before it is durable. A failed
+//! write aborts the process (see `run`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use super::{Batch, Store};
 
-/// Runs after the batch is durable (`true`) or failed to write (`false`).
+/// Runs after the batch is durable (`true`); `false` only when the persister is gone.
 pub type Completion = Box<dyn FnOnce(bool) + Send>;
 
 pub struct Job {
@@ -52,13 +53,14 @@ fn run(store: Arc<Store>, rx: Receiver<Job>, metrics: Arc<PersistMetrics>) {
             }
         }
         let start = Instant::now();
-        let ok = match store.write(group.iter().map(|j| &j.batch), true) {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::error!(error = %e, "group commit failed");
-                false
-            }
-        };
+        if let Err(e) = store.write(group.iter().map(|j| &j.batch), true) {
+            // The engine has already applied these commands in memory, and later commands
+            // may build on them: memory is ahead of disk, and only the disk is consistent.
+            // Answer nothing and stop, as a kill -9 would (which loses nothing
+            // acknowledged); the service manager restarts from disk.
+            tracing::error!(error = %e, jobs = group.len(), "group commit failed; aborting to restart from disk");
+            std::process::abort();
+        }
         let micros = start.elapsed().as_micros() as u64;
         metrics.commits.fetch_add(1, Ordering::Relaxed);
         metrics.jobs.fetch_add(group.len() as u64, Ordering::Relaxed);
@@ -66,7 +68,7 @@ fn run(store: Arc<Store>, rx: Receiver<Job>, metrics: Arc<PersistMetrics>) {
         metrics.last_batch_jobs.store(group.len() as u64, Ordering::Relaxed);
         metrics.last_sync_micros.store(micros, Ordering::Relaxed);
         for j in group.drain(..) {
-            (j.done)(ok);
+            (j.done)(true);
         }
     }
 }
