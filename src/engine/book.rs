@@ -29,6 +29,14 @@ impl BookSide {
     }
 }
 
+/// Whether a taker on `taker` side with YES-limit `limit` reaches a resting YES price.
+pub fn crosses(taker: BookSide, limit: u32, resting: u32) -> bool {
+    match taker {
+        BookSide::Bid => resting <= limit,
+        BookSide::Ask => resting >= limit,
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Level {
     head: u32,
@@ -251,11 +259,7 @@ impl Book {
     pub fn fillable(&self, side: BookSide, limit: u32, want: u64) -> u64 {
         let mut got = 0u64;
         for (p, size) in self.depth_iter(side) {
-            let crosses = match side {
-                BookSide::Ask => p <= limit,
-                BookSide::Bid => p >= limit,
-            };
-            if !crosses {
+            if !crosses(side.opposite(), limit, p) {
                 break;
             }
             got += size;
@@ -297,7 +301,6 @@ impl Book {
     /// their orders, best prices point at the extreme non-empty levels.
     pub fn check(&self) -> Result<(), String> {
         for side in [BookSide::Bid, BookSide::Ask] {
-            let mut count = 0;
             for (l, lv) in self.levels(side).iter().enumerate() {
                 let mut sum = 0;
                 let mut s = lv.head;
@@ -308,7 +311,6 @@ impl Book {
                         return Err(format!("bad link at level {l}"));
                     }
                     sum += n.remaining;
-                    count += 1;
                     prev = s;
                     s = n.next;
                 }
@@ -325,7 +327,6 @@ impl Book {
             if d.first().map(|x| x.0) != best {
                 return Err(format!("best {best:?} vs depth {:?}", d.first()));
             }
-            let _ = count;
         }
         if let (Some(b), Some(a)) = (self.best_bid, self.best_ask) {
             if b >= a {

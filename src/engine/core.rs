@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use super::book::{Book, BookSide};
+use super::book::{crosses, Book, BookSide};
 use crate::domain::*;
 use crate::ledger::Ledger;
 use crate::store::{meta, Batch};
@@ -113,13 +113,6 @@ fn yes_price(outcome: u8, p: u32) -> u32 {
         p
     } else {
         PRICE_ONE - p
-    }
-}
-
-fn crosses(taker: BookSide, limit_yes: u32, resting_yes: u32) -> bool {
-    match taker {
-        BookSide::Bid => resting_yes <= limit_yes,
-        BookSide::Ask => resting_yes >= limit_yes,
     }
 }
 
