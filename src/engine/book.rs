@@ -234,6 +234,14 @@ impl Book {
 
     /// After `level` emptied, move the best price past empty levels.
     fn refresh_best(&mut self, side: BookSide, level: u32) {
+        if self.used[side as usize] == 0 {
+            // The side emptied: no need to scan the whole ladder to learn it.
+            match side {
+                BookSide::Bid => self.best_bid = None,
+                BookSide::Ask => self.best_ask = None,
+            }
+            return;
+        }
         match side {
             BookSide::Bid if self.best_bid == Some(level) => {
                 self.best_bid = (0..level).rev().find(|&l| self.bids[l as usize].head != NIL);
