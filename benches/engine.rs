@@ -288,7 +288,15 @@ struct Shadow {
 impl Shadow {
     fn new() -> Shadow {
         let side = || (0..LEVELS).map(|_| VecDeque::new()).collect();
-        Shadow { rng: 0x9e3779b97f4a7c15, next_id: 0, levels: [side(), side()], live: Vec::new(), pos: HashMap::new(), emptied: Vec::new(), fills: 0 }
+        Shadow {
+            rng: 0x9e3779b97f4a7c15,
+            next_id: 0,
+            levels: [side(), side()],
+            live: Vec::new(),
+            pos: HashMap::new(),
+            emptied: Vec::new(),
+            fills: 0,
+        }
     }
     fn rand(&mut self) -> u64 {
         self.rng ^= self.rng << 13;

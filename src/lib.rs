@@ -172,7 +172,7 @@ impl App {
     }
 }
 
-fn serve<F>(
+pub fn serve<F>(
     listener: tokio::net::TcpListener,
     routes: F,
     mut stop: watch::Receiver<bool>,

@@ -3,6 +3,7 @@
 //! `{"error": "<message>"}` with the status of SPEC §7 ([`ApiError`]).
 
 pub mod book;
+pub mod ceiling;
 pub mod internal;
 pub mod keys;
 pub mod orders;

@@ -135,7 +135,7 @@ impl StrOrNum {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct WireOrder {
+pub(crate) struct WireOrder {
     salt: StrOrNum,
     maker: String,
     #[serde(default)]
@@ -154,13 +154,13 @@ struct WireOrder {
     side: StrOrNum,
     #[serde(default)]
     signature_type: Option<StrOrNum>,
-    signature: String,
+    pub(crate) signature: String,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Submission {
-    order: WireOrder,
+pub(crate) struct Submission {
+    pub(crate) order: WireOrder,
     #[serde(default)]
     owner: Option<String>,
     #[serde(default)]
@@ -191,18 +191,21 @@ fn addr(s: &str) -> Result<Address, ApiError> {
     s.trim().parse().map_err(|_| invalid())
 }
 
-/// Turns one submission into an order record ready for the engine, or the catalogued error.
-fn validate(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<(OrderRecord, bool), ApiError> {
-    let w = sub.order;
-    let order_type = match sub.order_type.as_deref() {
-        None | Some("") => OrderType::Gtc,
-        Some(t) => OrderType::parse(&t.to_uppercase()).ok_or_else(invalid)?,
-    };
-    let post_only = sub.post_only.unwrap_or(false);
-    let defer = sub.defer_exec.unwrap_or(false);
-    if post_only && !order_type.rests() {
-        return Err(invalid());
-    }
+/// The signed fields of a wire order, and the plain numbers validation goes on with.
+pub(crate) struct WireFields {
+    pub fields: SignedOrderFields,
+    pub side: Side,
+    pub sig_type: u64,
+    pub token_text: String,
+    pub maker_amount: u64,
+    pub taker_amount: u64,
+    pub expiration: u64,
+    pub nonce: u64,
+    pub fee_bps: u64,
+}
+
+/// Parses what the order's signature covers; any malformed field is `Invalid order payload`.
+pub(crate) fn wire_fields(w: &WireOrder) -> Result<WireFields, ApiError> {
     let side = match &w.side {
         StrOrNum::S(t) => Side::parse(t).ok_or_else(invalid)?,
         StrOrNum::N(n) => match n.as_u64() {
@@ -234,20 +237,7 @@ fn validate(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<(OrderR
     let expiration = w.expiration.as_ref().map(u64_of).transpose()?.unwrap_or(0);
     let nonce = w.nonce.as_ref().map(u64_of).transpose()?.unwrap_or(0);
     let fee_bps = w.fee_rate_bps.as_ref().map(u64_of).transpose()?.unwrap_or(0);
-    let salt_text = w.salt.text();
-    let salt = u256(&salt_text)?;
-    if maker_amount == 0 || taker_amount == 0 || fee_bps > MAX_FEE_BPS {
-        return Err(invalid());
-    }
-    if let Some(owner) = sub.owner.as_deref().filter(|o| !o.is_empty()) {
-        if owner.parse::<Uuid>().ok() != Some(key.key) {
-            return Err(ApiError::bad("the order owner has to be the owner of the API KEY"));
-        }
-    }
-    let (view, outcome) = s.registry.token(&token_text).ok_or_else(|| ApiError::bad("Invalid token id"))?;
-    let market = &view.market;
-
-    // Signature (SPEC §5.7): recovered signer must equal `signer`.
+    let salt = u256(&w.salt.text())?;
     let fields = SignedOrderFields {
         salt,
         maker,
@@ -262,6 +252,36 @@ fn validate(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<(OrderR
         side: side.as_u8(),
         signature_type: sig_type as u8,
     };
+    Ok(WireFields { fields, side, sig_type, token_text, maker_amount, taker_amount, expiration, nonce, fee_bps })
+}
+
+/// Turns one submission into an order record ready for the engine, or the catalogued error.
+fn validate(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<(OrderRecord, bool), ApiError> {
+    let w = sub.order;
+    let order_type = match sub.order_type.as_deref() {
+        None | Some("") => OrderType::Gtc,
+        Some(t) => OrderType::parse(&t.to_uppercase()).ok_or_else(invalid)?,
+    };
+    let post_only = sub.post_only.unwrap_or(false);
+    let defer = sub.defer_exec.unwrap_or(false);
+    if post_only && !order_type.rests() {
+        return Err(invalid());
+    }
+    let WireFields { fields, side, sig_type, token_text, maker_amount, taker_amount, expiration, nonce, fee_bps } =
+        wire_fields(&w)?;
+    let (maker, signer) = (fields.maker, fields.signer);
+    if maker_amount == 0 || taker_amount == 0 || fee_bps > MAX_FEE_BPS {
+        return Err(invalid());
+    }
+    if let Some(owner) = sub.owner.as_deref().filter(|o| !o.is_empty()) {
+        if owner.parse::<Uuid>().ok() != Some(key.key) {
+            return Err(ApiError::bad("the order owner has to be the owner of the API KEY"));
+        }
+    }
+    let (view, outcome) = s.registry.token(&token_text).ok_or_else(|| ApiError::bad("Invalid token id"))?;
+    let market = &view.market;
+
+    // Signature (SPEC §5.7): recovered signer must equal `signer`.
     let domain = if market.neg_risk { &s.domains.neg_risk } else { &s.domains.standard };
     let (hash, recovered) = auth::recover_order_signer(&fields, domain, &w.signature);
     if recovered != Some(signer) {
@@ -282,7 +302,7 @@ fn validate(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<(OrderR
         }
     }
     // The order ID is derived from the EIP-712 hash, so a resubmitted order is recognised.
-    let id = uuid::Builder::from_custom_bytes(hash.0[..16].try_into().expect("16 bytes")).into_uuid();
+    let id = auth::order_id(&hash);
     let now = now_secs();
     if (expiration != 0 && expiration <= now) || (order_type == OrderType::Gtd && expiration == 0) {
         return Err(ApiError::bad("invalid expiration"));
@@ -322,7 +342,7 @@ fn validate(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<(OrderR
     if s.store.get_order(&id)?.is_some() {
         return Err(ApiError::bad(format!("order {id} is invalid. Duplicated.")));
     }
-    let salt_u64: u64 = salt.try_into().unwrap_or(u64::MAX);
+    let salt_u64: u64 = fields.salt.try_into().unwrap_or(u64::MAX);
     Ok((
         OrderRecord {
             id,
@@ -331,7 +351,7 @@ fn validate(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<(OrderR
             owner: key.key,
             maker: maker_s.into(),
             signer: signer_s.into(),
-            taker: format!("{taker:#x}").into(),
+            taker: format!("{:#x}", fields.taker).into(),
             market_idx: market.idx,
             condition_id: market.condition_id.as_str().into(),
             token_id: token_text.into(),

@@ -115,6 +115,12 @@ pub fn order_hash(o: &SignedOrderFields, domain: &Domain) -> B256 {
     keccak256(buf)
 }
 
+/// The order ID: a UUID made of the first 16 bytes of the order's EIP-712 hash, so a client
+/// knows it before sending and a resubmitted order is recognised.
+pub fn order_id(hash: &B256) -> uuid::Uuid {
+    uuid::Builder::from_custom_bytes(hash.0[..16].try_into().expect("16 bytes")).into_uuid()
+}
+
 /// Parses a 65-byte hex signature (v = 27/28 or 0/1).
 pub fn parse_signature(hex: &str) -> Option<Signature> {
     let bytes = alloy_primitives::hex::decode(hex.trim()).ok()?;

@@ -1,0 +1,816 @@
+//! predex-loadgen: drives signed order flow at a predex CLOB over HTTP and measures it next to
+//! the machine's ceilings.
+//!
+//! Phases, each over the same pre-signed corpus shape, one HTTP/1.1 keep-alive connection
+//! per client:
+//!
+//! 1. `ceiling-parse`: closed loop against a bare warp endpoint that only parses the order
+//!    JSON (same request filter and body types as predex).
+//! 2. `ceiling-crypto`: the same plus L2 HMAC verification and EIP-712 signer recovery.
+//! 3. `predex-orders`: closed loop of signed POST /order (resting and crossing orders over
+//!    many markets and API keys) against predex, every reply durable (synced) before it is
+//!    sent — the throughput figure, comparable with the ceilings.
+//! 4. `predex-open`: open loop at `--rate` orders/s with cancels of acknowledged resting
+//!    orders mixed in — the latency figure. Latency is measured from each request's
+//!    scheduled send time, so a stalled server is charged for the requests it held back
+//!    (no coordinated omission).
+//!
+//! Latencies go into HDR histograms (µs, 3 significant digits); the summary is printed and
+//! written as JSON (`--out`). Without `--clob`, a predex server is started in this process
+//! on a fresh temporary data directory (the ceilings always run in-process).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use alloy_primitives::{Address, U256};
+use alloy_signer::SignerSync;
+use alloy_signer_local::PrivateKeySigner;
+use anyhow::{bail, Context};
+use bytes::Bytes;
+use clap::Parser;
+use hdrhistogram::Histogram;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+use predex::api::ceiling::{self, Ceiling, KeySecret};
+use predex::auth::{self, OrderDomains, SignedOrderFields};
+use predex::config::Config;
+use serde_json::{json, Value};
+use tokio::sync::watch;
+
+#[derive(Parser, Debug, Clone)]
+#[command(name = "predex-loadgen", about = "Load generator for the predex CLOB, with machine ceilings")]
+struct Args {
+    /// CLOB server address (host:port) of a running predex; default: start one in-process.
+    #[arg(long, requires = "internal")]
+    clob: Option<SocketAddr>,
+    /// Internal server address of that predex (markets, credits, invitations).
+    #[arg(long)]
+    internal: Option<SocketAddr>,
+    /// API keys (each with its own wallet) the flow is spread over.
+    #[arg(long, default_value_t = 32)]
+    keys: usize,
+    /// Binary markets the flow is spread over.
+    #[arg(long, default_value_t = 16)]
+    markets: usize,
+    /// Connections (= requests in flight) of the closed-loop phases and of the open loop.
+    #[arg(long, default_value_t = 64)]
+    concurrency: usize,
+    /// POST /order per second offered in the open-loop phase (cancels come on top); 0 skips it.
+    #[arg(long, default_value_t = 5000)]
+    rate: u64,
+    /// Seconds measured per phase (after the warm-up).
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Seconds per phase before measuring starts.
+    #[arg(long, default_value_t = 2.0)]
+    warmup: f64,
+    /// Percent of orders that cross the spread (FAK) instead of resting (GTC).
+    #[arg(long, default_value_t = 10)]
+    cross_pct: u64,
+    /// Open loop: percent of requests that cancel an acknowledged resting order.
+    #[arg(long, default_value_t = 20)]
+    cancel_pct: u64,
+    /// Closed-loop corpus size, in orders/s the server might reach (orders are pre-signed).
+    #[arg(long, default_value_t = 25_000)]
+    max_rate: u64,
+    /// Skip the ceiling phases.
+    #[arg(long)]
+    no_ceilings: bool,
+    /// Skip the closed-loop predex phase.
+    #[arg(long)]
+    no_closed: bool,
+    /// Where the JSON summary goes.
+    #[arg(long, default_value = "target/loadgen.json")]
+    out: PathBuf,
+}
+
+// ------------------------------------------------------------------------------- HTTP
+
+struct Conn {
+    tx: SendRequest<Full<Bytes>>,
+}
+
+impl Conn {
+    async fn open(addr: SocketAddr) -> anyhow::Result<Conn> {
+        let s = tokio::net::TcpStream::connect(addr).await.with_context(|| format!("connect {addr}"))?;
+        s.set_nodelay(true)?;
+        let (tx, conn) = hyper::client::conn::http1::handshake(TokioIo::new(s)).await?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(Conn { tx })
+    }
+
+    /// One request; status 0 means the connection failed.
+    async fn send(&mut self, method: &str, path: &str, headers: &[(&str, String)], body: Bytes) -> (u16, Bytes) {
+        let mut b = hyper::Request::builder().method(method).uri(path).header("host", "predex");
+        if !body.is_empty() {
+            b = b.header("content-type", "application/json");
+        }
+        for (k, v) in headers {
+            b = b.header(*k, v.as_str());
+        }
+        let req = b.body(Full::new(body)).expect("valid request");
+        if self.tx.ready().await.is_err() {
+            return (0, Bytes::new());
+        }
+        match self.tx.send_request(req).await {
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                let body = resp.into_body().collect().await.map(|c| c.to_bytes()).unwrap_or_default();
+                (status, body)
+            }
+            Err(_) => (0, Bytes::new()),
+        }
+    }
+}
+
+/// A one-off JSON request (setup only).
+async fn call(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, String)],
+    body: Option<Value>,
+) -> (u16, Value) {
+    let Ok(mut c) = Conn::open(addr).await else { return (0, Value::Null) };
+    let (st, b) = c.send(method, path, headers, body.map(|v| Bytes::from(v.to_string())).unwrap_or_default()).await;
+    (st, serde_json::from_slice(&b).unwrap_or(Value::Null))
+}
+
+// ------------------------------------------------------------------------------ setup
+
+#[derive(Clone)]
+struct Key {
+    wallet: PrivateKeySigner,
+    address: String,
+    key: String,
+    secret: String,
+    passphrase: String,
+}
+
+impl Key {
+    fn l2(&self, method: &str, path: &str, body: &[u8]) -> Vec<(&'static str, String)> {
+        let ts = predex::domain::now_secs().to_string();
+        let sig = auth::build_hmac_signature(&self.secret, &ts, method, path, std::str::from_utf8(body).unwrap_or(""));
+        vec![
+            ("SERVICE_ADDRESS", self.address.clone()),
+            ("SERVICE_SIGNATURE", sig),
+            ("SERVICE_TIMESTAMP", ts),
+            ("SERVICE_API_KEY", self.key.clone()),
+            ("SERVICE_PASSPHRASE", self.passphrase.clone()),
+        ]
+    }
+}
+
+fn token(market: usize, yes: bool) -> String {
+    (7_000_000 + 2 * market as u64 + u64::from(!yes)).to_string()
+}
+
+async fn setup(clob: SocketAddr, internal: SocketAddr, args: &Args, chain_id: u64) -> anyhow::Result<Vec<Key>> {
+    for m in 0..args.markets {
+        let (st, b) = call(
+            internal,
+            "POST",
+            "/internal/markets",
+            &[],
+            Some(json!({"condition_id": format!("0x{:064x}", 0x10ad_0000 + m), "question": format!("Load market {m}?"),
+                "slug": format!("load-{m}"),
+                "tokens": [{"token_id": token(m, true), "outcome": "Yes"}, {"token_id": token(m, false), "outcome": "No"}],
+                "tick_size": "0.01", "min_order_size": "5", "neg_risk": false})),
+        )
+        .await;
+        if st != 200 && st != 409 {
+            bail!("create market {m}: {st} {b}");
+        }
+    }
+    let mut keys = Vec::new();
+    for i in 0..args.keys {
+        let wallet = PrivateKeySigner::random();
+        let address = format!("{:#x}", wallet.address());
+        let (st, b) = call(
+            internal,
+            "POST",
+            "/internal/waitlist/approve",
+            &[],
+            Some(json!({"email": format!("load{i}@example.com")})),
+        )
+        .await;
+        let code = b["code"].as_str().with_context(|| format!("invitation: {st} {b}"))?.to_string();
+        let ts = predex::domain::now_secs().to_string();
+        let h = auth::eip712::clob_auth_hash(chain_id, wallet.address(), &ts, U256::ZERO, auth::CLOB_AUTH_MESSAGE);
+        let sig = format!("0x{}", alloy_primitives::hex::encode(wallet.sign_hash_sync(&h)?.as_bytes()));
+        let headers = [
+            ("SERVICE_ADDRESS", address.clone()),
+            ("SERVICE_SIGNATURE", sig),
+            ("SERVICE_TIMESTAMP", ts),
+            ("SERVICE_NONCE", "0".to_string()),
+            ("SERVICE_INVITATION_CODE", code),
+        ];
+        let (st, b) = call(clob, "POST", "/auth/api-key", &headers, None).await;
+        if st != 200 {
+            bail!("create API key: {st} {b}");
+        }
+        let s = |f: &str| b[f].as_str().unwrap_or_default().to_string();
+        let mut credits = vec![("USDC".to_string(), 1_000_000_000_000u64)];
+        credits.extend((0..args.markets).map(|m| (token(m, true), 1_000_000_000_000)));
+        for (asset, amount) in credits {
+            let (st, b) = call(
+                internal,
+                "POST",
+                "/internal/ledger/credit",
+                &[],
+                Some(json!({"address": address, "asset": asset, "amount": amount.to_string()})),
+            )
+            .await;
+            if st != 200 {
+                bail!("credit: {st} {b}");
+            }
+        }
+        keys.push(Key { wallet, address, key: s("apiKey"), secret: s("secret"), passphrase: s("passphrase") });
+    }
+    Ok(keys)
+}
+
+// ----------------------------------------------------------------------------- corpus
+
+/// A pre-signed POST /order body.
+struct Signed {
+    body: Bytes,
+    id: String,
+    rests: bool,
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// `n` orders for one connection (its key `k`): resting bids 0.40–0.49 and asks 0.51–0.60 on
+/// YES, and `cross_pct`% FAK orders at 0.60 (buy) or 0.40 (sell) that take from them.
+fn corpus(key: &Key, n: usize, seed: u64, args: &Args, domains: &OrderDomains) -> Vec<Signed> {
+    let mut rng = Rng(seed | 1);
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let m = (rng.next() % args.markets as u64) as usize;
+        let buy = rng.next() % 2 == 0;
+        let cross = rng.next() % 100 < args.cross_pct;
+        let price: u64 = match (cross, buy) {
+            (true, true) => 6000,
+            (true, false) => 4000,
+            (false, true) => 4000 + 100 * (rng.next() % 10),
+            (false, false) => 5100 + 100 * (rng.next() % 10),
+        };
+        let size = 1_000_000 * (5 + rng.next() % (if cross { 10 } else { 45 }));
+        let cost = size * price / 10_000;
+        let (maker_amount, taker_amount) = if buy { (cost, size) } else { (size, cost) };
+        let salt = rng.next() >> 12;
+        let tok = token(m, true);
+        let f = SignedOrderFields {
+            salt: U256::from(salt),
+            maker: key.wallet.address(),
+            signer: key.wallet.address(),
+            taker: Address::ZERO,
+            token_id: U256::from_str_radix(&tok, 10).expect("token id"),
+            maker_amount: U256::from(maker_amount),
+            taker_amount: U256::from(taker_amount),
+            expiration: U256::ZERO,
+            nonce: U256::ZERO,
+            fee_rate_bps: U256::ZERO,
+            side: u8::from(!buy),
+            signature_type: 0,
+        };
+        let h = auth::order_hash(&f, &domains.standard);
+        let sig = key.wallet.sign_hash_sync(&h).expect("sign");
+        let body = json!({
+            "order": {
+                "salt": salt, "maker": key.address, "signer": key.address,
+                "taker": format!("{:#x}", Address::ZERO), "tokenId": tok,
+                "makerAmount": maker_amount.to_string(), "takerAmount": taker_amount.to_string(),
+                "expiration": "0", "nonce": "0", "feeRateBps": "0",
+                "side": if buy { "BUY" } else { "SELL" }, "signatureType": 0,
+                "signature": format!("0x{}", alloy_primitives::hex::encode(sig.as_bytes())),
+            },
+            "owner": key.key,
+            "orderType": if cross { "FAK" } else { "GTC" },
+        });
+        out.push(Signed { body: Bytes::from(body.to_string()), id: auth::order_id(&h).to_string(), rests: !cross });
+    }
+    out
+}
+
+/// Corpora for `conns` connections of `per` orders each, signed on every core.
+fn corpora(
+    keys: &[Arc<Key>],
+    conns: usize,
+    per: usize,
+    seed: u64,
+    args: &Args,
+    domains: &OrderDomains,
+) -> Vec<Vec<Signed>> {
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let mut out: Vec<Option<Vec<Signed>>> = (0..conns).map(|_| None).collect();
+    std::thread::scope(|sc| {
+        for (t, chunk) in out.chunks_mut(conns.div_ceil(threads)).enumerate() {
+            sc.spawn(move || {
+                for (j, slot) in chunk.iter_mut().enumerate() {
+                    let c = t * conns.div_ceil(threads) + j;
+                    *slot =
+                        Some(corpus(&keys[c % keys.len()], per, seed ^ (c as u64 + 1) * 0x9e37_79b9, args, domains));
+                }
+            });
+        }
+    });
+    out.into_iter().map(|c| c.expect("signed")).collect()
+}
+
+// ------------------------------------------------------------------------------- runs
+
+#[derive(Clone, Copy)]
+enum Mode {
+    Closed,
+    Open { rate: u64 },
+}
+
+struct Tally {
+    orders: Histogram<u64>,
+    cancels: Histogram<u64>,
+    /// Completions inside the measured window, by kind.
+    orders_done: u64,
+    cancels_done: u64,
+    statuses: BTreeMap<u16, u64>,
+    errors: BTreeMap<String, u64>,
+    exhausted: bool,
+}
+
+impl Tally {
+    fn new() -> Tally {
+        let h = || Histogram::new_with_bounds(1, 120_000_000, 3).expect("histogram bounds");
+        Tally {
+            orders: h(),
+            cancels: h(),
+            orders_done: 0,
+            cancels_done: 0,
+            statuses: BTreeMap::new(),
+            errors: BTreeMap::new(),
+            exhausted: false,
+        }
+    }
+    fn merge(&mut self, o: Tally) {
+        self.orders.add(o.orders).expect("same bounds");
+        self.cancels.add(o.cancels).expect("same bounds");
+        self.orders_done += o.orders_done;
+        self.cancels_done += o.cancels_done;
+        for (k, v) in o.statuses {
+            *self.statuses.entry(k).or_default() += v;
+        }
+        for (k, v) in o.errors {
+            *self.errors.entry(k).or_default() += v;
+        }
+        self.exhausted |= o.exhausted;
+    }
+}
+
+struct Client {
+    key: Arc<Key>,
+    orders: Vec<Signed>,
+    next: usize,
+    /// Start over at the end of the corpus (the ceilings keep nothing, so repeats are fine).
+    cycle: bool,
+    resting: VecDeque<String>,
+}
+
+impl Client {
+    fn next_order(&mut self) -> Option<&Signed> {
+        if self.next == self.orders.len() && self.cycle {
+            self.next = 0;
+        }
+        let o = self.orders.get(self.next)?;
+        self.next += 1;
+        Some(o)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn connection(
+    addr: SocketAddr,
+    mut cl: Client,
+    tickets: Option<Tickets>,
+    cancel_pct: u64,
+    start: Instant,
+    warm: Duration,
+    end: Duration,
+    seed: u64,
+) -> Tally {
+    let mut t = Tally::new();
+    let Ok(mut conn) = Conn::open(addr).await else {
+        *t.statuses.entry(0).or_default() += 1;
+        return t;
+    };
+    let mut rng = Rng(seed | 1);
+    loop {
+        let sent = match &tickets {
+            // Open loop: the next scheduled send time, whichever connection is free.
+            Some(rx) => match rx.lock().await.recv().await {
+                Some(t) => t,
+                None => break,
+            },
+            None if start.elapsed() >= end => break,
+            None => Instant::now(),
+        };
+        let cancel = cancel_pct > 0 && !cl.resting.is_empty() && rng.next() % 100 < cancel_pct;
+        let (status, body, rests_id, is_cancel) = if cancel {
+            let id = cl.resting.pop_front().expect("non-empty");
+            let body = Bytes::from(json!({ "orderID": id }).to_string());
+            let h = cl.key.l2("DELETE", "/order", &body);
+            let (st, b) = conn.send("DELETE", "/order", &h, body).await;
+            (st, b, None, true)
+        } else {
+            let key = cl.key.clone();
+            let Some(o) = cl.next_order() else {
+                t.exhausted = true;
+                break;
+            };
+            let (body, rests) = (o.body.clone(), o.rests.then(|| o.id.clone()));
+            let h = key.l2("POST", "/order", &body);
+            let (st, b) = conn.send("POST", "/order", &h, body).await;
+            (st, b, rests, false)
+        };
+        let done = Instant::now();
+        if sent >= start + warm && done <= start + end {
+            let us = done.saturating_duration_since(sent).as_micros().max(1) as u64;
+            if is_cancel {
+                t.cancels.saturating_record(us);
+                t.cancels_done += 1;
+            } else {
+                t.orders.saturating_record(us);
+                t.orders_done += 1;
+            }
+            *t.statuses.entry(status).or_default() += 1;
+            if status != 200 {
+                let msg = serde_json::from_slice::<Value>(&body)
+                    .ok()
+                    .and_then(|v| v["error"].as_str().map(str::to_string))
+                    .unwrap_or_else(|| String::from_utf8_lossy(&body).chars().take(80).collect());
+                *t.errors.entry(format!("{status} {msg}")).or_default() += 1;
+            }
+        }
+        if status == 0 {
+            match Conn::open(addr).await {
+                Ok(c) => conn = c,
+                Err(_) => break,
+            }
+        }
+        if status == 200 {
+            if let Some(id) = rests_id {
+                cl.resting.push_back(id);
+            }
+        }
+    }
+    t
+}
+
+/// Open-loop schedule: one send time every 1/rate s from `start` to `start + end`, paced by an
+/// OS thread (nanosleep is far finer than the async timer's 1 ms wheel).
+fn pacer(rate: u64, start: Instant, end: Duration) -> Tickets {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        let step = Duration::from_secs_f64(1.0 / rate as f64);
+        let mut at = start;
+        while at < start + end {
+            if let Some(wait) = at.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+            if tx.send(at).is_err() {
+                break;
+            }
+            at += step;
+        }
+    });
+    Arc::new(tokio::sync::Mutex::new(rx))
+}
+
+type Tickets = Arc<tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<Instant>>>;
+
+struct PhaseResult {
+    name: String,
+    mode: Mode,
+    seconds: f64,
+    tally: Tally,
+}
+
+async fn phase(
+    name: &str,
+    addr: SocketAddr,
+    clients: Vec<Client>,
+    mode: Mode,
+    cancel_pct: u64,
+    args: &Args,
+) -> PhaseResult {
+    let start = Instant::now() + Duration::from_millis(50);
+    let (warm, end) = (Duration::from_secs_f64(args.warmup), Duration::from_secs_f64(args.warmup + args.duration));
+    let tickets = match mode {
+        // Cancels are drawn from the same schedule, so it runs faster by their share.
+        Mode::Open { rate } => Some(pacer(rate * 100 / (100 - cancel_pct.min(90)), start, end)),
+        Mode::Closed => None,
+    };
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .enumerate()
+        .map(|(i, cl)| {
+            let seed = 0x5eed_0000 + i as u64 * 7919;
+            tokio::spawn(connection(addr, cl, tickets.clone(), cancel_pct, start, warm, end, seed))
+        })
+        .collect();
+    let mut tally = Tally::new();
+    for t in tasks {
+        tally.merge(t.await.expect("connection task"));
+    }
+    let r = PhaseResult { name: name.to_string(), mode, seconds: args.duration, tally };
+    eprintln!("{}", line(&r));
+    r
+}
+
+fn pct(h: &Histogram<u64>) -> Value {
+    let ms = |us: u64| (us as f64 / 1000.0 * 1000.0).round() / 1000.0;
+    if h.is_empty() {
+        return Value::Null;
+    }
+    json!({
+        "count": h.len(),
+        "p50_ms": ms(h.value_at_quantile(0.5)), "p90_ms": ms(h.value_at_quantile(0.9)),
+        "p99_ms": ms(h.value_at_quantile(0.99)), "p999_ms": ms(h.value_at_quantile(0.999)), "max_ms": ms(h.max()),
+    })
+}
+
+fn line(r: &PhaseResult) -> String {
+    let t = &r.tally;
+    let q = |h: &Histogram<u64>, x: f64| h.value_at_quantile(x) as f64 / 1000.0;
+    let mut s = format!(
+        "{:<15} {:>9.0} orders/s  p50 {:>7.3} ms  p90 {:>7.3}  p99 {:>7.3}  p99.9 {:>7.3}  max {:>8.3}",
+        r.name,
+        t.orders_done as f64 / r.seconds,
+        q(&t.orders, 0.5),
+        q(&t.orders, 0.9),
+        q(&t.orders, 0.99),
+        q(&t.orders, 0.999),
+        t.orders.max() as f64 / 1000.0
+    );
+    if t.cancels_done > 0 {
+        s += &format!(
+            "\n{:<15} {:>9.0} cancels/s p50 {:>7.3} ms  p90 {:>7.3}  p99 {:>7.3}  p99.9 {:>7.3}  max {:>8.3}",
+            "",
+            t.cancels_done as f64 / r.seconds,
+            q(&t.cancels, 0.5),
+            q(&t.cancels, 0.9),
+            q(&t.cancels, 0.99),
+            q(&t.cancels, 0.999),
+            t.cancels.max() as f64 / 1000.0
+        );
+    }
+    for (e, n) in &t.errors {
+        s += &format!("\n{:<15} error x{n}: {e}", "");
+    }
+    if t.exhausted {
+        s += &format!("\n{:<15} (corpus exhausted: raise --max-rate)", "");
+    }
+    s
+}
+
+fn summary(args: &Args, results: &[PhaseResult]) -> Value {
+    let rate = |n: &str| {
+        results.iter().find(|r| r.name == n).map(|r| r.tally.orders_done as f64 / r.seconds).filter(|&x| x > 0.0)
+    };
+    let phases: Vec<Value> = results
+        .iter()
+        .map(|r| {
+            json!({
+                "name": r.name,
+                "mode": match r.mode { Mode::Closed => json!({"closed_loop": args.concurrency}),
+                                       Mode::Open { rate } => json!({"open_loop_rate": rate}) },
+                "seconds": r.seconds,
+                "orders_per_s": r.tally.orders_done as f64 / r.seconds,
+                "cancels_per_s": r.tally.cancels_done as f64 / r.seconds,
+                "order_latency": pct(&r.tally.orders),
+                "cancel_latency": pct(&r.tally.cancels),
+                "statuses": r.tally.statuses.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+                "errors": r.tally.errors,
+                "corpus_exhausted": r.tally.exhausted,
+            })
+        })
+        .collect();
+    let ratio = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| (a / b * 1000.0).round() / 1000.0);
+    json!({
+        "machine": { "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0) },
+        "args": { "keys": args.keys, "markets": args.markets, "concurrency": args.concurrency, "rate": args.rate,
+                  "duration_s": args.duration, "warmup_s": args.warmup, "cross_pct": args.cross_pct,
+                  "cancel_pct": args.cancel_pct, "in_process_server": args.clob.is_none() },
+        "phases": phases,
+        "ratios": {
+            "predex_over_crypto_ceiling": ratio(rate("predex-orders"), rate("ceiling-crypto")),
+            "predex_over_parse_ceiling": ratio(rate("predex-orders"), rate("ceiling-parse")),
+            "crypto_over_parse_ceiling": ratio(rate("ceiling-crypto"), rate("ceiling-parse")),
+        },
+    })
+}
+
+/// A predex server in this process, on its own runtime and a fresh data directory.
+struct LocalServer {
+    clob: SocketAddr,
+    internal: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    dir: PathBuf,
+}
+
+impl LocalServer {
+    fn start() -> anyhow::Result<LocalServer> {
+        let dir = std::env::temp_dir().join(format!("predex-loadgen-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let config = Config {
+            data_dir: dir.clone(),
+            clob_addr: "127.0.0.1:0".parse()?,
+            gamma_addr: "127.0.0.1:0".parse()?,
+            data_addr: "127.0.0.1:0".parse()?,
+            bridge_addr: "127.0.0.1:0".parse()?,
+            internal_addr: "127.0.0.1:0".parse()?,
+            catalogue: PathBuf::from("/nonexistent"),
+            ..Config::default()
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+            rt.block_on(async move {
+                match predex::App::start(config).await {
+                    Ok(app) => {
+                        let _ = tx.send(Ok(app.bound));
+                        let _ = stop_rx.await;
+                        app.shutdown().await;
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                    }
+                }
+            });
+        });
+        let bound = rx.recv()??;
+        Ok(LocalServer { clob: bound.clob, internal: bound.internal, stop: Some(stop), thread: Some(thread), dir })
+    }
+}
+
+impl Drop for LocalServer {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The two ceiling servers, on their own runtime (as predex's is).
+fn ceilings(
+    keys: &[Arc<Key>],
+    domains: &OrderDomains,
+) -> anyhow::Result<(SocketAddr, SocketAddr, watch::Sender<bool>)> {
+    let secrets: HashMap<String, KeySecret> = keys
+        .iter()
+        .map(|k| (k.key.clone(), KeySecret { secret: k.secret.clone(), address: k.address.clone() }))
+        .collect();
+    let domain = domains.standard.clone();
+    let (stop, rx) = watch::channel(false);
+    let (tx, ready) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+        rt.block_on(async move {
+            let bind = || async {
+                let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+                let a = l.local_addr().expect("addr");
+                (l, a)
+            };
+            let (pl, pa) = bind().await;
+            let (cl, ca) = bind().await;
+            let p = predex::serve(pl, ceiling::routes(Ceiling::Parse, secrets.clone(), domain.clone()), rx.clone());
+            let c = predex::serve(cl, ceiling::routes(Ceiling::Crypto, secrets, domain), rx.clone());
+            tx.send((pa, ca)).expect("report");
+            let _ = tokio::join!(p, c);
+        });
+    });
+    let (pa, ca) = ready.recv()?;
+    Ok((pa, ca, stop))
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let config = Config::default();
+    let domains = OrderDomains::new(
+        config.chain_id,
+        config.exchange_address.parse().context("exchange address")?,
+        config.neg_risk_exchange_address.parse().context("neg-risk exchange address")?,
+    );
+    let local = match args.clob {
+        Some(_) => None,
+        None => Some(LocalServer::start()?),
+    };
+    let (clob, internal) = match &local {
+        Some(l) => (l.clob, l.internal),
+        None => (args.clob.expect("given"), args.internal.expect("required with --clob")),
+    };
+    // Clients on one thread of their own: they share the machine with the server.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let keys: Vec<Arc<Key>> =
+        rt.block_on(setup(clob, internal, &args, config.chain_id))?.into_iter().map(Arc::new).collect();
+    eprintln!("setup: {} markets, {} API keys", args.markets, keys.len());
+
+    let conns = args.concurrency.max(1);
+    let total = args.warmup + args.duration;
+    let closed_per = ((args.max_rate as f64 * total * 1.2) as usize).div_ceil(conns);
+    let open_per = ((args.rate as f64 * total * 1.2) as usize).div_ceil(conns);
+    let t = Instant::now();
+    let closed_corpus = if args.no_closed && args.no_ceilings {
+        Vec::new()
+    } else {
+        corpora(&keys, conns, closed_per, 1, &args, &domains)
+    };
+    let open_corpus = if args.rate > 0 { corpora(&keys, conns, open_per, 2, &args, &domains) } else { Vec::new() };
+    eprintln!(
+        "signed {} orders in {:.1} s",
+        closed_corpus.iter().chain(&open_corpus).map(Vec::len).sum::<usize>(),
+        t.elapsed().as_secs_f64()
+    );
+    // Clients over a corpus: the ceilings replay the closed-loop corpus (they keep nothing),
+    // then predex gets it fresh.
+    // The ceilings replay the closed-loop corpus, cycling (they keep nothing); predex then
+    // gets it once.
+    let clients = |c: Vec<Vec<Signed>>, cycle: bool| -> Vec<Client> {
+        c.into_iter()
+            .enumerate()
+            .map(|(i, v)| Client {
+                key: keys[i % keys.len()].clone(),
+                orders: v,
+                next: 0,
+                cycle,
+                resting: VecDeque::new(),
+            })
+            .collect()
+    };
+    let copy = |c: &[Vec<Signed>]| -> Vec<Vec<Signed>> {
+        c.iter()
+            .map(|v| v.iter().map(|s| Signed { body: s.body.clone(), id: s.id.clone(), rests: s.rests }).collect())
+            .collect()
+    };
+    let mut results = Vec::new();
+    if !args.no_ceilings {
+        let (pa, ca, stop) = ceilings(&keys, &domains)?;
+        results.push(rt.block_on(phase(
+            "ceiling-parse",
+            pa,
+            clients(copy(&closed_corpus), true),
+            Mode::Closed,
+            0,
+            &args,
+        )));
+        results.push(rt.block_on(phase(
+            "ceiling-crypto",
+            ca,
+            clients(copy(&closed_corpus), true),
+            Mode::Closed,
+            0,
+            &args,
+        )));
+        let _ = stop.send(true);
+    }
+    if !args.no_closed {
+        let cl = clients(closed_corpus, false);
+        results.push(rt.block_on(phase("predex-orders", clob, cl, Mode::Closed, 0, &args)));
+    }
+    if args.rate > 0 {
+        let cl = clients(open_corpus, false);
+        let mode = Mode::Open { rate: args.rate };
+        results.push(rt.block_on(phase("predex-open", clob, cl, mode, args.cancel_pct, &args)));
+    }
+    let s = summary(&args, &results);
+    if let Some(parent) = args.out.parent() {
+        std::fs::create_dir_all(parent).ok();
+    }
+    std::fs::write(&args.out, serde_json::to_string_pretty(&s)?)
+        .with_context(|| format!("write {}", args.out.display()))?;
+    println!("{}", serde_json::to_string_pretty(&s["ratios"])?);
+    eprintln!("summary written to {}", args.out.display());
+    drop(rt);
+    drop(local);
+    Ok(())
+}
