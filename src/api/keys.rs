@@ -172,6 +172,7 @@ async fn create_key_locked(s: &AppState, r: &Req) -> ApiResult {
     batch.put(cf::API_KEYS, rec.key.as_bytes().to_vec(), encode(&rec));
     batch.put(cf::KEYS_BY_ADDRESS, keys::address_nonce(&l.address, l.nonce), rec.key.as_bytes().to_vec());
     s.commit(batch).await?;
+    s.set_api_key(rec.key, Some(rec.clone()));
     json(&creds(&rec))
 }
 
@@ -190,6 +191,7 @@ async fn delete_key(s: Arc<AppState>, r: Req) -> ApiResult {
     b.delete(cf::API_KEYS, k.key.as_bytes().to_vec());
     b.delete(cf::KEYS_BY_ADDRESS, keys::address_nonce(&k.address, k.nonce));
     s.commit(b).await?;
+    s.set_api_key(k.key, None);
     json(&serde_json::json!({}))
 }
 

@@ -52,6 +52,9 @@ pub struct AppState {
     pub addresses: RwLock<HashMap<String, AddressStatus>>,
     /// Serialises API-key creation so an invitation code is consumed once.
     pub key_lock: tokio::sync::Mutex<()>,
+    /// Every API key, read by L2 authentication on each request without touching RocksDB;
+    /// updated after a key's creation or deletion is durable.
+    api_keys: RwLock<HashMap<Uuid, Arc<ApiKeyRecord>>>,
 }
 
 impl AppState {
@@ -70,6 +73,8 @@ impl AppState {
             addresses.insert(String::from_utf8_lossy(&k).into_owned(), v);
         }
         let mode: Mode = store.get(cf::META, meta::MODE)?.unwrap_or(Mode::Normal);
+        let api_keys =
+            store.all::<ApiKeyRecord>(cf::API_KEYS)?.into_iter().map(|(_, k)| (k.key, Arc::new(k))).collect();
         Ok(AppState {
             domains: OrderDomains::new(config.chain_id, exch, neg),
             config,
@@ -81,7 +86,21 @@ impl AppState {
             mode: AtomicU8::new(mode_code(mode)),
             addresses: RwLock::new(addresses),
             key_lock: tokio::sync::Mutex::new(()),
+            api_keys: RwLock::new(api_keys),
         })
+    }
+
+    pub fn api_key(&self, key: &Uuid) -> Option<Arc<ApiKeyRecord>> {
+        self.api_keys.read().get(key).cloned()
+    }
+
+    /// Records a created (Some) or deleted (None) key once its write is durable.
+    pub fn set_api_key(&self, key: Uuid, rec: Option<ApiKeyRecord>) {
+        let mut m = self.api_keys.write();
+        match rec {
+            Some(r) => m.insert(key, Arc::new(r)),
+            None => m.remove(&key),
+        };
     }
 
     pub fn mode(&self) -> Mode {
@@ -261,7 +280,7 @@ fn now_i64() -> i64 {
 }
 
 /// L2 authentication (SPEC §5.3–5.4): returns the API key the request is signed with.
-pub fn authenticate(state: &AppState, req: &Req) -> Result<ApiKeyRecord, ApiError> {
+pub fn authenticate(state: &AppState, req: &Req) -> Result<Arc<ApiKeyRecord>, ApiError> {
     let fail = || ApiError::unauthorized("L2 authentication failure");
     let (Some(addr), Some(sig), Some(ts), Some(key), Some(pass)) = (
         req.header("SERVICE_ADDRESS"),
@@ -273,7 +292,7 @@ pub fn authenticate(state: &AppState, req: &Req) -> Result<ApiKeyRecord, ApiErro
         return Err(fail());
     };
     let key: Uuid = key.parse().map_err(|_| ApiError::unauthorized("Unauthorized/Invalid api key"))?;
-    let rec = state.store.get_api_key(&key)?.ok_or_else(|| ApiError::unauthorized("Unauthorized/Invalid api key"))?;
+    let rec = state.api_key(&key).ok_or_else(|| ApiError::unauthorized("Unauthorized/Invalid api key"))?;
     let t: i64 = ts.parse().map_err(|_| fail())?;
     if (now_i64() - t).abs() > MAX_DRIFT_SECS {
         return Err(fail());
