@@ -1,7 +1,9 @@
 //! `reload`: startup with 1,000,000 LIVE orders across 1,000 markets. Builds the data dir
 //! through the real store (orders, live index, markets, balances), then times
 //! `engine::recover` — the read-back and re-insertion of every order in priority order —
-//! three times. `PREDEX_BENCH_ORDERS` and `PREDEX_BENCH_MARKETS` change the sizes.
+//! three times. `PREDEX_BENCH_ORDERS` and `PREDEX_BENCH_MARKETS` change the sizes;
+//! `PREDEX_BENCH_CRASH=1` leaves the store unclosed (as kill -9 does), so the first run
+//! replays the WAL.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -90,7 +92,12 @@ fn main() {
         }
     }
     store.write([&b], true).unwrap();
-    drop(store);
+    if std::env::var("PREDEX_BENCH_CRASH").is_ok() {
+        // As after kill -9: memtables never flushed, the first open replays the WAL.
+        std::mem::forget(store);
+    } else {
+        drop(store); // a clean close flushes the memtables
+    }
     println!("reload: built {orders} LIVE orders across {markets} markets in {:.1} s", t0.elapsed().as_secs_f64());
 
     for run in 1..=3 {

@@ -163,6 +163,95 @@ pub struct OrderRecord {
     pub created_at: u64,
 }
 
+/// [`OrderRecord`] with its strings borrowed from the encoded bytes: the same fields in the
+/// same order, so it decodes the same postcard value without allocating. Startup decodes a
+/// million of these and shares the repeated strings (addresses, market ids) through an
+/// [`Interner`]. Keep in step with `OrderRecord` (the round-trip test checks it).
+#[derive(Deserialize)]
+pub struct OrderRecordRef<'a> {
+    id: Uuid,
+    seq: u64,
+    status: OrderStatus,
+    owner: Uuid,
+    maker: &'a str,
+    signer: &'a str,
+    taker: &'a str,
+    market_idx: u32,
+    condition_id: &'a str,
+    token_id: &'a str,
+    outcome_index: u8,
+    outcome: &'a str,
+    side: Side,
+    price: u32,
+    original_size: u64,
+    size_matched: u64,
+    maker_amount: u64,
+    taker_amount: u64,
+    fee_rate_bps: u32,
+    expiration: u64,
+    nonce: u64,
+    salt: u64,
+    signature_type: u8,
+    signature: &'a str,
+    order_type: OrderType,
+    post_only: bool,
+    reserved: u64,
+    associate_trades: Vec<Uuid>,
+    created_at: u64,
+}
+
+/// One shared `Arc<str>` per distinct string.
+#[derive(Default)]
+pub struct Interner(std::collections::HashSet<Arc<str>, foldhash::fast::RandomState>);
+
+impl Interner {
+    pub fn get(&mut self, s: &str) -> Arc<str> {
+        if let Some(a) = self.0.get(s) {
+            return a.clone();
+        }
+        let a: Arc<str> = s.into();
+        self.0.insert(a.clone());
+        a
+    }
+}
+
+impl OrderRecordRef<'_> {
+    pub fn to_record(&self, i: &mut Interner) -> OrderRecord {
+        OrderRecord {
+            id: self.id,
+            seq: self.seq,
+            status: self.status,
+            owner: self.owner,
+            maker: i.get(self.maker),
+            signer: i.get(self.signer),
+            taker: i.get(self.taker),
+            market_idx: self.market_idx,
+            condition_id: i.get(self.condition_id),
+            token_id: i.get(self.token_id),
+            outcome_index: self.outcome_index,
+            outcome: i.get(self.outcome),
+            side: self.side,
+            price: self.price,
+            original_size: self.original_size,
+            size_matched: self.size_matched,
+            maker_amount: self.maker_amount,
+            taker_amount: self.taker_amount,
+            fee_rate_bps: self.fee_rate_bps,
+            expiration: self.expiration,
+            nonce: self.nonce,
+            salt: self.salt,
+            signature_type: self.signature_type,
+            // Unique per order: nothing to share.
+            signature: self.signature.into(),
+            order_type: self.order_type,
+            post_only: self.post_only,
+            reserved: self.reserved,
+            associate_trades: self.associate_trades.clone(),
+            created_at: self.created_at,
+        }
+    }
+}
+
 impl OrderRecord {
     pub fn remaining(&self) -> u64 {
         self.original_size - self.size_matched

@@ -171,6 +171,13 @@ impl Core {
         self.nonces.get(maker).copied().unwrap_or(0)
     }
 
+    /// Room for `n` more open orders, so startup does not rehash its maps as it restores.
+    pub fn reserve(&mut self, n: usize) {
+        self.orders.reserve(n);
+        self.resting.reserve(n);
+        self.seen.reserve(n);
+    }
+
     /// Re-inserts an accepted open order at startup, in its original priority.
     pub fn restore(&mut self, o: OrderRecord) {
         let asset = o.spend_asset();

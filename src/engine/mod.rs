@@ -147,9 +147,8 @@ pub fn recover(store: &Store, fee_address: String) -> Result<Core, StoreError> {
     for (k, signer) in store.all::<String>(cf::PROXIES)? {
         core.proxies.insert(String::from_utf8_lossy(&k).into_owned(), signer);
     }
-    for o in store.open_orders_in_priority()? {
-        core.restore(o);
-    }
+    core.reserve(store.estimate_open_orders());
+    store.for_each_open_order(|o| core.restore(o))?;
     core.next_order_seq = store.meta_u64(crate::store::meta::NEXT_ORDER_SEQ)?.unwrap_or(1);
     core.next_trade_seq = store.meta_u64(crate::store::meta::NEXT_TRADE_SEQ)?.unwrap_or(1);
     Ok(core)
