@@ -94,7 +94,7 @@ fn main() {
     store.write([&b], true).unwrap();
     if std::env::var("PREDEX_BENCH_CRASH").is_ok() {
         // As after kill -9: memtables never flushed, the first open replays the WAL.
-        std::mem::forget(store);
+        store.close_like_a_crash();
     } else {
         drop(store); // a clean close flushes the memtables
     }

@@ -23,9 +23,14 @@ use crate::domain::{
 
 /// Column-family names.
 pub mod cf {
+    /// order id → record of an order that is no longer open (filled, cancelled, …).
     pub const ORDERS: &str = "orders";
-    /// seq (u64 BE) → order id: the LIVE and DEFERRED orders, in priority order.
+    /// seq (u64 BE) → record of a LIVE or DEFERRED order, so the open orders are one
+    /// ordered scan in priority order at startup. (Data written before this layout holds the
+    /// order id here and the record in `orders`; both are read.)
     pub const LIVE_ORDERS: &str = "live_orders";
+    /// order id → seq (u64 BE) of an open order: finds its record in `live_orders`.
+    pub const ORDER_SEQ: &str = "order_seq";
     /// owner (16) + seq (8) → order id: open orders per API key.
     pub const OPEN_BY_OWNER: &str = "open_by_owner";
     pub const TRADES: &str = "trades";
@@ -48,6 +53,7 @@ pub mod cf {
     pub const ALL: &[&str] = &[
         ORDERS,
         LIVE_ORDERS,
+        ORDER_SEQ,
         OPEN_BY_OWNER,
         TRADES,
         TRADES_BY_OWNER,
@@ -179,10 +185,15 @@ pub struct Store {
     /// group commit advances them once, only when they grow.
     next_order_seq: AtomicU64,
     next_trade_seq: AtomicU64,
+    /// Set to close like a crash would (benches of startup after kill -9).
+    no_flush_on_close: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for Store {
     fn drop(&mut self) {
+        if self.no_flush_on_close.load(Ordering::Relaxed) {
+            return;
+        }
         if let Err(e) = self.flush() {
             tracing::warn!(error = %e, "flush on close failed; the next start replays the WAL");
         }
@@ -208,7 +219,12 @@ impl Store {
             ColumnFamilyDescriptor::new(*n, o)
         });
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
-        let s = Store { db, next_order_seq: AtomicU64::new(1), next_trade_seq: AtomicU64::new(1) };
+        let s = Store {
+            db,
+            next_order_seq: AtomicU64::new(1),
+            next_trade_seq: AtomicU64::new(1),
+            no_flush_on_close: Default::default(),
+        };
         s.next_order_seq.store(s.meta_u64(meta::NEXT_ORDER_SEQ)?.unwrap_or(1), Ordering::Relaxed);
         s.next_trade_seq.store(s.meta_u64(meta::NEXT_TRADE_SEQ)?.unwrap_or(1), Ordering::Relaxed);
         Ok(s)
@@ -253,15 +269,19 @@ impl Store {
             Op::Put(c, k, v) => wb.put_cf(self.handle(c), k, v),
             Op::Delete(c, k) => wb.delete_cf(self.handle(c), k),
             Op::Order(o) => {
-                wb.put_cf(self.handle(cf::ORDERS), o.id.as_bytes(), encode(o.as_ref()));
+                // An open order's record lives under its priority; once closed it moves
+                // to `orders` for good (an order never reopens).
                 let open = matches!(o.status, OrderStatus::Live | OrderStatus::Deferred) && o.remaining() > 0;
                 let seq = o.seq.to_be_bytes();
                 let by_owner = keys::owner_seq(&o.owner, o.seq);
                 if open {
-                    wb.put_cf(self.handle(cf::LIVE_ORDERS), seq, o.id.as_bytes());
+                    wb.put_cf(self.handle(cf::LIVE_ORDERS), seq, encode(o.as_ref()));
+                    wb.put_cf(self.handle(cf::ORDER_SEQ), o.id.as_bytes(), seq);
                     wb.put_cf(self.handle(cf::OPEN_BY_OWNER), by_owner, o.id.as_bytes());
                 } else {
+                    wb.put_cf(self.handle(cf::ORDERS), o.id.as_bytes(), encode(o.as_ref()));
                     wb.delete_cf(self.handle(cf::LIVE_ORDERS), seq);
+                    wb.delete_cf(self.handle(cf::ORDER_SEQ), o.id.as_bytes());
                     wb.delete_cf(self.handle(cf::OPEN_BY_OWNER), by_owner);
                 }
             }
@@ -343,7 +363,13 @@ impl Store {
         Ok(out)
     }
 
+    /// An order by id, open (via its priority) or closed.
     pub fn get_order(&self, id: &Uuid) -> Result<Option<OrderRecord>, StoreError> {
+        if let Some(seq) = self.get_raw(cf::ORDER_SEQ, id.as_bytes())? {
+            if let Some(v) = self.get_raw(cf::LIVE_ORDERS, &seq)? {
+                return decode(cf::LIVE_ORDERS, &v).map(Some);
+            }
+        }
         self.get(cf::ORDERS, id.as_bytes())
     }
 
@@ -368,46 +394,45 @@ impl Store {
     }
 
     /// The LIVE and DEFERRED orders, in their original priority (acceptance sequence).
-    /// Hands every LIVE and DEFERRED order to `each`, in priority order. A second thread
-    /// walks the index and reads and decodes the records in batched multi-gets while `each`
-    /// runs, so startup costs about the larger of the two, not their sum.
+    /// Hands every LIVE and DEFERRED order to `each`, in priority order: one ordered scan of
+    /// `live_orders`, decoded on a second thread while `each` runs, so startup costs about
+    /// the larger of the two, not their sum.
     pub fn for_each_open_order(&self, mut each: impl FnMut(OrderRecord)) -> Result<(), StoreError> {
         const CHUNK: usize = 4096;
-        let (tx, rx) = crossbeam_channel::bounded::<Result<Vec<OrderRecord>, StoreError>>(4);
+        let (tx, rx) = crossbeam_channel::bounded::<Result<Vec<OrderRecord>, StoreError>>(8);
         std::thread::scope(|sc| {
             sc.spawn(move || {
                 let mut interner = Interner::default();
-                let mut read = |ids: &mut Vec<Box<[u8]>>| -> Result<Vec<OrderRecord>, StoreError> {
-                    let cf = self.handle(cf::ORDERS);
-                    let mut out = Vec::with_capacity(ids.len());
-                    for v in self.db.batched_multi_get_cf(cf, ids.iter(), false) {
-                        if let Some(v) = v? {
-                            out.push(decode_order(&v, &mut interner)?);
-                        }
-                    }
-                    ids.clear();
-                    Ok(out)
-                };
-                let mut ids = Vec::with_capacity(CHUNK);
-                for item in self.db.iterator_cf(self.handle(cf::LIVE_ORDERS), IteratorMode::Start) {
-                    match item {
-                        Ok((_, id)) => ids.push(id),
+                let mut chunk = Vec::with_capacity(CHUNK);
+                let mut it = self.db.raw_iterator_cf(self.handle(cf::LIVE_ORDERS));
+                it.seek_to_first();
+                while let Some(v) = it.value() {
+                    let r = if v.len() == 16 {
+                        // Earlier layout: the index holds the id, the record is in `orders`.
+                        Uuid::from_slice(v)
+                            .map_err(|e| StoreError::Corrupt { cf: cf::LIVE_ORDERS, msg: e.to_string() })
+                            .and_then(|id| self.get_raw(cf::ORDERS, id.as_bytes()))
+                            .and_then(|v| v.map(|v| decode_order(&v, &mut interner)).transpose())
+                    } else {
+                        decode_order(v, &mut interner).map(Some)
+                    };
+                    match r {
+                        Ok(Some(o)) => chunk.push(o),
+                        Ok(None) => {}
                         Err(e) => {
-                            let _ = tx.send(Err(e.into()));
+                            let _ = tx.send(Err(e));
                             return;
                         }
                     }
-                    if ids.len() == CHUNK {
-                        let r = read(&mut ids);
-                        let failed = r.is_err();
-                        if tx.send(r).is_err() || failed {
-                            return;
-                        }
+                    if chunk.len() == CHUNK
+                        && tx.send(Ok(std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK)))).is_err()
+                    {
+                        return;
                     }
+                    it.next();
                 }
-                if !ids.is_empty() {
-                    let _ = tx.send(read(&mut ids));
-                }
+                let r = it.status().map_err(StoreError::from).map(|_| chunk);
+                let _ = tx.send(r);
             });
             for chunk in rx {
                 for o in chunk? {
@@ -422,6 +447,11 @@ impl Store {
     pub fn estimate_open_orders(&self) -> usize {
         let cf = self.handle(cf::LIVE_ORDERS);
         self.db.property_int_value_cf(cf, "rocksdb.estimate-num-keys").ok().flatten().unwrap_or(0) as usize
+    }
+
+    /// Closes without flushing memtables, as a crash would: the next open replays the WAL.
+    pub fn close_like_a_crash(self) {
+        self.no_flush_on_close.store(true, Ordering::Relaxed);
     }
 
     /// Writes every memtable to disk, so the next start reads tables instead of replaying
