@@ -4,6 +4,7 @@ mod book;
 mod crash;
 mod fixture;
 mod keys;
+mod loadgen;
 mod matching;
 mod orders;
 mod restart;
