@@ -312,7 +312,7 @@ impl Shadow {
         }
     }
     fn add(&mut self) -> Op {
-        let bid = self.rand() % 2 == 0;
+        let bid = self.rand().is_multiple_of(2);
         self.add_on(bid)
     }
     /// A resting order on a given side at a random level.
@@ -457,7 +457,7 @@ fn round(s: &mut Shadow, kind: Kind, depth: usize, timed: &mut Vec<Op>, after: &
             for _ in 0..16 {
                 let r = s.rand() % 100;
                 let op = if r < 6 {
-                    let bid = s.rand() % 2 == 0;
+                    let bid = s.rand().is_multiple_of(2);
                     let (levels, part) = (1 + (s.rand() % 3) as u32, 1 + s.rand() % 100);
                     s.take(bid, levels, part)
                 } else {
@@ -469,7 +469,7 @@ fn round(s: &mut Shadow, kind: Kind, depth: usize, timed: &mut Vec<Op>, after: &
                     } else if s.live.len() > depth * 11 / 10 {
                         false
                     } else {
-                        r % 2 == 0
+                        r.is_multiple_of(2)
                     };
                     if grow || s.live.is_empty() {
                         s.add()

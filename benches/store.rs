@@ -19,7 +19,7 @@ use uuid::Uuid;
 
 /// Outstanding fills (requests awaiting acknowledgement); `PREDEX_BENCH_IN_FLIGHT` overrides.
 fn in_flight() -> usize {
-    std::env::var("PREDEX_BENCH_IN_FLIGHT").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
+    std::env::var("PREDEX_BENCH_IN_FLIGHT").ok().and_then(|v| v.parse().ok()).unwrap_or(96)
 }
 
 fn order(seq: u64, maker: &Arc<str>) -> Arc<OrderRecord> {

@@ -263,7 +263,7 @@ fn corpus(key: &Key, n: usize, seed: u64, args: &Args, domains: &OrderDomains) -
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         let m = (rng.next() % args.markets as u64) as usize;
-        let buy = rng.next() % 2 == 0;
+        let buy = rng.next().is_multiple_of(2);
         let cross = rng.next() % 100 < args.cross_pct;
         let price: u64 = match (cross, buy) {
             (true, true) => 6000,
@@ -326,7 +326,7 @@ fn corpora(
                 for (j, slot) in chunk.iter_mut().enumerate() {
                     let c = t * conns.div_ceil(threads) + j;
                     *slot =
-                        Some(corpus(&keys[c % keys.len()], per, seed ^ (c as u64 + 1) * 0x9e37_79b9, args, domains));
+                        Some(corpus(&keys[c % keys.len()], per, seed ^ ((c as u64 + 1) * 0x9e37_79b9), args, domains));
                 }
             });
         }
