@@ -239,6 +239,7 @@ async fn setup(clob: SocketAddr, internal: SocketAddr, args: &Args, chain_id: u6
 // ----------------------------------------------------------------------------- corpus
 
 /// A pre-signed POST /order body.
+#[derive(Clone)]
 struct Signed {
     body: Bytes,
     id: String,
@@ -542,7 +543,7 @@ async fn phase(
 }
 
 fn pct(h: &Histogram<u64>) -> Value {
-    let ms = |us: u64| (us as f64 / 1000.0 * 1000.0).round() / 1000.0;
+    let ms = |us: u64| us as f64 / 1000.0;
     if h.is_empty() {
         return Value::Null;
     }
@@ -553,30 +554,25 @@ fn pct(h: &Histogram<u64>) -> Value {
     })
 }
 
+/// One printed row: rate and latency percentiles (ms) of one kind of request.
+fn row(label: &str, kind: &str, rate: f64, h: &Histogram<u64>) -> String {
+    let q = |x: f64| h.value_at_quantile(x) as f64 / 1000.0;
+    format!(
+        "{label:<15} {rate:>9.0} {kind:<9} p50 {:>7.3} ms  p90 {:>7.3}  p99 {:>7.3}  p99.9 {:>7.3}  max {:>8.3}",
+        q(0.5),
+        q(0.9),
+        q(0.99),
+        q(0.999),
+        h.max() as f64 / 1000.0
+    )
+}
+
 fn line(r: &PhaseResult) -> String {
     let t = &r.tally;
-    let q = |h: &Histogram<u64>, x: f64| h.value_at_quantile(x) as f64 / 1000.0;
-    let mut s = format!(
-        "{:<15} {:>9.0} orders/s  p50 {:>7.3} ms  p90 {:>7.3}  p99 {:>7.3}  p99.9 {:>7.3}  max {:>8.3}",
-        r.name,
-        t.orders_done as f64 / r.seconds,
-        q(&t.orders, 0.5),
-        q(&t.orders, 0.9),
-        q(&t.orders, 0.99),
-        q(&t.orders, 0.999),
-        t.orders.max() as f64 / 1000.0
-    );
+    let mut s = row(&r.name, "orders/s", t.orders_done as f64 / r.seconds, &t.orders);
     if t.cancels_done > 0 {
-        s += &format!(
-            "\n{:<15} {:>9.0} cancels/s p50 {:>7.3} ms  p90 {:>7.3}  p99 {:>7.3}  p99.9 {:>7.3}  max {:>8.3}",
-            "",
-            t.cancels_done as f64 / r.seconds,
-            q(&t.cancels, 0.5),
-            q(&t.cancels, 0.9),
-            q(&t.cancels, 0.99),
-            q(&t.cancels, 0.999),
-            t.cancels.max() as f64 / 1000.0
-        );
+        s += "\n";
+        s += &row("", "cancels/s", t.cancels_done as f64 / r.seconds, &t.cancels);
     }
     for (e, n) in &t.errors {
         s += &format!("\n{:<15} error x{n}: {e}", "");
@@ -767,30 +763,13 @@ fn main() -> anyhow::Result<()> {
             })
             .collect()
     };
-    let copy = |c: &[Vec<Signed>]| -> Vec<Vec<Signed>> {
-        c.iter()
-            .map(|v| v.iter().map(|s| Signed { body: s.body.clone(), id: s.id.clone(), rests: s.rests }).collect())
-            .collect()
-    };
     let mut results = Vec::new();
     if !args.no_ceilings {
         let (pa, ca, stop) = ceilings(&keys, &domains)?;
-        results.push(rt.block_on(phase(
-            "ceiling-parse",
-            pa,
-            clients(copy(&closed_corpus), true),
-            Mode::Closed,
-            0,
-            &args,
-        )));
-        results.push(rt.block_on(phase(
-            "ceiling-crypto",
-            ca,
-            clients(copy(&closed_corpus), true),
-            Mode::Closed,
-            0,
-            &args,
-        )));
+        for (name, addr) in [("ceiling-parse", pa), ("ceiling-crypto", ca)] {
+            let cl = clients(closed_corpus.clone(), true);
+            results.push(rt.block_on(phase(name, addr, cl, Mode::Closed, 0, &args)));
+        }
         let _ = stop.send(true);
     }
     if !args.no_closed {
