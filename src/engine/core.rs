@@ -20,7 +20,7 @@
 
 use std::collections::HashMap as StdHashMap;
 
-use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use foldhash::{HashMap, HashMapExt, HashSet};
 
 use std::sync::Arc;
 
@@ -85,7 +85,7 @@ pub struct Core {
     resting: HashMap<Uuid, Resting>,
     /// Every order ID accepted since start, plus reloaded open ones: duplicate detection for
     /// orders not yet durable (the API also checks the store for older ones).
-    seen: HashSet<Uuid>,
+    seen: Recent,
     pub ledger: Ledger,
     /// Exchange nonce per maker address (incrementNonce bumps it); absent = 0.
     nonces: HashMap<String, u64>,
@@ -130,6 +130,33 @@ pub fn fee(side: Side, bps: u32, p: u32, q: u64) -> u64 {
     }) as u64
 }
 
+/// Orders accepted in the last one to two minutes, for duplicate detection while their
+/// writes are in flight. Open orders are found in `Core::orders`; an order accepted longer
+/// ago is durable, so the handler's store lookup refuses its resubmission. Two generations
+/// rotated every [`RECENT_SECS`] keep this bounded (it used to hold every order since start).
+#[derive(Debug, Default)]
+struct Recent {
+    current: HashSet<Uuid>,
+    previous: HashSet<Uuid>,
+    since: u64,
+}
+
+/// Seconds a generation of [`Recent`] covers: far beyond any group commit's latency.
+const RECENT_SECS: u64 = 60;
+
+impl Recent {
+    fn insert(&mut self, id: Uuid, now: u64) {
+        if now >= self.since + RECENT_SECS {
+            self.previous = std::mem::take(&mut self.current);
+            self.since = now;
+        }
+        self.current.insert(id);
+    }
+    fn contains(&self, id: &Uuid) -> bool {
+        self.current.contains(id) || self.previous.contains(id)
+    }
+}
+
 impl Core {
     pub fn new(fee_address: String) -> Core {
         Core {
@@ -138,7 +165,7 @@ impl Core {
             conditions: HashMap::new(),
             orders: HashMap::new(),
             resting: HashMap::new(),
-            seen: HashSet::new(),
+            seen: Recent::default(),
             ledger: Ledger::default(),
             nonces: HashMap::new(),
             proxies: HashMap::new(),
@@ -175,14 +202,12 @@ impl Core {
     pub fn reserve(&mut self, n: usize) {
         self.orders.reserve(n);
         self.resting.reserve(n);
-        self.seen.reserve(n);
     }
 
     /// Re-inserts an accepted open order at startup, in its original priority.
     pub fn restore(&mut self, o: OrderRecord) {
         let asset = o.spend_asset();
         self.ledger.reserve(&o.maker, asset.key(), o.reserved);
-        self.seen.insert(o.id);
         if o.status == OrderStatus::Live {
             let ms = &mut self.markets[o.market_idx as usize];
             let slot = ms.book.insert(
@@ -204,7 +229,7 @@ impl Core {
         if !self.markets[midx as usize].market.accepting_orders || self.markets[midx as usize].market.closed {
             return Err(Reject::MarketClosed);
         }
-        if self.seen.contains(&o.id) {
+        if self.orders.contains_key(&o.id) || self.seen.contains(&o.id) {
             return Err(Reject::Duplicated);
         }
         if o.nonce != self.nonce_of(&o.maker) {
@@ -245,7 +270,7 @@ impl Core {
         o.seq = self.next_order_seq;
         self.next_order_seq += 1;
         o.created_at = now;
-        self.seen.insert(o.id);
+        self.seen.insert(o.id, now);
         if o.maker != o.signer && !self.proxies.contains_key(&*o.maker) {
             self.proxies.insert(o.maker.to_string(), o.signer.to_string());
             batch.put(crate::store::cf::PROXIES, o.maker.as_bytes().to_vec(), crate::store::encode(&o.signer));
@@ -564,6 +589,19 @@ impl Core {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recent_orders_are_remembered_for_one_to_two_windows() {
+        let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
+        let mut r = Recent::default();
+        r.insert(a, 1_000);
+        assert!(r.contains(&a) && !r.contains(&b));
+        r.insert(b, 1_000 + RECENT_SECS); // rotates: a moves to the previous generation
+        assert!(r.contains(&a) && r.contains(&b));
+        r.insert(c, 1_000 + 2 * RECENT_SECS); // rotates again: a is forgotten
+        assert!(!r.contains(&a) && r.contains(&b) && r.contains(&c));
+        assert_eq!(r.current.len() + r.previous.len(), 2, "bounded by two windows");
+    }
 
     #[test]
     fn fee_formula() {

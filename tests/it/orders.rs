@@ -132,7 +132,14 @@ fn validation_messages() {
 
     // Duplicate: the same signed order twice.
     let o = t.order(&s, YES, "BUY", "0.01", "10");
-    assert_eq!(t.submit(&s, o.clone(), "GTC").0, 200);
+    let (st, first) = t.submit(&s, o.clone(), "GTC");
+    assert_eq!(st, 200);
+    let (st, msg) = sub(o.clone(), "GTC");
+    assert_eq!(st, 400);
+    assert!(msg.ends_with(" is invalid. Duplicated."), "{msg}");
+    // Still a duplicate once cancelled (closed orders are kept by id).
+    let id = first["orderID"].as_str().unwrap().to_string();
+    assert_eq!(t.l2(&s, "DELETE", "/order", Some(&json!({ "orderID": id }))).0, 200);
     let (st, msg) = sub(o, "GTC");
     assert_eq!(st, 400);
     assert!(msg.ends_with(" is invalid. Duplicated."), "{msg}");
