@@ -500,10 +500,9 @@ mod tests {
         assert!(decode::<OrderStatus>("orders", &[9, 0]).is_err());
     }
 
-    #[test]
-    fn interned_order_decoding_equals_the_ordinary_one() {
+    fn sample_order() -> OrderRecord {
         use crate::domain::{OrderType, Side};
-        let o = OrderRecord {
+        OrderRecord {
             id: Uuid::from_u128(42),
             seq: 7,
             status: OrderStatus::Live,
@@ -533,7 +532,62 @@ mod tests {
             reserved: 15_000_000,
             associate_trades: vec![Uuid::from_u128(5), Uuid::from_u128(6)],
             created_at: 1_700_000_000,
+        }
+    }
+
+    #[test]
+    fn open_orders_live_under_their_priority_and_move_when_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let scan = |s: &Store| {
+            let mut v = Vec::new();
+            s.for_each_open_order(|o| v.push(o)).unwrap();
+            v
         };
+        // Two open orders, written out of priority order: the scan returns them by seq.
+        let mut a = sample_order();
+        a.status = OrderStatus::Live;
+        a.seq = 9;
+        let mut b = a.clone();
+        b.id = Uuid::from_u128(43);
+        b.seq = 8;
+        let mut batch = Batch::default();
+        batch.put_order(&Arc::new(a.clone()));
+        batch.put_order(&Arc::new(b.clone()));
+        store.write([&batch], true).unwrap();
+        assert_eq!(scan(&store), vec![b.clone(), a.clone()]);
+        assert_eq!(store.get_order(&a.id).unwrap(), Some(a.clone()));
+        assert!(store.get_raw(cf::ORDERS, a.id.as_bytes()).unwrap().is_none());
+        // Cancelled: it leaves the priority index and is found by id.
+        a.status = OrderStatus::Canceled;
+        let mut batch = Batch::default();
+        batch.put_order(&Arc::new(a.clone()));
+        store.write([&batch], true).unwrap();
+        assert_eq!(scan(&store), vec![b.clone()]);
+        assert_eq!(store.get_order(&a.id).unwrap(), Some(a.clone()));
+        assert!(store.get_raw(cf::ORDER_SEQ, a.id.as_bytes()).unwrap().is_none());
+        // The earlier layout (id in `live_orders`, record in `orders`) is still read, and an
+        // update under the new layout supersedes it.
+        let mut c = b.clone();
+        c.id = Uuid::from_u128(44);
+        c.seq = 10;
+        let mut batch = Batch::default();
+        batch.put(cf::ORDERS, c.id.as_bytes().to_vec(), encode(&c));
+        batch.put(cf::LIVE_ORDERS, c.seq.to_be_bytes().to_vec(), c.id.as_bytes().to_vec());
+        store.write([&batch], true).unwrap();
+        assert_eq!(scan(&store), vec![b.clone(), c.clone()]);
+        assert_eq!(store.get_order(&c.id).unwrap(), Some(c.clone()));
+        c.size_matched += 1_000_000;
+        let mut batch = Batch::default();
+        batch.put_order(&Arc::new(c.clone()));
+        store.write([&batch], true).unwrap();
+        assert_eq!(scan(&store), vec![b, c.clone()]);
+        assert_eq!(store.get_order(&c.id).unwrap(), Some(c));
+    }
+
+    #[test]
+    fn interned_order_decoding_equals_the_ordinary_one() {
+        let o = sample_order();
         let bytes = encode(&o);
         let mut i = Interner::default();
         let a = decode_order(&bytes, &mut i).unwrap();
