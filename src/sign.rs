@@ -41,15 +41,13 @@ pub fn l2_headers(
 ) -> anyhow::Result<Vec<(String, String)>> {
     let w = wallet(private_key)?;
     let field = |k: &str| creds[k].as_str().map(str::to_string).ok_or_else(|| anyhow::anyhow!("credentials lack {k}"));
-    let ts = now_secs().to_string();
-    let sig = auth::build_hmac_signature(&field("secret")?, &ts, &method.to_uppercase(), path, body);
-    Ok(vec![
-        ("SERVICE_ADDRESS".into(), format!("{:#x}", w.address())),
-        ("SERVICE_SIGNATURE".into(), sig),
-        ("SERVICE_TIMESTAMP".into(), ts),
-        ("SERVICE_API_KEY".into(), field("apiKey")?),
-        ("SERVICE_PASSPHRASE".into(), field("passphrase")?),
-    ])
+    let (address, api_key, secret, passphrase) =
+        (format!("{:#x}", w.address()), field("apiKey")?, field("secret")?, field("passphrase")?);
+    let c = auth::L2Creds { address: &address, api_key: &api_key, secret: &secret, passphrase: &passphrase };
+    Ok(auth::l2_headers(&c, now_secs() as i64, &method.to_uppercase(), path, body)
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect())
 }
 
 /// A POST /order body: a GTC-style limit order of `size` tokens at `price`, amounts as

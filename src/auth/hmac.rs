@@ -23,6 +23,28 @@ fn mac(secret: &[u8], timestamp: &str, method: &str, path: &str, body: &[u8]) ->
     m
 }
 
+/// An API key's credentials, as a client holds them.
+#[derive(Debug, Clone, Copy)]
+pub struct L2Creds<'a> {
+    pub address: &'a str,
+    pub api_key: &'a str,
+    pub secret: &'a str,
+    pub passphrase: &'a str,
+}
+
+/// The five L2 headers a client sends with one request signed at `timestamp` (UNIX s).
+pub fn l2_headers(c: &L2Creds, timestamp: i64, method: &str, path: &str, body: &str) -> Vec<(&'static str, String)> {
+    let ts = timestamp.to_string();
+    let sig = build_hmac_signature(c.secret, &ts, method, path, body);
+    vec![
+        ("SERVICE_ADDRESS", c.address.to_string()),
+        ("SERVICE_SIGNATURE", sig),
+        ("SERVICE_TIMESTAMP", ts),
+        ("SERVICE_API_KEY", c.api_key.to_string()),
+        ("SERVICE_PASSPHRASE", c.passphrase.to_string()),
+    ]
+}
+
 /// Computes the L2 signature a client sends.
 pub fn build_hmac_signature(secret: &str, timestamp: &str, method: &str, path: &str, body: &str) -> String {
     let key = decode_secret(secret).unwrap_or_default();

@@ -155,15 +155,14 @@ struct Key {
 
 impl Key {
     fn l2(&self, method: &str, path: &str, body: &[u8]) -> Vec<(&'static str, String)> {
-        let ts = predex::domain::now_secs().to_string();
-        let sig = auth::build_hmac_signature(&self.secret, &ts, method, path, std::str::from_utf8(body).unwrap_or(""));
-        vec![
-            ("SERVICE_ADDRESS", self.address.clone()),
-            ("SERVICE_SIGNATURE", sig),
-            ("SERVICE_TIMESTAMP", ts),
-            ("SERVICE_API_KEY", self.key.clone()),
-            ("SERVICE_PASSPHRASE", self.passphrase.clone()),
-        ]
+        let c = auth::L2Creds {
+            address: &self.address,
+            api_key: &self.key,
+            secret: &self.secret,
+            passphrase: &self.passphrase,
+        };
+        let body = std::str::from_utf8(body).unwrap_or("");
+        auth::l2_headers(&c, predex::domain::now_secs() as i64, method, path, body)
     }
 }
 
@@ -430,12 +429,12 @@ async fn connection(
             None => Instant::now(),
         };
         let cancel = cancel_pct > 0 && !cl.resting.is_empty() && rng.next() % 100 < cancel_pct;
-        let (status, body, rests_id, is_cancel) = if cancel {
+        let (status, body, rests_id) = if cancel {
             let id = cl.resting.pop_front().expect("non-empty");
             let body = Bytes::from(json!({ "orderID": id }).to_string());
             let h = cl.key.l2("DELETE", "/order", &body);
             let (st, b) = conn.send("DELETE", "/order", &h, body).await;
-            (st, b, None, true)
+            (st, b, None)
         } else {
             let key = cl.key.clone();
             let Some(o) = cl.next_order() else {
@@ -445,12 +444,12 @@ async fn connection(
             let (body, rests) = (o.body.clone(), o.rests.then(|| o.id.clone()));
             let h = key.l2("POST", "/order", &body);
             let (st, b) = conn.send("POST", "/order", &h, body).await;
-            (st, b, rests, false)
+            (st, b, rests)
         };
         let done = Instant::now();
         if sent >= start + warm && done <= start + end {
             let us = done.saturating_duration_since(sent).as_micros().max(1) as u64;
-            if is_cancel {
+            if cancel {
                 t.cancels.saturating_record(us);
                 t.cancels_done += 1;
             } else {

@@ -245,15 +245,13 @@ impl Trader {
     }
 
     pub fn l2_headers(&self, method: &str, path: &str, body: &str) -> Vec<(&'static str, String)> {
-        let ts = (now() + self.skew).to_string();
-        let sig = auth::build_hmac_signature(&self.secret, &ts, method, path, body);
-        vec![
-            ("SERVICE_ADDRESS", self.address.clone()),
-            ("SERVICE_SIGNATURE", sig),
-            ("SERVICE_TIMESTAMP", ts),
-            ("SERVICE_API_KEY", self.key.clone()),
-            ("SERVICE_PASSPHRASE", self.passphrase.clone()),
-        ]
+        let c = auth::L2Creds {
+            address: &self.address,
+            api_key: &self.key,
+            secret: &self.secret,
+            passphrase: &self.passphrase,
+        };
+        auth::l2_headers(&c, now() + self.skew, method, path, body)
     }
 
     /// An L2-signed request; `path` may carry a query string (signed with it).
