@@ -1,6 +1,6 @@
 //! One settings value, from defaults, an optional TOML file, and `PREDEX_*`/CLI overrides.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -38,6 +38,20 @@ pub struct Config {
     pub invite_ttl_secs: u64,
     /// Where trading fees are credited in the embedded ledger (default: the exchange).
     pub fee_address: Option<String>,
+    /// Settlement worker period: PENDING trades are settled this often.
+    pub settlement_interval_ms: u64,
+    /// GTD expiration worker period.
+    pub gtd_interval_ms: u64,
+    /// How often the heartbeat monitor looks for keys silent for more than 10 s.
+    pub heartbeat_check_ms: u64,
+    /// Requests per client IP per sliding window on the order-book server (SPEC §8);
+    /// 0 turns the limit off.
+    pub rate_limit_max: u32,
+    /// The rate limit's sliding window.
+    pub rate_limit_window_secs: u64,
+    /// Peers whose X-Forwarded-For / X-Real-IP headers name the client (reverse proxies).
+    /// From any other peer those headers are ignored, so they cannot dodge the limit.
+    pub trusted_proxies: Vec<IpAddr>,
 }
 
 impl Default for Config {
@@ -55,6 +69,12 @@ impl Default for Config {
             catalogue: PathBuf::from("data/markets.json"),
             invite_ttl_secs: 7 * 24 * 3600,
             fee_address: None,
+            settlement_interval_ms: 5_000,
+            gtd_interval_ms: 1_000,
+            heartbeat_check_ms: 1_000,
+            rate_limit_max: 500,
+            rate_limit_window_secs: 60,
+            trusted_proxies: vec![IpAddr::from([127, 0, 0, 1]), IpAddr::from(std::net::Ipv6Addr::LOCALHOST)],
         }
     }
 }
@@ -76,6 +96,18 @@ impl Config {
             if crate::auth::normalize_address(a).is_none() {
                 anyhow::bail!("{name} is not an address: {a}");
             }
+        }
+        for (name, ms) in [
+            ("settlement-interval-ms", self.settlement_interval_ms),
+            ("gtd-interval-ms", self.gtd_interval_ms),
+            ("heartbeat-check-ms", self.heartbeat_check_ms),
+        ] {
+            if ms == 0 {
+                anyhow::bail!("{name} must be at least 1");
+            }
+        }
+        if self.rate_limit_window_secs == 0 {
+            anyhow::bail!("rate-limit-window-secs must be at least 1");
         }
         if let Some(f) = &self.fee_address {
             if crate::auth::normalize_address(f).is_none() {

@@ -12,6 +12,7 @@ pub mod engine;
 pub mod ledger;
 pub mod sign;
 pub mod store;
+pub mod workers;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -93,6 +94,7 @@ pub struct App {
     pub state: Arc<api::AppState>,
     shutdown: watch::Sender<bool>,
     servers: Vec<tokio::task::JoinHandle<()>>,
+    workers: Option<workers::Workers>,
     /// Engine then persister: each exits when its input channel closes.
     threads: Vec<std::thread::JoinHandle<()>>,
 }
@@ -140,6 +142,12 @@ impl App {
         let (data_l, data) = bind(config.data_addr, "data")?;
         let (bridge_l, bridge) = bind(config.bridge_addr, "bridge")?;
         let (internal_l, internal) = bind(config.internal_addr, "internal")?;
+        let workers = workers::Workers::start(
+            &config,
+            state.engine.clone(),
+            state.heartbeats.clone(),
+            state.worker_stats.clone(),
+        );
         servers.push(serve(clob_l, api::clob_routes(state.clone()), rx.clone()));
         servers.push(serve(gamma_l, api::stub_routes("gamma"), rx.clone()));
         servers.push(serve(data_l, api::stub_routes("data"), rx.clone()));
@@ -150,16 +158,20 @@ impl App {
             state,
             shutdown,
             servers,
+            workers: Some(workers),
             threads: vec![engine_thread, persister],
         })
     }
 
-    /// Stops accepting requests, lets the servers finish, then lets the engine drain and
-    /// the persister write its last group; returns once the store is closed.
-    pub async fn shutdown(self) {
+    /// Stops accepting requests, lets the servers finish, stops the workers, then lets the
+    /// engine drain and the persister write its last group; returns once the store is closed.
+    pub async fn shutdown(mut self) {
         let _ = self.shutdown.send(true);
         for s in self.servers {
             let _ = s.await;
+        }
+        if let Some(w) = self.workers.take() {
+            let _ = tokio::task::spawn_blocking(move || w.stop()).await;
         }
         drop(self.state);
         let threads = self.threads;

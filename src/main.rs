@@ -149,6 +149,27 @@ struct ServeArgs {
     /// Demo catalogue loaded into an empty data directory.
     #[arg(long, env = "PREDEX_CATALOGUE")]
     catalogue: Option<PathBuf>,
+    /// Where trading fees are credited in the embedded ledger.
+    #[arg(long, env = "PREDEX_FEE_ADDRESS")]
+    fee_address: Option<String>,
+    /// Settlement worker period (ms).
+    #[arg(long, env = "PREDEX_SETTLEMENT_INTERVAL_MS")]
+    settlement_interval_ms: Option<u64>,
+    /// GTD expiration worker period (ms).
+    #[arg(long, env = "PREDEX_GTD_INTERVAL_MS")]
+    gtd_interval_ms: Option<u64>,
+    /// Heartbeat monitor period (ms); a key silent for more than 10 s loses its orders.
+    #[arg(long, env = "PREDEX_HEARTBEAT_CHECK_MS")]
+    heartbeat_check_ms: Option<u64>,
+    /// Requests per client IP per window on the order-book server (0 = no limit).
+    #[arg(long, env = "PREDEX_RATE_LIMIT_MAX")]
+    rate_limit_max: Option<u32>,
+    /// The rate limit's sliding window (seconds).
+    #[arg(long, env = "PREDEX_RATE_LIMIT_WINDOW_SECS")]
+    rate_limit_window_secs: Option<u64>,
+    /// Reverse proxies whose X-Forwarded-For / X-Real-IP are believed (comma-separated IPs).
+    #[arg(long, env = "PREDEX_TRUSTED_PROXIES", value_delimiter = ',')]
+    trusted_proxies: Option<Vec<std::net::IpAddr>>,
     /// Log as JSON lines (the default under systemd).
     #[arg(long, env = "PREDEX_LOG_JSON")]
     log_json: bool,
@@ -180,8 +201,17 @@ impl ServeArgs {
             chain_id,
             exchange_address,
             neg_risk_exchange_address,
-            catalogue
+            catalogue,
+            settlement_interval_ms,
+            gtd_interval_ms,
+            heartbeat_check_ms,
+            rate_limit_max,
+            rate_limit_window_secs,
+            trusted_proxies
         );
+        if self.fee_address.is_some() {
+            c.fee_address = self.fee_address;
+        }
         c.validate()?;
         let json = self.log_json || std::env::var_os("INVOCATION_ID").is_some();
         Ok((c, json))

@@ -41,17 +41,34 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
     let metrics = warp::path!("internal" / "metrics").and(warp::get()).and(s()).map(|s: Arc<AppState>| {
         use std::sync::atomic::Ordering::Relaxed;
         let m = &s.metrics;
+        let w = &s.worker_stats;
         warp::reply::json(&j!({
             "commits": m.commits.load(Relaxed),
             "jobs": m.jobs.load(Relaxed),
             "sync_micros_total": m.sync_micros_total.load(Relaxed),
             "last_batch_jobs": m.last_batch_jobs.load(Relaxed),
             "last_sync_micros": m.last_sync_micros.load(Relaxed),
+            "settlement_runs": w.settlement_runs.load(Relaxed),
+            "trades_confirmed": w.trades_confirmed.load(Relaxed),
+            "trades_failed": w.trades_failed.load(Relaxed),
+            "gtd_runs": w.gtd_runs.load(Relaxed),
+            "gtd_expired": w.gtd_expired.load(Relaxed),
+            "heartbeat_runs": w.heartbeat_runs.load(Relaxed),
+            "heartbeat_cancels": w.heartbeat_cancels.load(Relaxed),
         }))
         .into_response()
     });
+    let rate_get = warp::path!("internal" / "rate-limit").and(warp::get()).and(s()).map(|s: Arc<AppState>| {
+        let (max, window) = s.limiter.settings();
+        warp::reply::json(&j!({ "maxRequests": max, "windowSecs": window })).into_response()
+    });
+    let mode_get = warp::path!("internal" / "mode")
+        .and(warp::get())
+        .and(s())
+        .map(|s: Arc<AppState>| warp::reply::json(&j!({ "mode": s.mode() })).into_response());
     use warp::Reply;
-    post!("markets", create_market)
+    // Boxed in two halves: one long chain of `or`s overflows the compiler's type recursion.
+    let setup = post!("markets", create_market)
         .or(post!("ledger" / "credit", credit))
         .unify()
         .or(post!("waitlist" / "approve", approve))
@@ -61,6 +78,18 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .or(post!("addresses", addresses))
         .unify()
         .or(post!("deferred" / "release", release))
+        .unify()
+        .boxed();
+    setup
+        .or(post!("settle", settle))
+        .unify()
+        .or(post!("nonce" / "increment", increment_nonce))
+        .unify()
+        .or(post!("rate-limit", set_rate_limit))
+        .unify()
+        .or(rate_get)
+        .unify()
+        .or(mode_get)
         .unify()
         .or(balances)
         .unify()
@@ -186,7 +215,60 @@ async fn balances(s: Arc<AppState>, r: Req) -> ApiResult {
     let accs = s.engine.accounts(a).await?;
     let mut out = serde_json::Map::new();
     for (asset, acc) in accs {
-        out.insert(asset, j!({ "balance": fmt_amount(acc.balance), "reserved": fmt_amount(acc.reserved) }));
+        out.insert(
+            asset,
+            j!({
+                "balance": fmt_amount(acc.balance),
+                "reserved": fmt_amount(acc.reserved),
+                "incoming": fmt_amount(acc.incoming),
+                "available": fmt_amount(acc.available()),
+            }),
+        );
     }
     json(&out)
+}
+
+/// Settles every PENDING trade now instead of at the worker's next run.
+async fn settle(s: Arc<AppState>, _r: Req) -> ApiResult {
+    let (mut confirmed, mut failed) = (0, 0);
+    loop {
+        let (c, f) = s.engine.settle(crate::workers::SETTLE_CHUNK).await?;
+        confirmed += c;
+        failed += f;
+        if c + f < crate::workers::SETTLE_CHUNK {
+            break;
+        }
+    }
+    json(&j!({ "confirmed": confirmed, "failed": failed }))
+}
+
+/// The exchange's incrementNonce for an address, as the chain would see it: the address's
+/// open orders are cancelled and its PENDING trades will fail settlement.
+async fn increment_nonce(s: Arc<AppState>, r: Req) -> ApiResult {
+    #[derive(Deserialize)]
+    struct B {
+        address: String,
+    }
+    let b: B = body(&r)?;
+    let a = normalize_address(&b.address).ok_or_else(|| ApiError::bad("invalid address"))?;
+    let (nonce, ids) = s.engine.increment_nonce(a.clone()).await?;
+    json(&j!({ "address": a, "nonce": nonce, "canceled": ids.iter().map(|i| i.to_string()).collect::<Vec<_>>() }))
+}
+
+/// POST /internal/rate-limit (SPEC §4.8): changes the limit at runtime (until restart; the
+/// configuration file is the lasting setting). `maxRequests` 0 turns it off.
+async fn set_rate_limit(s: Arc<AppState>, r: Req) -> ApiResult {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    struct B {
+        max_requests: u32,
+        window_secs: u64,
+    }
+    let b: B = body(&r)?;
+    if b.window_secs == 0 || b.window_secs > 86_400 {
+        return Err(ApiError::bad("windowSecs must be between 1 and 86400"));
+    }
+    s.limiter.set(b.max_requests, b.window_secs);
+    tracing::info!(max = b.max_requests, window_secs = b.window_secs, "rate limit changed");
+    json(&j!({ "maxRequests": b.max_requests, "windowSecs": b.window_secs }))
 }

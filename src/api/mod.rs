@@ -2,11 +2,13 @@
 //! handlers are plain async functions returning a response. Every error is
 //! `{"error": "<message>"}` with the status of SPEC §7 ([`ApiError`]).
 
+pub mod account;
 pub mod book;
 pub mod ceiling;
 pub mod internal;
 pub mod keys;
 pub mod orders;
+pub mod ratelimit;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -55,6 +57,11 @@ pub struct AppState {
     /// Every API key, read by L2 authentication on each request without touching RocksDB;
     /// updated after a key's creation or deletion is durable.
     api_keys: RwLock<HashMap<Uuid, Arc<ApiKeyRecord>>>,
+    /// The order-book server's per-IP request limit (SPEC §8).
+    pub limiter: ratelimit::RateLimiter,
+    /// API keys enrolled in heartbeat monitoring (read by the monitor worker).
+    pub heartbeats: Arc<crate::workers::Heartbeats>,
+    pub worker_stats: Arc<crate::workers::WorkerStats>,
 }
 
 impl AppState {
@@ -77,7 +84,7 @@ impl AppState {
             store.all::<ApiKeyRecord>(cf::API_KEYS)?.into_iter().map(|(_, k)| (k.key, Arc::new(k))).collect();
         Ok(AppState {
             domains: OrderDomains::new(config.chain_id, exch, neg),
-            config,
+            config: config.clone(),
             store,
             engine,
             registry,
@@ -87,6 +94,13 @@ impl AppState {
             addresses: RwLock::new(addresses),
             key_lock: tokio::sync::Mutex::new(()),
             api_keys: RwLock::new(api_keys),
+            limiter: ratelimit::RateLimiter::new(
+                config.rate_limit_max,
+                config.rate_limit_window_secs,
+                config.trusted_proxies.clone(),
+            ),
+            heartbeats: Default::default(),
+            worker_stats: Default::default(),
         })
     }
 
@@ -271,6 +285,27 @@ fn body_limit() -> impl Filter<Extract = (), Error = warp::Rejection> + Clone {
 struct TooLarge;
 impl warp::reject::Reject for TooLarge {}
 
+#[derive(Debug)]
+struct RateLimited;
+impl warp::reject::Reject for RateLimited {}
+
+/// Counts the request against its client's rate limit; rejects it when over.
+fn rate_limit(state: Arc<AppState>) -> impl Filter<Extract = (), Error = warp::Rejection> + Clone {
+    warp::addr::remote()
+        .and(warp::header::optional::<String>("x-forwarded-for"))
+        .and(warp::header::optional::<String>("x-real-ip"))
+        .and_then(move |peer, xff: Option<String>, real: Option<String>| {
+            let s = state.clone();
+            async move {
+                match s.limiter.client_ip(peer, xff.as_deref(), real.as_deref()) {
+                    Some(ip) if !s.limiter.allow(ip) => Err(warp::reject::custom(RateLimited)),
+                    _ => Ok(()),
+                }
+            }
+        })
+        .untuple_one()
+}
+
 pub fn with_state(s: Arc<AppState>) -> impl Filter<Extract = (Arc<AppState>,), Error = Infallible> + Clone {
     warp::any().map(move || s.clone())
 }
@@ -331,6 +366,8 @@ pub async fn recover(r: warp::Rejection) -> Result<Response, Infallible> {
         ApiError::not_found("not found")
     } else if r.find::<warp::reject::MethodNotAllowed>().is_some() {
         ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
+    } else if r.find::<RateLimited>().is_some() {
+        ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate limit exceeded")
     } else if r.find::<TooLarge>().is_some() {
         ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload too large")
     } else {
@@ -344,16 +381,18 @@ pub fn clob_routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), E
     let ok = warp::path!("ok").and(warp::get()).map(|| warp::reply::with_status("OK", StatusCode::OK).into_response());
     let time =
         warp::path!("time").and(warp::get()).map(|| warp::reply::json(&crate::domain::now_secs()).into_response());
-    ok.or(time)
-        .unify()
+    let limited = time
         .or(keys::routes(state.clone()))
+        .unify()
+        .or(account::routes(state.clone()))
         .unify()
         .or(orders::routes(state.clone()))
         .unify()
-        .or(book::routes(state))
-        .unify()
-        .recover(recover)
-        .unify()
+        .or(book::routes(state.clone()))
+        .unify();
+    // The health probe is not counted (SPEC §8); everything else shares one counter, and
+    // a request over the limit is refused before any route looks at it.
+    ok.or(rate_limit(state).and(limited)).unify().recover(recover).unify()
 }
 
 /// The servers whose interface later work fills in: health probe and JSON 404s for now.

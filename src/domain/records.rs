@@ -417,3 +417,126 @@ pub fn now_secs() -> u64 {
 pub fn now_millis() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
+
+/// One party's side of a fill, as settlement moves it: what the order pays and what it
+/// receives. Both are derived from the trade record alone, so the engine holds exactly what
+/// the settlement worker later transfers, and a restart rebuilds the holds from the record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leg {
+    pub address: Arc<str>,
+    pub side: Side,
+    /// The order's own token.
+    pub token: Arc<str>,
+    /// Tokens of `token` that changed hands.
+    pub size: u64,
+    /// Collateral the order pays (BUY) or receives before its fee (SELL).
+    pub amount: u64,
+    /// Fee in what the order receives (tokens for BUY, collateral for SELL).
+    pub fee: u64,
+}
+
+impl Leg {
+    /// The asset and amount this leg pays (held from the match until settlement).
+    pub fn pays(&self) -> (&str, u64) {
+        match self.side {
+            Side::Buy => (COLLATERAL, self.amount),
+            Side::Sell => (&self.token, self.size),
+        }
+    }
+
+    /// The asset this leg receives, the amount net of the fee, and the fee.
+    pub fn receives(&self) -> (&str, u64, u64) {
+        match self.side {
+            Side::Buy => (&self.token, self.size - self.fee, self.fee),
+            Side::Sell => (COLLATERAL, self.amount - self.fee, self.fee),
+        }
+    }
+}
+
+/// The ledger's collateral asset key.
+pub const COLLATERAL: &str = "USDC";
+
+impl TradeRecord {
+    /// The taker's leg and the maker's leg. The maker pays or receives `floor(q·p_maker)`;
+    /// in a complementary fill the taker gets the same amount, in a mint or merge the rest
+    /// of `q`, so collateral and tokens are conserved exactly.
+    pub fn legs(&self) -> [Leg; 2] {
+        let m = &self.maker_orders[0];
+        let q = self.size;
+        let maker_amount = crate::domain::mul_div_floor(q, m.price as u64, crate::domain::PRICE_ONE as u64);
+        let taker_amount = match self.match_type {
+            MatchType::Complementary => maker_amount,
+            MatchType::Mint | MatchType::Merge => q - maker_amount,
+        };
+        [
+            Leg {
+                address: self.maker_address.clone(),
+                side: self.side,
+                token: self.asset_id.clone(),
+                size: q,
+                amount: taker_amount,
+                fee: self.taker_fee,
+            },
+            Leg {
+                address: m.maker_address.clone(),
+                side: m.side,
+                token: m.asset_id.clone(),
+                size: m.matched_amount,
+                amount: maker_amount,
+                fee: m.fee,
+            },
+        ]
+    }
+
+    /// The API keys that took part (taker first), each once.
+    pub fn owners(&self) -> Vec<Uuid> {
+        let mut v = vec![self.owner];
+        for m in &self.maker_orders {
+            if !v.contains(&m.owner) {
+                v.push(m.owner);
+            }
+        }
+        v
+    }
+}
+
+/// What a notification reports (SPEC §2.12 shows TRADE_CONFIRMED; the rest follow it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NotificationKind {
+    TradeConfirmed,
+    TradeFailed,
+}
+
+impl NotificationKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NotificationKind::TradeConfirmed => "TRADE_CONFIRMED",
+            NotificationKind::TradeFailed => "TRADE_FAILED",
+        }
+    }
+}
+
+/// A notification for one API key, stored under (owner, trade seq, kind).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotificationRecord {
+    pub kind: NotificationKind,
+    pub owner: Uuid,
+    pub trade_id: Uuid,
+    pub trade_seq: u64,
+    pub market: Arc<str>,
+    pub asset_id: Arc<str>,
+    /// The notified key's own side, size and price in the trade.
+    pub side: Side,
+    pub size: u64,
+    pub price: u32,
+    pub trader_side: TraderSide,
+    pub error_msg: Option<String>,
+    /// UNIX seconds.
+    pub time: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TraderSide {
+    Taker,
+    Maker,
+}

@@ -26,7 +26,7 @@ use crate::domain::{now_millis, now_secs, Market, OrderRecord};
 use crate::ledger::Account;
 use crate::store::persister::Job;
 use crate::store::{cf, encode, Batch, Store, StoreError};
-pub use core::{Canceled, Core, Placed, Reject};
+pub use core::{Canceled, Core, NonceState, Placed, Reject, Settled};
 use snapshot::{BookSnapshot, MarketView, Registry};
 
 /// Why a command did not complete.
@@ -78,6 +78,25 @@ pub enum Command {
         address: String,
         reply: Reply<Vec<(String, Account)>>,
     },
+    /// The proxy wallet bound to a signer, if any.
+    ProxyOf {
+        signer: String,
+        reply: Reply<Option<String>>,
+    },
+    /// Settles up to `max` PENDING trades; replies (confirmed, failed).
+    Settle {
+        max: usize,
+        reply: Reply<(usize, usize)>,
+    },
+    /// Cancels the open GTD orders whose expiration passed; replies their IDs.
+    Expire {
+        reply: Reply<Vec<Uuid>>,
+    },
+    /// incrementNonce for a maker address; replies the new nonce and the cancelled orders.
+    IncrementNonce {
+        address: String,
+        reply: Reply<(u64, Vec<Uuid>)>,
+    },
     /// Runs the invariant checks (tests and operators).
     Check {
         reply: Reply<Result<(), String>>,
@@ -92,9 +111,7 @@ pub struct EngineHandle {
 
 impl EngineHandle {
     async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, EngineError> {
-        let (tx, rx) = oneshot::channel();
-        self.tx.send(make(tx)).map_err(|_| EngineError::Down)?;
-        rx.await.map_err(|_| EngineError::Down)?
+        self.request(make)?.await.map_err(|_| EngineError::Down)?
     }
 
     pub async fn place(&self, order: OrderRecord, defer: bool) -> Result<Placed, EngineError> {
@@ -126,6 +143,51 @@ impl EngineHandle {
     pub async fn check(&self) -> Result<Result<(), String>, EngineError> {
         self.call(|reply| Command::Check { reply }).await
     }
+    pub async fn proxy_of(&self, signer: String) -> Result<Option<String>, EngineError> {
+        self.call(|reply| Command::ProxyOf { signer, reply }).await
+    }
+    pub async fn settle(&self, max: usize) -> Result<(usize, usize), EngineError> {
+        self.call(|reply| Command::Settle { max, reply }).await
+    }
+    pub async fn expire(&self) -> Result<Vec<Uuid>, EngineError> {
+        self.call(|reply| Command::Expire { reply }).await
+    }
+    pub async fn increment_nonce(&self, address: String) -> Result<(u64, Vec<Uuid>), EngineError> {
+        self.call(|reply| Command::IncrementNonce { address, reply }).await
+    }
+
+    /// The same calls from a worker's OS thread (never from a tokio worker): waits for the
+    /// reply by blocking the thread.
+    pub fn blocking(&self) -> Blocking<'_> {
+        Blocking(self)
+    }
+
+    fn request<T>(
+        &self,
+        make: impl FnOnce(Reply<T>) -> Command,
+    ) -> Result<oneshot::Receiver<Result<T, EngineError>>, EngineError> {
+        let (tx, rx) = oneshot::channel();
+        self.tx.send(make(tx)).map_err(|_| EngineError::Down)?;
+        Ok(rx)
+    }
+}
+
+/// Blocking engine calls for the workers' threads.
+pub struct Blocking<'a>(&'a EngineHandle);
+
+impl Blocking<'_> {
+    fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, EngineError> {
+        self.0.request(make)?.blocking_recv().map_err(|_| EngineError::Down)?
+    }
+    pub fn settle(&self, max: usize) -> Result<(usize, usize), EngineError> {
+        self.call(|reply| Command::Settle { max, reply })
+    }
+    pub fn expire(&self) -> Result<Vec<Uuid>, EngineError> {
+        self.call(|reply| Command::Expire { reply })
+    }
+    pub fn cancel_where(&self, owner: Uuid) -> Result<Canceled, EngineError> {
+        self.call(|reply| Command::CancelWhere { owner, market: None, asset: None, reply })
+    }
 }
 
 /// Rebuilds the core from the store: markets, balances, proxies, and every open order in
@@ -145,10 +207,16 @@ pub fn recover(store: &Store, fee_address: String) -> Result<Core, StoreError> {
         core.ledger.load(&addr, &asset, bal);
     }
     for (k, signer) in store.all::<String>(cf::PROXIES)? {
-        core.proxies.insert(String::from_utf8_lossy(&k).into_owned(), signer);
+        core.bind_proxy(String::from_utf8_lossy(&k).into_owned(), signer);
+    }
+    for (k, n) in store.all::<NonceState>(cf::NONCES)? {
+        core.restore_nonce(String::from_utf8_lossy(&k).into_owned(), n);
     }
     core.reserve(store.estimate_open_orders());
     store.for_each_open_order(|o| core.restore(o))?;
+    for t in store.pending_trades()? {
+        core.restore_pending(t);
+    }
     core.next_order_seq = store.meta_u64(crate::store::meta::NEXT_ORDER_SEQ)?.unwrap_or(1);
     core.next_trade_seq = store.meta_u64(crate::store::meta::NEXT_TRADE_SEQ)?.unwrap_or(1);
     Ok(core)
@@ -272,8 +340,34 @@ fn run(
             Command::Check { reply } => {
                 let _ = reply.send(Ok(core.check()));
             }
+            Command::ProxyOf { signer, reply } => {
+                let _ = reply.send(Ok(core.proxy_of(&signer).map(str::to_string)));
+            }
+            Command::Settle { max, reply } => {
+                let s = core.settle(now_secs(), max, &mut batch);
+                let (_, markets) = split_touched(s.canceled);
+                finish(core, &views, &persist, batch, &markets, reply, (s.confirmed.len(), s.failed.len()));
+            }
+            Command::Expire { reply } => {
+                let gone = core.expire(now_secs(), &mut batch);
+                let (ids, markets) = split_touched(gone);
+                finish(core, &views, &persist, batch, &markets, reply, ids);
+            }
+            Command::IncrementNonce { address, reply } => {
+                let (nonce, gone) = core.increment_nonce(&address, &mut batch);
+                let (ids, markets) = split_touched(gone);
+                finish(core, &views, &persist, batch, &markets, reply, (nonce, ids));
+            }
         }
     }
+}
+
+/// Order IDs, and the markets they were in (sorted, once each).
+fn split_touched(v: Vec<(Uuid, u32)>) -> (Vec<Uuid>, Vec<u32>) {
+    let (ids, mut markets): (Vec<Uuid>, Vec<u32>) = v.into_iter().unzip();
+    markets.sort_unstable();
+    markets.dedup();
+    (ids, markets)
 }
 
 fn touched(core: &Core, ids: &[Uuid]) -> Vec<u32> {

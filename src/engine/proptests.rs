@@ -1,7 +1,9 @@
-//! Property tests of the matching core over random command sequences: after every command
-//! the book is never crossed, level totals and reservations match the open orders, and
-//! collateral and tokens are conserved (USDC + YES and YES − NO are invariant: a mint
-//! turns q USDC into q YES + q NO, a merge the reverse; fees move within the ledger).
+//! Property tests of the matching core over random command sequences, settlement passes
+//! and nonce increments (which make pending trades fail): after every command the book is
+//! never crossed, level totals match the orders, reservations match open orders plus the
+//! holds of unsettled trades, expected receipts match those trades, and collateral and
+//! tokens are conserved (USDC + YES and YES − NO are invariant: a mint turns q USDC into
+//! q YES + q NO, a merge the reverse; fees move within the ledger).
 
 use proptest::prelude::*;
 use uuid::Uuid;
@@ -26,6 +28,8 @@ fn market() -> Market {
 enum Cmd {
     Place { user: usize, no: bool, buy: bool, ticks: u32, size: u64, ty: u8, fee: u32 },
     Cancel { pick: usize },
+    Settle { max: usize },
+    IncrementNonce { user: usize },
 }
 
 fn cmd() -> impl Strategy<Value = Cmd> {
@@ -33,11 +37,23 @@ fn cmd() -> impl Strategy<Value = Cmd> {
         4 => (0..3usize, any::<bool>(), any::<bool>(), 1..100u32, 1..40u64, 0..4u8, prop_oneof![Just(0u32), Just(100u32)])
             .prop_map(|(user, no, buy, ticks, size, ty, fee)| Cmd::Place { user, no, buy, ticks, size, ty, fee }),
         1 => (0..64usize).prop_map(|pick| Cmd::Cancel { pick }),
+        1 => (1..6usize).prop_map(|max| Cmd::Settle { max }),
+        1 => Just(Cmd::IncrementNonce { user: 0 }),
     ]
 }
 
 #[allow(clippy::too_many_arguments)]
-fn order(n: u64, user: usize, no: bool, buy: bool, ticks: u32, size: u64, ty: u8, fee: u32) -> (OrderRecord, bool) {
+fn order(
+    n: u64,
+    user: usize,
+    no: bool,
+    buy: bool,
+    ticks: u32,
+    size: u64,
+    ty: u8,
+    fee: u32,
+    nonce: u64,
+) -> (OrderRecord, bool) {
     let price = ticks * 100;
     // Sizes in 0.25-token steps exercise rounding in fills.
     let q = size * 250_000;
@@ -72,7 +88,7 @@ fn order(n: u64, user: usize, no: bool, buy: bool, ticks: u32, size: u64, ty: u8
             taker_amount,
             fee_rate_bps: fee,
             expiration: 0,
-            nonce: 0,
+            nonce,
             salt: n,
             signature_type: 0,
             signature: "".into(),
@@ -109,7 +125,8 @@ proptest! {
             let mut b = Batch::default();
             match cmd {
                 Cmd::Place { user, no, buy, ticks, size, ty, fee } => {
-                    let (o, defer) = order(n as u64, user, no, buy, ticks, size, ty, fee);
+                    let nonce = c.nonce_of(USERS[user]);
+                    let (o, defer) = order(n as u64, user, no, buy, ticks, size, ty, fee, nonce);
                     let (id, owner) = (o.id, o.owner);
                     if let Ok(p) = c.place(o, defer, 0, &mut b) {
                         prop_assert!(p.order.size_matched <= p.order.original_size);
@@ -130,14 +147,26 @@ proptest! {
                         c.cancel(owner, &[id], &mut b);
                     }
                 }
+                Cmd::Settle { max } => {
+                    let before = c.pending_len();
+                    let s = c.settle(1, max, &mut b);
+                    prop_assert_eq!(s.confirmed.len() + s.failed.len(), before.min(max));
+                }
+                Cmd::IncrementNonce { user } => {
+                    c.increment_nonce(USERS[user], &mut b);
+                    prop_assert!(c.open_ids(Uuid::from_u128(1000 + user as u128), None, None).is_empty());
+                }
             }
             prop_assert_eq!(c.check(), Ok(()));
             let (u, y, no) = totals(&c);
             prop_assert_eq!(u + y, u0 + y0, "USDC + YES conserved");
             prop_assert_eq!(y as i128 - no as i128, y0 as i128 - n0 as i128, "YES − NO conserved");
         }
-        // Cancelling everything releases every reservation.
+        // Settling everything and cancelling everything releases every reservation and
+        // every expected receipt.
         let mut b = Batch::default();
+        c.settle(2, usize::MAX, &mut b);
+        prop_assert_eq!(c.pending_len(), 0);
         for u in 0..3u128 {
             let owner = Uuid::from_u128(1000 + u);
             let ids = c.open_ids(owner, None, None);
@@ -146,7 +175,66 @@ proptest! {
         for u in USERS {
             for a in ["USDC", "1", "2"] {
                 prop_assert_eq!(c.ledger.account(u, a).reserved, 0);
+                prop_assert_eq!(c.ledger.account(u, a).incoming, 0);
             }
         }
+        prop_assert_eq!(c.check(), Ok(()));
+        let (u, y, no) = totals(&c);
+        prop_assert_eq!(u + y, u0 + y0, "USDC + YES conserved after settlement");
+        prop_assert_eq!(y as i128 - no as i128, y0 as i128 - n0 as i128);
     }
+}
+
+/// A fill is usable at once and settles later; a nonce increment before settlement makes
+/// the trade fail, voids its receipts and cancels the orders that relied on them.
+#[test]
+fn settlement_confirms_and_fails() {
+    let mut c = Core::new("0xfee".into());
+    c.add_market(market());
+    let mut b = Batch::default();
+    c.credit("0xa", "USDC", 100 * AMOUNT_ONE, &mut b);
+    c.credit("0xb", "1", 40 * AMOUNT_ONE, &mut b);
+    let t = |n: u64, user: usize, buy: bool| order(n, user, false, buy, 60, 40, 0, 0, 0).0; // 10 YES at 0.60
+    c.place(t(1, 1, false), false, 0, &mut b).unwrap();
+    let p = c.place(t(2, 0, true), false, 0, &mut b).unwrap();
+    assert_eq!(p.trades.len(), 1);
+    let a_yes = c.ledger.account("0xa", "1");
+    assert_eq!((a_yes.balance, a_yes.incoming, a_yes.available()), (0, 10 * AMOUNT_ONE, 10 * AMOUNT_ONE));
+    assert_eq!(c.ledger.account("0xa", "USDC").reserved, 6 * AMOUNT_ONE, "payment held");
+    assert_eq!(c.check(), Ok(()));
+
+    let s = c.settle(1, 10, &mut b);
+    assert_eq!((s.confirmed.len(), s.failed.len()), (1, 0));
+    assert_eq!(s.confirmed[0].status, TradeStatus::Confirmed);
+    assert_eq!(c.ledger.account("0xa", "1").balance, 10 * AMOUNT_ONE);
+    assert_eq!(c.ledger.account("0xa", "USDC").balance, 94 * AMOUNT_ONE);
+    assert_eq!(c.ledger.account("0xb", "USDC").balance, 6 * AMOUNT_ONE);
+    assert_eq!(c.ledger.account("0xb", "1").balance, 30 * AMOUNT_ONE);
+    assert_eq!(c.pending_len(), 0);
+
+    // Second fill: 0xa resells the YES it is about to receive, then 0xb invalidates its
+    // nonce before settlement.
+    c.place(t(3, 1, false), false, 0, &mut b).unwrap();
+    c.place(t(4, 0, true), false, 0, &mut b).unwrap();
+    let resell = order(5, 0, false, false, 90, 80, 0, 0, 0).0; // 20 YES at 0.90: rests
+    let resell_id = resell.id;
+    c.place(resell, false, 0, &mut b).unwrap();
+    assert_eq!(c.ledger.account("0xa", "1").reserved, 20 * AMOUNT_ONE);
+    let (nonce, canceled) = c.increment_nonce("0xb", &mut b);
+    assert_eq!((nonce, canceled.len()), (1, 0), "both fills were whole: no open order of 0xb");
+    let s = c.settle(2, 10, &mut b);
+    assert_eq!((s.confirmed.len(), s.failed.len()), (0, 1));
+    assert!(s.failed[0].error_msg.as_deref().unwrap().contains("nonce"));
+    assert_eq!(s.canceled.iter().map(|x| x.0).collect::<Vec<_>>(), vec![resell_id]);
+    // Nothing moved: balances are those after the first settlement, nothing is held.
+    assert_eq!(c.ledger.account("0xa", "USDC"), {
+        let mut l = crate::ledger::Ledger::default();
+        l.load("x", "USDC", 94 * AMOUNT_ONE);
+        l.account("x", "USDC")
+    });
+    assert_eq!(c.ledger.account("0xa", "1").balance, 10 * AMOUNT_ONE);
+    assert_eq!(c.ledger.account("0xa", "1").reserved, 0);
+    assert_eq!(c.ledger.account("0xb", "1").balance, 30 * AMOUNT_ONE);
+    assert_eq!(c.ledger.account("0xb", "1").reserved, 0);
+    assert_eq!(c.check(), Ok(()));
 }

@@ -2,8 +2,13 @@
 //! of each balance that open orders reserve.
 //!
 //! Owned by the engine thread (no locks): a reservation check and the fills that spend it
-//! happen in one single-threaded step, so nothing is spent twice. `balance` is persisted;
-//! `reserved` is derived from the open orders and rebuilt at startup.
+//! happen in one single-threaded step, so nothing is spent twice. `balance` is the settled
+//! balance and is persisted; `reserved` (open orders, and what matched trades pay until
+//! settlement) and `incoming` (what matched trades will deliver) are derived from the open
+//! orders and the PENDING trades, and rebuilt at startup.
+//!
+//! A fill is usable the moment it is acknowledged: `available` counts incoming receipts,
+//! so a maker can sell what it just bought before settlement moves it into `balance`.
 
 use foldhash::{HashMap, HashMapExt};
 
@@ -13,13 +18,15 @@ pub struct Account {
     pub balance: u64,
     /// Held by open orders; `balance - reserved` is what a new order may reserve.
     pub reserved: u64,
+    /// Receipts of matched trades not yet settled.
+    pub incoming: u64,
     /// Balance changed since the last `take_dirty` (already queued in `dirty`).
     dirty: bool,
 }
 
 impl Account {
     pub fn available(&self) -> u64 {
-        self.balance.saturating_sub(self.reserved)
+        self.balance.saturating_add(self.incoming).saturating_sub(self.reserved)
     }
 }
 
@@ -99,6 +106,20 @@ impl Ledger {
     pub fn release(&mut self, address: &str, asset: &str, amount: u64) {
         if let Some(a) = self.accounts.get_mut(address).and_then(|m| m.get_mut(asset)) {
             a.reserved = a.reserved.saturating_sub(amount);
+        }
+    }
+
+    /// Records a receipt of a matched trade (usable at once, settled later).
+    pub fn expect(&mut self, address: &str, asset: &str, amount: u64) {
+        if amount > 0 {
+            self.entry(address, asset).incoming += amount;
+        }
+    }
+
+    /// Removes an expected receipt: settled (then credited) or void (its trade failed).
+    pub fn unexpect(&mut self, address: &str, asset: &str, amount: u64) {
+        if let Some(a) = self.accounts.get_mut(address).and_then(|m| m.get_mut(asset)) {
+            a.incoming = a.incoming.saturating_sub(amount);
         }
     }
 

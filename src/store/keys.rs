@@ -34,3 +34,10 @@ pub fn address_prefix(address: &str) -> Vec<u8> {
     k.push(b'/');
     k
 }
+
+/// owner (16) + trade seq (8 BE) + kind (1): a notification, in trade order per key.
+pub fn notification(owner: &Uuid, trade_seq: u64, kind: u8) -> Vec<u8> {
+    let mut k = owner_seq(owner, trade_seq);
+    k.push(kind);
+    k
+}

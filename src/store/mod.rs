@@ -18,7 +18,8 @@ use serde::{de::DeserializeOwned, Serialize};
 use uuid::Uuid;
 
 use crate::domain::{
-    ApiKeyRecord, Interner, InviteRecord, Market, OrderRecord, OrderRecordRef, OrderStatus, TradeRecord,
+    ApiKeyRecord, Interner, InviteRecord, Market, NotificationRecord, OrderRecord, OrderRecordRef, OrderStatus,
+    TradeRecord, TradeStatus,
 };
 
 /// Column-family names.
@@ -48,6 +49,13 @@ pub mod cf {
     pub const ADDRESSES: &str = "addresses";
     /// proxy address → signer address it is bound to.
     pub const PROXIES: &str = "proxies";
+    /// trade seq (u64 BE) → trade id of every PENDING trade: the settlement worker's queue,
+    /// maintained with the trade record (see `Op::Trade`).
+    pub const PENDING_TRADES: &str = "pending_trades";
+    /// owner (16) + trade seq (8) + kind (1) → notification record.
+    pub const NOTIFICATIONS: &str = "notifications";
+    /// maker address → its exchange nonce and the trade seq at which it last changed.
+    pub const NONCES: &str = "nonces";
     pub const META: &str = "meta";
 
     pub const ALL: &[&str] = &[
@@ -65,6 +73,9 @@ pub mod cf {
         WAITLIST,
         ADDRESSES,
         PROXIES,
+        PENDING_TRADES,
+        NOTIFICATIONS,
+        NONCES,
         META,
     ];
 }
@@ -287,14 +298,14 @@ impl Store {
             }
             Op::Trade(t) => {
                 wb.put_cf(self.handle(cf::TRADES), t.id.as_bytes(), encode(t.as_ref()));
-                let mut owners = vec![t.owner];
-                for m in &t.maker_orders {
-                    if !owners.contains(&m.owner) {
-                        owners.push(m.owner);
-                    }
-                }
-                for o in owners {
+                for o in t.owners() {
                     wb.put_cf(self.handle(cf::TRADES_BY_OWNER), keys::owner_seq(&o, t.seq), t.id.as_bytes());
+                }
+                // The settlement queue follows the status, like the open-order indexes.
+                if t.status == TradeStatus::Pending {
+                    wb.put_cf(self.handle(cf::PENDING_TRADES), t.seq.to_be_bytes(), t.id.as_bytes());
+                } else {
+                    wb.delete_cf(self.handle(cf::PENDING_TRADES), t.seq.to_be_bytes());
                 }
             }
             Op::Balance(addr, asset, bal) => {
@@ -461,6 +472,28 @@ impl Store {
             self.db.flush_cf(self.handle(name))?;
         }
         Ok(())
+    }
+
+    /// Every PENDING trade, oldest first (the settlement queue after a restart).
+    pub fn pending_trades(&self) -> Result<Vec<TradeRecord>, StoreError> {
+        let mut out = Vec::new();
+        for (_, id) in self.all_raw(cf::PENDING_TRADES)? {
+            let id = Uuid::from_slice(&id).map_err(|e| StoreError::Corrupt { cf: cf::PENDING_TRADES, msg: e.to_string() })?;
+            let t = self
+                .get_trade(&id)?
+                .ok_or_else(|| StoreError::Corrupt { cf: cf::PENDING_TRADES, msg: format!("no trade {id}") })?;
+            out.push(t);
+        }
+        Ok(out)
+    }
+
+    /// An API key's notifications, oldest first.
+    pub fn notifications(&self, owner: &Uuid) -> Result<Vec<NotificationRecord>, StoreError> {
+        let mut out = Vec::new();
+        for (_, v) in self.scan_prefix(cf::NOTIFICATIONS, owner.as_bytes(), owner.as_bytes(), usize::MAX)? {
+            out.push(decode(cf::NOTIFICATIONS, &v)?);
+        }
+        Ok(out)
     }
 
     /// Ledger balances as (address, asset, balance).

@@ -26,8 +26,10 @@ fn spawn(dir: &std::path::Path) -> Proc {
         .arg("--data-dir")
         .arg(dir)
         .args(["--clob-addr", "127.0.0.1:0", "--gamma-addr", "127.0.0.1:0", "--data-addr", "127.0.0.1:0"])
-        // Two settings through their PREDEX_* environment twins rather than flags.
+        // Some settings through their PREDEX_* environment twins rather than flags.
         .env("PREDEX_BRIDGE_ADDR", "127.0.0.1:0")
+        .env("PREDEX_RATE_LIMIT_MAX", "0")
+        .env("PREDEX_SETTLEMENT_INTERVAL_MS", "200")
         .env("PREDEX_INTERNAL_ADDR", "127.0.0.2:0")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

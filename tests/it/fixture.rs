@@ -35,6 +35,11 @@ pub fn test_config(dir: &Path) -> Config {
         bridge_addr: "127.0.0.1:0".parse().unwrap(),
         internal_addr: "127.0.0.1:0".parse().unwrap(),
         catalogue: PathBuf::from("/nonexistent"),
+        // Tests settle explicitly (`Server::settle`) so trade states are deterministic;
+        // the worker's own test shortens this.
+        settlement_interval_ms: 3_600_000,
+        // The limiter runs on every request, far above what a test sends.
+        rate_limit_max: u32::MAX,
         ..Config::default()
     }
 }
@@ -131,6 +136,13 @@ impl Server {
         let (st, b) = self.internal_post("/internal/waitlist/approve", &json!({ "email": email }));
         assert_eq!(st, 200, "{b}");
         b["code"].as_str().unwrap().to_string()
+    }
+
+    /// Settles every PENDING trade now; returns (confirmed, failed).
+    pub fn settle(&self) -> (u64, u64) {
+        let (st, b) = self.internal_post("/internal/settle", &json!({}));
+        assert_eq!(st, 200, "{b}");
+        (b["confirmed"].as_u64().unwrap(), b["failed"].as_u64().unwrap())
     }
 
     /// Engine invariants (books never crossed, reservations match open orders).
@@ -356,9 +368,19 @@ impl Trader {
     }
 
     /// Balance of an asset in micro-units.
+    /// Settled balance of an asset.
     pub fn balance(&self, s: &Server, asset: &str) -> u64 {
+        self.account(s, asset, "balance")
+    }
+
+    /// What the trader can use now: settled + incoming − reserved.
+    pub fn available(&self, s: &Server, asset: &str) -> u64 {
+        self.account(s, asset, "available")
+    }
+
+    fn account(&self, s: &Server, asset: &str, field: &str) -> u64 {
         let b = self.balances(s);
-        b[asset]["balance"].as_str().map(|x| predex::domain::parse_decimal(x, 6).unwrap()).unwrap_or(0)
+        b[asset][field].as_str().map(|x| predex::domain::parse_decimal(x, 6).unwrap()).unwrap_or(0)
     }
 }
 

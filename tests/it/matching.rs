@@ -19,11 +19,14 @@ fn crossing_orders_trade_at_maker_price() {
     assert_eq!(r["makingAmount"], "6");
     assert_eq!(r["takingAmount"], "10");
     let trade_id = r["tradeIds"][0].as_str().unwrap().to_string();
-    assert_eq!(buyer.balance(&s, "USDC"), m("94"));
-    assert_eq!(buyer.balance(&s, YES), m("10"));
-    assert_eq!(seller.balance(&s, "USDC"), m("6"));
-    assert_eq!(seller.balance(&s, YES), m("10"));
-    assert_eq!(buyer.balances(&s)["USDC"]["reserved"], "0");
+    // Usable the moment the fill is acknowledged, settled by the settlement worker.
+    assert_eq!(buyer.available(&s, "USDC"), m("94"));
+    assert_eq!(buyer.available(&s, YES), m("10"));
+    assert_eq!(seller.available(&s, "USDC"), m("6"));
+    assert_eq!(buyer.balance(&s, "USDC"), m("100"));
+    assert_eq!(buyer.balances(&s)["USDC"]["reserved"], "6", "the payment is held until settlement");
+    assert_eq!(buyer.balance(&s, YES), 0);
+    s.check();
 
     // The taker sees TAKER, the maker sees MAKER.
     let (st, tp) = buyer.l2(&s, "GET", "/data/trades", None);
@@ -48,6 +51,18 @@ fn crossing_orders_trade_at_maker_price() {
     let mp = seller.l2(&s, "GET", "/data/trades", None).1;
     assert_eq!(mp["data"][0]["trader_side"], "MAKER");
     assert_eq!(mp["data"][0]["id"], trade_id.as_str());
+
+    assert_eq!(s.settle(), (1, 0));
+    assert_eq!(buyer.balance(&s, "USDC"), m("94"));
+    assert_eq!(buyer.balance(&s, YES), m("10"));
+    assert_eq!(seller.balance(&s, "USDC"), m("6"));
+    assert_eq!(seller.balance(&s, YES), m("10"));
+    assert_eq!(buyer.balances(&s)["USDC"]["reserved"], "0");
+    assert_eq!(buyer.balances(&s)[YES]["incoming"], "0");
+    let t = &buyer.l2(&s, "GET", "/data/trades", None).1["data"][0];
+    assert_eq!(t["status"], "CONFIRMED");
+    assert!(t["transaction_hash"].as_str().unwrap().starts_with("0x"));
+    assert_eq!(s.settle(), (0, 0), "a trade settles once");
 
     // Filters on trades.
     assert_eq!(buyer.l2(&s, "GET", "/data/trades?market=0xnope", None).1["count"], 0);
@@ -94,6 +109,7 @@ fn partial_fills_across_makers_in_price_time_priority() {
     assert_eq!(fills, vec![(c, json!("10"), json!(0)), (a, json!("10"), json!(1)), (b.clone(), json!("5"), json!(2))]);
     let o = makers[1].l2(&s, "GET", &format!("/data/order/{}", b.as_str().unwrap()), None).1;
     assert_eq!((o["size_matched"].clone(), o["status"].clone()), (json!("5"), json!("LIVE")));
+    s.settle();
     assert_eq!(makers[2].balance(&s, "USDC"), m("4.9"));
     assert_eq!(makers[0].balance(&s, "USDC"), m("5"));
     assert_eq!(makers[1].balance(&s, "USDC"), m("2.5"));
@@ -117,6 +133,7 @@ fn mint_buy_yes_meets_buy_no() {
     assert_eq!(r["status"], "MATCHED");
     assert_eq!(r["makingAmount"], "5.5");
     // Both paid their price; 10 USDC became 10 YES + 10 NO.
+    s.settle();
     assert_eq!(yes_buyer.balance(&s, YES), m("10"));
     assert_eq!(yes_buyer.balance(&s, "USDC"), m("94.5"));
     assert_eq!(no_buyer.balance(&s, NO), m("10"));
@@ -143,6 +160,7 @@ fn merge_sell_yes_meets_sell_no() {
     let r = a.place(&s, YES, "SELL", "0.60", "10");
     assert_eq!(r["status"], "MATCHED");
     // Executed at the maker's price: YES 0.65, NO 0.35; 10 YES + 10 NO merged into 10 USDC.
+    s.settle();
     assert_eq!(a.balance(&s, "USDC"), m("6.5"));
     assert_eq!(b.balance(&s, "USDC"), m("3.5"));
     assert_eq!(a.balance(&s, YES), 0);
@@ -237,6 +255,7 @@ fn fees_follow_the_exchange_formula() {
     let (st, r) = buyer.submit(&s, o, "GTC");
     assert_eq!(st, 200, "{r}");
     // SELL pays 0.01·min(0.5,0.5)·100 = 0.5 USDC; BUY pays 0.01·0.5·100/0.5 = 1 token.
+    s.settle();
     assert_eq!(seller.balance(&s, "USDC"), m("49.5"));
     assert_eq!(buyer.balance(&s, YES), m("99"));
     let t = &buyer.l2(&s, "GET", "/data/trades", None).1["data"][0];

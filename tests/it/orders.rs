@@ -257,6 +257,8 @@ fn deferred_orders_rest_outside_matching_until_released() {
     let (st, rel) = s.internal_post("/internal/deferred/release", &json!({}));
     assert_eq!(st, 200);
     assert_eq!(rel, json!([{"orderID": id, "status": "MATCHED"}]));
+    assert_eq!(b.available(&s, "USDC"), m("5"));
+    s.settle();
     assert_eq!(b.balance(&s, "USDC"), m("5"));
     s.check();
 }

@@ -1,0 +1,184 @@
+//! The account endpoints of SPEC §4.1–4.2: heartbeats, balance and allowance, and
+//! notifications.
+
+use std::sync::Arc;
+
+use serde_json::{json as j, Map, Value};
+use warp::reply::Response;
+use warp::Filter;
+
+use super::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use crate::domain::{
+    fmt_amount, fmt_price, ApiKeyRecord, NotificationKind, NotificationRecord, Side, TradeStatus, TraderSide,
+    COLLATERAL,
+};
+use crate::store::{cf, keys, Batch};
+
+pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+    let s = move || with_state(state.clone());
+    let hb = warp::path!("v1" / "heartbeats").and(warp::post()).and(req()).and(s()).map(|r, s: Arc<AppState>| {
+        respond(heartbeat(&s, &r).and_then(|_| json(&j!({ "status": "ok" }))))
+    });
+    let hb_legacy = warp::path!("auth" / "heartbeat")
+        .and(warp::get())
+        .and(req())
+        .and(s())
+        .map(|r, s: Arc<AppState>| respond(heartbeat(&s, &r).and_then(|_| json(&j!({})))));
+    let balance = warp::path!("balance-allowance")
+        .and(warp::get())
+        .and(req())
+        .and(s())
+        .then(|r, s| async move { respond(balance_allowance(s, r).await) });
+    let update = warp::path!("balance-allowance" / "update")
+        .and(warp::get())
+        .and(req())
+        .and(s())
+        .then(|r, s| async move { respond(balance_update(s, r).await) });
+    let notes = warp::path!("notifications")
+        .and(warp::get())
+        .and(req())
+        .and(s())
+        .map(|r, s: Arc<AppState>| respond(notifications(&s, &r)));
+    let drop_notes = warp::path!("notifications")
+        .and(warp::delete())
+        .and(req())
+        .and(s())
+        .then(|r, s| async move { respond(delete_notifications(s, r).await) });
+    hb.or(hb_legacy).unify().or(balance).unify().or(update).unify().or(notes).unify().or(drop_notes).unify()
+}
+
+/// Enrols the key in heartbeat monitoring, or resets its countdown (SPEC §4.2).
+fn heartbeat(s: &AppState, r: &Req) -> Result<(), ApiError> {
+    let key = authenticate(s, r)?;
+    s.heartbeats.beat(key.key);
+    Ok(())
+}
+
+/// The wallet a balance request is about: the key's own address for signature type 0 (EOA),
+/// the proxy wallet it trades through for 1 and 2 (None before its first proxy order).
+async fn wallet(s: &AppState, key: &ApiKeyRecord, r: &Req) -> Result<Option<String>, ApiError> {
+    let q = r.query_map();
+    let ty = match q.get("signature_type").map(|x| x.trim()).filter(|x| !x.is_empty()) {
+        None => 0,
+        Some(x) => x.parse::<u8>().ok().filter(|t| *t <= 2).ok_or_else(|| ApiError::bad("Invalid signature_type"))?,
+    };
+    if ty == 0 {
+        return Ok(Some(key.address.clone()));
+    }
+    Ok(s.engine.proxy_of(key.address.clone()).await?)
+}
+
+/// GET /balance-allowance: what the wallet can trade now, in micro-units as Polymarket
+/// reports it — settled balance plus receipts of matched trades not yet settled, minus what
+/// open orders and unsettled payments hold. `balance` is collateral (or, with
+/// `asset_type=CONDITIONAL&token_id=…`, that token); `allowances` maps every conditional
+/// token the wallet has to the same figure.
+async fn balance_allowance(s: Arc<AppState>, r: Req) -> ApiResult {
+    let key = authenticate(&s, &r)?;
+    let q = r.query_map();
+    let asset_type = q.get("asset_type").map(|x| x.to_ascii_uppercase());
+    let token = match asset_type.as_deref() {
+        None | Some("") | Some("COLLATERAL") => None,
+        Some("CONDITIONAL") => {
+            let t = q.get("token_id").filter(|t| !t.is_empty()).ok_or_else(|| ApiError::bad("Invalid token id"))?;
+            if s.registry.token(t).is_none() {
+                return Err(ApiError::bad("Invalid token id"));
+            }
+            Some(t.clone())
+        }
+        Some(_) => return Err(ApiError::bad("Invalid asset_type")),
+    };
+    let accounts = match wallet(&s, &key, &r).await? {
+        Some(a) => s.engine.accounts(a).await?,
+        None => Vec::new(),
+    };
+    let want = token.as_deref().unwrap_or(COLLATERAL);
+    let balance = accounts.iter().find(|(a, _)| a == want).map_or(0, |(_, acc)| acc.available());
+    let mut allowances = Map::new();
+    for (asset, acc) in &accounts {
+        if asset != COLLATERAL {
+            allowances.insert(asset.clone(), Value::String(acc.available().to_string()));
+        }
+    }
+    json(&j!({ "balance": balance.to_string(), "allowances": allowances }))
+}
+
+/// GET /balance-allowance/update: the settled collateral balance, and the collateral the
+/// key's CONFIRMED trades moved as taker and as maker (net, signed, micro-units).
+async fn balance_update(s: Arc<AppState>, r: Req) -> ApiResult {
+    let key = authenticate(&s, &r)?;
+    let balance = match wallet(&s, &key, &r).await? {
+        Some(a) => s.engine.accounts(a).await?.into_iter().find(|(a, _)| a == COLLATERAL).map_or(0, |(_, x)| x.balance),
+        None => 0,
+    };
+    let (mut taker, mut maker) = (0i128, 0i128);
+    for (_, v) in s.store.scan_prefix(cf::TRADES_BY_OWNER, key.key.as_bytes(), key.key.as_bytes(), usize::MAX)? {
+        let Ok(id) = uuid::Uuid::from_slice(&v) else { continue };
+        let Some(t) = s.store.get_trade(&id)? else { continue };
+        if t.status != TradeStatus::Confirmed {
+            continue;
+        }
+        let [tl, ml] = t.legs();
+        let flow = |l: &crate::domain::Leg| match l.side {
+            Side::Buy => -(l.amount as i128),
+            Side::Sell => (l.amount - l.fee) as i128,
+        };
+        if t.owner == key.key {
+            taker += flow(&tl);
+        }
+        if t.maker_orders.iter().any(|m| m.owner == key.key) {
+            maker += flow(&ml);
+        }
+    }
+    json(&j!({
+        "balance": balance.to_string(),
+        "net_usdc_taker": taker.to_string(),
+        "net_usdc_maker": maker.to_string(),
+    }))
+}
+
+/// The notification id: unique per key, ordered like the trades.
+fn notification_id(n: &NotificationRecord) -> u64 {
+    n.trade_seq * 2 + n.kind as u64
+}
+
+fn notification_json(n: &NotificationRecord) -> Value {
+    j!({
+        "id": notification_id(n),
+        "type": n.kind.as_str(),
+        "owner": n.owner.to_string(),
+        "payload": {
+            "tradeId": n.trade_id.to_string(),
+            "market": n.market,
+            "asset_id": n.asset_id,
+            "side": n.side.as_str(),
+            "size": fmt_amount(n.size),
+            "price": fmt_price(n.price),
+            "trader_side": match n.trader_side { TraderSide::Taker => "TAKER", TraderSide::Maker => "MAKER" },
+            "status": match n.kind { NotificationKind::TradeConfirmed => "CONFIRMED", NotificationKind::TradeFailed => "FAILED" },
+            "error_msg": n.error_msg,
+        },
+        "timestamp": n.time,
+    })
+}
+
+/// GET /notifications: the key's notifications, newest first.
+fn notifications(s: &AppState, r: &Req) -> ApiResult {
+    let key = authenticate(s, r)?;
+    let mut v = s.store.notifications(&key.key)?;
+    v.reverse();
+    json(&v.iter().map(notification_json).collect::<Vec<_>>())
+}
+
+/// DELETE /notifications: drops every notification of the key.
+async fn delete_notifications(s: Arc<AppState>, r: Req) -> ApiResult {
+    let key = authenticate(&s, &r)?;
+    let mut b = Batch::default();
+    for n in s.store.notifications(&key.key)? {
+        b.delete(cf::NOTIFICATIONS, keys::notification(&n.owner, n.trade_seq, n.kind as u8));
+    }
+    if !b.is_empty() {
+        s.commit(b).await?;
+    }
+    json(&j!({}))
+}

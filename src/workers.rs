@@ -1,0 +1,169 @@
+//! Background workers (SPEC §1.4), each on its own OS thread so none of them can stall a
+//! tokio worker or be stalled by one: settlement, GTD expiration and the heartbeat monitor.
+//! Each runs at its configured interval, logs a line for every run that did work, counts
+//! its runs, and exits promptly when [`Workers::stop`] is called.
+//!
+//! Workers change state only through engine commands, so each change is durable before it
+//! is visible, like any request's.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use parking_lot::Mutex;
+use uuid::Uuid;
+
+use crate::engine::EngineHandle;
+
+/// Trades settled per engine command: bounds how long one settlement command holds the
+/// engine (a pass repeats until the queue is empty).
+pub const SETTLE_CHUNK: usize = 10_000;
+
+/// More than this without a heartbeat cancels an enrolled key's orders (SPEC §4.2).
+pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs and work done per worker, for the operator's metrics.
+#[derive(Debug, Default)]
+pub struct WorkerStats {
+    pub settlement_runs: AtomicU64,
+    pub trades_confirmed: AtomicU64,
+    pub trades_failed: AtomicU64,
+    pub gtd_runs: AtomicU64,
+    pub gtd_expired: AtomicU64,
+    pub heartbeat_runs: AtomicU64,
+    pub heartbeat_cancels: AtomicU64,
+}
+
+/// API keys enrolled in heartbeat monitoring, with their last heartbeat.
+#[derive(Debug, Default)]
+pub struct Heartbeats(Mutex<std::collections::HashMap<Uuid, Instant>>);
+
+impl Heartbeats {
+    /// Enrols the key on its first heartbeat; later ones reset its countdown.
+    pub fn beat(&self, key: Uuid) {
+        self.0.lock().insert(key, Instant::now());
+    }
+
+    /// Removes and returns the keys silent for longer than `timeout`.
+    pub fn take_silent(&self, now: Instant, timeout: Duration) -> Vec<Uuid> {
+        let mut m = self.0.lock();
+        let silent: Vec<Uuid> =
+            m.iter().filter(|(_, t)| now.saturating_duration_since(**t) > timeout).map(|(k, _)| *k).collect();
+        for k in &silent {
+            m.remove(k);
+        }
+        silent
+    }
+
+    pub fn is_enrolled(&self, key: &Uuid) -> bool {
+        self.0.lock().contains_key(key)
+    }
+}
+
+pub struct Workers {
+    stop: Option<Sender<()>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+/// Settles every PENDING trade now; returns (confirmed, failed).
+pub fn settle_all(engine: &EngineHandle) -> Result<(usize, usize), crate::engine::EngineError> {
+    let (mut c, mut f) = (0, 0);
+    loop {
+        let (dc, df) = engine.blocking().settle(SETTLE_CHUNK)?;
+        c += dc;
+        f += df;
+        if dc + df < SETTLE_CHUNK {
+            return Ok((c, f));
+        }
+    }
+}
+
+impl Workers {
+    pub fn start(
+        config: &crate::config::Config,
+        engine: EngineHandle,
+        heartbeats: Arc<Heartbeats>,
+        stats: Arc<WorkerStats>,
+    ) -> Workers {
+        let (stop, rx) = crossbeam_channel::bounded::<()>(0);
+        let ms = Duration::from_millis;
+        let mut threads = Vec::new();
+        {
+            let (engine, stats) = (engine.clone(), stats.clone());
+            threads.push(spawn("settlement", ms(config.settlement_interval_ms), rx.clone(), move || {
+                stats.settlement_runs.fetch_add(1, Ordering::Relaxed);
+                match settle_all(&engine) {
+                    Ok((0, 0)) => None,
+                    Ok((c, f)) => {
+                        stats.trades_confirmed.fetch_add(c as u64, Ordering::Relaxed);
+                        stats.trades_failed.fetch_add(f as u64, Ordering::Relaxed);
+                        Some(format!("settled {} trades: {c} confirmed, {f} failed", c + f))
+                    }
+                    Err(e) => Some(format!("settlement stopped: {e:?}")),
+                }
+            }));
+        }
+        {
+            let (engine, stats) = (engine.clone(), stats.clone());
+            threads.push(spawn("gtd-expiration", ms(config.gtd_interval_ms), rx.clone(), move || {
+                stats.gtd_runs.fetch_add(1, Ordering::Relaxed);
+                match engine.blocking().expire() {
+                    Ok(ids) if ids.is_empty() => None,
+                    Ok(ids) => {
+                        stats.gtd_expired.fetch_add(ids.len() as u64, Ordering::Relaxed);
+                        Some(format!("cancelled {} expired GTD orders", ids.len()))
+                    }
+                    Err(e) => Some(format!("expiration failed: {e:?}")),
+                }
+            }));
+        }
+        threads.push(spawn("heartbeat-monitor", ms(config.heartbeat_check_ms), rx, move || {
+            stats.heartbeat_runs.fetch_add(1, Ordering::Relaxed);
+            let silent = heartbeats.take_silent(Instant::now(), HEARTBEAT_TIMEOUT);
+            if silent.is_empty() {
+                return None;
+            }
+            let mut n = 0;
+            for key in &silent {
+                match engine.blocking().cancel_where(*key) {
+                    Ok(c) => n += c.canceled.len(),
+                    Err(e) => return Some(format!("heartbeat cancel failed: {e:?}")),
+                }
+            }
+            stats.heartbeat_cancels.fetch_add(n as u64, Ordering::Relaxed);
+            Some(format!("{} API keys missed their heartbeat: cancelled {n} orders", silent.len()))
+        }));
+        Workers { stop: Some(stop), threads }
+    }
+
+    /// Stops every worker after its current run and waits for it.
+    pub fn stop(mut self) {
+        drop(self.stop.take());
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn spawn(
+    name: &'static str,
+    every: Duration,
+    stop: Receiver<()>,
+    mut run: impl FnMut() -> Option<String> + Send + 'static,
+) -> JoinHandle<()> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || loop {
+            match stop.recv_timeout(every) {
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Some(msg) = run() {
+                        tracing::info!(worker = name, "{msg}");
+                    }
+                }
+                _ => return,
+            }
+        })
+        .expect("spawn worker")
+}
