@@ -47,8 +47,15 @@ pub fn test_config(dir: &Path) -> Config {
 impl Server {
     /// A fresh server with one binary market (YES/NO, tick 0.01, min size 5).
     pub fn start() -> Server {
+        Server::start_tuned(|_| {})
+    }
+
+    /// [`Server::start`] with some settings changed.
+    pub fn start_tuned(tune: impl FnOnce(&mut Config)) -> Server {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = Server::start_with(test_config(dir.path()));
+        let mut c = test_config(dir.path());
+        tune(&mut c);
+        let mut s = Server::start_with(c);
         s._dir = Some(dir);
         s.create_market(COND, YES, NO, "0.01", false);
         s
@@ -193,6 +200,18 @@ pub fn send(req: ureq::Request, body: Option<String>) -> (u16, Value) {
     let st = resp.status();
     let text = resp.into_string().unwrap();
     (st, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+/// Polls `f` every 50 ms until it returns Some, for at most `secs` seconds.
+pub fn wait_for<T>(secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
+    let end = std::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(std::time::Instant::now() < end, "condition not reached in {secs} s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// (status, error message) of an error response.

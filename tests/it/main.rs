@@ -1,5 +1,6 @@
 //! All integration tests, one binary: each module drives the real server over HTTP.
 
+mod account;
 mod book;
 mod crash;
 mod fixture;
@@ -8,3 +9,4 @@ mod loadgen;
 mod matching;
 mod orders;
 mod restart;
+mod workers;

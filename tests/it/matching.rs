@@ -215,6 +215,8 @@ fn fok_fak_and_post_only() {
     let (st, r) = t.submit(&s, o, "FAK");
     assert_eq!((st, r["status"].clone(), r["takingAmount"].clone()), (200, json!("MATCHED"), json!("0.0055")));
     assert_eq!(s.get(&format!("/book?token_id={YES}")).1["asks"], json!([]));
+    assert_eq!(t.balances(&s)["USDC"]["reserved"], "7.25", "2.25 for the resting order, 5 held for settlement");
+    s.settle();
     assert_eq!(t.balances(&s)["USDC"]["reserved"], "2.25");
     s.check();
 }
