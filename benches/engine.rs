@@ -180,6 +180,12 @@ impl Lob for PredexEngine {
         let r = self.core.place(o, false, 0, &mut self.batch);
         debug_assert!(r.is_ok());
         self.batch.ops.clear();
+        // Settlement is engine work per trade too: run it as the worker would, in chunks,
+        // inside the timed commands.
+        if self.core.pending_len() >= 1024 {
+            self.core.settle(0, usize::MAX, &mut self.batch);
+            self.batch.ops.clear();
+        }
     }
 }
 

@@ -4,12 +4,15 @@
 //! the engine thread (books + ledger), and the warp servers (order book, catalogue,
 //! analytics, bridge, internal), each bound to its own address.
 
+pub mod admin;
 pub mod api;
 pub mod auth;
+pub mod client;
 pub mod config;
 pub mod domain;
 pub mod engine;
 pub mod ledger;
+pub mod metrics;
 pub mod sign;
 pub mod store;
 pub mod workers;
@@ -117,11 +120,13 @@ impl App {
             .or_else(|| auth::normalize_address(&config.exchange_address))
             .expect("validated");
         let core = engine::recover(&store, fee_address).context("recover state")?;
-        let metrics = Arc::new(store::persister::PersistMetrics::default());
+        let exported = Arc::new(metrics::Metrics::new());
+        let metrics = Arc::new(store::persister::PersistMetrics::exported(&exported));
         let (persist_tx, persister) = store::persister::spawn(store.clone(), metrics.clone());
         let registry = Arc::new(engine::snapshot::Registry::default());
-        let (engine, engine_thread) = engine::spawn(core, registry.clone(), persist_tx.clone());
-        let state = Arc::new(api::AppState::new(config.clone(), store, engine, registry, metrics, persist_tx)?);
+        let (engine, engine_thread) = engine::spawn(core, registry.clone(), persist_tx.clone(), exported.clone());
+        let state =
+            Arc::new(api::AppState::new(config.clone(), store, engine, registry, metrics, exported, persist_tx)?);
 
         if state.store.get_raw(cf::META, meta::CATALOGUE_LOADED)?.is_none() {
             load_catalogue(&state, &config).await?;
@@ -142,12 +147,8 @@ impl App {
         let (data_l, data) = bind(config.data_addr, "data")?;
         let (bridge_l, bridge) = bind(config.bridge_addr, "bridge")?;
         let (internal_l, internal) = bind(config.internal_addr, "internal")?;
-        let workers = workers::Workers::start(
-            &config,
-            state.engine.clone(),
-            state.heartbeats.clone(),
-            state.worker_stats.clone(),
-        );
+        let workers =
+            workers::Workers::start(&config, state.engine.clone(), state.heartbeats.clone(), state.exported.clone());
         servers.push(serve(clob_l, api::clob_routes(state.clone()), rx.clone()));
         servers.push(serve(gamma_l, api::stub_routes("gamma"), rx.clone()));
         servers.push(serve(data_l, api::stub_routes("data"), rx.clone()));

@@ -18,6 +18,9 @@ struct Cli {
 enum Command {
     /// Run every server over the embedded RocksDB.
     Serve(ServeArgs),
+    /// Operate a running exchange through its internal server (markets, ledger, waitlist,
+    /// mode, address restrictions, rate limit, settlement).
+    Admin(predex::admin::AdminArgs),
     /// Sign requests for trying the exchange with curl (prints curl arguments or bodies).
     #[command(subcommand)]
     Sign(SignCmd),
@@ -213,8 +216,49 @@ impl ServeArgs {
             c.fee_address = self.fee_address;
         }
         c.validate()?;
-        let json = self.log_json || std::env::var_os("INVOCATION_ID").is_some();
+        let json = self.log_json
+            || std::env::var("PREDEX_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"))
+            || std::env::var_os("INVOCATION_ID").is_some();
         Ok((c, json))
+    }
+}
+
+/// With `WatchdogSec=` set, pings systemd at half the period — but only while the engine
+/// thread answers, so a wedged engine gets the service restarted. Dropping the returned
+/// guard stops the thread (it holds an engine handle, which must go before shutdown).
+fn watchdog(engine: predex::engine::EngineHandle) -> Option<Watchdog> {
+    let mut usec = 0;
+    if !sd_notify::watchdog_enabled(false, &mut usec) || usec == 0 {
+        return None;
+    }
+    let every = std::time::Duration::from_micros(usec / 2);
+    let (stop, rx) = crossbeam_channel::bounded::<()>(0);
+    let thread = std::thread::Builder::new()
+        .name("watchdog".into())
+        .spawn(move || loop {
+            if engine.blocking().ping().is_err() {
+                return;
+            }
+            let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Watchdog]);
+            if rx.recv_timeout(every) != Err(crossbeam_channel::RecvTimeoutError::Timeout) {
+                return;
+            }
+        })
+        .ok()?;
+    Some(Watchdog { stop: Some(stop), thread: Some(thread) })
+}
+
+struct Watchdog {
+    stop: Option<crossbeam_channel::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
@@ -227,13 +271,33 @@ fn main() -> anyhow::Result<ExitCode> {
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             rt.block_on(async move {
                 let app = predex::App::start(config).await?;
-                tokio::signal::ctrl_c().await?;
-                tracing::info!("shutting down");
+                // Every listener is bound and every book reloaded: tell systemd (Type=notify).
+                let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
+                let dog = watchdog(app.state.engine.clone());
+                let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+                tokio::select! {
+                    r = tokio::signal::ctrl_c() => r?,
+                    _ = term.recv() => {}
+                }
+                tracing::info!("shutting down: draining requests, then the engine and the persister");
+                let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
+                drop(dog);
                 app.shutdown().await;
+                tracing::info!("stopped cleanly");
                 anyhow::Ok(())
             })?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Admin(args) => match predex::admin::run(args) {
+            Ok(reply) => {
+                println!("{}", serde_json::to_string_pretty(&reply)?);
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) => {
+                eprintln!("predex admin: {e:#}");
+                Ok(ExitCode::FAILURE)
+            }
+        },
         Command::Sign(cmd) => {
             sign(cmd)?;
             Ok(ExitCode::SUCCESS)

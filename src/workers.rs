@@ -6,7 +6,6 @@
 //! Workers change state only through engine commands, so each change is durable before it
 //! is visible, like any request's.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -16,6 +15,7 @@ use parking_lot::Mutex;
 use uuid::Uuid;
 
 use crate::engine::EngineHandle;
+use crate::metrics::Metrics;
 
 /// Trades settled per engine command: bounds how long one settlement command holds the
 /// engine (a pass repeats until the queue is empty).
@@ -23,18 +23,6 @@ pub const SETTLE_CHUNK: usize = 10_000;
 
 /// More than this without a heartbeat cancels an enrolled key's orders (SPEC §4.2).
 pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Runs and work done per worker, for the operator's metrics.
-#[derive(Debug, Default)]
-pub struct WorkerStats {
-    pub settlement_runs: AtomicU64,
-    pub trades_confirmed: AtomicU64,
-    pub trades_failed: AtomicU64,
-    pub gtd_runs: AtomicU64,
-    pub gtd_expired: AtomicU64,
-    pub heartbeat_runs: AtomicU64,
-    pub heartbeat_cancels: AtomicU64,
-}
 
 /// API keys enrolled in heartbeat monitoring, with their last heartbeat.
 #[derive(Debug, Default)]
@@ -85,7 +73,7 @@ impl Workers {
         config: &crate::config::Config,
         engine: EngineHandle,
         heartbeats: Arc<Heartbeats>,
-        stats: Arc<WorkerStats>,
+        stats: Arc<Metrics>,
     ) -> Workers {
         let (stop, rx) = crossbeam_channel::bounded::<()>(0);
         let ms = Duration::from_millis;
@@ -93,12 +81,11 @@ impl Workers {
         {
             let (engine, stats) = (engine.clone(), stats.clone());
             threads.push(spawn("settlement", ms(config.settlement_interval_ms), rx.clone(), move || {
-                stats.settlement_runs.fetch_add(1, Ordering::Relaxed);
+                stats.worker_ran("settlement");
                 match settle_all(&engine) {
                     Ok((0, 0)) => None,
                     Ok((c, f)) => {
-                        stats.trades_confirmed.fetch_add(c as u64, Ordering::Relaxed);
-                        stats.trades_failed.fetch_add(f as u64, Ordering::Relaxed);
+                        stats.settled(c, f);
                         Some(format!("settled {} trades: {c} confirmed, {f} failed", c + f))
                     }
                     Err(e) => Some(format!("settlement stopped: {e:?}")),
@@ -108,11 +95,11 @@ impl Workers {
         {
             let (engine, stats) = (engine.clone(), stats.clone());
             threads.push(spawn("gtd-expiration", ms(config.gtd_interval_ms), rx.clone(), move || {
-                stats.gtd_runs.fetch_add(1, Ordering::Relaxed);
+                stats.worker_ran("gtd-expiration");
                 match engine.blocking().expire() {
                     Ok(ids) if ids.is_empty() => None,
                     Ok(ids) => {
-                        stats.gtd_expired.fetch_add(ids.len() as u64, Ordering::Relaxed);
+                        stats.worker_cancelled("gtd-expiration", ids.len());
                         Some(format!("cancelled {} expired GTD orders", ids.len()))
                     }
                     Err(e) => Some(format!("expiration failed: {e:?}")),
@@ -120,7 +107,7 @@ impl Workers {
             }));
         }
         threads.push(spawn("heartbeat-monitor", ms(config.heartbeat_check_ms), rx, move || {
-            stats.heartbeat_runs.fetch_add(1, Ordering::Relaxed);
+            stats.worker_ran("heartbeat-monitor");
             let silent = heartbeats.take_silent(Instant::now(), HEARTBEAT_TIMEOUT);
             if silent.is_empty() {
                 return None;
@@ -132,7 +119,7 @@ impl Workers {
                     Err(e) => return Some(format!("heartbeat cancel failed: {e:?}")),
                 }
             }
-            stats.heartbeat_cancels.fetch_add(n as u64, Ordering::Relaxed);
+            stats.worker_cancelled("heartbeat-monitor", n);
             Some(format!("{} API keys missed their heartbeat: cancelled {n} orders", silent.len()))
         }));
         Workers { stop: Some(stop), threads }

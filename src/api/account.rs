@@ -16,9 +16,11 @@ use crate::store::{cf, keys, Batch};
 
 pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
     let s = move || with_state(state.clone());
-    let hb = warp::path!("v1" / "heartbeats").and(warp::post()).and(req()).and(s()).map(|r, s: Arc<AppState>| {
-        respond(heartbeat(&s, &r).and_then(|_| json(&j!({ "status": "ok" }))))
-    });
+    let hb = warp::path!("v1" / "heartbeats")
+        .and(warp::post())
+        .and(req())
+        .and(s())
+        .map(|r, s: Arc<AppState>| respond(heartbeat(&s, &r).and_then(|_| json(&j!({ "status": "ok" })))));
     let hb_legacy = warp::path!("auth" / "heartbeat")
         .and(warp::get())
         .and(req())

@@ -41,26 +41,51 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
     let metrics = warp::path!("internal" / "metrics").and(warp::get()).and(s()).map(|s: Arc<AppState>| {
         use std::sync::atomic::Ordering::Relaxed;
         let m = &s.metrics;
-        let w = &s.worker_stats;
         warp::reply::json(&j!({
             "commits": m.commits.load(Relaxed),
             "jobs": m.jobs.load(Relaxed),
             "sync_micros_total": m.sync_micros_total.load(Relaxed),
             "last_batch_jobs": m.last_batch_jobs.load(Relaxed),
             "last_sync_micros": m.last_sync_micros.load(Relaxed),
-            "settlement_runs": w.settlement_runs.load(Relaxed),
-            "trades_confirmed": w.trades_confirmed.load(Relaxed),
-            "trades_failed": w.trades_failed.load(Relaxed),
-            "gtd_runs": w.gtd_runs.load(Relaxed),
-            "gtd_expired": w.gtd_expired.load(Relaxed),
-            "heartbeat_runs": w.heartbeat_runs.load(Relaxed),
-            "heartbeat_cancels": w.heartbeat_cancels.load(Relaxed),
         }))
         .into_response()
+    });
+    // Prometheus text exposition of every metric (requests, order commands, matches,
+    // settlement, books, persister, workers).
+    let prometheus = warp::path!("metrics").and(warp::get()).and(s()).map(|s: Arc<AppState>| {
+        warp::http::Response::builder()
+            .header("content-type", "application/openmetrics-text; version=1.0.0; charset=utf-8")
+            .body(warp::hyper::body::Bytes::from(s.exported.render()))
+            .map(Reply::into_response)
+            .unwrap_or_else(|_| ApiError::db().into_response())
     });
     let rate_get = warp::path!("internal" / "rate-limit").and(warp::get()).and(s()).map(|s: Arc<AppState>| {
         let (max, window) = s.limiter.settings();
         warp::reply::json(&j!({ "maxRequests": max, "windowSecs": window })).into_response()
+    });
+    let markets = warp::path!("internal" / "markets").and(warp::get()).and(s()).map(|s: Arc<AppState>| {
+        let list: Vec<_> = s
+            .registry
+            .tables()
+            .list
+            .iter()
+            .map(|v| {
+                let m = &v.market;
+                j!({
+                    "condition_id": m.condition_id,
+                    "question": m.question,
+                    "slug": m.slug,
+                    "tokens": m.tokens.iter().map(|t| j!({"token_id": t.token_id, "outcome": t.outcome})).collect::<Vec<_>>(),
+                    "tick_size": crate::domain::fmt_price(m.tick),
+                    "min_order_size": fmt_amount(m.min_order_size),
+                    "neg_risk": m.neg_risk,
+                    "active": m.active,
+                    "closed": m.closed,
+                    "accepting_orders": m.accepting_orders,
+                })
+            })
+            .collect();
+        warp::reply::json(&list).into_response()
     });
     let mode_get = warp::path!("internal" / "mode")
         .and(warp::get())
@@ -90,6 +115,10 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .or(rate_get)
         .unify()
         .or(mode_get)
+        .unify()
+        .or(markets)
+        .unify()
+        .or(prometheus)
         .unify()
         .or(balances)
         .unify()

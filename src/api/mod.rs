@@ -61,7 +61,8 @@ pub struct AppState {
     pub limiter: ratelimit::RateLimiter,
     /// API keys enrolled in heartbeat monitoring (read by the monitor worker).
     pub heartbeats: Arc<crate::workers::Heartbeats>,
-    pub worker_stats: Arc<crate::workers::WorkerStats>,
+    /// What `GET /metrics` on the internal server exports.
+    pub exported: Arc<crate::metrics::Metrics>,
 }
 
 impl AppState {
@@ -71,6 +72,7 @@ impl AppState {
         engine: EngineHandle,
         registry: Arc<Registry>,
         metrics: Arc<PersistMetrics>,
+        exported: Arc<crate::metrics::Metrics>,
         persist: crossbeam_channel::Sender<Job>,
     ) -> anyhow::Result<AppState> {
         let exch: Address = config.exchange_address.parse()?;
@@ -100,7 +102,7 @@ impl AppState {
                 config.trusted_proxies.clone(),
             ),
             heartbeats: Default::default(),
-            worker_stats: Default::default(),
+            exported,
         })
     }
 
@@ -115,6 +117,11 @@ impl AppState {
             Some(r) => m.insert(key, Arc::new(r)),
             None => m.remove(&key),
         };
+    }
+
+    /// Observes an order command's latency when the returned guard drops.
+    pub fn time_command(&self, command: &'static str) -> CommandTimer<'_> {
+        CommandTimer { state: self, command, start: std::time::Instant::now() }
     }
 
     pub fn mode(&self) -> Mode {
@@ -151,6 +158,19 @@ impl AppState {
 
     pub fn address_status(&self, addr: &str) -> AddressStatus {
         self.addresses.read().get(addr).copied().unwrap_or(AddressStatus::None)
+    }
+}
+
+pub struct CommandTimer<'a> {
+    state: &'a AppState,
+    command: &'static str,
+    start: std::time::Instant,
+}
+
+impl Drop for CommandTimer<'_> {
+    fn drop(&mut self) {
+        let h = crate::metrics::CommandLabels { command: self.command };
+        self.state.exported.command_seconds.get_or_create(&h).observe(self.start.elapsed().as_secs_f64());
     }
 }
 
@@ -392,7 +412,13 @@ pub fn clob_routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), E
         .unify();
     // The health probe is not counted (SPEC §8); everything else shares one counter, and
     // a request over the limit is refused before any route looks at it.
-    ok.or(rate_limit(state).and(limited)).unify().recover(recover).unify()
+    let m = state.exported.clone();
+    let count = warp::log::custom(move |info: warp::log::Info<'_>| {
+        let status = info.status().as_u16();
+        let labels = crate::metrics::RouteLabels { route: crate::metrics::route_of(info.path(), status), status };
+        m.requests.get_or_create(&labels).inc();
+    });
+    ok.or(rate_limit(state).and(limited)).unify().recover(recover).unify().with(count).map(Reply::into_response)
 }
 
 /// The servers whose interface later work fills in: health probe and JSON 404s for now.

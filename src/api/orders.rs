@@ -423,6 +423,7 @@ fn rejected_json(msg: &str) -> Value {
 async fn place(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<Placed, ApiError> {
     let (order, defer) = validate(s, key, sub)?;
     let id = order.id;
+    let _t = s.time_command("place");
     match s.engine.place(order, defer).await {
         Ok(p) => Ok(p),
         Err(EngineError::Rejected(r)) => Err(ApiError::bad(reject_message(&r, id))),
@@ -478,6 +479,7 @@ async fn cancel_one(s: Arc<AppState>, r: Req) -> ApiResult {
         .and_then(Value::as_str)
         .ok_or_else(|| ApiError::bad("Invalid orderID"))?;
     let id = parse_id(id)?;
+    let _t = s.time_command("cancel");
     canceled_json(&s.engine.cancel(key.key, vec![id]).await?)
 }
 
@@ -489,12 +491,14 @@ async fn cancel_many(s: Arc<AppState>, r: Req) -> ApiResult {
         return Err(ApiError::bad(format!("Too many orders in payload, max allowed: {MAX_CANCEL}")));
     }
     let ids = v.iter().map(|x| parse_id(x)).collect::<Result<Vec<_>, _>>()?;
+    let _t = s.time_command("cancel");
     canceled_json(&s.engine.cancel(key.key, ids).await?)
 }
 
 async fn cancel_all(s: Arc<AppState>, r: Req) -> ApiResult {
     check_cancels(&s)?;
     let key = authenticate(&s, &r)?;
+    let _t = s.time_command("cancel");
     canceled_json(&s.engine.cancel_where(key.key, None, None).await?)
 }
 
@@ -507,6 +511,7 @@ async fn cancel_market(s: Arc<AppState>, r: Req) -> ApiResult {
         serde_json::from_slice(&r.body).map_err(|_| ApiError::bad("Invalid payload"))?
     };
     let pick = |k: &str| v.get(k).and_then(Value::as_str).filter(|x| !x.is_empty()).map(str::to_string);
+    let _t = s.time_command("cancel");
     canceled_json(&s.engine.cancel_where(key.key, pick("market"), pick("asset_id")).await?)
 }
 

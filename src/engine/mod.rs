@@ -78,6 +78,10 @@ pub enum Command {
         address: String,
         reply: Reply<Vec<(String, Account)>>,
     },
+    /// Answers at once: the watchdog's proof that the engine thread is taking commands.
+    Ping {
+        reply: Reply<()>,
+    },
     /// The proxy wallet bound to a signer, if any.
     ProxyOf {
         signer: String,
@@ -185,6 +189,9 @@ impl Blocking<'_> {
     pub fn expire(&self) -> Result<Vec<Uuid>, EngineError> {
         self.call(|reply| Command::Expire { reply })
     }
+    pub fn ping(&self) -> Result<(), EngineError> {
+        self.call(|reply| Command::Ping { reply })
+    }
     pub fn cancel_where(&self, owner: Uuid) -> Result<Canceled, EngineError> {
         self.call(|reply| Command::CancelWhere { owner, market: None, asset: None, reply })
     }
@@ -227,6 +234,7 @@ pub fn spawn(
     mut core: Core,
     registry: Arc<Registry>,
     persist: Sender<Job>,
+    metrics: Arc<crate::metrics::Metrics>,
 ) -> (EngineHandle, std::thread::JoinHandle<()>) {
     let (tx, rx) = crossbeam_channel::bounded::<Command>(65_536);
     let mut views: Vec<Arc<MarketView>> = Vec::new();
@@ -240,7 +248,7 @@ pub fn spawn(
     }
     let h = std::thread::Builder::new()
         .name("engine".into())
-        .spawn(move || run(&mut core, rx, registry, persist, views))
+        .spawn(move || run(&mut core, rx, registry, persist, views, &metrics))
         .expect("spawn engine");
     (EngineHandle { tx }, h)
 }
@@ -276,12 +284,14 @@ fn run(
     registry: Arc<Registry>,
     persist: Sender<Job>,
     mut views: Vec<Arc<MarketView>>,
+    metrics: &crate::metrics::Metrics,
 ) {
     while let Ok(cmd) = rx.recv() {
         let mut batch = Batch::default();
         match cmd {
             Command::Place { order, defer, reply } => match core.place(*order, defer, now_secs(), &mut batch) {
                 Ok(placed) => {
+                    metrics.matches.inc_by(placed.trades.len() as u64);
                     let idx = placed.order.market_idx;
                     finish(core, &views, &persist, batch, &[idx], reply, placed);
                 }
@@ -331,6 +341,7 @@ fn run(
             }
             Command::ReleaseDeferred { ids, reply } => {
                 let out = core.release_deferred(ids.as_deref(), now_secs(), &mut batch);
+                metrics.matches.inc_by(out.iter().map(|p| p.trades.len() as u64).sum());
                 let markets: Vec<u32> = out.iter().map(|p| p.order.market_idx).collect();
                 finish(core, &views, &persist, batch, &markets, reply, out);
             }
@@ -339,6 +350,9 @@ fn run(
             }
             Command::Check { reply } => {
                 let _ = reply.send(Ok(core.check()));
+            }
+            Command::Ping { reply } => {
+                let _ = reply.send(Ok(()));
             }
             Command::ProxyOf { signer, reply } => {
                 let _ = reply.send(Ok(core.proxy_of(&signer).map(str::to_string)));
@@ -359,6 +373,10 @@ fn run(
                 finish(core, &views, &persist, batch, &markets, reply, (nonce, ids));
             }
         }
+        // Gauges are atomics: no lock is shared with the handlers that render them.
+        metrics.open_orders.set(core.orders.len() as i64);
+        metrics.books.set(core.markets.len() as i64);
+        metrics.pending_trades.set(core.pending_len() as i64);
     }
 }
 

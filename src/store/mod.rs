@@ -478,7 +478,8 @@ impl Store {
     pub fn pending_trades(&self) -> Result<Vec<TradeRecord>, StoreError> {
         let mut out = Vec::new();
         for (_, id) in self.all_raw(cf::PENDING_TRADES)? {
-            let id = Uuid::from_slice(&id).map_err(|e| StoreError::Corrupt { cf: cf::PENDING_TRADES, msg: e.to_string() })?;
+            let id = Uuid::from_slice(&id)
+                .map_err(|e| StoreError::Corrupt { cf: cf::PENDING_TRADES, msg: e.to_string() })?;
             let t = self
                 .get_trade(&id)?
                 .ok_or_else(|| StoreError::Corrupt { cf: cf::PENDING_TRADES, msg: format!("no trade {id}") })?;

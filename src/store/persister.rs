@@ -20,14 +20,37 @@ pub struct Job {
     pub done: Completion,
 }
 
-/// Counters a bench or an operator can read.
-#[derive(Debug, Default)]
+/// Counters a bench or an operator can read, and the histograms of `/metrics`.
+#[derive(Debug)]
 pub struct PersistMetrics {
     pub commits: AtomicU64,
     pub jobs: AtomicU64,
     pub sync_micros_total: AtomicU64,
     pub last_batch_jobs: AtomicU64,
     pub last_sync_micros: AtomicU64,
+    pub batch_jobs: prometheus_client::metrics::histogram::Histogram,
+    pub sync_seconds: prometheus_client::metrics::histogram::Histogram,
+}
+
+impl PersistMetrics {
+    /// Counters that also feed the exported histograms.
+    pub fn exported(m: &crate::metrics::Metrics) -> PersistMetrics {
+        PersistMetrics {
+            commits: AtomicU64::new(0),
+            jobs: AtomicU64::new(0),
+            sync_micros_total: AtomicU64::new(0),
+            last_batch_jobs: AtomicU64::new(0),
+            last_sync_micros: AtomicU64::new(0),
+            batch_jobs: m.batch_jobs.clone(),
+            sync_seconds: m.sync_seconds.clone(),
+        }
+    }
+}
+
+impl Default for PersistMetrics {
+    fn default() -> Self {
+        PersistMetrics::exported(&crate::metrics::Metrics::new())
+    }
 }
 
 /// The most jobs folded into one WriteBatch.
@@ -67,6 +90,8 @@ fn run(store: Arc<Store>, rx: Receiver<Job>, metrics: Arc<PersistMetrics>) {
         metrics.sync_micros_total.fetch_add(micros, Ordering::Relaxed);
         metrics.last_batch_jobs.store(group.len() as u64, Ordering::Relaxed);
         metrics.last_sync_micros.store(micros, Ordering::Relaxed);
+        metrics.batch_jobs.observe(group.len() as f64);
+        metrics.sync_seconds.observe(micros as f64 / 1e6);
         for j in group.drain(..) {
             (j.done)(true);
         }

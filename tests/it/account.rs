@@ -44,13 +44,22 @@ fn balance_allowance_counts_fills_at_once_and_reconciles_after_settlement() {
     assert_eq!(ba(&buyer, "?signature_type=0")["balance"], "94000000");
 
     // Bad input.
-    assert_eq!(err(buyer.l2(&s, "GET", "/balance-allowance?signature_type=3", None)), (400, "Invalid signature_type".into()));
-    assert_eq!(err(buyer.l2(&s, "GET", "/balance-allowance?asset_type=CONDITIONAL", None)), (400, "Invalid token id".into()));
+    assert_eq!(
+        err(buyer.l2(&s, "GET", "/balance-allowance?signature_type=3", None)),
+        (400, "Invalid signature_type".into())
+    );
+    assert_eq!(
+        err(buyer.l2(&s, "GET", "/balance-allowance?asset_type=CONDITIONAL", None)),
+        (400, "Invalid token id".into())
+    );
     assert_eq!(
         err(buyer.l2(&s, "GET", "/balance-allowance?asset_type=CONDITIONAL&token_id=999", None)),
         (400, "Invalid token id".into())
     );
-    assert_eq!(err(buyer.l2(&s, "GET", "/balance-allowance?asset_type=GOLD", None)), (400, "Invalid asset_type".into()));
+    assert_eq!(
+        err(buyer.l2(&s, "GET", "/balance-allowance?asset_type=GOLD", None)),
+        (400, "Invalid asset_type".into())
+    );
     assert_eq!(s.get("/balance-allowance").0, 401);
     assert_eq!(s.get("/notifications").0, 401);
     s.check();

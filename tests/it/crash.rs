@@ -1,7 +1,8 @@
-//! Crash safety: the `predex` binary as a child process, clients trading concurrently,
-//! `kill -9`, restart on the same data dir. Everything acknowledged is there; everything
-//! unacknowledged is wholly there or wholly absent; books match the persisted orders;
-//! collateral and tokens are conserved.
+//! Crash safety: the `predex` binary as a child process, clients trading concurrently while
+//! trades settle, then `kill -9` (or SIGTERM, which must drain and exit 0), restart on the
+//! same data dir. Everything acknowledged is there; everything unacknowledged is wholly
+//! there or wholly absent; books match the persisted orders; collateral and tokens are
+//! conserved.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
@@ -59,6 +60,15 @@ fn spawn(dir: &std::path::Path) -> Proc {
 
 #[test]
 fn kill_9_loses_nothing_acknowledged() {
+    stop_under_load(false);
+}
+
+#[test]
+fn sigterm_drains_and_loses_nothing_acknowledged() {
+    stop_under_load(true);
+}
+
+fn stop_under_load(sigterm: bool) {
     let dir = tempfile::tempdir().unwrap();
     let mut p = spawn(dir.path());
     let s = &p.server;
@@ -109,8 +119,15 @@ fn kill_9_loses_nothing_acknowledged() {
     while acked.lock().unwrap().len() < 150 && start.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    p.child.kill().unwrap(); // SIGKILL
-    p.child.wait().unwrap();
+    if sigterm {
+        let pid = p.child.id().to_string();
+        assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+        let status = p.child.wait().unwrap();
+        assert!(status.success(), "SIGTERM must drain and exit 0, got {status}");
+    } else {
+        p.child.kill().unwrap(); // SIGKILL
+        p.child.wait().unwrap();
+    }
     stop.store(true, Ordering::Relaxed);
     for th in threads {
         th.join().unwrap();

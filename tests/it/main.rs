@@ -1,6 +1,7 @@
 //! All integration tests, one binary: each module drives the real server over HTTP.
 
 mod account;
+mod admin;
 mod book;
 mod crash;
 mod fixture;

@@ -60,6 +60,13 @@ fn restart_restores_books_orders_trades_and_balances() {
         .find(|t| t["maker_orders"][0]["order_id"] == first && t["taker_order_id"] == r["orderID"])
         .unwrap();
     assert_eq!(order_of_first["bucket_index"], 0);
+
+    // The trade matched before the restart was still PENDING: its holds came back with it,
+    // and it settles like the new ones.
+    assert_eq!(s.settle(), (3, 0));
+    assert_eq!(a.balance(&s, YES), m("10"));
+    assert_eq!(a.balances(&s)["USDC"]["reserved"], "0", "every hold settled and no order of a left");
+    s.check();
     drop(dir);
 }
 

@@ -66,8 +66,17 @@ fn settlement_worker_confirms_and_fails_trades_and_notifies() {
     assert_eq!(buyer.l2(&s, "DELETE", "/notifications", None), (200, json!({})));
     assert_eq!(buyer.l2(&s, "GET", "/notifications", None).1, json!([]));
     assert_eq!(seller.l2(&s, "GET", "/notifications", None).1.as_array().unwrap().len(), 2);
-    let metrics = s.internal_get("/internal/metrics").1;
-    assert_eq!((metrics["trades_confirmed"].clone(), metrics["trades_failed"].clone()), (json!(1), json!(1)));
+    let metrics = s.internal_get("/metrics").1;
+    let text = metrics.as_str().unwrap();
+    assert!(text.contains(r#"predex_settlements_total{result="confirmed"} 1"#), "{text}");
+    assert!(text.contains(r#"predex_settlements_total{result="failed"} 1"#), "{text}");
+    assert!(text.contains("predex_matches_total 2"), "{text}");
+    assert!(text.contains(r#"predex_http_requests_total{route="/order",status="200"}"#), "{text}");
+    // Five placements reached the engine: four accepted, one refused for its stale nonce.
+    assert!(text.contains(r#"predex_order_command_seconds_count{command="place"} 5"#), "{text}");
+    assert!(text.contains("predex_pending_trades 0"), "{text}");
+    assert!(text.contains(r#"predex_worker_runs_total{worker="settlement"}"#), "{text}");
+    assert!(text.contains("predex_persister_sync_seconds_count"), "{text}");
     s.check();
 }
 
@@ -82,13 +91,12 @@ fn gtd_orders_are_cancelled_when_they_expire() {
     let id = r["orderID"].as_str().unwrap().to_string();
     let keep = t.place(&s, YES, "BUY", "0.40", "10")["orderID"].as_str().unwrap().to_string();
     assert_eq!(t.balances(&s)["USDC"]["reserved"], "9");
-    wait_for(10, || {
-        (t.l2(&s, "GET", &format!("/data/order/{id}"), None).1["status"] == "CANCELED").then_some(())
-    });
+    wait_for(10, || (t.l2(&s, "GET", &format!("/data/order/{id}"), None).1["status"] == "CANCELED").then_some(()));
     assert_eq!(t.balances(&s)["USDC"]["reserved"], "4", "the GTD reservation is released");
     assert_eq!(s.get(&format!("/book?token_id={YES}")).1["bids"], json!([{"price": "0.4000", "size": "10"}]));
     assert_eq!(t.l2(&s, "GET", &format!("/data/order/{keep}"), None).1["status"], "LIVE");
-    assert!(s.internal_get("/internal/metrics").1["gtd_expired"].as_u64().unwrap() >= 1);
+    let metrics = s.internal_get("/metrics").1;
+    assert!(metrics.as_str().unwrap().contains(r#"predex_worker_cancels_total{worker="gtd-expiration"} 1"#));
     s.check();
 }
 
@@ -98,7 +106,10 @@ fn a_silent_heartbeat_cancels_that_keys_orders_only() {
     let silent = s.trader(m("100"));
     let beating = s.trader(m("100"));
     let never = s.trader(m("100"));
-    assert_eq!(silent.l2(&s, "POST", "/v1/heartbeats", Some(&json!({"heartbeat_id": null}))), (200, json!({"status": "ok"})));
+    assert_eq!(
+        silent.l2(&s, "POST", "/v1/heartbeats", Some(&json!({"heartbeat_id": null}))),
+        (200, json!({"status": "ok"}))
+    );
     assert_eq!(beating.l2(&s, "GET", "/auth/heartbeat", None), (200, json!({})));
     for t in [&silent, &beating, &never] {
         t.place(&s, YES, "BUY", "0.40", "10");

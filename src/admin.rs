@@ -1,0 +1,207 @@
+//! `predex admin`: the operator's command line over the internal server (loopback). Each
+//! subcommand is one request; the reply is printed as JSON; a failure prints one line
+//! `predex admin: <reason>` and exits non-zero.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand};
+use serde_json::{json, Value};
+
+#[derive(Args)]
+pub struct AdminArgs {
+    /// The internal (operator) server.
+    #[arg(long, env = "PREDEX_INTERNAL_ADDR", default_value = "127.0.0.1:8090", global = true)]
+    pub internal: SocketAddr,
+    #[command(subcommand)]
+    pub command: AdminCmd,
+}
+
+#[derive(Subcommand)]
+pub enum AdminCmd {
+    /// Create or list markets.
+    #[command(subcommand)]
+    Markets(MarketsCmd),
+    /// The embedded ledger (testnet faucet).
+    #[command(subcommand)]
+    Ledger(LedgerCmd),
+    /// The invite-only waitlist.
+    #[command(subcommand)]
+    Waitlist(WaitlistCmd),
+    /// Show the platform mode, or set it: normal, cancel-only or trading-disabled.
+    Mode {
+        #[arg(value_parser = ["normal", "cancel-only", "trading-disabled"])]
+        mode: Option<String>,
+    },
+    /// Restrict addresses: ban (no new orders, ever), closed-only, or clear.
+    #[command(subcommand)]
+    Addresses(AddressesCmd),
+    /// The order-book server's per-IP rate limit.
+    #[command(subcommand, name = "rate-limit")]
+    RateLimit(RateLimitCmd),
+    /// Settle every PENDING trade now rather than at the worker's next run.
+    Settle,
+}
+
+#[derive(Subcommand)]
+pub enum MarketsCmd {
+    /// Create a binary market.
+    Create {
+        /// A JSON file with the market (condition_id, question, slug, tokens, tick_size,
+        /// min_order_size, neg_risk) — the shape of data/markets.json entries. Without it,
+        /// the flags below describe the market.
+        #[arg(long, conflicts_with_all = ["condition_id", "question", "yes_token", "no_token"])]
+        file: Option<PathBuf>,
+        #[arg(long)]
+        condition_id: Option<String>,
+        #[arg(long)]
+        question: Option<String>,
+        #[arg(long, default_value = "")]
+        slug: String,
+        /// Token ID (decimal uint256) of the YES outcome.
+        #[arg(long)]
+        yes_token: Option<String>,
+        /// Token ID (decimal uint256) of the NO outcome.
+        #[arg(long)]
+        no_token: Option<String>,
+        #[arg(long, default_value = "0.01")]
+        tick_size: String,
+        #[arg(long, default_value = "5")]
+        min_order_size: String,
+        #[arg(long)]
+        neg_risk: bool,
+    },
+    /// List every market.
+    List,
+}
+
+#[derive(Subcommand)]
+pub enum LedgerCmd {
+    /// Credit an address: USDC or a token ID, an amount in whole units (e.g. 100.5).
+    Credit {
+        #[arg(long)]
+        address: String,
+        #[arg(long, default_value = "USDC")]
+        asset: String,
+        #[arg(long)]
+        amount: String,
+    },
+    /// An address's balances (settled, reserved, incoming, available).
+    Show {
+        #[arg(long)]
+        address: String,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum WaitlistCmd {
+    /// Approve an email: prints its single-use invitation code.
+    Approve {
+        #[arg(long)]
+        email: String,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum AddressesCmd {
+    /// Ban an address from placing orders.
+    Ban { address: String },
+    /// Restrict an address to closing positions.
+    ClosedOnly { address: String },
+    /// Lift any restriction.
+    Clear { address: String },
+}
+
+#[derive(Subcommand)]
+pub enum RateLimitCmd {
+    /// Show the current limit.
+    Get,
+    /// Change the limit until restart (0 requests = no limit).
+    Set {
+        #[arg(long)]
+        max_requests: u32,
+        #[arg(long)]
+        window_secs: u64,
+    },
+}
+
+/// Runs one admin command; returns the reply to print.
+pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
+    let (method, path, body) = request(args.command)?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let (status, reply) = rt.block_on(crate::client::call(args.internal, method, &path, &[], body));
+    match status {
+        0 => bail!("cannot reach the internal server at {} (is predex running?)", args.internal),
+        200..=299 => Ok(reply),
+        _ => bail!("{} ({status})", reply["error"].as_str().unwrap_or("unexpected reply")),
+    }
+}
+
+fn request(cmd: AdminCmd) -> anyhow::Result<(&'static str, String, Option<Value>)> {
+    Ok(match cmd {
+        AdminCmd::Markets(MarketsCmd::List) => ("GET", "/internal/markets".into(), None),
+        AdminCmd::Markets(MarketsCmd::Create {
+            file,
+            condition_id,
+            question,
+            slug,
+            yes_token,
+            no_token,
+            tick_size,
+            min_order_size,
+            neg_risk,
+        }) => {
+            let body = match file {
+                Some(f) => {
+                    let text = std::fs::read_to_string(&f).with_context(|| format!("read {}", f.display()))?;
+                    serde_json::from_str(&text).with_context(|| format!("{} is not JSON", f.display()))?
+                }
+                None => {
+                    let (Some(c), Some(q), Some(y), Some(n)) = (condition_id, question, yes_token, no_token) else {
+                        bail!("give --file, or --condition-id, --question, --yes-token and --no-token");
+                    };
+                    json!({
+                        "condition_id": c, "question": q, "slug": slug,
+                        "tokens": [{"token_id": y, "outcome": "Yes"}, {"token_id": n, "outcome": "No"}],
+                        "tick_size": tick_size, "min_order_size": min_order_size, "neg_risk": neg_risk,
+                    })
+                }
+            };
+            ("POST", "/internal/markets".into(), Some(body))
+        }
+        AdminCmd::Ledger(LedgerCmd::Credit { address, asset, amount }) => {
+            let micro = crate::domain::parse_decimal(&amount, 6)
+                .map_err(|_| anyhow::anyhow!("amount must be a number with at most 6 decimals, got {amount}"))?;
+            let body = json!({"address": address, "asset": asset, "amount": micro.to_string()});
+            ("POST", "/internal/ledger/credit".into(), Some(body))
+        }
+        AdminCmd::Ledger(LedgerCmd::Show { address }) => {
+            ("GET", format!("/internal/balances?address={}", urlencode(&address)), None)
+        }
+        AdminCmd::Waitlist(WaitlistCmd::Approve { email }) => {
+            ("POST", "/internal/waitlist/approve".into(), Some(json!({ "email": email })))
+        }
+        AdminCmd::Mode { mode: None } => ("GET", "/internal/mode".into(), None),
+        AdminCmd::Mode { mode: Some(m) } => ("POST", "/internal/mode".into(), Some(json!({ "mode": m }))),
+        AdminCmd::Addresses(a) => {
+            let (address, status) = match a {
+                AddressesCmd::Ban { address } => (address, "banned"),
+                AddressesCmd::ClosedOnly { address } => (address, "closed-only"),
+                AddressesCmd::Clear { address } => (address, "none"),
+            };
+            ("POST", "/internal/addresses".into(), Some(json!({"address": address, "status": status})))
+        }
+        AdminCmd::RateLimit(RateLimitCmd::Get) => ("GET", "/internal/rate-limit".into(), None),
+        AdminCmd::RateLimit(RateLimitCmd::Set { max_requests, window_secs }) => (
+            "POST",
+            "/internal/rate-limit".into(),
+            Some(json!({"maxRequests": max_requests, "windowSecs": window_secs})),
+        ),
+        AdminCmd::Settle => ("POST", "/internal/settle".into(), Some(json!({}))),
+    })
+}
+
+fn urlencode(s: &str) -> String {
+    serde_urlencoded::to_string([("", s)]).map(|x| x[1..].to_string()).unwrap_or_default()
+}

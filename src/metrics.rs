@@ -1,0 +1,157 @@
+//! Operator metrics in the Prometheus text format (`GET /metrics` on the internal server).
+//!
+//! Counters and gauges are atomics, so the engine thread updates them without a lock;
+//! histograms (a short lock each) are observed only by HTTP handlers and the persister.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RouteLabels {
+    pub route: String,
+    pub status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CommandLabels {
+    pub command: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabels {
+    pub result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WorkerLabels {
+    pub worker: &'static str,
+}
+
+fn latency() -> Histogram {
+    // 50 µs to ~3.3 s.
+    Histogram::new(exponential_buckets(0.000_05, 2.0, 17))
+}
+
+/// Every metric predex exports; clones share the same values.
+pub struct Metrics {
+    registry: Registry,
+    /// Order-book server requests by route template and status.
+    pub requests: Family<RouteLabels, Counter>,
+    /// Order commands (place, cancel) from the handler's view: engine plus durable write.
+    pub command_seconds: Family<CommandLabels, Histogram, fn() -> Histogram>,
+    /// Fills the engine matched.
+    pub matches: Counter,
+    /// Trades settled, by result (confirmed, failed).
+    pub settlements: Family<ResultLabels, Counter>,
+    /// Worker runs, by worker.
+    pub worker_runs: Family<WorkerLabels, Counter>,
+    /// Orders a worker cancelled (GTD expiry, missed heartbeats).
+    pub worker_cancels: Family<WorkerLabels, Counter>,
+    /// Open orders (LIVE and DEFERRED) and markets with a book.
+    pub open_orders: Gauge,
+    pub books: Gauge,
+    /// Trades waiting for settlement.
+    pub pending_trades: Gauge,
+    /// Persister: jobs per group commit, and seconds per synced write.
+    pub batch_jobs: Histogram,
+    pub sync_seconds: Histogram,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("predex");
+        let m = Metrics {
+            requests: Family::default(),
+            command_seconds: Family::new_with_constructor(latency as fn() -> Histogram),
+            matches: Counter::default(),
+            settlements: Family::default(),
+            worker_runs: Family::default(),
+            worker_cancels: Family::default(),
+            open_orders: Gauge::default(),
+            books: Gauge::default(),
+            pending_trades: Gauge::default(),
+            batch_jobs: Histogram::new(exponential_buckets(1.0, 2.0, 13)),
+            sync_seconds: latency(),
+            registry: Registry::default(),
+        };
+        registry.register("http_requests", "Order-book server requests by route and status", m.requests.clone());
+        registry.register(
+            "order_command_seconds",
+            "Order commands from request to durable reply",
+            m.command_seconds.clone(),
+        );
+        registry.register("matches", "Fills matched by the engine", m.matches.clone());
+        registry.register("settlements", "Trades settled, by result", m.settlements.clone());
+        registry.register("worker_runs", "Background worker runs", m.worker_runs.clone());
+        registry.register("worker_cancels", "Orders cancelled by a worker", m.worker_cancels.clone());
+        registry.register("open_orders", "Open orders (LIVE and DEFERRED)", m.open_orders.clone());
+        registry.register("books", "Markets with an order book", m.books.clone());
+        registry.register("pending_trades", "Trades matched and not yet settled", m.pending_trades.clone());
+        registry.register("persister_batch_jobs", "Commands per group commit", m.batch_jobs.clone());
+        registry.register("persister_sync_seconds", "Synced RocksDB write per group commit", m.sync_seconds.clone());
+        Metrics { registry, ..m }
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry).expect("writing to a String");
+        out
+    }
+
+    pub fn settled(&self, confirmed: usize, failed: usize) {
+        self.settlements.get_or_create(&ResultLabels { result: "confirmed" }).inc_by(confirmed as u64);
+        self.settlements.get_or_create(&ResultLabels { result: "failed" }).inc_by(failed as u64);
+    }
+
+    pub fn worker_ran(&self, worker: &'static str) {
+        self.worker_runs.get_or_create(&WorkerLabels { worker }).inc();
+    }
+
+    pub fn worker_cancelled(&self, worker: &'static str, n: usize) {
+        self.worker_cancels.get_or_create(&WorkerLabels { worker }).inc_by(n as u64);
+    }
+}
+
+/// The route label of a request path: its template, so IDs never become label values.
+pub fn route_of(path: &str, status: u16) -> String {
+    if path.starts_with("/data/order/") {
+        return "/data/order/{id}".into();
+    }
+    if status == 404 && path != "/data/order" {
+        return "unmatched".into();
+    }
+    path.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_prometheus_text() {
+        let m = Metrics::new();
+        m.requests.get_or_create(&RouteLabels { route: route_of("/order", 200), status: 200 }).inc();
+        m.requests.get_or_create(&RouteLabels { route: route_of("/nope/123", 404), status: 404 }).inc();
+        m.command_seconds.get_or_create(&CommandLabels { command: "place" }).observe(0.0007);
+        m.settled(3, 1);
+        m.open_orders.set(7);
+        let text = m.render();
+        assert!(text.contains(r#"predex_http_requests_total{route="/order",status="200"} 1"#), "{text}");
+        assert!(text.contains(r#"predex_http_requests_total{route="unmatched",status="404"} 1"#), "{text}");
+        assert!(text.contains(r#"predex_order_command_seconds_count{command="place"} 1"#), "{text}");
+        assert!(text.contains(r#"predex_settlements_total{result="failed"} 1"#), "{text}");
+        assert!(text.contains("predex_open_orders 7"), "{text}");
+        assert!(text.ends_with("# EOF\n"));
+    }
+}
