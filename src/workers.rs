@@ -19,7 +19,7 @@ use crate::metrics::Metrics;
 
 /// Trades settled per engine command: bounds how long one settlement command holds the
 /// engine (a pass repeats until the queue is empty).
-pub const SETTLE_CHUNK: usize = 10_000;
+pub const SETTLE_CHUNK: usize = 1_000;
 
 /// More than this without a heartbeat cancels an enrolled key's orders (SPEC §4.2).
 pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(10);

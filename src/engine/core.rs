@@ -640,14 +640,7 @@ impl Core {
         if acc.reserved <= acc.balance.saturating_add(acc.incoming) {
             return;
         }
-        let mut ids: Vec<(u64, Uuid, u32)> = self
-            .orders
-            .values()
-            .filter(|o| *o.maker == *address && o.spend_asset().key() == asset)
-            .map(|o| (o.seq, o.id, o.market_idx))
-            .collect();
-        ids.sort_unstable();
-        for (_, id, m) in ids {
+        for (id, m) in self.open_where(|o| *o.maker == *address && o.spend_asset().key() == asset) {
             self.close(&id, batch);
             canceled.push((id, m));
         }
@@ -677,10 +670,7 @@ impl Core {
         let state = NonceState { nonce: self.nonce_of(maker) + 1, since_trade: self.next_trade_seq };
         self.nonces.insert(maker.to_string(), state);
         batch.put(cf::NONCES, maker.as_bytes().to_vec(), encode(&state));
-        let mut ids: Vec<(u64, Uuid, u32)> =
-            self.orders.values().filter(|o| *o.maker == *maker).map(|o| (o.seq, o.id, o.market_idx)).collect();
-        ids.sort_unstable();
-        let ids: Vec<(Uuid, u32)> = ids.into_iter().map(|x| (x.1, x.2)).collect();
+        let ids = self.open_where(|o| *o.maker == *maker);
         for (id, _) in &ids {
             self.close(id, batch);
         }
@@ -736,16 +726,20 @@ impl Core {
 
     /// IDs of the open orders of `owner`, optionally only in one market or token.
     pub fn open_ids(&self, owner: Uuid, market: Option<&str>, asset: Option<&str>) -> Vec<Uuid> {
-        let mut v: Vec<(u64, Uuid)> = self
-            .orders
-            .values()
-            .filter(|o| o.owner == owner)
-            .filter(|o| market.is_none_or(|m| *o.condition_id == *m))
-            .filter(|o| asset.is_none_or(|a| *o.token_id == *a))
-            .map(|o| (o.seq, o.id))
-            .collect();
-        v.sort();
-        v.into_iter().map(|x| x.1).collect()
+        self.open_where(|o| {
+            o.owner == owner && market.is_none_or(|m| *o.condition_id == *m) && asset.is_none_or(|a| *o.token_id == *a)
+        })
+        .into_iter()
+        .map(|x| x.0)
+        .collect()
+    }
+
+    /// Open orders matching `f`, in acceptance order: (id, market).
+    fn open_where(&self, f: impl Fn(&OrderRecord) -> bool) -> Vec<(Uuid, u32)> {
+        let mut v: Vec<(u64, Uuid, u32)> =
+            self.orders.values().filter(|o| f(o)).map(|o| (o.seq, o.id, o.market_idx)).collect();
+        v.sort_unstable();
+        v.into_iter().map(|x| (x.1, x.2)).collect()
     }
 
     /// Moves DEFERRED orders into matching, in acceptance order.

@@ -22,7 +22,15 @@ struct Proc {
 
 /// Starts `predex serve` and reads the bound addresses from its JSON log.
 fn spawn(dir: &std::path::Path) -> Proc {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_predex"))
+    spawn_with(dir, &[])
+}
+
+fn spawn_with(dir: &std::path::Path, env: &[(&str, String)]) -> Proc {
+    // Through `sh -c 'exec …'` so the server can be told its own PID before it starts, as
+    // systemd does with WATCHDOG_PID (the shell's PID is the server's after exec).
+    let mut child = Command::new("sh")
+        .args(["-c", r#"export WATCHDOG_PID=$$; exec "$0" "$@""#, env!("CARGO_BIN_EXE_predex")])
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .args(["serve", "--log-json", "--catalogue", "/nonexistent"])
         .arg("--data-dir")
         .arg(dir)
@@ -250,4 +258,36 @@ impl Drop for Proc {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Under systemd (Type=notify): READY=1 once listening, WATCHDOG=1 at half WatchdogSec while
+/// the engine answers, STOPPING=1 on SIGTERM, then a clean exit.
+#[test]
+fn tells_systemd_ready_watchdog_and_stopping() {
+    use std::os::unix::net::UnixDatagram;
+    let dir = tempfile::tempdir().unwrap();
+    let sock_path = dir.path().join("notify.sock");
+    let sock = UnixDatagram::bind(&sock_path).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let data = dir.path().join("data");
+    let mut p =
+        spawn_with(&data, &[("NOTIFY_SOCKET", sock_path.display().to_string()), ("WATCHDOG_USEC", "200000".into())]);
+    let mut buf = [0u8; 256];
+    let mut recv = || {
+        let n = sock.recv(&mut buf).expect("a notification");
+        String::from_utf8_lossy(&buf[..n]).trim().to_string()
+    };
+    assert_eq!(recv(), "READY=1", "ready comes first, after the listeners are bound");
+    assert!(p.server.get("/ok").0 == 200);
+    for _ in 0..3 {
+        assert_eq!(recv(), "WATCHDOG=1");
+    }
+    let pid = p.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let mut seen = recv();
+    while seen == "WATCHDOG=1" {
+        seen = recv();
+    }
+    assert_eq!(seen, "STOPPING=1");
+    assert!(p.child.wait().unwrap().success());
 }
