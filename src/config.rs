@@ -52,6 +52,10 @@ pub struct Config {
     /// Peers whose X-Forwarded-For / X-Real-IP headers name the client (reverse proxies).
     /// From any other peer those headers are ignored, so they cannot dodge the limit.
     pub trusted_proxies: Vec<IpAddr>,
+    /// Feed frames a WebSocket connection may fall behind before it is cut off.
+    pub ws_window: usize,
+    /// A WebSocket connection that sends nothing (not even PING) this long is closed.
+    pub ws_idle_secs: u64,
 }
 
 impl Default for Config {
@@ -75,6 +79,8 @@ impl Default for Config {
             rate_limit_max: 500,
             rate_limit_window_secs: 60,
             trusted_proxies: vec![IpAddr::from([127, 0, 0, 1]), IpAddr::from(std::net::Ipv6Addr::LOCALHOST)],
+            ws_window: 4096,
+            ws_idle_secs: 60,
         }
     }
 }
@@ -105,6 +111,9 @@ impl Config {
             if ms == 0 {
                 anyhow::bail!("{name} must be at least 1");
             }
+        }
+        if self.ws_window == 0 || self.ws_idle_secs == 0 {
+            anyhow::bail!("ws-window and ws-idle-secs must be at least 1");
         }
         if self.rate_limit_window_secs == 0 {
             anyhow::bail!("rate-limit-window-secs must be at least 1");

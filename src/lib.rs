@@ -11,6 +11,7 @@ pub mod client;
 pub mod config;
 pub mod domain;
 pub mod engine;
+pub mod events;
 pub mod ledger;
 pub mod metrics;
 pub mod sign;
@@ -98,7 +99,7 @@ pub struct App {
     shutdown: watch::Sender<bool>,
     servers: Vec<tokio::task::JoinHandle<()>>,
     workers: Option<workers::Workers>,
-    /// Engine then persister: each exits when its input channel closes.
+    /// Engine, persister, feed publisher: each exits when its input channel closes.
     threads: Vec<std::thread::JoinHandle<()>>,
 }
 
@@ -124,9 +125,12 @@ impl App {
         let metrics = Arc::new(store::persister::PersistMetrics::exported(&exported));
         let (persist_tx, persister) = store::persister::spawn(store.clone(), metrics.clone());
         let registry = Arc::new(engine::snapshot::Registry::default());
-        let (engine, engine_thread) = engine::spawn(core, registry.clone(), persist_tx.clone(), exported.clone());
-        let state =
-            Arc::new(api::AppState::new(config.clone(), store, engine, registry, metrics, exported, persist_tx)?);
+        let (events_tx, bus, publisher) = events::spawn(config.ws_window);
+        let (engine, engine_thread) =
+            engine::spawn(core, registry.clone(), persist_tx.clone(), events_tx, exported.clone());
+        let mut state = api::AppState::new(config.clone(), store, engine, registry, metrics, exported, persist_tx)?;
+        state.bus = Some(bus);
+        let state = Arc::new(state);
 
         if state.store.get_raw(cf::META, meta::CATALOGUE_LOADED)?.is_none() {
             load_catalogue(&state, &config).await?;
@@ -160,7 +164,7 @@ impl App {
             shutdown,
             servers,
             workers: Some(workers),
-            threads: vec![engine_thread, persister],
+            threads: vec![engine_thread, persister, publisher],
         })
     }
 

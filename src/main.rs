@@ -17,7 +17,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run every server over the embedded RocksDB.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Operate a running exchange through its internal server (markets, ledger, waitlist,
     /// mode, address restrictions, rate limit, settlement).
     Admin(predex::admin::AdminArgs),
@@ -173,6 +173,12 @@ struct ServeArgs {
     /// Reverse proxies whose X-Forwarded-For / X-Real-IP are believed (comma-separated IPs).
     #[arg(long, env = "PREDEX_TRUSTED_PROXIES", value_delimiter = ',')]
     trusted_proxies: Option<Vec<std::net::IpAddr>>,
+    /// Feed frames a WebSocket connection may fall behind before it is closed.
+    #[arg(long, env = "PREDEX_WS_WINDOW")]
+    ws_window: Option<usize>,
+    /// Seconds a WebSocket connection may stay silent (no PING) before it is closed.
+    #[arg(long, env = "PREDEX_WS_IDLE_SECS")]
+    ws_idle_secs: Option<u64>,
     /// Log as JSON lines (the default under systemd).
     #[arg(long, env = "PREDEX_LOG_JSON")]
     log_json: bool,
@@ -210,7 +216,9 @@ impl ServeArgs {
             heartbeat_check_ms,
             rate_limit_max,
             rate_limit_window_secs,
-            trusted_proxies
+            trusted_proxies,
+            ws_window,
+            ws_idle_secs
         );
         if self.fee_address.is_some() {
             c.fee_address = self.fee_address;

@@ -71,7 +71,7 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .unify()
 }
 
-type Found = (Arc<MarketView>, u8, Arc<BookSnapshot>);
+pub(crate) type Found = (Arc<MarketView>, u8, Arc<BookSnapshot>);
 
 fn lookup(s: &AppState, token: Option<&str>) -> Result<Found, ApiError> {
     let token = token
@@ -108,7 +108,7 @@ fn levels(v: &[(u32, u64)]) -> Vec<Value> {
 
 /// Book summary (SPEC §2.8). As on the live service, bids are listed ascending and asks
 /// descending, so the best level of each is last.
-fn summary(f: &Found) -> Value {
+pub(crate) fn summary(f: &Found) -> Value {
     let (view, outcome, snap) = f;
     let m = &view.market;
     let (mut bids, mut asks) = snap.view(*outcome);

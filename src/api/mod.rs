@@ -9,6 +9,7 @@ pub mod internal;
 pub mod keys;
 pub mod orders;
 pub mod ratelimit;
+pub mod ws;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -63,6 +64,8 @@ pub struct AppState {
     pub heartbeats: Arc<crate::workers::Heartbeats>,
     /// What `GET /metrics` on the internal server exports.
     pub exported: Arc<crate::metrics::Metrics>,
+    /// The WebSocket feeds' broadcast (set once the publisher runs).
+    pub bus: Option<crate::events::Bus>,
 }
 
 impl AppState {
@@ -103,6 +106,7 @@ impl AppState {
             ),
             heartbeats: Default::default(),
             exported,
+            bus: None,
         })
     }
 
@@ -409,6 +413,8 @@ pub fn clob_routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), E
         .or(orders::routes(state.clone()))
         .unify()
         .or(book::routes(state.clone()))
+        .unify()
+        .or(ws::routes(state.clone()))
         .unify();
     // The health probe is not counted (SPEC §8); everything else shares one counter, and
     // a request over the limit is refused before any route looks at it.

@@ -17,12 +17,12 @@ pub mod snapshot;
 
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
 use crossbeam_channel::{Receiver, Sender};
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use crate::domain::{now_millis, now_secs, Market, OrderRecord};
+use crate::events::Published;
 use crate::ledger::Account;
 use crate::store::persister::Job;
 use crate::store::{cf, encode, Batch, Store, StoreError};
@@ -234,32 +234,45 @@ pub fn spawn(
     mut core: Core,
     registry: Arc<Registry>,
     persist: Sender<Job>,
+    events: Sender<Published>,
     metrics: Arc<crate::metrics::Metrics>,
 ) -> (EngineHandle, std::thread::JoinHandle<()>) {
     let (tx, rx) = crossbeam_channel::bounded::<Command>(65_536);
     let mut views: Vec<Arc<MarketView>> = Vec::new();
     for ms in &core.markets {
-        let v = Arc::new(MarketView {
-            market: ms.market.clone(),
-            book: ArcSwap::from_pointee(snapshot_of(&core, ms.market.idx)),
-        });
+        let v = Arc::new(MarketView::new(ms.market.clone(), snapshot_of(&core, ms.market.idx, 0)));
         registry.add(v.clone());
         views.push(v);
     }
     let h = std::thread::Builder::new()
         .name("engine".into())
-        .spawn(move || run(&mut core, rx, registry, persist, views, &metrics))
+        .spawn(move || {
+            let last = views.iter().map(|v| v.book.load_full()).collect();
+            let mut out = Out { seqs: vec![0; views.len()], last, views, persist, events };
+            run(&mut core, rx, registry, &mut out, &metrics)
+        })
         .expect("spawn engine");
     (EngineHandle { tx }, h)
 }
 
-fn snapshot_of(core: &Core, idx: u32) -> BookSnapshot {
+/// Where a command's results go: the persister, then the readers' snapshots and the feeds.
+struct Out {
+    views: Vec<Arc<MarketView>>,
+    /// Publication sequence per market, and the last snapshot published.
+    seqs: Vec<u64>,
+    last: Vec<Arc<BookSnapshot>>,
+    persist: Sender<Job>,
+    events: Sender<Published>,
+}
+
+fn snapshot_of(core: &Core, idx: u32, seq: u64) -> BookSnapshot {
     let ms = &core.markets[idx as usize];
     BookSnapshot {
         bids: ms.book.depth(book::BookSide::Bid),
         asks: ms.book.depth(book::BookSide::Ask),
         last_trade: ms.last_trade,
         timestamp_ms: now_millis(),
+        seq,
     }
 }
 
@@ -274,16 +287,31 @@ fn commit(persist: &Sender<Job>, batch: Batch, then: impl FnOnce(bool) + Send + 
     }
 }
 
-fn publish(core: &Core, views: &[Arc<MarketView>], idxs: &[u32]) -> Vec<(Arc<MarketView>, Arc<BookSnapshot>)> {
-    idxs.iter().map(|&i| (views[i as usize].clone(), Arc::new(snapshot_of(core, i)))).collect()
+/// New snapshots of the markets a command touched — only of those whose book or last
+/// trade changed, so each sequence number stands for a visible change.
+fn publish(core: &Core, out: &mut Out, idxs: &[u32]) -> Vec<(Arc<MarketView>, Arc<BookSnapshot>)> {
+    let mut v = Vec::with_capacity(idxs.len());
+    for &i in idxs {
+        let i = i as usize;
+        let mut snap = snapshot_of(core, i as u32, out.seqs[i] + 1);
+        let last = &out.last[i];
+        if snap.bids == last.bids && snap.asks == last.asks && snap.last_trade == last.last_trade {
+            continue;
+        }
+        out.seqs[i] += 1;
+        snap.seq = out.seqs[i];
+        let snap = Arc::new(snap);
+        out.last[i] = snap.clone();
+        v.push((out.views[i].clone(), snap));
+    }
+    v
 }
 
 fn run(
     core: &mut Core,
     rx: Receiver<Command>,
     registry: Arc<Registry>,
-    persist: Sender<Job>,
-    mut views: Vec<Arc<MarketView>>,
+    out: &mut Out,
     metrics: &crate::metrics::Metrics,
 ) {
     while let Ok(cmd) = rx.recv() {
@@ -293,7 +321,8 @@ fn run(
                 Ok(placed) => {
                     metrics.matches.inc_by(placed.trades.len() as u64);
                     let idx = placed.order.market_idx;
-                    finish(core, &views, &persist, batch, &[idx], reply, placed);
+                    let trades = placed.trades.clone();
+                    finish(core, out, batch, &[idx], trades, reply, placed);
                 }
                 Err(r) => {
                     let _ = reply.send(Err(EngineError::Rejected(r)));
@@ -301,14 +330,14 @@ fn run(
             },
             Command::Cancel { owner, ids, reply } => {
                 let markets = touched(core, &ids);
-                let out = core.cancel(owner, &ids, &mut batch);
-                finish(core, &views, &persist, batch, &markets, reply, out);
+                let canceled = core.cancel(owner, &ids, &mut batch);
+                finish(core, out, batch, &markets, Vec::new(), reply, canceled);
             }
             Command::CancelWhere { owner, market, asset, reply } => {
                 let ids = core.open_ids(owner, market.as_deref(), asset.as_deref());
                 let markets = touched(core, &ids);
-                let out = core.cancel(owner, &ids, &mut batch);
-                finish(core, &views, &persist, batch, &markets, reply, out);
+                let canceled = core.cancel(owner, &ids, &mut batch);
+                finish(core, out, batch, &markets, Vec::new(), reply, canceled);
             }
             Command::CreateMarket { market, reply } => {
                 let mut m = *market;
@@ -321,11 +350,12 @@ fn run(
                 m.idx = core.markets.len() as u32;
                 batch.put(cf::MARKETS, m.condition_id.as_bytes().to_vec(), encode(&m));
                 core.add_market(m.clone());
-                let view =
-                    Arc::new(MarketView { market: m.clone(), book: ArcSwap::from_pointee(snapshot_of(core, m.idx)) });
-                views.push(view.clone());
+                let view = Arc::new(MarketView::new(m.clone(), snapshot_of(core, m.idx, 0)));
+                out.views.push(view.clone());
+                out.seqs.push(0);
+                out.last.push(view.book.load_full());
                 let registry = registry.clone();
-                commit(&persist, batch, move |ok| {
+                commit(&out.persist, batch, move |ok| {
                     if ok {
                         registry.add(view);
                         let _ = reply.send(Ok(m));
@@ -337,13 +367,14 @@ fn run(
             Command::Credit { address, asset, amount, reply } => {
                 core.credit(&address, &asset, amount, &mut batch);
                 let acc = core.ledger.account(&address, &asset);
-                finish(core, &views, &persist, batch, &[], reply, acc);
+                finish(core, out, batch, &[], Vec::new(), reply, acc);
             }
             Command::ReleaseDeferred { ids, reply } => {
-                let out = core.release_deferred(ids.as_deref(), now_secs(), &mut batch);
-                metrics.matches.inc_by(out.iter().map(|p| p.trades.len() as u64).sum());
-                let markets: Vec<u32> = out.iter().map(|p| p.order.market_idx).collect();
-                finish(core, &views, &persist, batch, &markets, reply, out);
+                let placed = core.release_deferred(ids.as_deref(), now_secs(), &mut batch);
+                metrics.matches.inc_by(placed.iter().map(|p| p.trades.len() as u64).sum());
+                let markets: Vec<u32> = placed.iter().map(|p| p.order.market_idx).collect();
+                let trades = placed.iter().flat_map(|p| p.trades.iter().cloned()).collect();
+                finish(core, out, batch, &markets, trades, reply, placed);
             }
             Command::Accounts { address, reply } => {
                 let _ = reply.send(Ok(core.ledger.accounts_of(&address)));
@@ -360,17 +391,17 @@ fn run(
             Command::Settle { max, reply } => {
                 let s = core.settle(now_secs(), max, &mut batch);
                 let (_, markets) = split_touched(s.canceled);
-                finish(core, &views, &persist, batch, &markets, reply, (s.confirmed.len(), s.failed.len()));
+                finish(core, out, batch, &markets, Vec::new(), reply, (s.confirmed.len(), s.failed.len()));
             }
             Command::Expire { reply } => {
                 let gone = core.expire(now_secs(), &mut batch);
                 let (ids, markets) = split_touched(gone);
-                finish(core, &views, &persist, batch, &markets, reply, ids);
+                finish(core, out, batch, &markets, Vec::new(), reply, ids);
             }
             Command::IncrementNonce { address, reply } => {
                 let (nonce, gone) = core.increment_nonce(&address, &mut batch);
                 let (ids, markets) = split_touched(gone);
-                finish(core, &views, &persist, batch, &markets, reply, (nonce, ids));
+                finish(core, out, batch, &markets, Vec::new(), reply, (nonce, ids));
             }
         }
         // Gauges are atomics: no lock is shared with the handlers that render them.
@@ -395,22 +426,27 @@ fn touched(core: &Core, ids: &[Uuid]) -> Vec<u32> {
     v
 }
 
+/// Commits a command's batch; once durable, swaps in the changed markets' snapshots, hands
+/// them (with the previous ones and the trades) to the feed publisher, and replies.
 fn finish<T: Send + 'static>(
     core: &Core,
-    views: &[Arc<MarketView>],
-    persist: &Sender<Job>,
+    out: &mut Out,
     batch: Batch,
     markets: &[u32],
+    trades: Vec<Arc<crate::domain::TradeRecord>>,
     reply: Reply<T>,
-    out: T,
+    result: T,
 ) {
-    let snaps = publish(core, views, markets);
-    commit(persist, batch, move |ok| {
+    let snaps = publish(core, out, markets);
+    let events = out.events.clone();
+    commit(&out.persist, batch, move |ok| {
         if ok {
             for (v, s) in snaps {
-                v.book.store(s);
+                let prev = v.book.swap(s.clone());
+                let trades = trades.iter().filter(|t| t.market_idx == v.market.idx).cloned().collect();
+                let _ = events.send(Published::Book { view: v, prev, next: s, trades });
             }
-            let _ = reply.send(Ok(out));
+            let _ = reply.send(Ok(result));
         } else {
             let _ = reply.send(Err(EngineError::Storage));
         }

@@ -21,6 +21,9 @@ pub struct BookSnapshot {
     /// Last trade: YES price and the taker's side in YES terms.
     pub last_trade: Option<(u32, Side)>,
     pub timestamp_ms: u64,
+    /// Publication sequence of this market's book (since start): each snapshot is one more
+    /// than the last, so a feed client detects a gap.
+    pub seq: u64,
 }
 
 impl BookSnapshot {
@@ -65,6 +68,12 @@ impl BookSnapshot {
 pub struct MarketView {
     pub market: Market,
     pub book: ArcSwap<BookSnapshot>,
+}
+
+impl MarketView {
+    pub fn new(market: Market, book: BookSnapshot) -> MarketView {
+        MarketView { market, book: ArcSwap::from_pointee(book) }
+    }
 }
 
 /// Lookup tables readers use; replaced wholesale when a market is added (rare).

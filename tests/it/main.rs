@@ -11,3 +11,4 @@ mod matching;
 mod orders;
 mod restart;
 mod workers;
+mod ws;

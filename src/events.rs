@@ -1,0 +1,151 @@
+//! The event bus behind the WebSocket feeds.
+//!
+//! The persister's completion of each command (so: durable, and in engine order) hands the
+//! changed markets' previous and new book snapshots and the command's trades to one
+//! publisher thread ([`Published`]). The publisher renders each change once per outcome
+//! token — a `price_change` with the levels that changed and a `last_trade_price` per
+//! trade, as Polymarket's market channel sends them — and broadcasts the frames. Every
+//! connection reads the broadcast through its own bounded window (a tokio broadcast
+//! receiver): one that falls a whole window behind is cut off, never slowing the engine,
+//! the persister or anyone else. With no connection, nothing is rendered.
+//!
+//! Each market's snapshots carry a sequence (`BookSnapshot::seq`); a frame carries the
+//! sequence of the snapshot it leads to, so a client that applied the `book` snapshot at
+//! sequence S applies exactly the frames after S, and sees a gap if one is missing.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crossbeam_channel::Sender;
+use serde_json::{json as j, Value};
+use tokio::sync::broadcast;
+
+use crate::domain::{fmt_amount, fmt_price, Side, TradeRecord, PRICE_ONE};
+use crate::engine::snapshot::{BookSnapshot, Levels, MarketView};
+
+/// What the engine's durable commands hand to the publisher.
+pub enum Published {
+    Book { view: Arc<MarketView>, prev: Arc<BookSnapshot>, next: Arc<BookSnapshot>, trades: Vec<Arc<TradeRecord>> },
+}
+
+/// One WebSocket text frame for the subscribers of one outcome token of one market.
+#[derive(Debug)]
+pub struct Frame {
+    pub market: u32,
+    pub outcome: u8,
+    /// The book snapshot sequence this frame leads to.
+    pub seq: u64,
+    pub text: Arc<str>,
+}
+
+pub type Bus = broadcast::Sender<Arc<Frame>>;
+
+/// Starts the publisher; it exits when every sender of [`Published`] is gone.
+pub fn spawn(window: usize) -> (Sender<Published>, Bus, std::thread::JoinHandle<()>) {
+    let (tx, rx) = crossbeam_channel::unbounded::<Published>();
+    let (bus, _) = broadcast::channel(window.max(1));
+    let out = bus.clone();
+    let h = std::thread::Builder::new()
+        .name("publisher".into())
+        .spawn(move || {
+            for p in rx {
+                if out.receiver_count() == 0 {
+                    continue;
+                }
+                for f in render(&p) {
+                    let _ = out.send(Arc::new(f));
+                }
+            }
+        })
+        .expect("spawn publisher");
+    (tx, bus, h)
+}
+
+fn levels_map(v: &Levels) -> BTreeMap<u32, u64> {
+    v.iter().copied().collect()
+}
+
+/// Levels whose size differs between two sides of a book: (price, new size; 0 = gone).
+fn changed(prev: &Levels, next: &Levels) -> Vec<(u32, u64)> {
+    let (a, b) = (levels_map(prev), levels_map(next));
+    let mut out: Vec<(u32, u64)> = b.iter().filter(|(p, s)| a.get(p) != Some(s)).map(|(p, s)| (*p, *s)).collect();
+    out.extend(a.keys().filter(|p| !b.contains_key(p)).map(|p| (*p, 0)));
+    out.sort_unstable();
+    out
+}
+
+fn opt_price(p: Option<u32>) -> String {
+    p.map(fmt_price).unwrap_or_default()
+}
+
+/// The frames of one durable change: one per outcome token that has something to say.
+pub fn render(p: &Published) -> Vec<Frame> {
+    let Published::Book { view, prev, next, trades } = p;
+    let m = &view.market;
+    let ts = next.timestamp_ms.to_string();
+    let mut frames = Vec::new();
+    for outcome in 0..2u8 {
+        let asset = &m.tokens[outcome as usize].token_id;
+        let (pb, pa) = prev.view(outcome);
+        let (nb, na) = next.view(outcome);
+        let (best_bid, best_ask) = next.best(outcome);
+        let mut msgs: Vec<Value> = Vec::new();
+        let changes: Vec<Value> = changed(&pb, &nb)
+            .into_iter()
+            .map(|x| (x, "BUY"))
+            .chain(changed(&pa, &na).into_iter().map(|x| (x, "SELL")))
+            .map(|((price, size), side)| {
+                j!({
+                    "asset_id": asset, "price": fmt_price(price), "size": fmt_amount(size), "side": side,
+                    "hash": "", "best_bid": opt_price(best_bid), "best_ask": opt_price(best_ask),
+                })
+            })
+            .collect();
+        if !changes.is_empty() {
+            msgs.push(j!({
+                "event_type": "price_change", "market": m.condition_id, "timestamp": ts, "seq": next.seq,
+                "price_changes": changes,
+            }));
+        }
+        for t in trades {
+            // The trade in YES terms, then as this token sees it.
+            let taker_outcome = m.outcome_index(&t.asset_id).unwrap_or(0);
+            let (yes_price, yes_side) = mirror(taker_outcome, t.price, t.side);
+            let (price, side) = mirror(outcome, yes_price, yes_side);
+            msgs.push(j!({
+                "event_type": "last_trade_price", "asset_id": asset, "market": m.condition_id,
+                "price": fmt_price(price), "size": fmt_amount(t.size), "fee_rate_bps": t.fee_rate_bps.to_string(),
+                "side": side.as_str(), "timestamp": ts, "seq": next.seq,
+            }));
+        }
+        let text = match msgs.len() {
+            0 => continue,
+            1 => msgs.pop().expect("one").to_string(),
+            _ => Value::Array(msgs).to_string(),
+        };
+        frames.push(Frame { market: m.idx, outcome, seq: next.seq, text: text.into() });
+    }
+    frames
+}
+
+/// A price and taker side between YES terms and a token's own (the same both ways).
+fn mirror(outcome: u8, price: u32, side: Side) -> (u32, Side) {
+    if outcome == 0 {
+        (price, side)
+    } else {
+        (PRICE_ONE - price, if side == Side::Buy { Side::Sell } else { Side::Buy })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changed_levels_include_removed_ones() {
+        let prev = vec![(5000, 10), (4900, 5)];
+        let next = vec![(5000, 7), (4800, 1)];
+        assert_eq!(changed(&prev, &next), vec![(4800, 1), (4900, 0), (5000, 7)]);
+        assert!(changed(&next, &next).is_empty());
+    }
+}

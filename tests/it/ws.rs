@@ -1,0 +1,204 @@
+//! The market feed over a real WebSocket client: snapshot then deltas reproduce GET /book
+//! exactly after random orders, cancels and matches; sequences have no gaps; PING/PONG;
+//! subscription errors and unsubscribe.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::fixture::*;
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+struct Client {
+    rt: tokio::runtime::Runtime,
+    ws: Ws,
+}
+
+impl Client {
+    fn connect(s: &Server) -> Client {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let url = format!("{}/ws/market", s.clob.replace("http://", "ws://"));
+        let (ws, _) = rt.block_on(tokio_tungstenite::connect_async(url)).unwrap();
+        Client { rt, ws }
+    }
+
+    fn send(&mut self, text: &str) {
+        self.rt.block_on(self.ws.send(Message::text(text.to_string()))).unwrap();
+    }
+
+    /// Every message until `quiet` passes without one (arrays flattened; PONG as a string).
+    fn drain(&mut self, quiet: Duration) -> Vec<Value> {
+        let mut out = Vec::new();
+        while let Ok(Some(Ok(m))) = self.rt.block_on(async { tokio::time::timeout(quiet, self.ws.next()).await }) {
+            match m {
+                Message::Text(t) => match serde_json::from_str::<Value>(&t) {
+                    Ok(Value::Array(a)) => out.extend(a),
+                    Ok(v) => out.push(v),
+                    Err(_) => out.push(Value::String(t.to_string())),
+                },
+                Message::Close(c) => {
+                    out.push(json!({"closed": c.map(|c| c.reason.to_string())}));
+                    break;
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+/// A token's book rebuilt from the feed.
+#[derive(Default, Debug)]
+struct Local {
+    bids: BTreeMap<String, String>,
+    asks: BTreeMap<String, String>,
+    seq: u64,
+}
+
+impl Local {
+    fn apply(&mut self, asset: &str, m: &Value) {
+        match m["event_type"].as_str() {
+            Some("book") if m["asset_id"] == asset => {
+                let side = |k: &str| {
+                    m[k].as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|l| (l["price"].as_str().unwrap().into(), l["size"].as_str().unwrap().into()))
+                        .collect()
+                };
+                self.bids = side("bids");
+                self.asks = side("asks");
+                self.seq = m["seq"].as_u64().unwrap();
+            }
+            Some("price_change") => {
+                let mine: Vec<&Value> =
+                    m["price_changes"].as_array().unwrap().iter().filter(|c| c["asset_id"] == asset).collect();
+                if mine.is_empty() {
+                    return;
+                }
+                let seq = m["seq"].as_u64().unwrap();
+                assert_eq!(seq, self.seq + 1, "a gap in {asset}'s feed");
+                self.seq = seq;
+                for c in mine {
+                    let book = if c["side"] == "BUY" { &mut self.bids } else { &mut self.asks };
+                    let (p, sz) = (c["price"].as_str().unwrap().to_string(), c["size"].as_str().unwrap());
+                    if sz == "0" {
+                        assert!(book.remove(&p).is_some(), "removing a level that is not there");
+                    } else {
+                        book.insert(p, sz.into());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn matches(&self, book: &Value) -> bool {
+        let side = |k: &str| -> BTreeMap<String, String> {
+            book[k]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| (l["price"].as_str().unwrap().into(), l["size"].as_str().unwrap().into()))
+                .collect()
+        };
+        side("bids") == self.bids && side("asks") == self.asks
+    }
+}
+
+#[test]
+fn market_feed_snapshot_and_deltas_reproduce_the_book() {
+    let s = Server::start();
+    let a = s.trader(m("5000"));
+    let b = s.trader(m("5000"));
+    for t in [&a, &b] {
+        s.credit(&t.address, YES, m("2000"));
+        s.credit(&t.address, NO, m("2000"));
+    }
+    b.place(&s, YES, "SELL", "0.70", "10"); // before the subscription: in the snapshot
+    let mut c = Client::connect(&s);
+    c.send(&json!({"assets_ids": [YES, NO], "type": "market"}).to_string());
+    let (mut yes, mut no) = (Local::default(), Local::default());
+    let first = c.drain(Duration::from_millis(300));
+    assert_eq!(first.iter().filter(|m| m["event_type"] == "book").count(), 2, "{first:?}");
+    for m in &first {
+        yes.apply(YES, m);
+        no.apply(NO, m);
+    }
+    assert!(yes.matches(&s.get(&format!("/book?token_id={YES}")).1));
+
+    // Random orders on both tokens, cancels and crossings.
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut roll = |n: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % n
+    };
+    let mut open: Vec<(usize, String)> = Vec::new();
+    let mut trades = 0;
+    for _ in 0..80 {
+        let who = roll(2) as usize;
+        let t = [&a, &b][who];
+        if roll(5) == 0 && !open.is_empty() {
+            let (w, id) = open.swap_remove(roll(open.len() as u64) as usize);
+            [&a, &b][w].l2(&s, "DELETE", "/order", Some(&json!({"orderID": id})));
+            continue;
+        }
+        let token = if roll(2) == 0 { YES } else { NO };
+        let side = if roll(2) == 0 { "BUY" } else { "SELL" };
+        let price = format!("0.{}", 40 + roll(21));
+        let size = format!("{}", 5 + roll(11));
+        let r = t.place(&s, token, side, &price, &size);
+        trades += r["tradeIds"].as_array().map_or(0, |v| v.len());
+        if r["status"] == "LIVE" {
+            open.push((who, r["orderID"].as_str().unwrap().to_string()));
+        }
+    }
+    assert!(trades > 0, "the random walk should cross the book");
+    let msgs = c.drain(Duration::from_millis(500));
+    for m in &msgs {
+        yes.apply(YES, m);
+        no.apply(NO, m);
+    }
+    assert!(yes.matches(&s.get(&format!("/book?token_id={YES}")).1), "YES feed {yes:?}");
+    assert!(no.matches(&s.get(&format!("/book?token_id={NO}")).1), "NO feed {no:?}");
+    let ltp: Vec<&Value> = msgs.iter().filter(|m| m["event_type"] == "last_trade_price").collect();
+    assert_eq!(ltp.len(), trades * 2, "one last_trade_price per trade for each token");
+    let last_yes = ltp.iter().rev().find(|m| m["asset_id"] == YES).unwrap();
+    assert_eq!(last_yes["price"], s.get(&format!("/last-trade-price?token_id={YES}")).1["price"]);
+    for m in &msgs {
+        assert_eq!(m["market"], COND);
+        assert!(m["timestamp"].as_str().unwrap().parse::<u64>().is_ok());
+    }
+
+    // Keepalive, bad input, unsubscribe.
+    c.send("PING");
+    assert_eq!(c.drain(Duration::from_millis(200)), vec![json!("PONG")]);
+    c.send("{nope");
+    assert_eq!(c.drain(Duration::from_millis(200))[0]["event_type"], "error");
+    c.send(&json!({"assets_ids": ["999"], "operation": "subscribe"}).to_string());
+    assert_eq!(c.drain(Duration::from_millis(200))[0]["message"], "unknown asset id 999");
+    c.send(&json!({"assets_ids": [NO], "operation": "unsubscribe"}).to_string());
+    c.drain(Duration::from_millis(200));
+    a.place(&s, YES, "BUY", "0.30", "5");
+    let after = c.drain(Duration::from_millis(300));
+    assert!(!after.is_empty());
+    assert!(after.iter().all(|m| m["price_changes"].as_array().unwrap().iter().all(|c| c["asset_id"] == YES)));
+}
+
+#[test]
+fn idle_clients_are_closed_with_a_reason() {
+    let s = Server::start_tuned(|c| c.ws_idle_secs = 1);
+    let mut idle = Client::connect(&s);
+    let got = idle.drain(Duration::from_secs(3));
+    assert_eq!(got.last().unwrap()["closed"], "idle: no message (PING) for too long");
+
+    // The window's other end, a client the feed leaves behind, is closed with "too slow"
+    // (RecvError::Lagged); loopback TCP buffers absorb megabytes first, so that case needs
+    // the feed benchmark of the WebSocket issue rather than a quick test.
+}
