@@ -20,13 +20,35 @@ use crossbeam_channel::Sender;
 use serde_json::{json as j, Value};
 use tokio::sync::broadcast;
 
-use crate::domain::{fmt_amount, fmt_price, Side, TradeRecord, PRICE_ONE};
+use crate::domain::{fmt_amount, fmt_price, OrderRecord, OrderStatus, Side, TradeRecord, TradeStatus, PRICE_ONE};
 use crate::engine::snapshot::{BookSnapshot, Levels, MarketView};
 
 /// What the engine's durable commands hand to the publisher.
 pub enum Published {
-    Book { view: Arc<MarketView>, prev: Arc<BookSnapshot>, next: Arc<BookSnapshot>, trades: Vec<Arc<TradeRecord>> },
+    Book {
+        view: Arc<MarketView>,
+        prev: Arc<BookSnapshot>,
+        next: Arc<BookSnapshot>,
+        trades: Vec<Arc<TradeRecord>>,
+    },
+    /// Every order and trade record a command wrote; `taker` is the order it placed.
+    User {
+        taker: Option<uuid::Uuid>,
+        orders: Vec<Arc<OrderRecord>>,
+        trades: Vec<Arc<TradeRecord>>,
+    },
 }
+
+/// One user-channel frame, for one API key.
+#[derive(Debug)]
+pub struct UserFrame {
+    pub owner: uuid::Uuid,
+    /// Condition ID, for a connection's market filter.
+    pub market: Arc<str>,
+    pub text: Arc<str>,
+}
+
+pub type UserBus = broadcast::Sender<Arc<UserFrame>>;
 
 /// One WebSocket text frame for the subscribers of one outcome token of one market.
 #[derive(Debug)]
@@ -41,24 +63,85 @@ pub struct Frame {
 pub type Bus = broadcast::Sender<Arc<Frame>>;
 
 /// Starts the publisher; it exits when every sender of [`Published`] is gone.
-pub fn spawn(window: usize) -> (Sender<Published>, Bus, std::thread::JoinHandle<()>) {
+pub fn spawn(window: usize) -> (Sender<Published>, Bus, UserBus, std::thread::JoinHandle<()>) {
     let (tx, rx) = crossbeam_channel::unbounded::<Published>();
     let (bus, _) = broadcast::channel(window.max(1));
-    let out = bus.clone();
+    let (user_bus, _) = broadcast::channel(window.max(1));
+    let (out, user_out) = (bus.clone(), user_bus.clone());
     let h = std::thread::Builder::new()
         .name("publisher".into())
         .spawn(move || {
             for p in rx {
-                if out.receiver_count() == 0 {
-                    continue;
-                }
-                for f in render(&p) {
-                    let _ = out.send(Arc::new(f));
+                match &p {
+                    Published::Book { .. } if out.receiver_count() > 0 => {
+                        for f in render(&p) {
+                            let _ = out.send(Arc::new(f));
+                        }
+                    }
+                    Published::User { taker, orders, trades } if user_out.receiver_count() > 0 => {
+                        for f in render_user(*taker, orders, trades) {
+                            let _ = user_out.send(Arc::new(f));
+                        }
+                    }
+                    _ => {}
                 }
             }
         })
         .expect("spawn publisher");
-    (tx, bus, h)
+    (tx, bus, user_bus, h)
+}
+
+/// User-channel frames: an `order` event per order written (PLACEMENT for the order the
+/// command placed, CANCELLATION when cancelled, UPDATE otherwise) for its owner, and a
+/// `trade` event per trade for every key that took part, as Polymarket's user channel.
+pub fn render_user(
+    taker: Option<uuid::Uuid>,
+    orders: &[Arc<OrderRecord>],
+    trades: &[Arc<TradeRecord>],
+) -> Vec<UserFrame> {
+    let ts = crate::domain::now_millis().to_string();
+    let mut out = Vec::new();
+    for o in orders {
+        let kind = if o.status == OrderStatus::Canceled {
+            "CANCELLATION"
+        } else if Some(o.id) == taker {
+            "PLACEMENT"
+        } else {
+            "UPDATE"
+        };
+        let v = j!({
+            "event_type": "order", "type": kind, "id": o.id.to_string(), "owner": o.owner.to_string(),
+            "market": o.condition_id, "asset_id": o.token_id, "side": o.side.as_str(), "price": fmt_price(o.price),
+            "original_size": fmt_amount(o.original_size), "size_matched": fmt_amount(o.size_matched),
+            "outcome": o.outcome, "status": o.status.as_str(), "order_type": o.order_type.as_str(),
+            "associate_trades": o.associate_trades.iter().map(|u| u.to_string()).collect::<Vec<_>>(),
+            "timestamp": ts,
+        });
+        out.push(UserFrame { owner: o.owner, market: o.condition_id.clone(), text: v.to_string().into() });
+    }
+    for t in trades {
+        let status = match t.status {
+            TradeStatus::Pending | TradeStatus::Matched => "MATCHED",
+            other => other.as_str(),
+        };
+        for owner in t.owners() {
+            let v = j!({
+                "event_type": "trade", "id": t.id.to_string(), "taker_order_id": t.taker_order_id.to_string(),
+                "market": t.condition_id, "asset_id": t.asset_id, "side": t.side.as_str(),
+                "size": fmt_amount(t.size), "price": fmt_price(t.price), "status": status, "outcome": t.outcome,
+                "owner": owner.to_string(), "trader_side": if owner == t.owner { "TAKER" } else { "MAKER" },
+                "matchtime": t.match_time.to_string(), "last_update": t.last_update.to_string(),
+                "transaction_hash": t.transaction_hash, "error_msg": t.error_msg, "timestamp": ts,
+                "maker_orders": t.maker_orders.iter().map(|m| j!({
+                    "asset_id": m.asset_id, "matched_amount": fmt_amount(m.matched_amount),
+                    "order_id": m.order_id.to_string(), "outcome": m.outcome, "owner": m.owner.to_string(),
+                    "price": fmt_price(m.price), "side": m.side.as_str(),
+                })).collect::<Vec<_>>(),
+            });
+            out.push(UserFrame { owner, market: t.condition_id.clone(), text: v.to_string().into() });
+        }
+    }
+    out
 }
 
 fn levels_map(v: &Levels) -> BTreeMap<u32, u64> {
@@ -80,7 +163,7 @@ fn opt_price(p: Option<u32>) -> String {
 
 /// The frames of one durable change: one per outcome token that has something to say.
 pub fn render(p: &Published) -> Vec<Frame> {
-    let Published::Book { view, prev, next, trades } = p;
+    let Published::Book { view, prev, next, trades } = p else { return Vec::new() };
     let m = &view.market;
     let ts = next.timestamp_ms.to_string();
     let mut frames = Vec::new();

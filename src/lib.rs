@@ -125,11 +125,12 @@ impl App {
         let metrics = Arc::new(store::persister::PersistMetrics::exported(&exported));
         let (persist_tx, persister) = store::persister::spawn(store.clone(), metrics.clone());
         let registry = Arc::new(engine::snapshot::Registry::default());
-        let (events_tx, bus, publisher) = events::spawn(config.ws_window);
+        let (events_tx, bus, user_bus, publisher) = events::spawn(config.ws_window);
         let (engine, engine_thread) =
             engine::spawn(core, registry.clone(), persist_tx.clone(), events_tx, exported.clone());
         let mut state = api::AppState::new(config.clone(), store, engine, registry, metrics, exported, persist_tx)?;
         state.bus = Some(bus);
+        state.user_bus = Some(user_bus);
         let state = Arc::new(state);
 
         if state.store.get_raw(cf::META, meta::CATALOGUE_LOADED)?.is_none() {

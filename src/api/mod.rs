@@ -66,6 +66,7 @@ pub struct AppState {
     pub exported: Arc<crate::metrics::Metrics>,
     /// The WebSocket feeds' broadcast (set once the publisher runs).
     pub bus: Option<crate::events::Bus>,
+    pub user_bus: Option<crate::events::UserBus>,
 }
 
 impl AppState {
@@ -107,6 +108,7 @@ impl AppState {
             heartbeats: Default::default(),
             exported,
             bus: None,
+            user_bus: None,
         })
     }
 
@@ -377,7 +379,7 @@ pub fn authenticate(state: &AppState, req: &Req) -> Result<Arc<ApiKeyRecord>, Ap
 }
 
 /// Constant-time byte comparison.
-fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn ct_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }

@@ -20,10 +20,115 @@ use super::{with_state, AppState};
 use crate::events::Frame;
 
 pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
-    warp::path!("ws" / "market")
+    let market_ch = warp::path!("ws" / "market")
+        .and(warp::ws())
+        .and(with_state(state.clone()))
+        .map(|ws: Ws, s: Arc<AppState>| ws.on_upgrade(move |socket| market(socket, s)).into_response());
+    let user_ch = warp::path!("ws" / "user")
         .and(warp::ws())
         .and(with_state(state))
-        .map(|ws: Ws, s: Arc<AppState>| ws.on_upgrade(move |socket| market(socket, s)).into_response())
+        .map(|ws: Ws, s: Arc<AppState>| ws.on_upgrade(move |socket| user(socket, s)).into_response());
+    market_ch.or(user_ch).unify()
+}
+
+#[derive(Deserialize)]
+struct Auth {
+    #[serde(rename = "apiKey")]
+    api_key: String,
+    secret: String,
+    passphrase: String,
+}
+
+#[derive(Deserialize)]
+struct UserSubscription {
+    auth: Option<Auth>,
+    #[serde(default)]
+    markets: Vec<String>,
+}
+
+/// The API key whose credentials a user subscription carries, if they are right.
+fn user_key(s: &AppState, auth: Option<&Auth>) -> Option<uuid::Uuid> {
+    let a = auth?;
+    let key: uuid::Uuid = a.api_key.trim().parse().ok()?;
+    let rec = s.api_key(&key)?;
+    let ok = super::ct_eq(a.secret.as_bytes(), rec.secret.as_bytes())
+        & super::ct_eq(a.passphrase.as_bytes(), rec.passphrase.as_bytes());
+    ok.then_some(key)
+}
+
+/// One user-channel connection: after `{"auth": {apiKey, secret, passphrase}, "markets":
+/// [...], "type": "user"}` it receives that key's `order` and `trade` events (optionally
+/// only for the listed condition IDs) and nothing of anyone else's.
+async fn user(socket: WebSocket, s: Arc<AppState>) {
+    let Some(bus) = s.user_bus.clone() else { return };
+    let (mut tx, mut rx) = socket.split();
+    let mut who: Option<(uuid::Uuid, Vec<String>)> = None;
+    let mut feed: Option<broadcast::Receiver<Arc<crate::events::UserFrame>>> = None;
+    let idle = Duration::from_secs(s.config.ws_idle_secs);
+    loop {
+        let event = tokio::select! {
+            m = tokio::time::timeout(idle, rx.next()) => UserEvent::Client(m.map_err(|_| ())),
+            f = async {
+                match feed.as_mut() {
+                    Some(r) => r.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => UserEvent::Feed(f),
+        };
+        match event {
+            UserEvent::Client(Err(())) => {
+                let _ = tx.send(Message::close_with(1000u16, "idle: no message (PING) for too long")).await;
+                break;
+            }
+            UserEvent::Client(Ok(None | Some(Err(_)))) => break,
+            UserEvent::Client(Ok(Some(Ok(m)))) => {
+                if m.is_close() {
+                    break;
+                }
+                let Ok(text) = m.to_str() else { continue };
+                if text.trim().eq_ignore_ascii_case("PING") {
+                    if tx.send(Message::text("PONG")).await.is_err() {
+                        break;
+                    }
+                    continue;
+                }
+                let sub = serde_json::from_str::<UserSubscription>(text).ok();
+                match sub.as_ref().and_then(|x| user_key(&s, x.auth.as_ref())) {
+                    Some(key) => {
+                        if feed.is_none() {
+                            feed = Some(bus.subscribe());
+                        }
+                        who = Some((key, sub.map(|x| x.markets).unwrap_or_default()));
+                    }
+                    None => {
+                        let _ = tx.send(error_frame("unauthenticated: auth needs apiKey, secret and passphrase")).await;
+                        let _ = tx.send(Message::close_with(1008u16, "unauthenticated")).await;
+                        break;
+                    }
+                }
+            }
+            UserEvent::Feed(Ok(f)) => {
+                let Some((key, markets)) = &who else { continue };
+                if f.owner == *key
+                    && (markets.is_empty() || markets.iter().any(|m| **m == *f.market))
+                    && tx.send(Message::text(f.text.to_string())).await.is_err()
+                {
+                    break;
+                }
+            }
+            UserEvent::Feed(Err(RecvError::Lagged(_))) => {
+                let why = "too slow: the feed got a full window ahead; reconnect and subscribe";
+                let _ = tx.send(Message::close_with(TOO_SLOW, why)).await;
+                break;
+            }
+            UserEvent::Feed(Err(RecvError::Closed)) => break,
+        }
+    }
+}
+
+enum UserEvent {
+    Client(Result<Option<Result<Message, warp::Error>>, ()>),
+    Feed(Result<Arc<crate::events::UserFrame>, RecvError>),
 }
 
 #[derive(Deserialize)]

@@ -321,8 +321,8 @@ fn run(
                 Ok(placed) => {
                     metrics.matches.inc_by(placed.trades.len() as u64);
                     let idx = placed.order.market_idx;
-                    let trades = placed.trades.clone();
-                    finish(core, out, batch, &[idx], trades, reply, placed);
+                    let (trades, id) = (placed.trades.clone(), placed.order.id);
+                    finish(core, out, batch, &[idx], trades, Some(id), reply, placed);
                 }
                 Err(r) => {
                     let _ = reply.send(Err(EngineError::Rejected(r)));
@@ -331,13 +331,13 @@ fn run(
             Command::Cancel { owner, ids, reply } => {
                 let markets = touched(core, &ids);
                 let canceled = core.cancel(owner, &ids, &mut batch);
-                finish(core, out, batch, &markets, Vec::new(), reply, canceled);
+                finish(core, out, batch, &markets, Vec::new(), None, reply, canceled);
             }
             Command::CancelWhere { owner, market, asset, reply } => {
                 let ids = core.open_ids(owner, market.as_deref(), asset.as_deref());
                 let markets = touched(core, &ids);
                 let canceled = core.cancel(owner, &ids, &mut batch);
-                finish(core, out, batch, &markets, Vec::new(), reply, canceled);
+                finish(core, out, batch, &markets, Vec::new(), None, reply, canceled);
             }
             Command::CreateMarket { market, reply } => {
                 let mut m = *market;
@@ -367,14 +367,14 @@ fn run(
             Command::Credit { address, asset, amount, reply } => {
                 core.credit(&address, &asset, amount, &mut batch);
                 let acc = core.ledger.account(&address, &asset);
-                finish(core, out, batch, &[], Vec::new(), reply, acc);
+                finish(core, out, batch, &[], Vec::new(), None, reply, acc);
             }
             Command::ReleaseDeferred { ids, reply } => {
                 let placed = core.release_deferred(ids.as_deref(), now_secs(), &mut batch);
                 metrics.matches.inc_by(placed.iter().map(|p| p.trades.len() as u64).sum());
                 let markets: Vec<u32> = placed.iter().map(|p| p.order.market_idx).collect();
                 let trades = placed.iter().flat_map(|p| p.trades.iter().cloned()).collect();
-                finish(core, out, batch, &markets, trades, reply, placed);
+                finish(core, out, batch, &markets, trades, None, reply, placed);
             }
             Command::Accounts { address, reply } => {
                 let _ = reply.send(Ok(core.ledger.accounts_of(&address)));
@@ -391,17 +391,17 @@ fn run(
             Command::Settle { max, reply } => {
                 let s = core.settle(now_secs(), max, &mut batch);
                 let (_, markets) = split_touched(s.canceled);
-                finish(core, out, batch, &markets, Vec::new(), reply, (s.confirmed.len(), s.failed.len()));
+                finish(core, out, batch, &markets, Vec::new(), None, reply, (s.confirmed.len(), s.failed.len()));
             }
             Command::Expire { reply } => {
                 let gone = core.expire(now_secs(), &mut batch);
                 let (ids, markets) = split_touched(gone);
-                finish(core, out, batch, &markets, Vec::new(), reply, ids);
+                finish(core, out, batch, &markets, Vec::new(), None, reply, ids);
             }
             Command::IncrementNonce { address, reply } => {
                 let (nonce, gone) = core.increment_nonce(&address, &mut batch);
                 let (ids, markets) = split_touched(gone);
-                finish(core, out, batch, &markets, Vec::new(), reply, (nonce, ids));
+                finish(core, out, batch, &markets, Vec::new(), None, reply, (nonce, ids));
             }
         }
         // Gauges are atomics: no lock is shared with the handlers that render them.
@@ -428,19 +428,33 @@ fn touched(core: &Core, ids: &[Uuid]) -> Vec<u32> {
 
 /// Commits a command's batch; once durable, swaps in the changed markets' snapshots, hands
 /// them (with the previous ones and the trades) to the feed publisher, and replies.
+#[allow(clippy::too_many_arguments)]
 fn finish<T: Send + 'static>(
     core: &Core,
     out: &mut Out,
     batch: Batch,
     markets: &[u32],
     trades: Vec<Arc<crate::domain::TradeRecord>>,
+    taker: Option<Uuid>,
     reply: Reply<T>,
     result: T,
 ) {
     let snaps = publish(core, out, markets);
     let events = out.events.clone();
+    // The orders and trades this command wrote, for the user feed.
+    let (mut orders, mut written) = (Vec::new(), Vec::new());
+    for op in &batch.ops {
+        match op {
+            crate::store::Op::Order(o) => orders.push(o.clone()),
+            crate::store::Op::Trade(t) => written.push(t.clone()),
+            _ => {}
+        }
+    }
     commit(&out.persist, batch, move |ok| {
         if ok {
+            if !orders.is_empty() || !written.is_empty() {
+                let _ = events.send(Published::User { taker, orders, trades: written });
+            }
             for (v, s) in snaps {
                 let prev = v.book.swap(s.clone());
                 let trades = trades.iter().filter(|t| t.market_idx == v.market.idx).cloned().collect();

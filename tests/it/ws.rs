@@ -20,8 +20,12 @@ struct Client {
 
 impl Client {
     fn connect(s: &Server) -> Client {
+        Client::connect_to(s, "/ws/market")
+    }
+
+    fn connect_to(s: &Server, path: &str) -> Client {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let url = format!("{}/ws/market", s.clob.replace("http://", "ws://"));
+        let url = format!("{}{path}", s.clob.replace("http://", "ws://"));
         let (ws, _) = rt.block_on(tokio_tungstenite::connect_async(url)).unwrap();
         Client { rt, ws }
     }
@@ -201,4 +205,72 @@ fn idle_clients_are_closed_with_a_reason() {
     // The window's other end, a client the feed leaves behind, is closed with "too slow"
     // (RecvError::Lagged); loopback TCP buffers absorb megabytes first, so that case needs
     // the feed benchmark of the WebSocket issue rather than a quick test.
+}
+
+fn user_channel(s: &Server, t: &Trader, markets: Value) -> Client {
+    let mut c = Client::connect_to(s, "/ws/user");
+    let auth = json!({"apiKey": t.key, "secret": t.secret, "passphrase": t.passphrase});
+    c.send(&json!({"auth": auth, "markets": markets, "type": "user"}).to_string());
+    c
+}
+
+fn kinds(msgs: &[Value]) -> Vec<String> {
+    msgs.iter()
+        .map(|m| match m["event_type"].as_str().unwrap() {
+            "order" => format!("order {}", m["type"].as_str().unwrap()),
+            _ => format!("trade {}", m["status"].as_str().unwrap()),
+        })
+        .collect()
+}
+
+#[test]
+fn user_channel_follows_own_orders_and_trades_only() {
+    let s = Server::start();
+    let maker = s.trader(0);
+    let taker = s.trader(m("100"));
+    let other = s.trader(m("100"));
+    s.credit(&maker.address, YES, m("50"));
+    let mut mc = user_channel(&s, &maker, json!([]));
+    let mut tc = user_channel(&s, &taker, json!([COND]));
+    let mut oc = user_channel(&s, &other, json!(["0xelsewhere"]));
+    std::thread::sleep(Duration::from_millis(100));
+
+    let sell = maker.place(&s, YES, "SELL", "0.60", "20");
+    let buy = taker.place(&s, YES, "BUY", "0.60", "10");
+    let trade_id = buy["tradeIds"][0].as_str().unwrap().to_string();
+    let q = Duration::from_millis(300);
+    let got = mc.drain(q);
+    assert_eq!(kinds(&got), ["order PLACEMENT", "order UPDATE", "trade MATCHED"], "{got:?}");
+    assert_eq!(got[0]["id"], sell["orderID"]);
+    assert_eq!(got[1]["size_matched"], "10");
+    assert_eq!((got[2]["id"].as_str().unwrap(), got[2]["trader_side"].as_str().unwrap()), (trade_id.as_str(), "MAKER"));
+    let got = tc.drain(q);
+    assert_eq!(kinds(&got), ["order PLACEMENT", "trade MATCHED"], "{got:?}");
+    assert_eq!(got[0]["status"], "MATCHED");
+    assert_eq!(got[1]["trader_side"], "TAKER");
+
+    s.settle();
+    let got = mc.drain(q);
+    assert_eq!(kinds(&got), ["trade CONFIRMED"]);
+    assert!(got[0]["transaction_hash"].as_str().unwrap().starts_with("0x"));
+    assert_eq!(kinds(&tc.drain(q)), ["trade CONFIRMED"]);
+
+    maker.l2(&s, "DELETE", "/order", Some(&json!({"orderID": sell["orderID"]})));
+    assert_eq!(kinds(&mc.drain(q)), ["order CANCELLATION"]);
+    assert!(tc.drain(q).is_empty(), "nothing of another key's orders");
+    // The other key trades in this market, but filters on another one: nothing.
+    other.place(&s, YES, "BUY", "0.20", "5");
+    assert!(oc.drain(q).is_empty());
+    assert!(mc.drain(q).is_empty() && tc.drain(q).is_empty());
+
+    // Wrong credentials: refused.
+    let mut bad = Client::connect_to(&s, "/ws/user");
+    let auth = json!({"apiKey": taker.key, "secret": maker.secret, "passphrase": taker.passphrase});
+    bad.send(&json!({"auth": auth, "type": "user"}).to_string());
+    let got = bad.drain(q);
+    assert_eq!(got[0]["event_type"], "error");
+    assert_eq!(got.last().unwrap()["closed"], "unauthenticated");
+    let mut none = Client::connect_to(&s, "/ws/user");
+    none.send(&json!({"type": "user", "markets": []}).to_string());
+    assert_eq!(none.drain(q).last().unwrap()["closed"], "unauthenticated");
 }
