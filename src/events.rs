@@ -30,13 +30,12 @@ pub enum Published {
         prev: Arc<BookSnapshot>,
         next: Arc<BookSnapshot>,
         trades: Vec<Arc<TradeRecord>>,
+        /// When the change became durable (µs since the epoch): frames carry it as
+        /// `published_us`, so a client can measure commit → receipt.
+        durable_us: u64,
     },
     /// Every order and trade record a command wrote; `taker` is the order it placed.
-    User {
-        taker: Option<uuid::Uuid>,
-        orders: Vec<Arc<OrderRecord>>,
-        trades: Vec<Arc<TradeRecord>>,
-    },
+    User { taker: Option<uuid::Uuid>, orders: Vec<Arc<OrderRecord>>, trades: Vec<Arc<TradeRecord>> },
 }
 
 /// One user-channel frame, for one API key.
@@ -163,7 +162,7 @@ fn opt_price(p: Option<u32>) -> String {
 
 /// The frames of one durable change: one per outcome token that has something to say.
 pub fn render(p: &Published) -> Vec<Frame> {
-    let Published::Book { view, prev, next, trades } = p else { return Vec::new() };
+    let Published::Book { view, prev, next, trades, durable_us } = p else { return Vec::new() };
     let m = &view.market;
     let ts = next.timestamp_ms.to_string();
     let mut frames = Vec::new();
@@ -187,7 +186,7 @@ pub fn render(p: &Published) -> Vec<Frame> {
         if !changes.is_empty() {
             msgs.push(j!({
                 "event_type": "price_change", "market": m.condition_id, "timestamp": ts, "seq": next.seq,
-                "price_changes": changes,
+                "published_us": durable_us, "price_changes": changes,
             }));
         }
         for t in trades {
@@ -198,7 +197,7 @@ pub fn render(p: &Published) -> Vec<Frame> {
             msgs.push(j!({
                 "event_type": "last_trade_price", "asset_id": asset, "market": m.condition_id,
                 "price": fmt_price(price), "size": fmt_amount(t.size), "fee_rate_bps": t.fee_rate_bps.to_string(),
-                "side": side.as_str(), "timestamp": ts, "seq": next.seq,
+                "side": side.as_str(), "timestamp": ts, "seq": next.seq, "published_us": durable_us,
             }));
         }
         let text = match msgs.len() {

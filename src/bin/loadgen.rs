@@ -15,6 +15,11 @@
 //!    scheduled send time, so a stalled server is charged for the requests it held back
 //!    (no coordinated omission).
 //!
+//! With `--subscribers N`, N WebSocket connections subscribe to the first market's YES
+//! token on `/ws/market` during the predex phases and record, per frame, the time from the
+//! change becoming durable (`published_us`) to its receipt — the feed's delivery latency —
+//! while the order figures show what the subscribers cost.
+//!
 //! Latencies go into HDR histograms (µs, 3 significant digits); the summary is printed and
 //! written as JSON (`--out`). Without `--clob`, a predex server is started in this process
 //! on a fresh temporary data directory (the ceilings always run in-process).
@@ -74,6 +79,9 @@ struct Args {
     /// Closed-loop corpus size, in orders/s the server might reach (orders are pre-signed).
     #[arg(long, default_value_t = 25_000)]
     max_rate: u64,
+    /// WebSocket subscribers to the first market during the predex phases (0: none).
+    #[arg(long, default_value_t = 0)]
+    subscribers: usize,
     /// Skip the ceiling phases.
     #[arg(long)]
     no_ceilings: bool,
@@ -454,6 +462,33 @@ struct PhaseResult {
     mode: Mode,
     seconds: f64,
     tally: Tally,
+    /// Feed delivery latency (µs) over the measured window, and the frames received.
+    feed: Option<(Histogram<u64>, u64)>,
+}
+
+/// One feed subscriber: delivery latency of each frame received in the measured window.
+async fn subscriber(addr: SocketAddr, token: String, start: Instant, warm: Duration, end: Duration) -> Histogram<u64> {
+    use futures_util::{SinkExt, StreamExt};
+    let mut h = Histogram::new(3).expect("histogram");
+    let Ok((mut ws, _)) = tokio_tungstenite::connect_async(format!("ws://{addr}/ws/market")).await else { return h };
+    let sub = json!({ "assets_ids": [token], "type": "market" }).to_string();
+    if ws.send(tokio_tungstenite::tungstenite::Message::text(sub)).await.is_err() {
+        return h;
+    }
+    let deadline = tokio::time::Instant::from_std(start + end);
+    while let Ok(Some(Ok(m))) = tokio::time::timeout_at(deadline, ws.next()).await {
+        let tokio_tungstenite::tungstenite::Message::Text(t) = m else { continue };
+        let now = predex::domain::now_micros();
+        // The first `published_us` of the frame, without parsing the whole JSON.
+        let Some(i) = t.find("\"published_us\":") else { continue };
+        let digits: String = t[i + 15..].chars().take_while(char::is_ascii_digit).collect();
+        if let Ok(at) = digits.parse::<u64>() {
+            if Instant::now() >= start + warm {
+                h.saturating_record(now.saturating_sub(at).max(1));
+            }
+        }
+    }
+    h
 }
 
 async fn phase(
@@ -471,6 +506,11 @@ async fn phase(
         Mode::Open { rate } => Some(pacer(rate * 100 / (100 - cancel_pct.min(90)), start, end)),
         Mode::Closed => None,
     };
+    let subs: Vec<_> = if name.starts_with("predex") {
+        (0..args.subscribers).map(|_| tokio::spawn(subscriber(addr, token(0, true), start, warm, end))).collect()
+    } else {
+        Vec::new()
+    };
     let tasks: Vec<_> = clients
         .into_iter()
         .enumerate()
@@ -483,7 +523,17 @@ async fn phase(
     for t in tasks {
         tally.merge(t.await.expect("connection task"));
     }
-    let r = PhaseResult { name: name.to_string(), mode, seconds: args.duration, tally };
+    let feed = if subs.is_empty() {
+        None
+    } else {
+        let mut h = Histogram::new(3).expect("histogram");
+        for s in subs {
+            h.add(s.await.expect("subscriber task")).expect("same bounds");
+        }
+        let n = h.len();
+        Some((h, n))
+    };
+    let r = PhaseResult { name: name.to_string(), mode, seconds: args.duration, tally, feed };
     eprintln!("{}", line(&r));
     r
 }
@@ -526,6 +576,10 @@ fn line(r: &PhaseResult) -> String {
     if t.exhausted {
         s += &format!("\n{:<15} (corpus exhausted: raise --max-rate)", "");
     }
+    if let Some((h, n)) = &r.feed {
+        s += "\n";
+        s += &row("", "frames/s", *n as f64 / r.seconds, h);
+    }
     s
 }
 
@@ -548,6 +602,10 @@ fn summary(args: &Args, results: &[PhaseResult]) -> Value {
                 "statuses": r.tally.statuses.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
                 "errors": r.tally.errors,
                 "corpus_exhausted": r.tally.exhausted,
+                "feed": r.feed.as_ref().map(|(h, n)| json!({
+                    "subscribers": args.subscribers, "frames": n, "frames_per_s": *n as f64 / r.seconds,
+                    "delivery_latency": pct(h),
+                })),
             })
         })
         .collect();
@@ -556,7 +614,8 @@ fn summary(args: &Args, results: &[PhaseResult]) -> Value {
         "machine": { "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0) },
         "args": { "keys": args.keys, "markets": args.markets, "concurrency": args.concurrency, "rate": args.rate,
                   "duration_s": args.duration, "warmup_s": args.warmup, "cross_pct": args.cross_pct,
-                  "cancel_pct": args.cancel_pct, "in_process_server": args.clob.is_none() },
+                  "cancel_pct": args.cancel_pct, "subscribers": args.subscribers,
+                  "in_process_server": args.clob.is_none() },
         "phases": phases,
         "ratios": {
             "predex_over_crypto_ceiling": ratio(rate("predex-orders"), rate("ceiling-crypto")),

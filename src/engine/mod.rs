@@ -455,10 +455,11 @@ fn finish<T: Send + 'static>(
             if !orders.is_empty() || !written.is_empty() {
                 let _ = events.send(Published::User { taker, orders, trades: written });
             }
+            let durable_us = crate::domain::now_micros();
             for (v, s) in snaps {
                 let prev = v.book.swap(s.clone());
                 let trades = trades.iter().filter(|t| t.market_idx == v.market.idx).cloned().collect();
-                let _ = events.send(Published::Book { view: v, prev, next: s, trades });
+                let _ = events.send(Published::Book { view: v, prev, next: s, trades, durable_us });
             }
             let _ = reply.send(Ok(result));
         } else {

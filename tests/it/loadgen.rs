@@ -11,7 +11,7 @@ fn loadgen_runs_every_phase_and_writes_its_summary() {
     let out = dir.path().join("summary.json");
     let status = Command::new(env!("CARGO_BIN_EXE_predex-loadgen"))
         .args(["--keys", "2", "--markets", "2", "--concurrency", "4", "--rate", "200", "--max-rate", "6000"])
-        .args(["--duration", "1", "--warmup", "0.3", "--out"])
+        .args(["--duration", "1", "--warmup", "0.3", "--subscribers", "3", "--out"])
         .arg(&out)
         .env("TMPDIR", dir.path())
         .status()
@@ -29,6 +29,13 @@ fn loadgen_runs_every_phase_and_writes_its_summary() {
         let statuses = p["statuses"].as_object().unwrap();
         assert_eq!(statuses.keys().collect::<Vec<_>>(), ["200"], "{p}");
     }
+    // The feed subscribers heard the first market's changes during both predex phases.
+    for p in &phases[2..] {
+        assert_eq!(p["feed"]["subscribers"], 3, "{p}");
+        assert!(p["feed"]["frames"].as_u64().unwrap() > 0, "{p}");
+        assert!(p["feed"]["delivery_latency"]["p50_ms"].as_f64().unwrap() > 0.0, "{p}");
+    }
+    assert_eq!(phases[0]["feed"], Value::Null);
     let open = &phases[3];
     assert!(open["cancels_per_s"].as_f64().unwrap() > 0.0, "{open}");
     assert!(s["ratios"]["predex_over_crypto_ceiling"].as_f64().unwrap() > 0.0);
