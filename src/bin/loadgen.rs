@@ -469,7 +469,7 @@ struct PhaseResult {
 /// One feed subscriber: delivery latency of each frame received in the measured window.
 async fn subscriber(addr: SocketAddr, token: String, start: Instant, warm: Duration, end: Duration) -> Histogram<u64> {
     use futures_util::{SinkExt, StreamExt};
-    let mut h = Histogram::new(3).expect("histogram");
+    let mut h = Histogram::new_with_bounds(1, 120_000_000, 3).expect("histogram bounds");
     let Ok((mut ws, _)) = tokio_tungstenite::connect_async(format!("ws://{addr}/ws/market")).await else { return h };
     let sub = json!({ "assets_ids": [token], "type": "market" }).to_string();
     if ws.send(tokio_tungstenite::tungstenite::Message::text(sub)).await.is_err() {
@@ -526,7 +526,7 @@ async fn phase(
     let feed = if subs.is_empty() {
         None
     } else {
-        let mut h = Histogram::new(3).expect("histogram");
+        let mut h = Histogram::new_with_bounds(1, 120_000_000, 3).expect("histogram bounds");
         for s in subs {
             h.add(s.await.expect("subscriber task")).expect("same bounds");
         }
