@@ -106,7 +106,7 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .unify()
         .boxed();
     setup
-        .or(post!("settle", settle))
+        .or(post!("settle", settle).boxed())
         .unify()
         .or(post!("nonce" / "increment", increment_nonce))
         .unify()
@@ -259,15 +259,11 @@ async fn balances(s: Arc<AppState>, r: Req) -> ApiResult {
 
 /// Settles every PENDING trade now instead of at the worker's next run.
 async fn settle(s: Arc<AppState>, _r: Req) -> ApiResult {
-    let (mut confirmed, mut failed) = (0, 0);
-    loop {
-        let (c, f) = s.engine.settle(crate::workers::SETTLE_CHUNK).await?;
-        confirmed += c;
-        failed += f;
-        if c + f < crate::workers::SETTLE_CHUNK {
-            break;
-        }
-    }
+    // The worker's own pass, on a blocking thread (its engine calls wait synchronously).
+    let engine = s.engine.clone();
+    let (confirmed, failed) = tokio::task::spawn_blocking(move || crate::workers::settle_all(&engine))
+        .await
+        .map_err(|_| ApiError::db())??;
     json(&j!({ "confirmed": confirmed, "failed": failed }))
 }
 

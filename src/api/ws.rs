@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use serde_json::{json as j, Value};
@@ -66,33 +67,10 @@ async fn user(socket: WebSocket, s: Arc<AppState>) {
     let mut feed: Option<broadcast::Receiver<Arc<crate::events::UserFrame>>> = None;
     let idle = Duration::from_secs(s.config.ws_idle_secs);
     loop {
-        let event = tokio::select! {
-            m = tokio::time::timeout(idle, rx.next()) => UserEvent::Client(m.map_err(|_| ())),
-            f = async {
-                match feed.as_mut() {
-                    Some(r) => r.recv().await,
-                    None => std::future::pending().await,
-                }
-            } => UserEvent::Feed(f),
-        };
-        match event {
-            UserEvent::Client(Err(())) => {
-                let _ = tx.send(Message::close_with(1000u16, "idle: no message (PING) for too long")).await;
-                break;
-            }
-            UserEvent::Client(Ok(None | Some(Err(_)))) => break,
-            UserEvent::Client(Ok(Some(Ok(m)))) => {
-                if m.is_close() {
-                    break;
-                }
-                let Ok(text) = m.to_str() else { continue };
-                if text.trim().eq_ignore_ascii_case("PING") {
-                    if tx.send(Message::text("PONG")).await.is_err() {
-                        break;
-                    }
-                    continue;
-                }
-                let sub = serde_json::from_str::<UserSubscription>(text).ok();
+        match step(&mut rx, &mut tx, &mut feed, idle).await {
+            Step::Stop => break,
+            Step::Text(text) => {
+                let sub = serde_json::from_str::<UserSubscription>(&text).ok();
                 match sub.as_ref().and_then(|x| user_key(&s, x.auth.as_ref())) {
                     Some(key) => {
                         if feed.is_none() {
@@ -107,7 +85,7 @@ async fn user(socket: WebSocket, s: Arc<AppState>) {
                     }
                 }
             }
-            UserEvent::Feed(Ok(f)) => {
+            Step::Frame(f) => {
                 let Some((key, markets)) = &who else { continue };
                 if f.owner == *key
                     && (markets.is_empty() || markets.iter().any(|m| **m == *f.market))
@@ -116,19 +94,8 @@ async fn user(socket: WebSocket, s: Arc<AppState>) {
                     break;
                 }
             }
-            UserEvent::Feed(Err(RecvError::Lagged(_))) => {
-                let why = "too slow: the feed got a full window ahead; reconnect and subscribe";
-                let _ = tx.send(Message::close_with(TOO_SLOW, why)).await;
-                break;
-            }
-            UserEvent::Feed(Err(RecvError::Closed)) => break,
         }
     }
-}
-
-enum UserEvent {
-    Client(Result<Option<Result<Message, warp::Error>>, ()>),
-    Feed(Result<Arc<crate::events::UserFrame>, RecvError>),
 }
 
 #[derive(Deserialize)]
@@ -159,28 +126,10 @@ async fn market(socket: WebSocket, s: Arc<AppState>) {
     let mut feed: Option<broadcast::Receiver<Arc<Frame>>> = None;
     let idle = Duration::from_secs(s.config.ws_idle_secs);
     loop {
-        let event = tokio::select! {
-            m = tokio::time::timeout(idle, rx.next()) => Event::Client(m.map_err(|_| ())),
-            f = next(&mut feed) => Event::Feed(f),
-        };
-        match event {
-            Event::Client(Err(())) => {
-                let _ = tx.send(Message::close_with(1000u16, "idle: no message (PING) for too long")).await;
-                break;
-            }
-            Event::Client(Ok(None | Some(Err(_)))) => break,
-            Event::Client(Ok(Some(Ok(m)))) => {
-                if m.is_close() {
-                    break;
-                }
-                let Ok(text) = m.to_str() else { continue };
-                if text.trim().eq_ignore_ascii_case("PING") {
-                    if tx.send(Message::text("PONG")).await.is_err() {
-                        break;
-                    }
-                    continue;
-                }
-                let msgs = match serde_json::from_str::<Subscription>(text) {
+        match step(&mut rx, &mut tx, &mut feed, idle).await {
+            Step::Stop => break,
+            Step::Text(text) => {
+                let msgs = match serde_json::from_str::<Subscription>(&text) {
                     Ok(sub) => subscribe(&s, &bus, sub, &mut subs, &mut feed),
                     Err(_) => vec![error_frame(
                         r#"invalid message: send {"assets_ids":[...],"type":"market"}, an operation, or PING"#,
@@ -198,7 +147,7 @@ async fn market(socket: WebSocket, s: Arc<AppState>) {
                     break;
                 }
             }
-            Event::Feed(Ok(frame)) => {
+            Step::Frame(frame) => {
                 if let Some(last) = subs.get_mut(&(frame.market, frame.outcome)) {
                     if frame.seq > *last {
                         *last = frame.seq;
@@ -208,22 +157,64 @@ async fn market(socket: WebSocket, s: Arc<AppState>) {
                     }
                 }
             }
-            Event::Feed(Err(RecvError::Lagged(_))) => {
-                let why = "too slow: the feed got a full window ahead; reconnect and subscribe for a fresh snapshot";
-                let _ = tx.send(Message::close_with(TOO_SLOW, why)).await;
-                break;
-            }
-            Event::Feed(Err(RecvError::Closed)) => break,
         }
     }
 }
 
-enum Event {
-    Client(Result<Option<Result<Message, warp::Error>>, ()>),
-    Feed(Result<Arc<Frame>, RecvError>),
+/// What a connection has to handle next.
+enum Step<T> {
+    /// A text message from the client other than PING.
+    Text(String),
+    /// The next item of the connection's window on the feed.
+    Frame(T),
+    /// The connection is over (closed by the client, idle, or left behind by the feed).
+    Stop,
 }
 
-async fn next(feed: &mut Option<broadcast::Receiver<Arc<Frame>>>) -> Result<Arc<Frame>, RecvError> {
+/// Waits for the client's next message or the next feed item, doing what both channels
+/// do alike: PING is answered PONG; an idle client, and one the feed got a whole window
+/// ahead of, are closed with a reason.
+async fn step<T: Clone>(
+    rx: &mut SplitStream<WebSocket>,
+    tx: &mut SplitSink<WebSocket, Message>,
+    feed: &mut Option<broadcast::Receiver<T>>,
+    idle: Duration,
+) -> Step<T> {
+    loop {
+        tokio::select! {
+            m = tokio::time::timeout(idle, rx.next()) => match m {
+                Err(_) => {
+                    let _ = tx.send(Message::close_with(1000u16, "idle: no message (PING) for too long")).await;
+                    return Step::Stop;
+                }
+                Ok(None | Some(Err(_))) => return Step::Stop,
+                Ok(Some(Ok(m))) => {
+                    if m.is_close() {
+                        return Step::Stop;
+                    }
+                    let Ok(text) = m.to_str() else { continue };
+                    if !text.trim().eq_ignore_ascii_case("PING") {
+                        return Step::Text(text.to_string());
+                    }
+                    if tx.send(Message::text("PONG")).await.is_err() {
+                        return Step::Stop;
+                    }
+                }
+            },
+            f = next(feed) => match f {
+                Ok(item) => return Step::Frame(item),
+                Err(RecvError::Lagged(_)) => {
+                    let why = "too slow: the feed got a full window ahead; reconnect and subscribe for a fresh snapshot";
+                    let _ = tx.send(Message::close_with(TOO_SLOW, why)).await;
+                    return Step::Stop;
+                }
+                Err(RecvError::Closed) => return Step::Stop,
+            },
+        }
+    }
+}
+
+async fn next<T: Clone>(feed: &mut Option<broadcast::Receiver<T>>) -> Result<T, RecvError> {
     match feed.as_mut() {
         Some(r) => r.recv().await,
         None => std::future::pending().await,

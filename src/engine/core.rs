@@ -598,9 +598,7 @@ impl Core {
                     rec.status = TradeStatus::Failed;
                     rec.error_msg = Some(why);
                     for l in &legs {
-                        let (asset, _, _) = l.receives();
-                        let asset = asset.to_string();
-                        self.cover(&l.address.clone(), &asset, &mut out.canceled, batch);
+                        self.cover(&l.address, l.receives().0, &mut out.canceled, batch);
                     }
                     NotificationKind::TradeFailed
                 }
@@ -775,11 +773,10 @@ impl Core {
         for ms in &self.markets {
             ms.book.check()?;
         }
-        let mut want: StdHashMap<(String, String), u64> = StdHashMap::new();
-        let mut by_orders: StdHashMap<(String, String), u64> = StdHashMap::new();
+        // (address, asset) → [reserved by open orders, held by pending trades].
+        let mut want: StdHashMap<(String, String), [u64; 2]> = StdHashMap::new();
         for o in self.orders.values() {
-            *want.entry((o.maker.to_string(), o.spend_asset().key().to_string())).or_default() += o.reserved;
-            *by_orders.entry((o.maker.to_string(), o.spend_asset().key().to_string())).or_default() += o.reserved;
+            want.entry((o.maker.to_string(), o.spend_asset().key().to_string())).or_default()[0] += o.reserved;
             if o.status == OrderStatus::Live {
                 let r = self.resting.get(&o.id).ok_or("live order not resting")?;
                 let n = self.markets[o.market_idx as usize].book.node(r.slot);
@@ -792,7 +789,7 @@ impl Core {
         for t in &self.pending {
             for l in t.legs() {
                 let (asset, amount) = l.pays();
-                *want.entry((l.address.to_string(), asset.to_string())).or_default() += amount;
+                want.entry((l.address.to_string(), asset.to_string())).or_default()[1] += amount;
                 let (asset, net, fee) = l.receives();
                 *incoming.entry((l.address.to_string(), asset.to_string())).or_default() += net;
                 *incoming.entry((self.fee_address.clone(), asset.to_string())).or_default() += fee;
@@ -804,14 +801,13 @@ impl Core {
                 return Err(format!("incoming {addr}/{asset}: ledger {} trades {n}", acc.incoming));
             }
         }
-        for ((addr, asset), r) in want {
+        for ((addr, asset), [orders, held]) in want {
             let acc = self.ledger.account(&addr, &asset);
-            if acc.reserved != r {
-                return Err(format!("reserved {addr}/{asset}: ledger {} orders {r}", acc.reserved));
+            if acc.reserved != orders + held {
+                return Err(format!("reserved {addr}/{asset}: ledger {} orders {orders} trades {held}", acc.reserved));
             }
             // Holds of trades that will fail may exceed what is left after an earlier
             // failure; open orders never may (they are cancelled then).
-            let orders = by_orders.get(&(addr.clone(), asset.clone())).copied().unwrap_or(0);
             if orders > 0 && acc.reserved > acc.balance + acc.incoming {
                 return Err(format!("over-reserved {addr}/{asset}"));
             }

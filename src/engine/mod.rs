@@ -150,9 +150,6 @@ impl EngineHandle {
     pub async fn proxy_of(&self, signer: String) -> Result<Option<String>, EngineError> {
         self.call(|reply| Command::ProxyOf { signer, reply }).await
     }
-    pub async fn settle(&self, max: usize) -> Result<(usize, usize), EngineError> {
-        self.call(|reply| Command::Settle { max, reply }).await
-    }
     pub async fn expire(&self) -> Result<Vec<Uuid>, EngineError> {
         self.call(|reply| Command::Expire { reply }).await
     }
