@@ -56,6 +56,9 @@ pub struct Config {
     pub ws_window: usize,
     /// A WebSocket connection that sends nothing (not even PING) this long is closed.
     pub ws_idle_secs: u64,
+    /// Threads of the runtime that writes the WebSocket feeds (apart from the HTTP workers,
+    /// so a fan-out burst never queues ahead of an order).
+    pub ws_threads: usize,
 }
 
 impl Default for Config {
@@ -81,6 +84,7 @@ impl Default for Config {
             trusted_proxies: vec![IpAddr::from([127, 0, 0, 1]), IpAddr::from(std::net::Ipv6Addr::LOCALHOST)],
             ws_window: 4096,
             ws_idle_secs: 60,
+            ws_threads: 1,
         }
     }
 }
@@ -112,8 +116,8 @@ impl Config {
                 anyhow::bail!("{name} must be at least 1");
             }
         }
-        if self.ws_window == 0 || self.ws_idle_secs == 0 {
-            anyhow::bail!("ws-window and ws-idle-secs must be at least 1");
+        if self.ws_window == 0 || self.ws_idle_secs == 0 || self.ws_threads == 0 {
+            anyhow::bail!("ws-window, ws-idle-secs and ws-threads must be at least 1");
         }
         if self.rate_limit_window_secs == 0 {
             anyhow::bail!("rate-limit-window-secs must be at least 1");

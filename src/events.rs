@@ -4,21 +4,27 @@
 //! changed markets' previous and new book snapshots and the command's trades to one
 //! publisher thread ([`Published`]). The publisher renders each change once per outcome
 //! token — a `price_change` with the levels that changed and a `last_trade_price` per
-//! trade, as Polymarket's market channel sends them — and broadcasts the frames. Every
-//! connection reads the broadcast through its own bounded window (a tokio broadcast
-//! receiver): one that falls a whole window behind is cut off, never slowing the engine,
-//! the persister or anyone else. With no connection, nothing is rendered.
+//! trade, as Polymarket's market channel sends them — and queues each frame for the
+//! connections subscribed to that token ([`Topics`]). Every connection has its own bounded
+//! queue: one whose queue is full is cut off, never slowing the engine, the persister or
+//! anyone else. A token nobody subscribes to is not rendered; a connection wakes only for
+//! the tokens (or, on the user channel, the API key) it subscribed to.
 //!
 //! Each market's snapshots carry a sequence (`BookSnapshot::seq`); a frame carries the
 //! sequence of the snapshot it leads to, so a client that applied the `book` snapshot at
 //! sequence S applies exactly the frames after S, and sees a gap if one is missing.
 
 use std::collections::BTreeMap;
+use std::hash::Hash;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crossbeam_channel::Sender;
+use foldhash::{HashMap, HashMapExt};
+use parking_lot::Mutex;
+use prometheus_client::metrics::counter::Counter;
 use serde_json::{json as j, Value};
-use tokio::sync::broadcast;
+use tokio::sync::{mpsc, Notify};
 
 use crate::domain::{fmt_amount, fmt_price, OrderRecord, OrderStatus, Side, TradeRecord, TradeStatus, PRICE_ONE};
 use crate::engine::snapshot::{BookSnapshot, Levels, MarketView};
@@ -47,7 +53,8 @@ pub struct UserFrame {
     pub text: Arc<str>,
 }
 
-pub type UserBus = broadcast::Sender<Arc<UserFrame>>;
+/// The user channel's topics: an API key's frames go to that key's connections only.
+pub type UserBus = Topics<uuid::Uuid, Arc<UserFrame>>;
 
 /// One WebSocket text frame for the subscribers of one outcome token of one market.
 #[derive(Debug)]
@@ -59,27 +66,111 @@ pub struct Frame {
     pub text: Arc<str>,
 }
 
-pub type Bus = broadcast::Sender<Arc<Frame>>;
+/// The market channel's topics: one per (market, outcome token).
+pub type Bus = Topics<(u32, u8), Arc<Frame>>;
+
+/// One connection's bounded queue, as the publisher sees it.
+pub struct Outbox<T> {
+    tx: mpsc::Sender<T>,
+    /// Set, and `cut` notified, when the queue was full: the connection is to be closed.
+    lagged: AtomicBool,
+    pub cut: Notify,
+}
+
+impl<T> Outbox<T> {
+    pub fn lagged(&self) -> bool {
+        self.lagged.load(Ordering::Acquire)
+    }
+}
+
+/// Subscriptions by key (a market's token, an API key) to connections' queues.
+pub struct Topics<K, T> {
+    subs: Mutex<HashMap<K, Vec<Arc<Outbox<T>>>>>,
+    window: usize,
+    /// Connections cut off because their queue was full.
+    cut: Counter,
+}
+
+impl<K: Hash + Eq + Clone, T: Clone> Topics<K, T> {
+    pub fn new(window: usize, cut: Counter) -> Topics<K, T> {
+        Topics { subs: Mutex::new(HashMap::new()), window: window.max(1), cut }
+    }
+
+    /// A new connection's queue of `window` items, and its receiving end.
+    pub fn outbox(&self) -> (Arc<Outbox<T>>, mpsc::Receiver<T>) {
+        let (tx, rx) = mpsc::channel(self.window);
+        (Arc::new(Outbox { tx, lagged: AtomicBool::new(false), cut: Notify::new() }), rx)
+    }
+
+    /// From now on, items published under `key` are queued for `outbox` (once).
+    pub fn add(&self, key: K, outbox: &Arc<Outbox<T>>) {
+        let mut subs = self.subs.lock();
+        let list = subs.entry(key).or_default();
+        if !list.iter().any(|o| Arc::ptr_eq(o, outbox)) {
+            list.push(outbox.clone());
+        }
+    }
+
+    pub fn remove(&self, key: &K, outbox: &Arc<Outbox<T>>) {
+        let mut subs = self.subs.lock();
+        if let Some(list) = subs.get_mut(key) {
+            list.retain(|o| !Arc::ptr_eq(o, outbox));
+            if list.is_empty() {
+                subs.remove(key);
+            }
+        }
+    }
+
+    pub fn has_subscribers(&self, key: &K) -> bool {
+        self.subs.lock().contains_key(key)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.subs.lock().is_empty()
+    }
+
+    /// Queues the item for every subscriber of `key`. A subscriber whose queue is full is
+    /// marked lagged, told through `cut`, and dropped from the topic; a closed one is dropped.
+    pub fn publish(&self, key: &K, item: &T) {
+        let mut subs = self.subs.lock();
+        let Some(list) = subs.get_mut(key) else { return };
+        list.retain(|o| match o.tx.try_send(item.clone()) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                if !o.lagged.swap(true, Ordering::AcqRel) {
+                    self.cut.inc();
+                }
+                o.cut.notify_one();
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        });
+        if list.is_empty() {
+            subs.remove(key);
+        }
+    }
+}
 
 /// Starts the publisher; it exits when every sender of [`Published`] is gone.
-pub fn spawn(window: usize) -> (Sender<Published>, Bus, UserBus, std::thread::JoinHandle<()>) {
+pub fn spawn(bus: Arc<Bus>, user_bus: Arc<UserBus>) -> (Sender<Published>, std::thread::JoinHandle<()>) {
     let (tx, rx) = crossbeam_channel::unbounded::<Published>();
-    let (bus, _) = broadcast::channel(window.max(1));
-    let (user_bus, _) = broadcast::channel(window.max(1));
-    let (out, user_out) = (bus.clone(), user_bus.clone());
     let h = std::thread::Builder::new()
         .name("publisher".into())
         .spawn(move || {
             for p in rx {
                 match &p {
-                    Published::Book { .. } if out.receiver_count() > 0 => {
-                        for f in render(&p) {
-                            let _ = out.send(Arc::new(f));
+                    Published::Book { view, .. } => {
+                        let m = view.market.idx;
+                        let wanted = [bus.has_subscribers(&(m, 0)), bus.has_subscribers(&(m, 1))];
+                        if wanted.iter().any(|w| *w) {
+                            for f in render(&p, wanted) {
+                                bus.publish(&(f.market, f.outcome), &Arc::new(f));
+                            }
                         }
                     }
-                    Published::User { taker, orders, trades } if user_out.receiver_count() > 0 => {
-                        for f in render_user(*taker, orders, trades) {
-                            let _ = user_out.send(Arc::new(f));
+                    Published::User { taker, orders, trades } if !user_bus.is_empty() => {
+                        for f in render_user(*taker, orders, trades, |k| user_bus.has_subscribers(k)) {
+                            user_bus.publish(&f.owner.clone(), &Arc::new(f));
                         }
                     }
                     _ => {}
@@ -87,20 +178,22 @@ pub fn spawn(window: usize) -> (Sender<Published>, Bus, UserBus, std::thread::Jo
             }
         })
         .expect("spawn publisher");
-    (tx, bus, user_bus, h)
+    (tx, h)
 }
 
 /// User-channel frames: an `order` event per order written (PLACEMENT for the order the
 /// command placed, CANCELLATION when cancelled, UPDATE otherwise) for its owner, and a
 /// `trade` event per trade for every key that took part, as Polymarket's user channel.
+/// Only keys that are `wanted` (subscribed) get frames rendered.
 pub fn render_user(
     taker: Option<uuid::Uuid>,
     orders: &[Arc<OrderRecord>],
     trades: &[Arc<TradeRecord>],
+    wanted: impl Fn(&uuid::Uuid) -> bool,
 ) -> Vec<UserFrame> {
     let ts = crate::domain::now_millis().to_string();
     let mut out = Vec::new();
-    for o in orders {
+    for o in orders.iter().filter(|o| wanted(&o.owner)) {
         let kind = if o.status == OrderStatus::Canceled {
             "CANCELLATION"
         } else if Some(o.id) == taker {
@@ -123,7 +216,7 @@ pub fn render_user(
             TradeStatus::Pending | TradeStatus::Matched => "MATCHED",
             other => other.as_str(),
         };
-        for owner in t.owners() {
+        for owner in t.owners().into_iter().filter(|o| wanted(o)) {
             let v = j!({
                 "event_type": "trade", "id": t.id.to_string(), "taker_order_id": t.taker_order_id.to_string(),
                 "market": t.condition_id, "asset_id": t.asset_id, "side": t.side.as_str(),
@@ -160,13 +253,14 @@ fn opt_price(p: Option<u32>) -> String {
     p.map(fmt_price).unwrap_or_default()
 }
 
-/// The frames of one durable change: one per outcome token that has something to say.
-pub fn render(p: &Published) -> Vec<Frame> {
+/// The frames of one durable change: one per outcome token that is `wanted` and has
+/// something to say.
+pub fn render(p: &Published, wanted: [bool; 2]) -> Vec<Frame> {
     let Published::Book { view, prev, next, trades, durable_us } = p else { return Vec::new() };
     let m = &view.market;
     let ts = next.timestamp_ms.to_string();
     let mut frames = Vec::new();
-    for outcome in 0..2u8 {
+    for outcome in (0..2u8).filter(|o| wanted[*o as usize]) {
         let asset = &m.tokens[outcome as usize].token_id;
         let (pb, pa) = prev.view(outcome);
         let (nb, na) = next.view(outcome);

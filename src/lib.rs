@@ -101,6 +101,22 @@ pub struct App {
     workers: Option<workers::Workers>,
     /// Engine, persister, feed publisher: each exits when its input channel closes.
     threads: Vec<std::thread::JoinHandle<()>>,
+    /// The runtime the WebSocket connections run on.
+    feeds: FeedRuntime,
+}
+
+/// The WebSocket connections' own runtime: an upgraded connection moves there, so a burst
+/// of feed writes to many connections never queues ahead of HTTP requests on the
+/// workers, and the OS shares the cores between the two fairly. Its tasks are dropped
+/// (their sockets closed) when it goes, which must not block.
+struct FeedRuntime(Option<tokio::runtime::Runtime>);
+
+impl Drop for FeedRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
 }
 
 pub fn init_logging(json: bool) {
@@ -125,12 +141,21 @@ impl App {
         let metrics = Arc::new(store::persister::PersistMetrics::exported(&exported));
         let (persist_tx, persister) = store::persister::spawn(store.clone(), metrics.clone());
         let registry = Arc::new(engine::snapshot::Registry::default());
-        let (events_tx, bus, user_bus, publisher) = events::spawn(config.ws_window);
+        let bus = Arc::new(events::Bus::new(config.ws_window, exported.ws_too_slow.clone()));
+        let user_bus = Arc::new(events::UserBus::new(config.ws_window, exported.ws_too_slow.clone()));
+        let (events_tx, publisher) = events::spawn(bus.clone(), user_bus.clone());
         let (engine, engine_thread) =
             engine::spawn(core, registry.clone(), persist_tx.clone(), events_tx, exported.clone());
         let mut state = api::AppState::new(config.clone(), store, engine, registry, metrics, exported, persist_tx)?;
+        let feeds = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.ws_threads)
+            .thread_name("feeds")
+            .enable_all()
+            .build()
+            .context("start the feed runtime")?;
         state.bus = Some(bus);
         state.user_bus = Some(user_bus);
+        state.feed_rt = Some(feeds.handle().clone());
         let state = Arc::new(state);
 
         if state.store.get_raw(cf::META, meta::CATALOGUE_LOADED)?.is_none() {
@@ -140,9 +165,7 @@ impl App {
         let (shutdown, rx) = watch::channel(false);
         let mut servers = Vec::new();
         let bind = |addr: SocketAddr, name: &'static str| {
-            let std = std::net::TcpListener::bind(addr).with_context(|| format!("bind {name} on {addr}"))?;
-            std.set_nonblocking(true)?;
-            let l = tokio::net::TcpListener::from_std(std)?;
+            let l = listen(addr).with_context(|| format!("bind {name} on {addr}"))?;
             let a = l.local_addr()?;
             tracing::info!(server = name, addr = %a, "listening");
             anyhow::Ok((l, a))
@@ -166,6 +189,7 @@ impl App {
             servers,
             workers: Some(workers),
             threads: vec![engine_thread, persister, publisher],
+            feeds: FeedRuntime(Some(feeds)),
         })
     }
 
@@ -179,6 +203,7 @@ impl App {
         if let Some(w) = self.workers.take() {
             let _ = tokio::task::spawn_blocking(move || w.stop()).await;
         }
+        drop(self.feeds);
         drop(self.state);
         let threads = self.threads;
         let _ = tokio::task::spawn_blocking(move || {
@@ -188,6 +213,17 @@ impl App {
         })
         .await;
     }
+}
+
+/// A listener whose accepted connections have TCP_NODELAY (Linux copies it from the
+/// listening socket; warp offers no hook on accept). Without it a WebSocket frame written
+/// while the previous one is unacknowledged waits for the client's delayed ACK (~40 ms).
+pub fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.set_nodelay(true)?;
+    socket.bind(addr)?;
+    socket.listen(1024)
 }
 
 pub fn serve<F>(

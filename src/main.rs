@@ -179,6 +179,9 @@ struct ServeArgs {
     /// Seconds a WebSocket connection may stay silent (no PING) before it is closed.
     #[arg(long, env = "PREDEX_WS_IDLE_SECS")]
     ws_idle_secs: Option<u64>,
+    /// Threads writing the WebSocket feeds (beside the HTTP workers).
+    #[arg(long, env = "PREDEX_WS_THREADS")]
+    ws_threads: Option<usize>,
     /// Log as JSON lines (the default under systemd).
     #[arg(long, env = "PREDEX_LOG_JSON")]
     log_json: bool,
@@ -218,7 +221,8 @@ impl ServeArgs {
             rate_limit_window_secs,
             trusted_proxies,
             ws_window,
-            ws_idle_secs
+            ws_idle_secs,
+            ws_threads
         );
         if self.fee_address.is_some() {
             c.fee_address = self.fee_address;

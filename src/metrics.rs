@@ -59,6 +59,9 @@ pub struct Metrics {
     /// Persister: jobs per group commit, and seconds per synced write.
     pub batch_jobs: Histogram,
     pub sync_seconds: Histogram,
+    /// Open WebSocket connections, and those cut off because their queue was full.
+    pub ws_connections: Gauge,
+    pub ws_too_slow: Counter,
 }
 
 impl Default for Metrics {
@@ -82,6 +85,8 @@ impl Metrics {
             pending_trades: Gauge::default(),
             batch_jobs: Histogram::new(exponential_buckets(1.0, 2.0, 13)),
             sync_seconds: latency(),
+            ws_connections: Gauge::default(),
+            ws_too_slow: Counter::default(),
             registry: Registry::default(),
         };
         registry.register("http_requests", "Order-book server requests by route and status", m.requests.clone());
@@ -99,6 +104,12 @@ impl Metrics {
         registry.register("pending_trades", "Trades matched and not yet settled", m.pending_trades.clone());
         registry.register("persister_batch_jobs", "Commands per group commit", m.batch_jobs.clone());
         registry.register("persister_sync_seconds", "Synced RocksDB write per group commit", m.sync_seconds.clone());
+        registry.register("ws_connections", "Open WebSocket connections", m.ws_connections.clone());
+        registry.register(
+            "ws_too_slow",
+            "WebSocket connections closed because their queue was full",
+            m.ws_too_slow.clone(),
+        );
         Metrics { registry, ..m }
     }
 

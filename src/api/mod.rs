@@ -64,9 +64,11 @@ pub struct AppState {
     pub heartbeats: Arc<crate::workers::Heartbeats>,
     /// What `GET /metrics` on the internal server exports.
     pub exported: Arc<crate::metrics::Metrics>,
-    /// The WebSocket feeds' broadcast (set once the publisher runs).
-    pub bus: Option<crate::events::Bus>,
-    pub user_bus: Option<crate::events::UserBus>,
+    /// The WebSocket feeds' subscriptions (set once the publisher runs).
+    pub bus: Option<Arc<crate::events::Bus>>,
+    pub user_bus: Option<Arc<crate::events::UserBus>>,
+    /// Where WebSocket connections run (see `App`); None: on the HTTP workers.
+    pub feed_rt: Option<tokio::runtime::Handle>,
 }
 
 impl AppState {
@@ -109,6 +111,7 @@ impl AppState {
             exported,
             bus: None,
             user_bus: None,
+            feed_rt: None,
         })
     }
 

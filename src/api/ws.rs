@@ -4,32 +4,41 @@
 //! snapshot per asset on subscribe, then `price_change` and `last_trade_price` frames from
 //! the event bus ([`crate::events`]); text `PING` is answered `PONG`.
 
-use std::collections::HashMap;
+use std::hash::Hash;
+
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::stream::{SplitSink, SplitStream};
+use futures_util::stream::SplitSink;
 use futures_util::{SinkExt, StreamExt};
+use prometheus_client::metrics::gauge::Gauge;
 use serde::Deserialize;
 use serde_json::{json as j, Value};
-use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
 use warp::filters::ws::{Message, WebSocket, Ws};
 use warp::reply::Response;
 use warp::{Filter, Reply};
 
 use super::{with_state, AppState};
-use crate::events::Frame;
+use crate::events::{Frame, Outbox, Topics};
 
 pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
-    let market_ch = warp::path!("ws" / "market")
-        .and(warp::ws())
-        .and(with_state(state.clone()))
-        .map(|ws: Ws, s: Arc<AppState>| ws.on_upgrade(move |socket| market(socket, s)).into_response());
-    let user_ch = warp::path!("ws" / "user")
-        .and(warp::ws())
-        .and(with_state(state))
-        .map(|ws: Ws, s: Arc<AppState>| ws.on_upgrade(move |socket| user(socket, s)).into_response());
+    let market_ch =
+        warp::path!("ws" / "market").and(warp::ws()).and(with_state(state.clone())).map(|ws: Ws, s: Arc<AppState>| {
+            ws.on_upgrade(move |socket| on_feed_runtime(market(socket, s.clone()), s)).into_response()
+        });
+    let user_ch = warp::path!("ws" / "user").and(warp::ws()).and(with_state(state)).map(|ws: Ws, s: Arc<AppState>| {
+        ws.on_upgrade(move |socket| on_feed_runtime(user(socket, s.clone()), s)).into_response()
+    });
     market_ch.or(user_ch).unify()
+}
+
+/// Runs a connection on the feed runtime when there is one.
+async fn on_feed_runtime(conn: impl std::future::Future<Output = ()> + Send + 'static, s: Arc<AppState>) {
+    match &s.feed_rt {
+        Some(rt) => drop(rt.spawn(conn)),
+        None => conn.await,
+    }
 }
 
 #[derive(Deserialize)]
@@ -62,38 +71,46 @@ fn user_key(s: &AppState, auth: Option<&Auth>) -> Option<uuid::Uuid> {
 /// only for the listed condition IDs) and nothing of anyone else's.
 async fn user(socket: WebSocket, s: Arc<AppState>) {
     let Some(bus) = s.user_bus.clone() else { return };
-    let (mut tx, mut rx) = socket.split();
-    let mut who: Option<(uuid::Uuid, Vec<String>)> = None;
-    let mut feed: Option<broadcast::Receiver<Arc<crate::events::UserFrame>>> = None;
-    let idle = Duration::from_secs(s.config.ws_idle_secs);
+    let mut link = Link::new(socket, &s, bus);
+    let mut markets: Option<Vec<String>> = None;
     loop {
-        match step(&mut rx, &mut tx, &mut feed, idle).await {
+        let ok = match link.step().await {
             Step::Stop => break,
             Step::Text(text) => {
                 let sub = serde_json::from_str::<UserSubscription>(&text).ok();
                 match sub.as_ref().and_then(|x| user_key(&s, x.auth.as_ref())) {
                     Some(key) => {
-                        if feed.is_none() {
-                            feed = Some(bus.subscribe());
-                        }
-                        who = Some((key, sub.map(|x| x.markets).unwrap_or_default()));
+                        // Later subscriptions on the connection replace the key and filter.
+                        link.feed.clear();
+                        link.feed.add(key);
+                        markets = Some(sub.map(|x| x.markets).unwrap_or_default());
+                        true
                     }
                     None => {
-                        let _ = tx.send(error_frame("unauthenticated: auth needs apiKey, secret and passphrase")).await;
-                        let _ = tx.send(Message::close_with(1008u16, "unauthenticated")).await;
-                        break;
+                        let refusal = vec![
+                            error_frame("unauthenticated: auth needs apiKey, secret and passphrase"),
+                            Message::close_with(1008u16, "unauthenticated"),
+                        ];
+                        link.send_all(refusal).await;
+                        false
                     }
                 }
             }
-            Step::Frame(f) => {
-                let Some((key, markets)) = &who else { continue };
-                if f.owner == *key
-                    && (markets.is_empty() || markets.iter().any(|m| **m == *f.market))
-                    && tx.send(Message::text(f.text.to_string())).await.is_err()
-                {
-                    break;
-                }
+            Step::Frames => {
+                let Some(markets) = &markets else { continue };
+                let batch = std::mem::take(&mut link.batch);
+                let mine = batch
+                    .iter()
+                    .filter(|f| markets.is_empty() || markets.iter().any(|m| **m == *f.market))
+                    .map(|f| Message::text(&*f.text))
+                    .collect::<Vec<_>>();
+                let ok = link.send_all(mine).await;
+                link.batch = batch;
+                ok
             }
+        };
+        if !ok {
+            break;
         }
     }
 }
@@ -120,115 +137,209 @@ fn error_frame(message: &str) -> Message {
 /// One market-channel connection.
 async fn market(socket: WebSocket, s: Arc<AppState>) {
     let Some(bus) = s.bus.clone() else { return };
-    let (mut tx, mut rx) = socket.split();
+    let mut link = Link::new(socket, &s, bus);
     // (market, outcome) subscribed → sequence of the last snapshot or frame delivered.
     let mut subs: HashMap<(u32, u8), u64> = HashMap::new();
-    let mut feed: Option<broadcast::Receiver<Arc<Frame>>> = None;
-    let idle = Duration::from_secs(s.config.ws_idle_secs);
     loop {
-        match step(&mut rx, &mut tx, &mut feed, idle).await {
+        let ok = match link.step().await {
             Step::Stop => break,
             Step::Text(text) => {
                 let msgs = match serde_json::from_str::<Subscription>(&text) {
-                    Ok(sub) => subscribe(&s, &bus, sub, &mut subs, &mut feed),
+                    Ok(sub) => subscribe(&s, sub, &mut subs, &mut link.feed),
                     Err(_) => vec![error_frame(
                         r#"invalid message: send {"assets_ids":[...],"type":"market"}, an operation, or PING"#,
                     )],
                 };
-                let mut gone = false;
-                for m in msgs {
-                    let close = m.is_close();
-                    if tx.send(m).await.is_err() || close {
-                        gone = true;
-                        break;
-                    }
-                }
-                if gone {
-                    break;
-                }
+                link.send_all(msgs).await
             }
-            Step::Frame(frame) => {
-                if let Some(last) = subs.get_mut(&(frame.market, frame.outcome)) {
-                    if frame.seq > *last {
-                        *last = frame.seq;
-                        if tx.send(Message::text(frame.text.to_string())).await.is_err() {
-                            break;
-                        }
-                    }
-                }
+            Step::Frames => {
+                let batch = std::mem::take(&mut link.batch);
+                let due: Vec<Message> =
+                    batch.iter().filter(|f| fresh(&mut subs, f)).map(|f| Message::text(&*f.text)).collect();
+                let ok = link.send_all(due).await;
+                link.batch = batch;
+                ok
             }
+        };
+        if !ok {
+            break;
         }
+    }
+}
+
+/// Whether a feed frame is for a subscribed asset and newer than what the connection has;
+/// if so it becomes the asset's latest.
+fn fresh(subs: &mut HashMap<(u32, u8), u64>, f: &Frame) -> bool {
+    match subs.get_mut(&(f.market, f.outcome)) {
+        Some(last) if f.seq > *last => {
+            *last = f.seq;
+            true
+        }
+        _ => false,
     }
 }
 
 /// What a connection has to handle next.
-enum Step<T> {
+enum Step {
     /// A text message from the client other than PING.
     Text(String),
-    /// The next item of the connection's window on the feed.
-    Frame(T),
-    /// The connection is over (closed by the client, idle, or left behind by the feed).
+    /// Feed items arrived: [`Link::batch`] holds every one that was queued (up to
+    /// [`BATCH`]), so a connection that wakes late sends them all in one write.
+    Frames,
+    /// The connection is over (closed by the client, idle, or cut off by the feed).
     Stop,
 }
 
-/// Waits for the client's next message or the next feed item, doing what both channels
-/// do alike: PING is answered PONG; an idle client, and one the feed got a whole window
-/// ahead of, are closed with a reason.
-async fn step<T: Clone>(
-    rx: &mut SplitStream<WebSocket>,
-    tx: &mut SplitSink<WebSocket, Message>,
-    feed: &mut Option<broadcast::Receiver<T>>,
-    idle: Duration,
-) -> Step<T> {
-    loop {
-        tokio::select! {
-            m = tokio::time::timeout(idle, rx.next()) => match m {
-                Err(_) => {
-                    let _ = tx.send(Message::close_with(1000u16, "idle: no message (PING) for too long")).await;
-                    return Step::Stop;
-                }
-                Ok(None | Some(Err(_))) => return Step::Stop,
-                Ok(Some(Ok(m))) => {
-                    if m.is_close() {
-                        return Step::Stop;
-                    }
-                    let Ok(text) = m.to_str() else { continue };
-                    if !text.trim().eq_ignore_ascii_case("PING") {
-                        return Step::Text(text.to_string());
-                    }
-                    if tx.send(Message::text("PONG")).await.is_err() {
-                        return Step::Stop;
-                    }
-                }
-            },
-            f = next(feed) => match f {
-                Ok(item) => return Step::Frame(item),
-                Err(RecvError::Lagged(_)) => {
-                    let why = "too slow: the feed got a full window ahead; reconnect and subscribe for a fresh snapshot";
-                    let _ = tx.send(Message::close_with(TOO_SLOW, why)).await;
-                    return Step::Stop;
-                }
-                Err(RecvError::Closed) => return Step::Stop,
-            },
+/// Most feed items a connection takes per wake-up (and so per socket write).
+const BATCH: usize = 256;
+
+/// A connection's subscriptions and its bounded queue; dropping it unsubscribes.
+struct Feed<K: Hash + Eq + Clone, T: Clone> {
+    topics: Arc<Topics<K, T>>,
+    outbox: Arc<Outbox<T>>,
+    queue: tokio::sync::mpsc::Receiver<T>,
+    keys: HashSet<K>,
+}
+
+impl<K: Hash + Eq + Clone, T: Clone> Feed<K, T> {
+    fn add(&mut self, key: K) {
+        self.topics.add(key.clone(), &self.outbox);
+        self.keys.insert(key);
+    }
+
+    fn remove(&mut self, key: &K) {
+        self.topics.remove(key, &self.outbox);
+        self.keys.remove(key);
+    }
+
+    fn clear(&mut self) {
+        for k in self.keys.drain() {
+            self.topics.remove(&k, &self.outbox);
         }
     }
 }
 
-async fn next<T: Clone>(feed: &mut Option<broadcast::Receiver<T>>) -> Result<T, RecvError> {
-    match feed.as_mut() {
-        Some(r) => r.recv().await,
-        None => std::future::pending().await,
+impl<K: Hash + Eq + Clone, T: Clone> Drop for Feed<K, T> {
+    fn drop(&mut self) {
+        self.clear();
     }
 }
 
-/// Applies a subscription message; returns the frames to send: queued feed frames,
-/// snapshots, errors — or ends with a close frame when the connection fell behind.
+/// One WebSocket connection and its feed, doing what both channels do alike: PING is
+/// answered PONG; an idle client, and one whose queue the feed filled, are closed with a
+/// reason.
+struct Link<K: Hash + Eq + Clone, T: Clone> {
+    tx: SplitSink<WebSocket, Message>,
+    /// The client's messages, read by a task of their own: polling the socket's read half
+    /// costs tungstenite a 128 KiB buffer fill, too much to pay on every feed wake-up.
+    inbox: tokio::sync::mpsc::Receiver<Message>,
+    reader: tokio::task::JoinHandle<()>,
+    feed: Feed<K, T>,
+    batch: Vec<T>,
+    idle: Duration,
+    /// When the client will have been silent for `idle`; moved only when it sends something,
+    /// so a busy feed costs no timer work.
+    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
+    connections: Gauge,
+}
+
+impl<K: Hash + Eq + Clone, T: Clone> Drop for Link<K, T> {
+    fn drop(&mut self) {
+        // Closes the socket even if the client never sends again.
+        self.reader.abort();
+        self.connections.dec();
+    }
+}
+
+impl<K: Hash + Eq + Clone, T: Clone> Link<K, T> {
+    fn new(socket: WebSocket, s: &AppState, topics: Arc<Topics<K, T>>) -> Link<K, T> {
+        let (tx, mut rx) = socket.split();
+        let (to_inbox, inbox) = tokio::sync::mpsc::channel(8);
+        let reader = tokio::spawn(async move {
+            while let Some(Ok(m)) = rx.next().await {
+                if to_inbox.send(m).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let idle = Duration::from_secs(s.config.ws_idle_secs);
+        let (outbox, queue) = topics.outbox();
+        let feed = Feed { topics, outbox, queue, keys: HashSet::new() };
+        let connections = s.exported.ws_connections.clone();
+        connections.inc();
+        let deadline = Box::pin(tokio::time::sleep(idle));
+        Link { tx, inbox, reader, feed, batch: Vec::new(), idle, deadline, connections }
+    }
+
+    async fn step(&mut self) -> Step {
+        self.batch.clear();
+        loop {
+            tokio::select! {
+                biased;
+                () = self.feed.outbox.cut.notified() => {
+                    let why = "too slow: the feed filled this connection's queue; reconnect and subscribe for a fresh snapshot";
+                    let close = self.tx.send(Message::close_with(TOO_SLOW, why));
+                    let _ = tokio::time::timeout(Duration::from_secs(1), close).await;
+                    return Step::Stop;
+                }
+                m = self.inbox.recv() => match m {
+                    None => return Step::Stop,
+                    Some(m) => {
+                        self.deadline.as_mut().reset(tokio::time::Instant::now() + self.idle);
+                        if m.is_close() {
+                            return Step::Stop;
+                        }
+                        let Ok(text) = m.to_str() else { continue };
+                        if !text.trim().eq_ignore_ascii_case("PING") {
+                            return Step::Text(text.to_string());
+                        }
+                        if !self.send_all(vec![Message::text("PONG")]).await {
+                            return Step::Stop;
+                        }
+                    }
+                },
+                () = self.deadline.as_mut() => {
+                    let _ = self.tx.send(Message::close_with(1000u16, "idle: no message (PING) for too long")).await;
+                    return Step::Stop;
+                }
+                n = self.feed.queue.recv_many(&mut self.batch, BATCH) => {
+                    // The queue's sender lives in `feed.outbox`, so it never closes under us.
+                    debug_assert!(n > 0);
+                    return Step::Frames;
+                }
+            }
+        }
+    }
+
+    /// Writes messages with one flush; false when the connection is gone, or was cut off
+    /// meanwhile (a client that stopped reading leaves the write pending forever). A
+    /// close message among them ends the connection too.
+    async fn send_all(&mut self, msgs: Vec<Message>) -> bool {
+        if msgs.is_empty() {
+            return true;
+        }
+        let closing = msgs.iter().any(Message::is_close);
+        let tx = &mut self.tx;
+        let write = async move {
+            for m in msgs {
+                tx.feed(m).await?;
+            }
+            tx.flush().await
+        };
+        let written = tokio::select! {
+            r = write => r.is_ok(),
+            () = self.feed.outbox.cut.notified() => false,
+        };
+        written && !closing
+    }
+}
+
+/// Applies a subscription message; returns the messages to send: snapshots and errors.
 fn subscribe(
     s: &AppState,
-    bus: &crate::events::Bus,
     sub: Subscription,
     subs: &mut HashMap<(u32, u8), u64>,
-    feed: &mut Option<broadcast::Receiver<Arc<Frame>>>,
+    feed: &mut Feed<(u32, u8), Arc<Frame>>,
 ) -> Vec<Message> {
     let op = sub.operation.as_deref().map(str::to_ascii_lowercase);
     let kind_ok = sub.kind.as_deref().is_none_or(|k| k.eq_ignore_ascii_case("market"));
@@ -246,33 +357,15 @@ fn subscribe(
     if op.as_deref() == Some("unsubscribe") {
         for (v, o) in &found {
             subs.remove(&(v.market.idx, *o));
+            feed.remove(&(v.market.idx, *o));
         }
         return out;
     }
-    // A fresh window first, then the snapshots: every frame after a snapshot reaches the new
-    // window. Frames still queued in the old window are delivered first (by sequence, so
-    // none twice).
-    let fresh = bus.subscribe();
-    if let Some(mut old) = feed.take() {
-        loop {
-            match old.try_recv() {
-                Ok(f) => {
-                    if let Some(last) = subs.get_mut(&(f.market, f.outcome)) {
-                        if f.seq > *last {
-                            *last = f.seq;
-                            out.push(Message::text(f.text.to_string()));
-                        }
-                    }
-                }
-                Err(TryRecvError::Lagged(_)) => {
-                    return vec![Message::close_with(TOO_SLOW, "too slow: reconnect and subscribe")];
-                }
-                Err(_) => break,
-            }
-        }
-    }
-    *feed = Some(fresh);
+    // Subscribed first, then the snapshot: every change after the snapshot is published
+    // after it was taken, so it reaches the queue; queued frames the snapshot already
+    // contains are skipped by sequence.
     for (view, outcome) in found {
+        feed.add((view.market.idx, outcome));
         let snap = view.book.load_full();
         if sub.initial_dump != Some(false) {
             let mut book = super::book::summary(&(view.clone(), outcome, snap.clone()));

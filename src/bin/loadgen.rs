@@ -82,6 +82,9 @@ struct Args {
     /// WebSocket subscribers to the first market during the predex phases (0: none).
     #[arg(long, default_value_t = 0)]
     subscribers: usize,
+    /// Feed runtime threads of the in-process predex (`--ws-threads` of `predex serve`).
+    #[arg(long, default_value_t = 1)]
+    ws_threads: usize,
     /// Skip the ceiling phases.
     #[arg(long)]
     no_ceilings: bool,
@@ -466,15 +469,27 @@ struct PhaseResult {
     feed: Option<(Histogram<u64>, u64)>,
 }
 
-/// One feed subscriber: delivery latency of each frame received in the measured window.
-async fn subscriber(addr: SocketAddr, token: String, start: Instant, warm: Duration, end: Duration) -> Histogram<u64> {
+type FeedConn = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A feed subscriber connected and subscribed to `token`, its snapshot received.
+async fn subscribe(addr: SocketAddr, token: String) -> Option<FeedConn> {
     use futures_util::{SinkExt, StreamExt};
-    let mut h = Histogram::new_with_bounds(1, 120_000_000, 3).expect("histogram bounds");
-    let Ok((mut ws, _)) = tokio_tungstenite::connect_async(format!("ws://{addr}/ws/market")).await else { return h };
+    // A small read buffer: tungstenite zero-fills all of it before every read.
+    let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default().read_buffer_size(8 * 1024);
+    let url = format!("ws://{addr}/ws/market");
+    let (mut ws, _) = tokio_tungstenite::connect_async_with_config(url, Some(config), true).await.ok()?;
     let sub = json!({ "assets_ids": [token], "type": "market" }).to_string();
-    if ws.send(tokio_tungstenite::tungstenite::Message::text(sub)).await.is_err() {
-        return h;
+    ws.send(tokio_tungstenite::tungstenite::Message::text(sub)).await.ok()?;
+    match ws.next().await {
+        Some(Ok(tokio_tungstenite::tungstenite::Message::Text(t))) if t.contains("\"book\"") => Some(ws),
+        _ => None,
     }
+}
+
+/// One feed subscriber: delivery latency of each frame received in the measured window.
+async fn subscriber(mut ws: FeedConn, start: Instant, warm: Duration, end: Duration) -> Histogram<u64> {
+    use futures_util::StreamExt;
+    let mut h = Histogram::new_with_bounds(1, 120_000_000, 3).expect("histogram bounds");
     let deadline = tokio::time::Instant::from_std(start + end);
     while let Ok(Some(Ok(m))) = tokio::time::timeout_at(deadline, ws.next()).await {
         let tokio_tungstenite::tungstenite::Message::Text(t) = m else { continue };
@@ -491,14 +506,28 @@ async fn subscriber(addr: SocketAddr, token: String, start: Instant, warm: Durat
     h
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn phase(
     name: &str,
+    feed_rt: &tokio::runtime::Handle,
     addr: SocketAddr,
     clients: Vec<Client>,
     mode: Mode,
     cancel_pct: u64,
     args: &Args,
 ) -> PhaseResult {
+    // Subscribers connect and get their snapshots before the clock starts.
+    let feeds: Vec<FeedConn> = if name.starts_with("predex") && args.subscribers > 0 {
+        let tasks: Vec<_> = (0..args.subscribers).map(|_| feed_rt.spawn(subscribe(addr, token(0, true)))).collect();
+        let mut conns = Vec::new();
+        for t in tasks {
+            conns.extend(t.await.expect("subscribe task"));
+        }
+        eprintln!("{} of {} subscribers connected", conns.len(), args.subscribers);
+        conns
+    } else {
+        Vec::new()
+    };
     let start = Instant::now() + Duration::from_millis(50);
     let (warm, end) = (Duration::from_secs_f64(args.warmup), Duration::from_secs_f64(args.warmup + args.duration));
     let tickets = match mode {
@@ -506,11 +535,7 @@ async fn phase(
         Mode::Open { rate } => Some(pacer(rate * 100 / (100 - cancel_pct.min(90)), start, end)),
         Mode::Closed => None,
     };
-    let subs: Vec<_> = if name.starts_with("predex") {
-        (0..args.subscribers).map(|_| tokio::spawn(subscriber(addr, token(0, true), start, warm, end))).collect()
-    } else {
-        Vec::new()
-    };
+    let subs: Vec<_> = feeds.into_iter().map(|ws| feed_rt.spawn(subscriber(ws, start, warm, end))).collect();
     let tasks: Vec<_> = clients
         .into_iter()
         .enumerate()
@@ -635,7 +660,7 @@ struct LocalServer {
 }
 
 impl LocalServer {
-    fn start() -> anyhow::Result<LocalServer> {
+    fn start(args: &Args) -> anyhow::Result<LocalServer> {
         let dir = std::env::temp_dir().join(format!("predex-loadgen-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let config = Config {
@@ -648,6 +673,7 @@ impl LocalServer {
             catalogue: PathBuf::from("/nonexistent"),
             // One client IP sends everything: the limiter runs, but never refuses.
             rate_limit_max: u32::MAX,
+            ws_threads: args.ws_threads,
             ..Config::default()
         };
         let (tx, rx) = std::sync::mpsc::channel();
@@ -726,7 +752,7 @@ fn main() -> anyhow::Result<()> {
     );
     let local = match args.clob {
         Some(_) => None,
-        None => Some(LocalServer::start()?),
+        None => Some(LocalServer::start(&args)?),
     };
     let (clob, internal) = match &local {
         Some(l) => (l.clob, l.internal),
@@ -734,6 +760,12 @@ fn main() -> anyhow::Result<()> {
     };
     // Clients on one thread of their own: they share the machine with the server.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    // Feed subscribers on another thread, so their reading does not delay the order clients.
+    let feed_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("feed-client")
+        .enable_all()
+        .build()?;
     let keys: Vec<Arc<Key>> =
         rt.block_on(setup(clob, internal, &args, config.chain_id))?.into_iter().map(Arc::new).collect();
     eprintln!("setup: {} markets, {} API keys", args.markets, keys.len());
@@ -775,18 +807,18 @@ fn main() -> anyhow::Result<()> {
         let (pa, ca, stop) = ceilings(&keys, &domains)?;
         for (name, addr) in [("ceiling-parse", pa), ("ceiling-crypto", ca)] {
             let cl = clients(closed_corpus.clone(), true);
-            results.push(rt.block_on(phase(name, addr, cl, Mode::Closed, 0, &args)));
+            results.push(rt.block_on(phase(name, feed_rt.handle(), addr, cl, Mode::Closed, 0, &args)));
         }
         let _ = stop.send(true);
     }
     if !args.no_closed {
         let cl = clients(closed_corpus, false);
-        results.push(rt.block_on(phase("predex-orders", clob, cl, Mode::Closed, 0, &args)));
+        results.push(rt.block_on(phase("predex-orders", feed_rt.handle(), clob, cl, Mode::Closed, 0, &args)));
     }
     if args.rate > 0 {
         let cl = clients(open_corpus, false);
         let mode = Mode::Open { rate: args.rate };
-        results.push(rt.block_on(phase("predex-open", clob, cl, mode, args.cancel_pct, &args)));
+        results.push(rt.block_on(phase("predex-open", feed_rt.handle(), clob, cl, mode, args.cancel_pct, &args)));
     }
     let s = summary(&args, &results);
     if let Some(parent) = args.out.parent() {

@@ -201,10 +201,102 @@ fn idle_clients_are_closed_with_a_reason() {
     let mut idle = Client::connect(&s);
     let got = idle.drain(Duration::from_secs(3));
     assert_eq!(got.last().unwrap()["closed"], "idle: no message (PING) for too long");
+}
 
-    // The window's other end, a client the feed leaves behind, is closed with "too slow"
-    // (RecvError::Lagged); loopback TCP buffers absorb megabytes first, so that case needs
-    // the feed benchmark of the WebSocket issue rather than a quick test.
+/// A subscriber that stops reading is cut off once its queue (`ws-window` frames) is full,
+/// while another subscriber of the same book receives every frame, without a gap; the
+/// stalled one can subscribe again for a fresh snapshot.
+#[test]
+fn a_stalled_client_is_cut_off_while_others_keep_receiving() {
+    let s = Server::start_tuned(|c| c.ws_window = 64);
+    let trader = s.trader(m("5000"));
+    s.credit(&trader.address, YES, m("5000"));
+    // A deep book, so that each snapshot is a few kilobytes.
+    for i in 0..30 {
+        trader.place(&s, YES, "BUY", &format!("0.{:02}", 1 + i), "5");
+        trader.place(&s, YES, "SELL", &format!("0.{:02}", 70 + i), "5");
+    }
+    let sub = json!({"assets_ids": [YES, NO], "type": "market"}).to_string();
+
+    // The stalled client never reads. Loopback lets the kernel buffer megabytes for it, so
+    // it fills them first, asking for snapshots again and again; then the server's writes
+    // to it block, and the order flow below fills its queue.
+    let stalled_rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let addr: std::net::SocketAddr = s.clob.trim_start_matches("http://").parse().unwrap();
+    let mut stalled = stalled_rt.block_on(async {
+        let sock = tokio::net::TcpSocket::new_v4().unwrap();
+        sock.set_recv_buffer_size(2048).unwrap();
+        let stream = sock.connect(addr).await.unwrap();
+        let (mut ws, _) = tokio_tungstenite::client_async(format!("ws://{addr}/ws/market"), stream).await.unwrap();
+        for _ in 0..1500 {
+            ws.send(Message::text(sub.clone())).await.unwrap();
+        }
+        ws
+    });
+
+    // The healthy client reads all along, on its own thread.
+    let mut healthy = Client::connect(&s);
+    healthy.send(&sub);
+    let mut local = Local::default();
+    let snapshots = healthy.drain(Duration::from_millis(500));
+    assert_eq!(snapshots.iter().filter(|m| m["event_type"] == "book").count(), 2, "{snapshots:?}");
+    for m in &snapshots {
+        local.apply(YES, m);
+    }
+    let reader = std::thread::spawn(move || {
+        let mut frames = 0;
+        loop {
+            let msgs = healthy.drain(Duration::from_secs(2));
+            if msgs.is_empty() {
+                break (local, frames);
+            }
+            for m in &msgs {
+                assert!(m.get("closed").is_none(), "the healthy client was closed: {m}");
+                frames += usize::from(m["event_type"] == "price_change");
+                local.apply(YES, m);
+            }
+        }
+    });
+
+    let orders = 200;
+    for i in 0..orders {
+        let r = trader.place(&s, YES, "BUY", &format!("0.{:02}", 31 + i % 30), "5");
+        assert_eq!(r["status"], "LIVE", "{r}");
+    }
+    let (local, frames) = reader.join().unwrap();
+    let metrics = s.internal_get("/metrics").1;
+    let text = metrics.as_str().unwrap();
+    assert_eq!(frames, orders * 2, "the healthy client got every change of both tokens: {text}");
+    assert!(local.matches(&s.get(&format!("/book?token_id={YES}")).1), "{local:?}");
+    assert!(text.contains("predex_ws_too_slow_total 1\n"), "only the stalled client was cut: {text}");
+
+    // The stalled client now reads what was buffered for it, then finds the connection
+    // closed: with "too slow" when the close frame fitted, or at the end of the stream.
+    let (got, end) = stalled_rt.block_on(async {
+        let mut got = 0;
+        loop {
+            match tokio::time::timeout(Duration::from_secs(10), stalled.next()).await {
+                Ok(Some(Ok(Message::Text(t)))) => got += usize::from(t.contains(r#""event_type":"price_change""#)),
+                Ok(Some(Ok(Message::Close(c)))) => break (got, c.map(|c| c.reason.to_string())),
+                Ok(Some(Ok(_))) => {}
+                Ok(Some(Err(_)) | None) => break (got, None),
+                Err(_) => panic!("the stalled client was never cut off ({got} frames read)"),
+            }
+        }
+    });
+    assert!(got < orders * 2, "a cut-off client cannot have every frame ({got})");
+    if let Some(reason) = end {
+        assert!(reason.starts_with("too slow"), "{reason}");
+    }
+
+    // Subscribing again gives a fresh snapshot equal to the book.
+    let mut again = Client::connect(&s);
+    again.send(&sub);
+    let mut fresh = Local::default();
+    for m in &again.drain(Duration::from_millis(300)) {
+        fresh.apply(YES, m);
+    }
+    assert!(fresh.matches(&s.get(&format!("/book?token_id={YES}")).1));
 }
 
 fn user_channel(s: &Server, t: &Trader, markets: Value) -> Client {
