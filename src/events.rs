@@ -64,6 +64,9 @@ pub struct Frame {
     /// The book snapshot sequence this frame leads to.
     pub seq: u64,
     pub text: Arc<str>,
+    /// The same messages plus a `best_bid_ask`, when the change moved the token's best bid
+    /// or ask: what connections with `custom_feature_enabled` get instead of `text`.
+    pub custom: Option<Arc<str>>,
 }
 
 /// The market channel's topics: one per (market, outcome token).
@@ -294,12 +297,29 @@ pub fn render(p: &Published, wanted: [bool; 2]) -> Vec<Frame> {
                 "side": side.as_str(), "timestamp": ts, "seq": next.seq, "published_us": durable_us,
             }));
         }
-        let text = match msgs.len() {
-            0 => continue,
-            1 => msgs.pop().expect("one").to_string(),
-            _ => Value::Array(msgs).to_string(),
+        if msgs.is_empty() {
+            continue;
+        }
+        let text = |msgs: &[Value]| -> Arc<str> {
+            match msgs {
+                [one] => one.to_string().into(),
+                _ => Value::Array(msgs.to_vec()).to_string().into(),
+            }
         };
-        frames.push(Frame { market: m.idx, outcome, seq: next.seq, text: text.into() });
+        let custom = (prev.best(outcome) != (best_bid, best_ask)).then(|| {
+            let spread = match (best_bid, best_ask) {
+                (Some(b), Some(a)) => fmt_price(a.saturating_sub(b)),
+                _ => String::new(),
+            };
+            let mut all = msgs.clone();
+            all.push(j!({
+                "event_type": "best_bid_ask", "asset_id": asset, "market": m.condition_id,
+                "best_bid": opt_price(best_bid), "best_ask": opt_price(best_ask), "spread": spread,
+                "timestamp": ts, "seq": next.seq, "published_us": durable_us,
+            }));
+            text(&all)
+        });
+        frames.push(Frame { market: m.idx, outcome, seq: next.seq, text: text(&msgs), custom });
     }
     frames
 }

@@ -125,6 +125,8 @@ struct Subscription {
     operation: Option<String>,
     #[serde(default)]
     initial_dump: Option<bool>,
+    #[serde(default)]
+    custom_feature_enabled: Option<bool>,
 }
 
 /// Close code for a client the feed left behind (it may reconnect for a fresh snapshot).
@@ -140,12 +142,17 @@ async fn market(socket: WebSocket, s: Arc<AppState>) {
     let mut link = Link::new(socket, &s, bus);
     // (market, outcome) subscribed → sequence of the last snapshot or frame delivered.
     let mut subs: HashMap<(u32, u8), u64> = HashMap::new();
+    // `custom_feature_enabled`: best_bid_ask messages too.
+    let mut custom = false;
     loop {
         let ok = match link.step().await {
             Step::Stop => break,
             Step::Text(text) => {
                 let msgs = match serde_json::from_str::<Subscription>(&text) {
-                    Ok(sub) => subscribe(&s, sub, &mut subs, &mut link.feed),
+                    Ok(sub) => {
+                        custom = sub.custom_feature_enabled.unwrap_or(custom);
+                        subscribe(&s, sub, &mut subs, &mut link.feed)
+                    }
                     Err(_) => vec![error_frame(
                         r#"invalid message: send {"assets_ids":[...],"type":"market"}, an operation, or PING"#,
                     )],
@@ -154,8 +161,11 @@ async fn market(socket: WebSocket, s: Arc<AppState>) {
             }
             Step::Frames => {
                 let batch = std::mem::take(&mut link.batch);
-                let due: Vec<Message> =
-                    batch.iter().filter(|f| fresh(&mut subs, f)).map(|f| Message::text(&*f.text)).collect();
+                let due: Vec<Message> = batch
+                    .iter()
+                    .filter(|f| fresh(&mut subs, f))
+                    .map(|f| Message::text(&**f.custom.as_ref().filter(|_| custom).unwrap_or(&f.text)))
+                    .collect();
                 let ok = link.send_all(due).await;
                 link.batch = batch;
                 ok

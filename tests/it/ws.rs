@@ -195,6 +195,55 @@ fn market_feed_snapshot_and_deltas_reproduce_the_book() {
     assert!(after.iter().all(|m| m["price_changes"].as_array().unwrap().iter().all(|c| c["asset_id"] == YES)));
 }
 
+/// `custom_feature_enabled` adds a `best_bid_ask` message when a token's best bid or ask
+/// moves (in the same frame as the change), and never otherwise.
+#[test]
+fn best_bid_ask_goes_to_connections_that_enable_custom_features() {
+    let s = Server::start();
+    let t = s.trader(m("5000"));
+    s.credit(&t.address, YES, m("100"));
+    let mut plain = Client::connect(&s);
+    plain.send(&json!({"assets_ids": [YES, NO], "type": "market"}).to_string());
+    let mut custom = Client::connect(&s);
+    custom.send(&json!({"assets_ids": [YES, NO], "type": "market", "custom_feature_enabled": true}).to_string());
+    plain.drain(Duration::from_millis(300));
+    custom.drain(Duration::from_millis(300));
+    let bba = |msgs: &[Value]| -> Vec<Value> {
+        msgs.iter().filter(|m| m["event_type"] == "best_bid_ask").cloned().collect::<Vec<_>>()
+    };
+
+    t.place(&s, YES, "BUY", "0.40", "5"); // a new best bid for YES, best ask for NO
+    let got = custom.drain(Duration::from_millis(300));
+    let b = bba(&got);
+    assert_eq!(b.len(), 2, "{got:?}");
+    let yes = b.iter().find(|m| m["asset_id"] == YES).unwrap();
+    assert_eq!(
+        (yes["best_bid"].as_str(), yes["best_ask"].as_str(), yes["spread"].as_str()),
+        (Some("0.4000"), Some(""), Some(""))
+    );
+    assert_eq!(yes["market"], COND);
+    let no = b.iter().find(|m| m["asset_id"] == NO).unwrap();
+    assert_eq!((no["best_bid"].as_str(), no["best_ask"].as_str()), (Some(""), Some("0.6000")));
+
+    t.place(&s, YES, "SELL", "0.55", "5"); // both sides now: a spread
+    let got = custom.drain(Duration::from_millis(300));
+    let yes = bba(&got).into_iter().find(|m| m["asset_id"] == YES).unwrap();
+    assert_eq!(
+        (yes["best_bid"].as_str(), yes["best_ask"].as_str(), yes["spread"].as_str()),
+        (Some("0.4000"), Some("0.5500"), Some("0.1500"))
+    );
+    assert_eq!(yes["spread"], s.get(&format!("/spread?token_id={YES}")).1["spread"]);
+
+    t.place(&s, YES, "BUY", "0.30", "5"); // behind the best: a price_change only
+    let got = custom.drain(Duration::from_millis(300));
+    assert!(got.iter().any(|m| m["event_type"] == "price_change"), "{got:?}");
+    assert!(bba(&got).is_empty(), "{got:?}");
+
+    let plain_got = plain.drain(Duration::from_millis(300));
+    assert_eq!(plain_got.iter().filter(|m| m["event_type"] == "price_change").count(), 6);
+    assert!(bba(&plain_got).is_empty(), "without custom features: {plain_got:?}");
+}
+
 #[test]
 fn idle_clients_are_closed_with_a_reason() {
     let s = Server::start_tuned(|c| c.ws_idle_secs = 1);
