@@ -1,15 +1,15 @@
 //! The market feed, `/ws/market`, in the protocol of Polymarket's CLOB market channel
 //! (docs/websocket.md): subscribe with `{"assets_ids": [...], "type": "market"}`, change
 //! later with `{"assets_ids": [...], "operation": "subscribe" | "unsubscribe"}`; a `book`
-//! snapshot per asset on subscribe, then `price_change` and `last_trade_price` frames from
-//! the event bus ([`crate::events`]); text `PING` is answered `PONG`.
+//! snapshot per asset on subscribe, then `price_change` and `last_trade_price` frames (and
+//! `best_bid_ask` with `custom_feature_enabled`) from the event bus ([`crate::events`]);
+//! text `PING` is answered `PONG`. The user feed, `/ws/user`, is here too.
 
 use std::hash::Hash;
-
-use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::sync::Arc;
 use std::time::Duration;
 
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use futures_util::stream::SplitSink;
 use futures_util::{SinkExt, StreamExt};
 use prometheus_client::metrics::gauge::Gauge;
