@@ -75,15 +75,10 @@ pub type Bus = Topics<(u32, u8), Arc<Frame>>;
 /// One connection's bounded queue, as the publisher sees it.
 pub struct Outbox<T> {
     tx: mpsc::Sender<T>,
-    /// Set, and `cut` notified, when the queue was full: the connection is to be closed.
+    /// Set, and `cut` notified, when the queue was first found full (counted once, though
+    /// the connection may be in several topics): the connection is to be closed.
     lagged: AtomicBool,
     pub cut: Notify,
-}
-
-impl<T> Outbox<T> {
-    pub fn lagged(&self) -> bool {
-        self.lagged.load(Ordering::Acquire)
-    }
 }
 
 /// Subscriptions by key (a market's token, an API key) to connections' queues.
@@ -173,7 +168,8 @@ pub fn spawn(bus: Arc<Bus>, user_bus: Arc<UserBus>) -> (Sender<Published>, std::
                     }
                     Published::User { taker, orders, trades } if !user_bus.is_empty() => {
                         for f in render_user(*taker, orders, trades, |k| user_bus.has_subscribers(k)) {
-                            user_bus.publish(&f.owner.clone(), &Arc::new(f));
+                            let owner = f.owner;
+                            user_bus.publish(&owner, &Arc::new(f));
                         }
                     }
                     _ => {}
@@ -300,10 +296,11 @@ pub fn render(p: &Published, wanted: [bool; 2]) -> Vec<Frame> {
         if msgs.is_empty() {
             continue;
         }
+        // One message as an object, several as an array (a slice serializes as one).
         let text = |msgs: &[Value]| -> Arc<str> {
             match msgs {
                 [one] => one.to_string().into(),
-                _ => Value::Array(msgs.to_vec()).to_string().into(),
+                _ => serde_json::to_string(msgs).expect("JSON values serialize").into(),
             }
         };
         let custom = (prev.best(outcome) != (best_bid, best_ask)).then(|| {
