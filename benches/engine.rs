@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use predex::domain::*;
 use predex::engine::book::{crosses, Book, BookSide};
-use predex::engine::Core;
+use predex::engine::{Core, Placed};
 use predex::store::Batch;
 use uuid::Uuid;
 
@@ -49,6 +49,12 @@ trait Lob {
     fn add(&mut self, id: u64, bid: bool, price: u32, qty: u64);
     fn cancel(&mut self, id: u64);
     fn take(&mut self, id: u64, bid: bool, limit: u32, qty: u64);
+    /// Untimed, before `ops` are applied: work that production does off the matching
+    /// thread (predex: the HTTP worker allocates the order record).
+    fn prepare(&mut self, _ops: &[Op]) {}
+    /// Untimed, after: likewise (predex: the persister drops the written batch, the HTTP
+    /// worker the reply).
+    fn tidy(&mut self) {}
 }
 
 // ---------------------------------------------------------------- predex: the book alone
@@ -101,6 +107,10 @@ struct PredexEngine {
     batch: Batch,
     addrs: Vec<Arc<str>>,
     strs: [Arc<str>; 4],
+    /// Records of the prepared orders, in command order.
+    ready: VecDeque<Arc<OrderRecord>>,
+    /// Replies, dropped untimed.
+    done: Vec<Placed>,
 }
 
 impl PredexEngine {
@@ -162,30 +172,53 @@ impl Lob for PredexEngine {
             core.credit(a, "1", u64::MAX / 64, &mut batch);
         }
         batch.ops.clear();
-        PredexEngine { core, batch, addrs, strs: ["".into(), "0xc".into(), "1".into(), "Yes".into()] }
+        PredexEngine {
+            core,
+            batch,
+            addrs,
+            strs: ["".into(), "0xc".into(), "1".into(), "Yes".into()],
+            ready: VecDeque::new(),
+            done: Vec::new(),
+        }
     }
-    fn add(&mut self, id: u64, bid: bool, price: u32, qty: u64) {
-        let o = self.order(id, if bid { Side::Buy } else { Side::Sell }, price, qty, OrderType::Gtc);
+    fn add(&mut self, id: u64, _bid: bool, _price: u32, _qty: u64) {
+        let o = self.ready.pop_front().expect("prepared");
+        debug_assert_eq!(o.id, Uuid::from_u64_pair(0, id));
         let r = self.core.place(o, false, 0, &mut self.batch);
-        debug_assert!(r.is_ok());
-        self.batch.ops.clear();
+        self.done.push(r.expect("accepted"));
     }
     fn cancel(&mut self, id: u64) {
         let owner = Uuid::from_u128(1 + (id % USERS) as u128);
         self.core.cancel(owner, &[Uuid::from_u64_pair(0, id)], &mut self.batch);
-        self.batch.ops.clear();
     }
-    fn take(&mut self, id: u64, bid: bool, limit: u32, qty: u64) {
-        let o = self.order(id, if bid { Side::Buy } else { Side::Sell }, limit, qty, OrderType::Fak);
+    fn take(&mut self, id: u64, _bid: bool, _limit: u32, _qty: u64) {
+        let o = self.ready.pop_front().expect("prepared");
+        debug_assert_eq!(o.id, Uuid::from_u64_pair(0, id));
         let r = self.core.place(o, false, 0, &mut self.batch);
-        debug_assert!(r.is_ok());
-        self.batch.ops.clear();
+        self.done.push(r.expect("accepted"));
         // Settlement is engine work per trade too: run it as the worker would, in chunks,
         // inside the timed commands.
         if self.core.pending_len() >= 1024 {
             self.core.settle(0, usize::MAX, &mut self.batch);
-            self.batch.ops.clear();
         }
+    }
+    fn prepare(&mut self, ops: &[Op]) {
+        for &op in ops {
+            let o = match op {
+                Op::Add { id, bid, price, qty } => {
+                    self.order(id, if bid { Side::Buy } else { Side::Sell }, price, qty, OrderType::Gtc)
+                }
+                Op::Take { id, bid, limit, qty } => {
+                    self.order(id, if bid { Side::Buy } else { Side::Sell }, limit, qty, OrderType::Fak)
+                }
+                Op::Cancel { .. } => continue,
+            };
+            self.ready.push_back(Arc::new(o));
+        }
+    }
+    fn tidy(&mut self) {
+        self.batch.ops.clear();
+        self.done.clear();
     }
 }
 
@@ -274,6 +307,15 @@ fn apply<L: Lob>(l: &mut L, op: Op) {
         Op::Cancel { id } => l.cancel(id),
         Op::Take { id, bid, limit, qty } => l.take(id, bid, limit, qty),
     }
+}
+
+/// Untimed commands (building and restoring depth).
+fn apply_all<L: Lob>(l: &mut L, ops: &[Op]) {
+    l.prepare(ops);
+    for &op in ops {
+        apply(l, op);
+    }
+    l.tidy();
 }
 
 /// The book as the harness sees it: FIFO levels, where each id rests, a random pick of a
@@ -497,23 +539,21 @@ fn fill(s: &mut Shadow, depth: usize) -> Vec<Op> {
 fn timed_run<L: Lob>(kind: Kind, depth: usize, iters: u64) -> Duration {
     let mut s = Shadow::new();
     let mut l = L::new();
-    for op in fill(&mut s, depth) {
-        apply(&mut l, op);
-    }
+    apply_all(&mut l, &fill(&mut s, depth));
     let (mut timed, mut after) = (Vec::new(), Vec::new());
     let mut done = 0u64;
     let mut spent = Duration::ZERO;
     while done < iters {
         round(&mut s, kind, depth, &mut timed, &mut after);
+        l.prepare(&timed);
         let t = Instant::now();
         for &op in &timed {
             apply(&mut l, op);
         }
         spent += t.elapsed();
+        l.tidy();
         done += timed.len() as u64;
-        for &op in &after {
-            apply(&mut l, op);
-        }
+        apply_all(&mut l, &after);
     }
     // Per command, as if exactly `iters` had run.
     spent.mul_f64(iters as f64 / done as f64)
@@ -534,9 +574,7 @@ fn group<L: Lob>(c: &mut Criterion, kind: Kind) {
 fn percentiles<L: Lob>(depth: usize) -> String {
     let mut s = Shadow::new();
     let mut l = L::new();
-    for op in fill(&mut s, depth) {
-        apply(&mut l, op);
-    }
+    apply_all(&mut l, &fill(&mut s, depth));
     let (mut ops, mut after) = (Vec::with_capacity(200_000), Vec::new());
     let mut timed = Vec::new();
     while ops.len() < 200_000 {
@@ -546,9 +584,12 @@ fn percentiles<L: Lob>(depth: usize) -> String {
     let mut lat: Vec<u64> = ops
         .into_iter()
         .map(|op| {
+            l.prepare(&[op]);
             let t = Instant::now();
             apply(&mut l, op);
-            t.elapsed().as_nanos() as u64
+            let ns = t.elapsed().as_nanos() as u64;
+            l.tidy();
+            ns
         })
         .collect();
     lat.sort_unstable();

@@ -222,7 +222,7 @@ pub fn render_user(
                 "size": fmt_amount(t.size), "price": fmt_price(t.price), "status": status, "outcome": t.outcome,
                 "owner": owner.to_string(), "trader_side": if owner == t.owner { "TAKER" } else { "MAKER" },
                 "matchtime": t.match_time.to_string(), "last_update": t.last_update.to_string(),
-                "transaction_hash": t.transaction_hash, "error_msg": t.error_msg, "timestamp": ts,
+                "transaction_hash": t.tx_hash(), "error_msg": t.error_msg, "timestamp": ts,
                 "maker_orders": t.maker_orders.iter().map(|m| j!({
                     "asset_id": m.asset_id, "matched_amount": fmt_amount(m.matched_amount),
                     "order_id": m.order_id.to_string(), "outcome": m.outcome, "owner": m.owner.to_string(),

@@ -626,7 +626,7 @@ pub fn trade_json(t: &TradeRecord, viewer: Uuid) -> Value {
             "side": m.side.as_str(),
             "fee_rate_bps": m.fee_rate_bps.to_string(),
         })).collect::<Vec<_>>(),
-        "transaction_hash": t.transaction_hash,
+        "transaction_hash": t.tx_hash(),
         "trader_side": if t.owner == viewer { "TAKER" } else { "MAKER" },
         "maker_fee": fmt_amount(maker_fee),
         "taker_fee": fmt_amount(t.taker_fee),

@@ -354,11 +354,27 @@ pub struct TradeRecord {
     pub owner: Uuid,
     pub maker_address: Arc<str>,
     pub maker_orders: Vec<MakerFill>,
+    /// Empty in ledger mode, where [`TradeRecord::tx_hash`] derives the hash on display.
     pub transaction_hash: String,
     pub taker_fee: u64,
     pub error_msg: Option<String>,
     /// COMPLEMENTARY, MINT or MERGE (the exchange contract's match type).
     pub match_type: MatchType,
+}
+
+impl TradeRecord {
+    /// The settlement's transaction hash. In ledger mode no chain transaction exists, so a
+    /// CONFIRMED trade shows keccak256 over its ID (stable across restarts, shaped like a
+    /// transaction hash), derived here where it is displayed rather than on the matching
+    /// thread, where it was one eighth of a settled trade's cost.
+    pub fn tx_hash(&self) -> String {
+        if !self.transaction_hash.is_empty() || self.status != TradeStatus::Confirmed {
+            return self.transaction_hash.clone();
+        }
+        let mut pre = b"predex-ledger-settlement".to_vec();
+        pre.extend_from_slice(self.id.as_bytes());
+        format!("{}", alloy_primitives::keccak256(pre))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use super::book::{crosses, Book, BookSide};
+use super::book::{crosses, Book, BookSide, NIL};
 use crate::domain::*;
 use crate::ledger::Ledger;
 use crate::store::{cf, encode, keys, meta, Batch};
@@ -81,10 +81,20 @@ pub struct NonceState {
     pub since_trade: u64,
 }
 
-/// A resting order's place: where it lives in its book.
-#[derive(Debug, Clone, Copy)]
-struct Resting {
+/// An open order: its record and, while it rests, its slot in its market's book (one map
+/// entry per order, so placing, cancelling and filling hash its ID once).
+#[derive(Debug, Clone)]
+pub struct Open {
+    pub rec: Arc<OrderRecord>,
+    /// [`NIL`] while DEFERRED.
     slot: u32,
+}
+
+impl std::ops::Deref for Open {
+    type Target = OrderRecord;
+    fn deref(&self) -> &OrderRecord {
+        &self.rec
+    }
 }
 
 pub struct MarketState {
@@ -101,8 +111,7 @@ pub struct Core {
     /// Open orders (LIVE resting, or DEFERRED). Shared with the persister's batches:
     /// updates go through `Arc::make_mut`, which copies only while a batch still holds the
     /// previous version.
-    pub orders: HashMap<Uuid, Arc<OrderRecord>>,
-    resting: HashMap<Uuid, Resting>,
+    pub orders: HashMap<Uuid, Open>,
     /// Every order ID accepted since start, plus reloaded open ones: duplicate detection for
     /// orders not yet durable (the API also checks the store for older ones).
     seen: Recent,
@@ -193,7 +202,6 @@ impl Core {
             tokens: HashMap::new(),
             conditions: HashMap::new(),
             orders: HashMap::new(),
-            resting: HashMap::new(),
             seen: Recent::default(),
             ledger: Ledger::default(),
             nonces: HashMap::new(),
@@ -274,33 +282,40 @@ impl Core {
     /// Room for `n` more open orders, so startup does not rehash its maps as it restores.
     pub fn reserve(&mut self, n: usize) {
         self.orders.reserve(n);
-        self.resting.reserve(n);
     }
 
     /// Re-inserts an accepted open order at startup, in its original priority.
     pub fn restore(&mut self, o: OrderRecord) {
         let asset = o.spend_asset();
         self.ledger.reserve(&o.maker, asset.key(), o.reserved);
+        let mut slot = NIL;
         if o.status == OrderStatus::Live {
             let ms = &mut self.markets[o.market_idx as usize];
-            let slot = ms.book.insert(
+            slot = ms.book.insert(
                 book_side(o.outcome_index, o.side),
                 yes_price(o.outcome_index, o.price),
                 o.id,
                 o.remaining(),
             );
-            self.resting.insert(o.id, Resting { slot });
         }
         if o.expiration != 0 {
             self.expiries.push(Reverse((o.expiration, o.id)));
         }
-        self.orders.insert(o.id, Arc::new(o));
+        self.orders.insert(o.id, Open { rec: Arc::new(o), slot });
     }
 
     /// Places an order: checks what only the engine can (duplicates, nonce, proxy binding,
     /// balance), then matches and rests the remainder. On acceptance, `batch` holds every
-    /// write of the command.
-    pub fn place(&mut self, mut o: OrderRecord, defer: bool, now: u64, batch: &mut Batch) -> Result<Placed, Reject> {
+    /// write of the command. The record arrives allocated (by the request's handler) and
+    /// unshared, so the engine thread updates it in place and never copies it.
+    pub fn place(
+        &mut self,
+        mut order: Arc<OrderRecord>,
+        defer: bool,
+        now: u64,
+        batch: &mut Batch,
+    ) -> Result<Placed, Reject> {
+        let o = Arc::make_mut(&mut order);
         let Some(&(midx, outcome)) = self.tokens.get(&*o.token_id) else { return Err(Reject::UnknownMarket) };
         if !self.markets[midx as usize].market.accepting_orders || self.markets[midx as usize].market.closed {
             return Err(Reject::MarketClosed);
@@ -356,47 +371,49 @@ impl Core {
             if o.expiration != 0 {
                 self.expiries.push(Reverse((o.expiration, o.id)));
             }
-            let o = Arc::new(o);
-            batch.put_order(&o);
-            self.orders.insert(o.id, o.clone());
+            batch.put_order(&order);
+            self.orders.insert(order.id, Open { rec: order.clone(), slot: NIL });
             self.flush_ledger(batch);
-            return Ok(Placed { order: o, trades: vec![], making: 0, taking: 0 });
+            return Ok(Placed { order, trades: vec![], making: 0, taking: 0 });
         }
         o.status = OrderStatus::Live;
-        let (trades, making, taking) = self.match_taker(&mut o, now, batch);
-        self.finish_taker(o, trades, making, taking, batch)
+        let (trades, making, taking) = if would_cross { self.match_taker(o, now, batch) } else { (Vec::new(), 0, 0) };
+        self.finish_taker(order, trades, making, taking, false, batch)
     }
 
     /// After matching: rest the remainder (GTC/GTD), or close the order (FOK/FAK, filled).
     fn finish_taker(
         &mut self,
-        mut o: OrderRecord,
+        mut order: Arc<OrderRecord>,
         trades: Vec<Arc<TradeRecord>>,
         making: u64,
         taking: u64,
+        released: bool,
         batch: &mut Batch,
     ) -> Result<Placed, Reject> {
+        let o = Arc::make_mut(&mut order);
         let remaining = o.remaining();
+        let mut slot = NIL;
         if remaining > 0 && o.order_type.rests() && o.reserved > 0 {
             let ms = &mut self.markets[o.market_idx as usize];
-            let slot = ms.book.insert(
+            slot = ms.book.insert(
                 book_side(o.outcome_index, o.side),
                 yes_price(o.outcome_index, o.price),
                 o.id,
                 remaining,
             );
-            self.resting.insert(o.id, Resting { slot });
             o.status = OrderStatus::Live;
-            if o.expiration != 0 && !self.orders.contains_key(&o.id) {
+            // A released DEFERRED order's expiry is queued already.
+            if o.expiration != 0 && !released {
                 self.expiries.push(Reverse((o.expiration, o.id)));
             }
         } else {
             o.status = if o.size_matched > 0 { OrderStatus::Matched } else { OrderStatus::Canceled };
-            self.release_rest(&mut o);
+            release_rest(&mut self.ledger, o);
         }
-        let o = Arc::new(o);
+        let o = order;
         if o.status == OrderStatus::Live {
-            self.orders.insert(o.id, o.clone());
+            self.orders.insert(o.id, Open { rec: o.clone(), slot });
         }
         batch.put_order(&o);
         self.flush_ledger(batch);
@@ -405,12 +422,6 @@ impl Core {
             batch.put(crate::store::cf::META, meta::last_trade(o.market_idx), crate::store::encode(&last));
         }
         Ok(Placed { order: o, trades, making, taking })
-    }
-
-    fn release_rest(&mut self, o: &mut OrderRecord) {
-        let asset = o.spend_asset();
-        self.ledger.release(&o.maker, asset.key(), o.reserved);
-        o.reserved = 0;
     }
 
     fn flush_ledger(&mut self, batch: &mut Batch) {
@@ -438,19 +449,21 @@ impl Core {
             let node = book.node(slot);
             let maker_id = node.id;
             let q = t.remaining().min(node.remaining);
-            let mut m_arc = self.orders.remove(&maker_id).expect("resting order has a record");
-            // Taken out while both orders are updated; put back below if it still rests.
-            let m = Arc::make_mut(&mut m_arc);
-            if m.expiration != 0 && m.expiration <= now {
+            let std::collections::hash_map::Entry::Occupied(mut entry) = self.orders.entry(maker_id) else {
+                unreachable!("resting order {maker_id} has no record")
+            };
+            if entry.get().expiration != 0 && entry.get().expiration <= now {
                 // An expired GTD order never trades: it leaves the book here, before the
                 // expiry sweep gets to it.
                 self.markets[midx].book.remove(slot);
-                self.resting.remove(&m.id);
+                let mut m_arc = entry.remove().rec;
+                let m = Arc::make_mut(&mut m_arc);
                 m.status = OrderStatus::Canceled;
-                self.release_rest(m);
+                release_rest(&mut self.ledger, m);
                 batch.put_order(&m_arc);
                 continue;
             }
+            let m = entry.get();
             // Amounts in each order's own token price.
             let pm = yes_price(m.outcome_index, px); // maker's own price
             let pt = yes_price(t.outcome_index, px); // taker's own price
@@ -468,14 +481,15 @@ impl Core {
             if t.side == Side::Buy && taker_amt > t.reserved {
                 let extra = taker_amt - t.reserved;
                 if self.ledger.account(&t.maker, "USDC").available() < extra {
-                    self.orders.insert(maker_id, m_arc);
                     break;
                 }
                 self.ledger.reserve(&t.maker, "USDC", extra);
                 t.reserved += extra;
             }
-            let maker_fee = self.fill(m, q, pm, maker_amt);
-            let taker_fee = self.fill(t, q, pt, taker_amt);
+            // Copies the record only while a batch in flight still holds this version.
+            let m = Arc::make_mut(&mut entry.get_mut().rec);
+            let maker_fee = fill(&mut self.ledger, m, q, pm, maker_amt);
+            let taker_fee = fill(&mut self.ledger, t, q, pt, taker_amt);
             match t.side {
                 Side::Buy => {
                     making += taker_amt;
@@ -524,15 +538,12 @@ impl Core {
             self.next_trade_seq += 1;
             t.associate_trades.push(trade.id);
             m.associate_trades.push(trade.id);
-            let gone = self.markets[midx].book.reduce(slot, q);
-            if gone {
-                self.resting.remove(&m.id);
+            if self.markets[midx].book.reduce(slot, q) {
                 m.status = OrderStatus::Matched;
-                self.release_rest(m);
-            }
-            batch.put_order(&m_arc);
-            if !gone {
-                self.orders.insert(maker_id, m_arc);
+                release_rest(&mut self.ledger, m);
+                batch.put_order(&entry.remove().rec);
+            } else {
+                batch.put_order(&entry.get().rec);
             }
             debug_assert_eq!(
                 trade.legs().map(|l| l.amount),
@@ -548,28 +559,6 @@ impl Core {
             trades.push(trade);
         }
         (trades, making, taking)
-    }
-
-    /// Applies one order's side of a fill to the order: what it pays moves from the order's
-    /// reservation to the trade's hold (the ledger's reserved total is unchanged) until
-    /// settlement transfers it. `amt` is the collateral the order pays (BUY) or receives
-    /// before fees (SELL). Returns its fee.
-    fn fill(&mut self, o: &mut OrderRecord, q: u64, p: u32, amt: u64) -> u64 {
-        let f = fee(o.side, o.fee_rate_bps, p, q);
-        let (f, pay) = match o.side {
-            Side::Buy => (f.min(q), amt),
-            Side::Sell => (f.min(amt), q),
-        };
-        if pay > o.reserved {
-            // Not reached: reservations cover fills (the taker's rounding micro-unit is
-            // reserved before its fill). Kept so the hold always matches the trade.
-            let asset = o.spend_asset();
-            self.ledger.reserve(&o.maker, asset.key(), pay - o.reserved);
-            o.reserved = pay;
-        }
-        o.reserved -= pay;
-        o.size_matched += q;
-        f
     }
 
     /// Settles up to `max` PENDING trades, oldest first. A trade's transfers apply to the
@@ -611,7 +600,6 @@ impl Core {
                         self.ledger.credit(&self.fee_address, asset, fee);
                     }
                     rec.status = TradeStatus::Confirmed;
-                    rec.transaction_hash = ledger_tx_hash(&rec);
                     NotificationKind::TradeConfirmed
                 }
             };
@@ -696,13 +684,13 @@ impl Core {
 
     /// Cancels one open order, whoever owns it (the caller has decided it may).
     fn close(&mut self, id: &Uuid, batch: &mut Batch) {
-        let Some(mut arc) = self.orders.remove(id) else { return };
+        let Some(Open { rec: mut arc, slot }) = self.orders.remove(id) else { return };
         let o = Arc::make_mut(&mut arc);
-        if let Some(r) = self.resting.remove(id) {
-            self.markets[o.market_idx as usize].book.remove(r.slot);
+        if slot != NIL {
+            self.markets[o.market_idx as usize].book.remove(slot);
         }
         o.status = OrderStatus::Canceled;
-        self.release_rest(o);
+        release_rest(&mut self.ledger, o);
         batch.put_order(&arc);
     }
 
@@ -752,10 +740,11 @@ impl Core {
         deferred.sort();
         let mut out = Vec::new();
         for (_, id) in deferred {
-            let mut o = Arc::unwrap_or_clone(self.orders.remove(&id).expect("present"));
+            let mut order = self.orders.remove(&id).expect("present").rec;
+            let o = Arc::make_mut(&mut order);
             o.status = OrderStatus::Live;
-            let (trades, making, taking) = self.match_taker(&mut o, now, batch);
-            if let Ok(p) = self.finish_taker(o, trades, making, taking, batch) {
+            let (trades, making, taking) = self.match_taker(o, now, batch);
+            if let Ok(p) = self.finish_taker(order, trades, making, taking, true, batch) {
                 out.push(p);
             }
         }
@@ -778,8 +767,10 @@ impl Core {
         for o in self.orders.values() {
             want.entry((o.maker.to_string(), o.spend_asset().key().to_string())).or_default()[0] += o.reserved;
             if o.status == OrderStatus::Live {
-                let r = self.resting.get(&o.id).ok_or("live order not resting")?;
-                let n = self.markets[o.market_idx as usize].book.node(r.slot);
+                if o.slot == NIL {
+                    return Err(format!("live order {} not resting", o.id));
+                }
+                let n = self.markets[o.market_idx as usize].book.node(o.slot);
                 if n.id != o.id || n.remaining != o.remaining() {
                     return Err(format!("book node out of step with order {}", o.id));
                 }
@@ -816,12 +807,33 @@ impl Core {
     }
 }
 
-/// The settlement's identifier in ledger mode, where no chain transaction exists: a
-/// keccak256 over the trade ID, stable across restarts, shaped like a transaction hash.
-fn ledger_tx_hash(t: &TradeRecord) -> String {
-    let mut pre = b"predex-ledger-settlement".to_vec();
-    pre.extend_from_slice(t.id.as_bytes());
-    format!("{}", alloy_primitives::keccak256(pre))
+/// Releases what an order still reserves (it closed).
+fn release_rest(ledger: &mut Ledger, o: &mut OrderRecord) {
+    let asset = o.spend_asset();
+    ledger.release(&o.maker, asset.key(), o.reserved);
+    o.reserved = 0;
+}
+
+/// Applies one order's side of a fill to the order: what it pays moves from the order's
+/// reservation to the trade's hold (the ledger's reserved total is unchanged) until
+/// settlement transfers it. `amt` is the collateral the order pays (BUY) or receives
+/// before fees (SELL). Returns its fee.
+fn fill(ledger: &mut Ledger, o: &mut OrderRecord, q: u64, p: u32, amt: u64) -> u64 {
+    let f = fee(o.side, o.fee_rate_bps, p, q);
+    let (f, pay) = match o.side {
+        Side::Buy => (f.min(q), amt),
+        Side::Sell => (f.min(amt), q),
+    };
+    if pay > o.reserved {
+        // Not reached: reservations cover fills (the taker's rounding micro-unit is
+        // reserved before its fill). Kept so the hold always matches the trade.
+        let asset = o.spend_asset();
+        ledger.reserve(&o.maker, asset.key(), pay - o.reserved);
+        o.reserved = pay;
+    }
+    o.reserved -= pay;
+    o.size_matched += q;
+    f
 }
 
 /// A party's notification of a settled trade, with its own side of the fill.

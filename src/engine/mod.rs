@@ -45,7 +45,7 @@ type Reply<T> = oneshot::Sender<Result<T, EngineError>>;
 
 pub enum Command {
     Place {
-        order: Box<OrderRecord>,
+        order: Arc<OrderRecord>,
         defer: bool,
         reply: Reply<Placed>,
     },
@@ -119,7 +119,7 @@ impl EngineHandle {
     }
 
     pub async fn place(&self, order: OrderRecord, defer: bool) -> Result<Placed, EngineError> {
-        self.call(|reply| Command::Place { order: Box::new(order), defer, reply }).await
+        self.call(|reply| Command::Place { order: Arc::new(order), defer, reply }).await
     }
     pub async fn cancel(&self, owner: Uuid, ids: Vec<Uuid>) -> Result<Canceled, EngineError> {
         self.call(|reply| Command::Cancel { owner, ids, reply }).await
@@ -314,7 +314,7 @@ fn run(
     while let Ok(cmd) = rx.recv() {
         let mut batch = Batch::default();
         match cmd {
-            Command::Place { order, defer, reply } => match core.place(*order, defer, now_secs(), &mut batch) {
+            Command::Place { order, defer, reply } => match core.place(order, defer, now_secs(), &mut batch) {
                 Ok(placed) => {
                     metrics.matches.inc_by(placed.trades.len() as u64);
                     let idx = placed.order.market_idx;

@@ -5,6 +5,8 @@
 //! tokens are conserved (USDC + YES and YES − NO are invariant: a mint turns q USDC into
 //! q YES + q NO, a merge the reverse; fees move within the ledger).
 
+use std::sync::Arc;
+
 use proptest::prelude::*;
 use uuid::Uuid;
 
@@ -128,7 +130,7 @@ proptest! {
                     let nonce = c.nonce_of(USERS[user]);
                     let (o, defer) = order(n as u64, user, no, buy, ticks, size, ty, fee, nonce);
                     let (id, owner) = (o.id, o.owner);
-                    if let Ok(p) = c.place(o, defer, 0, &mut b) {
+                    if let Ok(p) = c.place(Arc::new(o), defer, 0, &mut b) {
                         prop_assert!(p.order.size_matched <= p.order.original_size);
                         let filled: u64 = p.trades.iter().map(|t| t.size).sum();
                         prop_assert_eq!(filled, p.order.size_matched);
@@ -195,8 +197,8 @@ fn settlement_confirms_and_fails() {
     c.credit("0xa", "USDC", 100 * AMOUNT_ONE, &mut b);
     c.credit("0xb", "1", 40 * AMOUNT_ONE, &mut b);
     let t = |n: u64, user: usize, buy: bool| order(n, user, false, buy, 60, 40, 0, 0, 0).0; // 10 YES at 0.60
-    c.place(t(1, 1, false), false, 0, &mut b).unwrap();
-    let p = c.place(t(2, 0, true), false, 0, &mut b).unwrap();
+    c.place(Arc::new(t(1, 1, false)), false, 0, &mut b).unwrap();
+    let p = c.place(Arc::new(t(2, 0, true)), false, 0, &mut b).unwrap();
     assert_eq!(p.trades.len(), 1);
     let a_yes = c.ledger.account("0xa", "1");
     assert_eq!((a_yes.balance, a_yes.incoming, a_yes.available()), (0, 10 * AMOUNT_ONE, 10 * AMOUNT_ONE));
@@ -214,11 +216,11 @@ fn settlement_confirms_and_fails() {
 
     // Second fill: 0xa resells the YES it is about to receive, then 0xb invalidates its
     // nonce before settlement.
-    c.place(t(3, 1, false), false, 0, &mut b).unwrap();
-    c.place(t(4, 0, true), false, 0, &mut b).unwrap();
+    c.place(Arc::new(t(3, 1, false)), false, 0, &mut b).unwrap();
+    c.place(Arc::new(t(4, 0, true)), false, 0, &mut b).unwrap();
     let resell = order(5, 0, false, false, 90, 80, 0, 0, 0).0; // 20 YES at 0.90: rests
     let resell_id = resell.id;
-    c.place(resell, false, 0, &mut b).unwrap();
+    c.place(Arc::new(resell), false, 0, &mut b).unwrap();
     assert_eq!(c.ledger.account("0xa", "1").reserved, 20 * AMOUNT_ONE);
     let (nonce, canceled) = c.increment_nonce("0xb", &mut b);
     assert_eq!((nonce, canceled.len()), (1, 0), "both fills were whole: no open order of 0xb");

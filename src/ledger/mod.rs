@@ -10,7 +10,7 @@
 //! A fill is usable the moment it is acknowledged: `available` counts incoming receipts,
 //! so a maker can sell what it just bought before settlement moves it into `balance`.
 
-use foldhash::{HashMap, HashMapExt};
+use hashbrown::HashMap;
 
 /// One (address, asset) account.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -45,18 +45,13 @@ impl Ledger {
     }
 
     fn entry(&mut self, address: &str, asset: &str) -> &mut Account {
-        if !self.accounts.contains_key(address) {
-            self.accounts.insert(address.to_string(), HashMap::new());
-        }
-        let m = self.accounts.get_mut(address).expect("inserted");
-        if !m.contains_key(asset) {
-            m.insert(asset.to_string(), Account::default());
-        }
-        m.get_mut(asset).expect("inserted")
+        entry(&mut self.accounts, address, asset)
     }
 
-    fn mark(&mut self, address: &str, asset: &str) {
-        let a = self.entry(address, asset);
+    /// Applies `f` to a balance and queues the account for `take_dirty`: one lookup.
+    fn change(&mut self, address: &str, asset: &str, f: impl FnOnce(&mut u64)) {
+        let a = entry(&mut self.accounts, address, asset);
+        f(&mut a.balance);
         if !a.dirty {
             a.dirty = true;
             self.dirty.push((address.to_string(), asset.to_string()));
@@ -72,9 +67,7 @@ impl Ledger {
         if amount == 0 {
             return;
         }
-        let a = self.entry(address, asset);
-        a.balance = a.balance.saturating_add(amount);
-        self.mark(address, asset);
+        self.change(address, asset, |b| *b = b.saturating_add(amount));
     }
 
     /// Debits a balance; the caller has checked (by reservation) that it is there.
@@ -82,10 +75,10 @@ impl Ledger {
         if amount == 0 {
             return;
         }
-        let a = self.entry(address, asset);
-        debug_assert!(a.balance >= amount, "debit below zero");
-        a.balance = a.balance.saturating_sub(amount);
-        self.mark(address, asset);
+        self.change(address, asset, |b| {
+            debug_assert!(*b >= amount, "debit below zero");
+            *b = b.saturating_sub(amount);
+        });
     }
 
     /// Reserves `amount` if available; false (and no change) otherwise.
@@ -149,6 +142,15 @@ impl Ledger {
     pub fn total(&self, asset: &str) -> u128 {
         self.accounts.values().filter_map(|m| m.get(asset)).map(|a| a.balance as u128).sum()
     }
+}
+
+/// The account of (address, asset), created empty if absent; keys are allocated only then.
+fn entry<'a>(
+    accounts: &'a mut HashMap<String, HashMap<String, Account>>,
+    address: &str,
+    asset: &str,
+) -> &'a mut Account {
+    accounts.entry_ref(address).or_default().entry_ref(asset).or_default()
 }
 
 #[cfg(test)]
