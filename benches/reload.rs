@@ -40,7 +40,7 @@ fn main() {
     }
     let users: Vec<Arc<str>> = (0..100).map(|u| Arc::from(format!("0x{:040x}", u + 1))).collect();
     for u in &users {
-        b.put_balance(u, "USDC", u64::MAX / 256);
+        b.put_balance(u.clone(), "USDC".into(), u64::MAX / 256);
     }
     store.write([&b], false).unwrap();
     let sig: Arc<str> = format!("0x{}", "ab".repeat(65)).into();

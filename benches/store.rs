@@ -100,7 +100,7 @@ fn fill(seq: u64, maker: &Arc<str>, taker: &Arc<str>) -> Batch {
     b.put_order(&t);
     b.put_trade(&trade);
     for (a, asset) in [(maker, "USDC"), (maker, "1"), (taker, "USDC"), (taker, "1")] {
-        b.put_balance(a, asset, seq);
+        b.put_balance(a.clone(), asset.into(), seq);
     }
     b
 }

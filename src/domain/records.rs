@@ -263,6 +263,22 @@ impl OrderRecord {
             Side::Sell => Asset::Token(self.token_id.to_string()),
         }
     }
+
+    /// The ledger key of what the order pays (`spend_asset().key()` without allocating).
+    pub fn spend_key(&self) -> &str {
+        match self.side {
+            Side::Buy => COLLATERAL,
+            Side::Sell => &self.token_id,
+        }
+    }
+
+    /// The ledger key of what the order receives.
+    pub fn receive_key(&self) -> &str {
+        match self.side {
+            Side::Buy => &self.token_id,
+            Side::Sell => COLLATERAL,
+        }
+    }
 }
 
 /// A ledger asset: the collateral (USDC) or an outcome token.

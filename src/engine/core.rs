@@ -29,7 +29,7 @@ use uuid::Uuid;
 
 use super::book::{crosses, Book, BookSide, NIL};
 use crate::domain::*;
-use crate::ledger::Ledger;
+use crate::ledger::{Acct, Ledger};
 use crate::store::{cf, encode, keys, meta, Batch};
 
 /// Why the engine refused an order: an outcome, not an error.
@@ -88,6 +88,24 @@ pub struct Open {
     pub rec: Arc<OrderRecord>,
     /// [`NIL`] while DEFERRED.
     slot: u32,
+    /// Its ledger accounts, resolved once at placement: a fill moves balances by handle.
+    accts: Accts,
+}
+
+/// The ledger accounts an order (or a trade's leg) touches: what it pays from, what it
+/// receives into, and the fee account of what it receives.
+#[derive(Debug, Clone, Copy)]
+struct Accts {
+    pay: Acct,
+    recv: Acct,
+    fee: Acct,
+}
+
+/// A matched trade waiting for settlement, with its legs' accounts (taker, maker).
+#[derive(Debug)]
+struct Pending {
+    trade: Arc<TradeRecord>,
+    accts: [Accts; 2],
 }
 
 impl std::ops::Deref for Open {
@@ -101,6 +119,9 @@ pub struct MarketState {
     pub market: Market,
     pub book: Book,
     pub last_trade: Option<(u32, Side)>,
+    /// The fee account's handles for what this market's orders receive: collateral, then
+    /// each outcome token.
+    fee_accts: Vec<Acct>,
 }
 
 /// The whole matching state.
@@ -120,7 +141,7 @@ pub struct Core {
     nonces: HashMap<String, NonceState>,
     /// Trades matched but not yet settled, in match order. What each party pays stays
     /// reserved in the ledger (a hold) until the settlement worker applies the transfers.
-    pending: VecDeque<Arc<TradeRecord>>,
+    pending: VecDeque<Pending>,
     /// (expiration, order id) of open GTD orders, soonest first; entries of orders that
     /// closed earlier are skipped when they come due.
     expiries: BinaryHeap<Reverse<(u64, Uuid)>>,
@@ -231,7 +252,11 @@ impl Core {
             self.tokens.insert(t.token_id.clone(), (m.idx, i as u8));
         }
         self.conditions.insert(m.condition_id.clone(), m.idx);
-        self.markets.push(MarketState { book: Book::new(m.tick), market: m, last_trade: None });
+        let fee_accts = std::iter::once(COLLATERAL)
+            .chain(m.tokens.iter().map(|t| &*t.token_id))
+            .map(|asset| self.ledger.acct(&self.fee_address, asset))
+            .collect();
+        self.markets.push(MarketState { book: Book::new(m.tick), market: m, last_trade: None, fee_accts });
     }
 
     pub fn nonce_of(&self, maker: &str) -> u64 {
@@ -257,21 +282,40 @@ impl Core {
     /// Re-queues a PENDING trade at startup (oldest first): holds what its parties pay and
     /// expects what they receive.
     pub fn restore_pending(&mut self, t: TradeRecord) {
-        for l in t.legs() {
-            let (asset, amount) = l.pays();
-            self.ledger.reserve(&l.address, asset, amount);
-        }
-        self.expect_receipts(&t);
-        self.pending.push_back(Arc::new(t));
+        let legs = t.legs();
+        let accts = legs.each_ref().map(|l| {
+            let (pay, amount) = l.pays();
+            let (recv, ..) = l.receives();
+            let a = Accts {
+                pay: self.ledger.acct(&l.address, pay),
+                recv: self.ledger.acct(&l.address, recv),
+                fee: self.ledger.acct(&self.fee_address, recv),
+            };
+            self.ledger.reserve_at(a.pay, amount);
+            a
+        });
+        self.expect_receipts(&legs, &accts);
+        self.pending.push_back(Pending { trade: Arc::new(t), accts });
     }
 
     /// What a matched trade will deliver: usable at once, credited at settlement.
-    fn expect_receipts(&mut self, t: &TradeRecord) {
-        for l in t.legs() {
-            let (asset, net, fee) = l.receives();
-            self.ledger.expect(&l.address, asset, net);
-            self.ledger.expect(&self.fee_address, asset, fee);
+    fn expect_receipts(&mut self, legs: &[Leg; 2], accts: &[Accts; 2]) {
+        for (l, a) in legs.iter().zip(accts) {
+            let (_, net, fee) = l.receives();
+            self.ledger.expect_at(a.recv, net);
+            self.ledger.expect_at(a.fee, fee);
         }
+    }
+
+    /// Resolves an order's ledger accounts (its market and outcome already set).
+    fn accts_of(&mut self, o: &OrderRecord) -> Accts {
+        let [pay, recv] = self.ledger.accts(&o.maker, [o.spend_key(), o.receive_key()]);
+        let fee_accts = &self.markets[o.market_idx as usize].fee_accts;
+        let fee = match o.side {
+            Side::Buy => fee_accts[1 + o.outcome_index as usize],
+            Side::Sell => fee_accts[0],
+        };
+        Accts { pay, recv, fee }
     }
 
     /// Trades waiting for settlement.
@@ -286,8 +330,8 @@ impl Core {
 
     /// Re-inserts an accepted open order at startup, in its original priority.
     pub fn restore(&mut self, o: OrderRecord) {
-        let asset = o.spend_asset();
-        self.ledger.reserve(&o.maker, asset.key(), o.reserved);
+        let accts = self.accts_of(&o);
+        self.ledger.reserve_at(accts.pay, o.reserved);
         let mut slot = NIL;
         if o.status == OrderStatus::Live {
             let ms = &mut self.markets[o.market_idx as usize];
@@ -301,7 +345,7 @@ impl Core {
         if o.expiration != 0 {
             self.expiries.push(Reverse((o.expiration, o.id)));
         }
-        self.orders.insert(o.id, Open { rec: Arc::new(o), slot });
+        self.orders.insert(o.id, Open { rec: Arc::new(o), slot, accts });
     }
 
     /// Places an order: checks what only the engine can (duplicates, nonce, proxy binding,
@@ -352,8 +396,8 @@ impl Core {
                 return Err(Reject::FakNoMatch);
             }
         }
-        let asset = o.spend_asset();
-        if !self.ledger.try_reserve(&o.maker, asset.key(), o.maker_amount) {
+        let accts = self.accts_of(o);
+        if !self.ledger.try_reserve_at(accts.pay, o.maker_amount) {
             return Err(Reject::NotEnoughBalance);
         }
         // Accepted from here on.
@@ -372,19 +416,21 @@ impl Core {
                 self.expiries.push(Reverse((o.expiration, o.id)));
             }
             batch.put_order(&order);
-            self.orders.insert(order.id, Open { rec: order.clone(), slot: NIL });
+            self.orders.insert(order.id, Open { rec: order.clone(), slot: NIL, accts });
             self.flush_ledger(batch);
             return Ok(Placed { order, trades: vec![], making: 0, taking: 0 });
         }
         o.status = OrderStatus::Live;
-        let (trades, making, taking) = if would_cross { self.match_taker(o, now, batch) } else { (Vec::new(), 0, 0) };
-        self.finish_taker(order, trades, making, taking, false, batch)
+        let (trades, making, taking) =
+            if would_cross { self.match_taker(o, accts, now, batch) } else { (Vec::new(), 0, 0) };
+        self.finish_taker(order, accts, trades, making, taking, false, batch)
     }
 
     /// After matching: rest the remainder (GTC/GTD), or close the order (FOK/FAK, filled).
     fn finish_taker(
         &mut self,
         mut order: Arc<OrderRecord>,
+        accts: Accts,
         trades: Vec<Arc<TradeRecord>>,
         making: u64,
         taking: u64,
@@ -409,11 +455,11 @@ impl Core {
             }
         } else {
             o.status = if o.size_matched > 0 { OrderStatus::Matched } else { OrderStatus::Canceled };
-            release_rest(&mut self.ledger, o);
+            release_rest(&mut self.ledger, accts.pay, o);
         }
         let o = order;
         if o.status == OrderStatus::Live {
-            self.orders.insert(o.id, Open { rec: o.clone(), slot });
+            self.orders.insert(o.id, Open { rec: o.clone(), slot, accts });
         }
         batch.put_order(&o);
         self.flush_ledger(batch);
@@ -426,13 +472,19 @@ impl Core {
 
     fn flush_ledger(&mut self, batch: &mut Batch) {
         for (addr, asset, bal) in self.ledger.take_dirty() {
-            batch.put_balance(&addr, &asset, bal);
+            batch.put_balance(addr, asset, bal);
         }
     }
 
     /// Sweeps the opposite side while it crosses; returns trades and what the taker gave
     /// and received.
-    fn match_taker(&mut self, t: &mut OrderRecord, now: u64, batch: &mut Batch) -> (Vec<Arc<TradeRecord>>, u64, u64) {
+    fn match_taker(
+        &mut self,
+        t: &mut OrderRecord,
+        ta: Accts,
+        now: u64,
+        batch: &mut Batch,
+    ) -> (Vec<Arc<TradeRecord>>, u64, u64) {
         let midx = t.market_idx as usize;
         let bside = book_side(t.outcome_index, t.side);
         let limit = yes_price(t.outcome_index, t.price);
@@ -456,14 +508,15 @@ impl Core {
                 // An expired GTD order never trades: it leaves the book here, before the
                 // expiry sweep gets to it.
                 self.markets[midx].book.remove(slot);
-                let mut m_arc = entry.remove().rec;
+                let Open { rec: mut m_arc, accts, .. } = entry.remove();
                 let m = Arc::make_mut(&mut m_arc);
                 m.status = OrderStatus::Canceled;
-                release_rest(&mut self.ledger, m);
+                release_rest(&mut self.ledger, accts.pay, m);
                 batch.put_order(&m_arc);
                 continue;
             }
             let m = entry.get();
+            let ma = m.accts;
             // Amounts in each order's own token price.
             let pm = yes_price(m.outcome_index, px); // maker's own price
             let pt = yes_price(t.outcome_index, px); // taker's own price
@@ -480,16 +533,16 @@ impl Core {
             // mint; it must come from its free balance, or the sweep stops here.
             if t.side == Side::Buy && taker_amt > t.reserved {
                 let extra = taker_amt - t.reserved;
-                if self.ledger.account(&t.maker, "USDC").available() < extra {
+                if self.ledger.get(ta.pay).available() < extra {
                     break;
                 }
-                self.ledger.reserve(&t.maker, "USDC", extra);
+                self.ledger.reserve_at(ta.pay, extra);
                 t.reserved += extra;
             }
             // Copies the record only while a batch in flight still holds this version.
             let m = Arc::make_mut(&mut entry.get_mut().rec);
-            let maker_fee = fill(&mut self.ledger, m, q, pm, maker_amt);
-            let taker_fee = fill(&mut self.ledger, t, q, pt, taker_amt);
+            let maker_fee = fill(&mut self.ledger, ma.pay, m, q, pm, maker_amt);
+            let taker_fee = fill(&mut self.ledger, ta.pay, t, q, pt, taker_amt);
             match t.side {
                 Side::Buy => {
                     making += taker_amt;
@@ -540,7 +593,7 @@ impl Core {
             m.associate_trades.push(trade.id);
             if self.markets[midx].book.reduce(slot, q) {
                 m.status = OrderStatus::Matched;
-                release_rest(&mut self.ledger, m);
+                release_rest(&mut self.ledger, ma.pay, m);
                 batch.put_order(&entry.remove().rec);
             } else {
                 batch.put_order(&entry.get().rec);
@@ -550,10 +603,11 @@ impl Core {
                 [taker_amt, maker_amt],
                 "settlement recomputes the amounts matched"
             );
-            self.expect_receipts(&trade);
+            let accts = [ta, ma];
+            self.expect_receipts(&trade.legs(), &accts);
             let trade = Arc::new(trade);
             batch.put_trade(&trade);
-            self.pending.push_back(trade.clone());
+            self.pending.push_back(Pending { trade: trade.clone(), accts });
             let taker_yes_side = if bside == BookSide::Bid { Side::Buy } else { Side::Sell };
             self.markets[midx].last_trade = Some((px, taker_yes_side));
             trades.push(trade);
@@ -571,18 +625,18 @@ impl Core {
     pub fn settle(&mut self, now: u64, max: usize, batch: &mut Batch) -> Settled {
         let mut out = Settled::default();
         while out.confirmed.len() + out.failed.len() < max {
-            let Some(t) = self.pending.pop_front() else { break };
+            let Some(Pending { trade: t, accts }) = self.pending.pop_front() else { break };
             let legs = t.legs();
             let mut rec = Arc::unwrap_or_clone(t);
             rec.last_update = now;
-            for l in &legs {
-                let (asset, amount) = l.pays();
-                self.ledger.release(&l.address, asset, amount);
-                let (asset, net, fee) = l.receives();
-                self.ledger.unexpect(&l.address, asset, net);
-                self.ledger.unexpect(&self.fee_address, asset, fee);
+            for (l, a) in legs.iter().zip(&accts) {
+                let (_, amount) = l.pays();
+                self.ledger.release_at(a.pay, amount);
+                let (_, net, fee) = l.receives();
+                self.ledger.unexpect_at(a.recv, net);
+                self.ledger.unexpect_at(a.fee, fee);
             }
-            let kind = match self.cannot_settle(&rec, &legs) {
+            let kind = match self.cannot_settle(&rec, &legs, &accts) {
                 Some(why) => {
                     rec.status = TradeStatus::Failed;
                     rec.error_msg = Some(why);
@@ -592,12 +646,12 @@ impl Core {
                     NotificationKind::TradeFailed
                 }
                 None => {
-                    for l in &legs {
-                        let (asset, amount) = l.pays();
-                        self.ledger.debit(&l.address, asset, amount);
-                        let (asset, net, fee) = l.receives();
-                        self.ledger.credit(&l.address, asset, net);
-                        self.ledger.credit(&self.fee_address, asset, fee);
+                    for (l, a) in legs.iter().zip(&accts) {
+                        let (_, amount) = l.pays();
+                        self.ledger.debit_at(a.pay, amount);
+                        let (_, net, fee) = l.receives();
+                        self.ledger.credit_at(a.recv, net);
+                        self.ledger.credit_at(a.fee, fee);
                     }
                     rec.status = TradeStatus::Confirmed;
                     NotificationKind::TradeConfirmed
@@ -626,27 +680,30 @@ impl Core {
         if acc.reserved <= acc.balance.saturating_add(acc.incoming) {
             return;
         }
-        for (id, m) in self.open_where(|o| *o.maker == *address && o.spend_asset().key() == asset) {
+        for (id, m) in self.open_where(|o| *o.maker == *address && o.spend_key() == asset) {
             self.close(&id, batch);
             canceled.push((id, m));
         }
     }
 
     /// Why a trade's transfers cannot apply now, if they cannot.
-    fn cannot_settle(&self, t: &TradeRecord, legs: &[Leg; 2]) -> Option<String> {
+    fn cannot_settle(&self, t: &TradeRecord, legs: &[Leg; 2], accts: &[Accts; 2]) -> Option<String> {
         if let Some(l) = legs.iter().find(|l| self.nonces.get(&*l.address).is_some_and(|n| n.since_trade > t.seq)) {
             return Some(format!("order of {} was signed with a nonce invalidated before settlement", l.address));
         }
-        let mut need: Vec<(&str, &str, u64)> = Vec::with_capacity(2);
-        for l in legs {
-            let (asset, amount) = l.pays();
-            match need.iter_mut().find(|n| n.0 == &*l.address && n.1 == asset) {
-                Some(n) => n.2 += amount,
-                None => need.push((&l.address, asset, amount)),
-            }
-        }
-        need.iter().find(|(a, asset, amount)| self.ledger.account(a, asset).balance < *amount).map(|(a, asset, _)| {
-            format!("{a} no longer holds the {} it pays", if *asset == COLLATERAL { "collateral" } else { "tokens" })
+        // What each paying account owes; both legs may pay from one (a self-trade's mint).
+        let [(l0, a0), (l1, a1)] = [(&legs[0], accts[0].pay), (&legs[1], accts[1].pay)];
+        let short = |a: Acct, owed: u64| self.ledger.get(a).balance < owed;
+        let failing = if a0 == a1 {
+            short(a0, l0.pays().1 + l1.pays().1).then_some(l0)
+        } else if short(a0, l0.pays().1) {
+            Some(l0)
+        } else {
+            short(a1, l1.pays().1).then_some(l1)
+        };
+        failing.map(|l| {
+            let what = if l.pays().0 == COLLATERAL { "collateral" } else { "tokens" };
+            format!("{} no longer holds the {what} it pays", l.address)
         })
     }
 
@@ -684,13 +741,13 @@ impl Core {
 
     /// Cancels one open order, whoever owns it (the caller has decided it may).
     fn close(&mut self, id: &Uuid, batch: &mut Batch) {
-        let Some(Open { rec: mut arc, slot }) = self.orders.remove(id) else { return };
+        let Some(Open { rec: mut arc, slot, accts }) = self.orders.remove(id) else { return };
         let o = Arc::make_mut(&mut arc);
         if slot != NIL {
             self.markets[o.market_idx as usize].book.remove(slot);
         }
         o.status = OrderStatus::Canceled;
-        release_rest(&mut self.ledger, o);
+        release_rest(&mut self.ledger, accts.pay, o);
         batch.put_order(&arc);
     }
 
@@ -740,11 +797,11 @@ impl Core {
         deferred.sort();
         let mut out = Vec::new();
         for (_, id) in deferred {
-            let mut order = self.orders.remove(&id).expect("present").rec;
+            let Open { rec: mut order, accts, .. } = self.orders.remove(&id).expect("present");
             let o = Arc::make_mut(&mut order);
             o.status = OrderStatus::Live;
-            let (trades, making, taking) = self.match_taker(o, now, batch);
-            if let Ok(p) = self.finish_taker(order, trades, making, taking, true, batch) {
+            let (trades, making, taking) = self.match_taker(o, accts, now, batch);
+            if let Ok(p) = self.finish_taker(order, accts, trades, making, taking, true, batch) {
                 out.push(p);
             }
         }
@@ -778,7 +835,7 @@ impl Core {
         }
         let mut incoming: StdHashMap<(String, String), u64> = StdHashMap::new();
         for t in &self.pending {
-            for l in t.legs() {
+            for l in t.trade.legs() {
                 let (asset, amount) = l.pays();
                 want.entry((l.address.to_string(), asset.to_string())).or_default()[1] += amount;
                 let (asset, net, fee) = l.receives();
@@ -807,10 +864,9 @@ impl Core {
     }
 }
 
-/// Releases what an order still reserves (it closed).
-fn release_rest(ledger: &mut Ledger, o: &mut OrderRecord) {
-    let asset = o.spend_asset();
-    ledger.release(&o.maker, asset.key(), o.reserved);
+/// Releases what an order still reserves (it closed) from its paying account.
+fn release_rest(ledger: &mut Ledger, pay: Acct, o: &mut OrderRecord) {
+    ledger.release_at(pay, o.reserved);
     o.reserved = 0;
 }
 
@@ -818,7 +874,7 @@ fn release_rest(ledger: &mut Ledger, o: &mut OrderRecord) {
 /// reservation to the trade's hold (the ledger's reserved total is unchanged) until
 /// settlement transfers it. `amt` is the collateral the order pays (BUY) or receives
 /// before fees (SELL). Returns its fee.
-fn fill(ledger: &mut Ledger, o: &mut OrderRecord, q: u64, p: u32, amt: u64) -> u64 {
+fn fill(ledger: &mut Ledger, pay_acct: Acct, o: &mut OrderRecord, q: u64, p: u32, amt: u64) -> u64 {
     let f = fee(o.side, o.fee_rate_bps, p, q);
     let (f, pay) = match o.side {
         Side::Buy => (f.min(q), amt),
@@ -827,8 +883,7 @@ fn fill(ledger: &mut Ledger, o: &mut OrderRecord, q: u64, p: u32, amt: u64) -> u
     if pay > o.reserved {
         // Not reached: reservations cover fills (the taker's rounding micro-unit is
         // reserved before its fill). Kept so the hold always matches the trade.
-        let asset = o.spend_asset();
-        ledger.reserve(&o.maker, asset.key(), pay - o.reserved);
+        ledger.reserve_at(pay_acct, pay - o.reserved);
         o.reserved = pay;
     }
     o.reserved -= pay;

@@ -10,6 +10,8 @@
 //! A fill is usable the moment it is acknowledged: `available` counts incoming receipts,
 //! so a maker can sell what it just bought before settlement moves it into `balance`.
 
+use std::sync::Arc;
+
 use hashbrown::HashMap;
 
 /// One (address, asset) account.
@@ -30,127 +32,159 @@ impl Account {
     }
 }
 
-/// Address → asset → account. Two levels so lookups by `&str` never allocate; a key is
-/// allocated only when an account is first created.
+/// A handle on one (address, asset) account: resolved once (an order's at placement, a
+/// trade's at its match), then every change to that account is an index, not two string
+/// hashes. Handles stay valid for the ledger's life (accounts are never removed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Acct(u32);
+
+/// Address → asset → account. Two levels so lookups by `&str` never allocate, and an
+/// address's accounts are listed without a scan; keys are allocated only when an account is
+/// first created. Accounts themselves live in a vector that handles index.
 #[derive(Debug, Default)]
 pub struct Ledger {
-    accounts: HashMap<String, HashMap<String, Account>>,
+    index: HashMap<String, HashMap<String, u32>>,
+    accounts: Vec<Account>,
+    /// Handle → (address, asset), for persisting changed balances.
+    keys: Vec<(Arc<str>, Arc<str>)>,
     /// Accounts whose balance changed since the last `take_dirty`.
-    dirty: Vec<(String, String)>,
+    dirty: Vec<u32>,
 }
 
 impl Ledger {
+    /// The handle of (address, asset), creating the account empty if absent.
+    pub fn acct(&mut self, address: &str, asset: &str) -> Acct {
+        let [a] = self.accts(address, [asset]);
+        a
+    }
+
+    /// The handles of several assets' accounts of one address (one address lookup).
+    pub fn accts<const N: usize>(&mut self, address: &str, assets: [&str; N]) -> [Acct; N] {
+        let by_asset = self.index.entry_ref(address).or_default();
+        assets.map(|asset| {
+            let next = self.accounts.len() as u32;
+            let i = *by_asset.entry_ref(asset).or_insert(next);
+            if i == next {
+                self.accounts.push(Account::default());
+                self.keys.push((address.into(), asset.into()));
+            }
+            Acct(i)
+        })
+    }
+
+    /// An account by handle.
+    pub fn get(&self, a: Acct) -> Account {
+        self.accounts[a.0 as usize]
+    }
+
     pub fn account(&self, address: &str, asset: &str) -> Account {
-        self.accounts.get(address).and_then(|m| m.get(asset)).copied().unwrap_or_default()
+        self.index.get(address).and_then(|m| m.get(asset)).map(|&i| self.accounts[i as usize]).unwrap_or_default()
     }
 
-    fn entry(&mut self, address: &str, asset: &str) -> &mut Account {
-        entry(&mut self.accounts, address, asset)
-    }
-
-    /// Applies `f` to a balance and queues the account for `take_dirty`: one lookup.
-    fn change(&mut self, address: &str, asset: &str, f: impl FnOnce(&mut u64)) {
-        let a = entry(&mut self.accounts, address, asset);
-        f(&mut a.balance);
-        if !a.dirty {
-            a.dirty = true;
-            self.dirty.push((address.to_string(), asset.to_string()));
+    /// Applies `f` to a balance and queues the account for `take_dirty`.
+    fn change(&mut self, a: Acct, f: impl FnOnce(&mut u64)) {
+        let acc = &mut self.accounts[a.0 as usize];
+        f(&mut acc.balance);
+        if !acc.dirty {
+            acc.dirty = true;
+            self.dirty.push(a.0);
         }
     }
 
     /// Sets a balance at startup (not marked dirty).
     pub fn load(&mut self, address: &str, asset: &str, balance: u64) {
-        self.entry(address, asset).balance = balance;
+        let a = self.acct(address, asset);
+        self.accounts[a.0 as usize].balance = balance;
     }
 
     pub fn credit(&mut self, address: &str, asset: &str, amount: u64) {
-        if amount == 0 {
-            return;
+        if amount > 0 {
+            let a = self.acct(address, asset);
+            self.credit_at(a, amount);
         }
-        self.change(address, asset, |b| *b = b.saturating_add(amount));
+    }
+
+    pub fn credit_at(&mut self, a: Acct, amount: u64) {
+        if amount > 0 {
+            self.change(a, |b| *b = b.saturating_add(amount));
+        }
     }
 
     /// Debits a balance; the caller has checked (by reservation) that it is there.
-    pub fn debit(&mut self, address: &str, asset: &str, amount: u64) {
-        if amount == 0 {
-            return;
+    pub fn debit_at(&mut self, a: Acct, amount: u64) {
+        if amount > 0 {
+            self.change(a, |b| {
+                debug_assert!(*b >= amount, "debit below zero");
+                *b = b.saturating_sub(amount);
+            });
         }
-        self.change(address, asset, |b| {
-            debug_assert!(*b >= amount, "debit below zero");
-            *b = b.saturating_sub(amount);
-        });
     }
 
     /// Reserves `amount` if available; false (and no change) otherwise.
-    pub fn try_reserve(&mut self, address: &str, asset: &str, amount: u64) -> bool {
-        let a = self.entry(address, asset);
-        if a.available() < amount {
+    pub fn try_reserve_at(&mut self, a: Acct, amount: u64) -> bool {
+        let acc = &mut self.accounts[a.0 as usize];
+        if acc.available() < amount {
             return false;
         }
-        a.reserved += amount;
+        acc.reserved += amount;
         true
     }
 
     /// Reserves unconditionally (startup reload of already-accepted orders).
     pub fn reserve(&mut self, address: &str, asset: &str, amount: u64) {
-        self.entry(address, asset).reserved += amount;
+        let a = self.acct(address, asset);
+        self.reserve_at(a, amount);
     }
 
-    pub fn release(&mut self, address: &str, asset: &str, amount: u64) {
-        if let Some(a) = self.accounts.get_mut(address).and_then(|m| m.get_mut(asset)) {
-            a.reserved = a.reserved.saturating_sub(amount);
-        }
+    pub fn reserve_at(&mut self, a: Acct, amount: u64) {
+        self.accounts[a.0 as usize].reserved += amount;
+    }
+
+    pub fn release_at(&mut self, a: Acct, amount: u64) {
+        let acc = &mut self.accounts[a.0 as usize];
+        acc.reserved = acc.reserved.saturating_sub(amount);
     }
 
     /// Records a receipt of a matched trade (usable at once, settled later).
-    pub fn expect(&mut self, address: &str, asset: &str, amount: u64) {
-        if amount > 0 {
-            self.entry(address, asset).incoming += amount;
-        }
+    pub fn expect_at(&mut self, a: Acct, amount: u64) {
+        self.accounts[a.0 as usize].incoming += amount;
     }
 
     /// Removes an expected receipt: settled (then credited) or void (its trade failed).
-    pub fn unexpect(&mut self, address: &str, asset: &str, amount: u64) {
-        if let Some(a) = self.accounts.get_mut(address).and_then(|m| m.get_mut(asset)) {
-            a.incoming = a.incoming.saturating_sub(amount);
-        }
+    pub fn unexpect_at(&mut self, a: Acct, amount: u64) {
+        let acc = &mut self.accounts[a.0 as usize];
+        acc.incoming = acc.incoming.saturating_sub(amount);
     }
 
     /// The changed balances since the last call, for persisting.
-    pub fn take_dirty(&mut self) -> Vec<(String, String, u64)> {
+    pub fn take_dirty(&mut self) -> Vec<(Arc<str>, Arc<str>, u64)> {
         let dirty = std::mem::take(&mut self.dirty);
         dirty
             .into_iter()
-            .map(|(addr, asset)| {
-                let a = self.entry(&addr, &asset);
-                a.dirty = false;
-                let b = a.balance;
-                (addr, asset, b)
+            .map(|i| {
+                let acc = &mut self.accounts[i as usize];
+                acc.dirty = false;
+                let (addr, asset) = &self.keys[i as usize];
+                (addr.clone(), asset.clone(), acc.balance)
             })
             .collect()
     }
 
     /// All accounts of one address, by asset.
     pub fn accounts_of(&self, address: &str) -> Vec<(String, Account)> {
-        let mut v: Vec<_> =
-            self.accounts.get(address).map(|m| m.iter().map(|(k, a)| (k.clone(), *a)).collect()).unwrap_or_default();
+        let mut v: Vec<_> = self
+            .index
+            .get(address)
+            .map(|m| m.iter().map(|(k, &i)| (k.clone(), self.accounts[i as usize])).collect())
+            .unwrap_or_default();
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v
     }
 
     /// Sum of balances of one asset over all addresses (for conservation checks).
     pub fn total(&self, asset: &str) -> u128 {
-        self.accounts.values().filter_map(|m| m.get(asset)).map(|a| a.balance as u128).sum()
+        self.index.values().filter_map(|m| m.get(asset)).map(|&i| self.accounts[i as usize].balance as u128).sum()
     }
-}
-
-/// The account of (address, asset), created empty if absent; keys are allocated only then.
-fn entry<'a>(
-    accounts: &'a mut HashMap<String, HashMap<String, Account>>,
-    address: &str,
-    asset: &str,
-) -> &'a mut Account {
-    accounts.entry_ref(address).or_default().entry_ref(asset).or_default()
 }
 
 #[cfg(test)]
@@ -161,11 +195,13 @@ mod tests {
     fn reserve_and_release() {
         let mut l = Ledger::default();
         l.credit("a", "USDC", 100);
-        assert!(l.try_reserve("a", "USDC", 60));
-        assert!(!l.try_reserve("a", "USDC", 41));
+        let a = l.acct("a", "USDC");
+        assert_eq!(l.acct("a", "USDC"), a, "one handle per account");
+        assert!(l.try_reserve_at(a, 60));
+        assert!(!l.try_reserve_at(a, 41));
         assert_eq!(l.account("a", "USDC").available(), 40);
-        l.release("a", "USDC", 60);
-        assert_eq!(l.account("a", "USDC").available(), 100);
+        l.release_at(a, 60);
+        assert_eq!(l.get(a).available(), 100);
         assert_eq!(l.take_dirty(), vec![("a".into(), "USDC".into(), 100)]);
         assert!(l.take_dirty().is_empty());
     }

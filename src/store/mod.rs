@@ -147,7 +147,7 @@ pub enum Op {
     /// A trade and its per-owner index entries.
     Trade(Arc<TradeRecord>),
     /// A ledger balance: (address, asset, balance).
-    Balance(String, String, u64),
+    Balance(Arc<str>, Arc<str>, u64),
 }
 
 /// The writes of one logical change, applied atomically.
@@ -178,8 +178,8 @@ impl Batch {
         self.ops.push(Op::Trade(t.clone()));
     }
 
-    pub fn put_balance(&mut self, address: &str, asset: &str, balance: u64) {
-        self.ops.push(Op::Balance(address.to_string(), asset.to_string(), balance));
+    pub fn put_balance(&mut self, address: Arc<str>, asset: Arc<str>, balance: u64) {
+        self.ops.push(Op::Balance(address, asset, balance));
     }
 }
 
