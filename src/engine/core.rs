@@ -101,6 +101,14 @@ struct Accts {
     fee: Acct,
 }
 
+/// What a taker's pass over the book produced: its trades, and what it gave and received.
+#[derive(Debug, Default)]
+struct Matched {
+    trades: Vec<Arc<TradeRecord>>,
+    making: u64,
+    taking: u64,
+}
+
 /// A matched trade waiting for settlement, with its legs' accounts (taker, maker).
 #[derive(Debug)]
 struct Pending {
@@ -421,9 +429,8 @@ impl Core {
             return Ok(Placed { order, trades: vec![], making: 0, taking: 0 });
         }
         o.status = OrderStatus::Live;
-        let (trades, making, taking) =
-            if would_cross { self.match_taker(o, accts, now, batch) } else { (Vec::new(), 0, 0) };
-        self.finish_taker(order, accts, trades, making, taking, false, batch)
+        let matched = if would_cross { self.match_taker(o, accts, now, batch) } else { Matched::default() };
+        self.finish_taker(order, accts, matched, false, batch)
     }
 
     /// After matching: rest the remainder (GTC/GTD), or close the order (FOK/FAK, filled).
@@ -431,9 +438,7 @@ impl Core {
         &mut self,
         mut order: Arc<OrderRecord>,
         accts: Accts,
-        trades: Vec<Arc<TradeRecord>>,
-        making: u64,
-        taking: u64,
+        Matched { trades, making, taking }: Matched,
         released: bool,
         batch: &mut Batch,
     ) -> Result<Placed, Reject> {
@@ -478,13 +483,7 @@ impl Core {
 
     /// Sweeps the opposite side while it crosses; returns trades and what the taker gave
     /// and received.
-    fn match_taker(
-        &mut self,
-        t: &mut OrderRecord,
-        ta: Accts,
-        now: u64,
-        batch: &mut Batch,
-    ) -> (Vec<Arc<TradeRecord>>, u64, u64) {
+    fn match_taker(&mut self, t: &mut OrderRecord, ta: Accts, now: u64, batch: &mut Batch) -> Matched {
         let midx = t.market_idx as usize;
         let bside = book_side(t.outcome_index, t.side);
         let limit = yes_price(t.outcome_index, t.price);
@@ -612,7 +611,7 @@ impl Core {
             self.markets[midx].last_trade = Some((px, taker_yes_side));
             trades.push(trade);
         }
-        (trades, making, taking)
+        Matched { trades, making, taking }
     }
 
     /// Settles up to `max` PENDING trades, oldest first. A trade's transfers apply to the
@@ -800,8 +799,8 @@ impl Core {
             let Open { rec: mut order, accts, .. } = self.orders.remove(&id).expect("present");
             let o = Arc::make_mut(&mut order);
             o.status = OrderStatus::Live;
-            let (trades, making, taking) = self.match_taker(o, accts, now, batch);
-            if let Ok(p) = self.finish_taker(order, accts, trades, making, taking, true, batch) {
+            let matched = self.match_taker(o, accts, now, batch);
+            if let Ok(p) = self.finish_taker(order, accts, matched, true, batch) {
                 out.push(p);
             }
         }
