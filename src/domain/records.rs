@@ -257,14 +257,7 @@ impl OrderRecord {
         self.original_size - self.size_matched
     }
     /// The ledger asset the order spends: collateral for BUY, its token for SELL.
-    pub fn spend_asset(&self) -> Asset {
-        match self.side {
-            Side::Buy => Asset::Collateral,
-            Side::Sell => Asset::Token(self.token_id.to_string()),
-        }
-    }
-
-    /// The ledger key of what the order pays (`spend_asset().key()` without allocating).
+    /// The ledger key of what the order pays.
     pub fn spend_key(&self) -> &str {
         match self.side {
             Side::Buy => COLLATERAL,

@@ -821,7 +821,7 @@ impl Core {
         // (address, asset) → [reserved by open orders, held by pending trades].
         let mut want: StdHashMap<(String, String), [u64; 2]> = StdHashMap::new();
         for o in self.orders.values() {
-            want.entry((o.maker.to_string(), o.spend_asset().key().to_string())).or_default()[0] += o.reserved;
+            want.entry((o.maker.to_string(), o.spend_key().to_string())).or_default()[0] += o.reserved;
             if o.status == OrderStatus::Live {
                 if o.slot == NIL {
                     return Err(format!("live order {} not resting", o.id));

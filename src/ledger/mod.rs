@@ -130,12 +130,7 @@ impl Ledger {
         true
     }
 
-    /// Reserves unconditionally (startup reload of already-accepted orders).
-    pub fn reserve(&mut self, address: &str, asset: &str, amount: u64) {
-        let a = self.acct(address, asset);
-        self.reserve_at(a, amount);
-    }
-
+    /// Reserves unconditionally: what accepted orders and trades hold at startup, or an amount the caller has checked is available.
     pub fn reserve_at(&mut self, a: Acct, amount: u64) {
         self.accounts[a.0 as usize].reserved += amount;
     }
