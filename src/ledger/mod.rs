@@ -130,7 +130,8 @@ impl Ledger {
         true
     }
 
-    /// Reserves unconditionally: what accepted orders and trades hold at startup, or an amount the caller has checked is available.
+    /// Reserves unconditionally: what accepted orders and trades hold at startup, or an
+    /// amount the caller has checked is available.
     pub fn reserve_at(&mut self, a: Acct, amount: u64) {
         self.accounts[a.0 as usize].reserved += amount;
     }
