@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use predex::domain::*;
-use predex::engine::book::{crosses, Book, BookSide};
+use predex::engine::book::{crosses, Book, BookSide, Changes};
 use predex::engine::{Core, Placed};
 use predex::store::Batch;
 use uuid::Uuid;
@@ -96,6 +96,11 @@ impl Lob for PredexBook {
             qty -= q;
         }
     }
+    fn tidy(&mut self) {
+        // The book notes each level it changes (one push, timed); reading the changes out
+        // for the feeds is the engine's work, timed in `predex-engine`.
+        self.book.take_changes();
+    }
 }
 
 // ------------------------------------------------------------ predex: the whole command
@@ -109,11 +114,17 @@ struct PredexEngine {
     strs: [Arc<str>; 4],
     /// Records of the prepared orders, in command order.
     ready: VecDeque<Arc<OrderRecord>>,
-    /// Replies, dropped untimed.
+    /// Replies and the book changes handed to the feeds, dropped untimed.
     done: Vec<Placed>,
+    changes: Vec<Changes>,
 }
 
 impl PredexEngine {
+    /// The level changes the engine hands to the feeds after each command.
+    fn publish(&mut self) {
+        self.changes.push(self.core.markets[0].book.take_changes());
+    }
+
     fn order(&self, id: u64, side: Side, price: u32, size: u64, ty: OrderType) -> OrderRecord {
         let user = (id % USERS) as usize;
         let cost = size * price as u64 / PRICE_ONE as u64;
@@ -179,6 +190,7 @@ impl Lob for PredexEngine {
             strs: ["".into(), "0xc".into(), "1".into(), "Yes".into()],
             ready: VecDeque::new(),
             done: Vec::new(),
+            changes: Vec::new(),
         }
     }
     fn add(&mut self, id: u64, _bid: bool, _price: u32, _qty: u64) {
@@ -186,10 +198,12 @@ impl Lob for PredexEngine {
         debug_assert_eq!(o.id, Uuid::from_u64_pair(0, id));
         let r = self.core.place(o, false, 0, &mut self.batch);
         self.done.push(r.expect("accepted"));
+        self.publish();
     }
     fn cancel(&mut self, id: u64) {
         let owner = Uuid::from_u128(1 + (id % USERS) as u128);
         self.core.cancel(owner, &[Uuid::from_u64_pair(0, id)], &mut self.batch);
+        self.publish();
     }
     fn take(&mut self, id: u64, _bid: bool, _limit: u32, _qty: u64) {
         let o = self.ready.pop_front().expect("prepared");
@@ -201,6 +215,7 @@ impl Lob for PredexEngine {
         if self.core.pending_len() >= 1024 {
             self.core.settle(0, usize::MAX, &mut self.batch);
         }
+        self.publish();
     }
     fn prepare(&mut self, ops: &[Op]) {
         for &op in ops {
@@ -219,6 +234,7 @@ impl Lob for PredexEngine {
     fn tidy(&mut self) {
         self.batch.ops.clear();
         self.done.clear();
+        self.changes.clear();
     }
 }
 

@@ -1,8 +1,9 @@
 //! The event bus behind the WebSocket feeds.
 //!
 //! The persister's completion of each command (so: durable, and in engine order) hands the
-//! changed markets' previous and new book snapshots and the command's trades to one
-//! publisher thread ([`Published`]). The publisher renders each change once per outcome
+//! changed markets' level changes ([`BookDelta`], the levels whose total changed), their
+//! best prices before and after, and the command's trades to one publisher thread
+//! ([`Published`]). The publisher renders each change once per outcome
 //! token — a `price_change` with the levels that changed and a `last_trade_price` per
 //! trade, as Polymarket's market channel sends them — and queues each frame for the
 //! connections subscribed to that token ([`Topics`]). Every connection has its own bounded
@@ -10,11 +11,10 @@
 //! anyone else. A token nobody subscribes to is not rendered; a connection wakes only for
 //! the tokens (or, on the user channel, the API key) it subscribed to.
 //!
-//! Each market's snapshots carry a sequence (`BookSnapshot::seq`); a frame carries the
-//! sequence of the snapshot it leads to, so a client that applied the `book` snapshot at
-//! sequence S applies exactly the frames after S, and sees a gap if one is missing.
+//! Each market's deltas carry a sequence (`BookDelta::seq`, the `seq` of the snapshot they
+//! lead to); a frame carries it, so a client that applied the `book` snapshot at sequence S
+//! applies exactly the frames after S, and sees a gap if one is missing.
 
-use std::collections::BTreeMap;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -27,14 +27,15 @@ use serde_json::{json as j, Value};
 use tokio::sync::{mpsc, Notify};
 
 use crate::domain::{fmt_amount, fmt_price, OrderRecord, OrderStatus, Side, TradeRecord, TradeStatus, PRICE_ONE};
-use crate::engine::snapshot::{BookSnapshot, Levels, MarketView};
+use crate::engine::snapshot::{best_of, Best, BookDelta, MarketView};
 
 /// What the engine's durable commands hand to the publisher.
 pub enum Published {
     Book {
         view: Arc<MarketView>,
-        prev: Arc<BookSnapshot>,
-        next: Arc<BookSnapshot>,
+        delta: BookDelta,
+        /// Best YES bid and ask before and after the change.
+        best: (Best, Best),
         trades: Vec<Arc<TradeRecord>>,
         /// When the change became durable (µs since the epoch): frames carry it as
         /// `published_us`, so a client can measure commit → receipt.
@@ -235,17 +236,20 @@ pub fn render_user(
     out
 }
 
-fn levels_map(v: &Levels) -> BTreeMap<u32, u64> {
-    v.iter().copied().collect()
-}
-
-/// Levels whose size differs between two sides of a book: (price, new size; 0 = gone).
-fn changed(prev: &Levels, next: &Levels) -> Vec<(u32, u64)> {
-    let (a, b) = (levels_map(prev), levels_map(next));
-    let mut out: Vec<(u32, u64)> = b.iter().filter(|(p, s)| a.get(p) != Some(s)).map(|(p, s)| (*p, *s)).collect();
-    out.extend(a.keys().filter(|p| !b.contains_key(p)).map(|p| (*p, 0)));
-    out.sort_unstable();
-    out
+/// A delta's level changes as one outcome token sees them: (price, size, side), by side
+/// (BUY first) then ascending price. For NO, a YES ask at p is a NO bid at 1 − p.
+fn token_changes(d: &BookDelta, outcome: u8) -> Vec<(u32, u64, &'static str)> {
+    let mut bids: Vec<(u32, u64, &str)>;
+    let mut asks: Vec<(u32, u64, &str)>;
+    if outcome == 0 {
+        bids = d.bids.iter().map(|&(p, s)| (p, s, "BUY")).collect();
+        asks = d.asks.iter().map(|&(p, s)| (p, s, "SELL")).collect();
+    } else {
+        bids = d.asks.iter().rev().map(|&(p, s)| (PRICE_ONE - p, s, "BUY")).collect();
+        asks = d.bids.iter().rev().map(|&(p, s)| (PRICE_ONE - p, s, "SELL")).collect();
+    }
+    bids.append(&mut asks);
+    bids
 }
 
 fn opt_price(p: Option<u32>) -> String {
@@ -255,21 +259,19 @@ fn opt_price(p: Option<u32>) -> String {
 /// The frames of one durable change: one per outcome token that is `wanted` and has
 /// something to say.
 pub fn render(p: &Published, wanted: [bool; 2]) -> Vec<Frame> {
-    let Published::Book { view, prev, next, trades, durable_us } = p else { return Vec::new() };
+    let Published::Book { view, delta: next, best: (before, after), trades, durable_us } = p else {
+        return Vec::new();
+    };
     let m = &view.market;
     let ts = next.timestamp_ms.to_string();
     let mut frames = Vec::new();
     for outcome in (0..2u8).filter(|o| wanted[*o as usize]) {
         let asset = &m.tokens[outcome as usize].token_id;
-        let (pb, pa) = prev.view(outcome);
-        let (nb, na) = next.view(outcome);
-        let (best_bid, best_ask) = next.best(outcome);
+        let (best_bid, best_ask) = best_of(*after, outcome);
         let mut msgs: Vec<Value> = Vec::new();
-        let changes: Vec<Value> = changed(&pb, &nb)
+        let changes: Vec<Value> = token_changes(next, outcome)
             .into_iter()
-            .map(|x| (x, "BUY"))
-            .chain(changed(&pa, &na).into_iter().map(|x| (x, "SELL")))
-            .map(|((price, size), side)| {
+            .map(|(price, size, side)| {
                 j!({
                     "asset_id": asset, "price": fmt_price(price), "size": fmt_amount(size), "side": side,
                     "hash": "", "best_bid": opt_price(best_bid), "best_ask": opt_price(best_ask),
@@ -303,7 +305,7 @@ pub fn render(p: &Published, wanted: [bool; 2]) -> Vec<Frame> {
                 _ => serde_json::to_string(msgs).expect("JSON values serialize").into(),
             }
         };
-        let custom = (prev.best(outcome) != (best_bid, best_ask)).then(|| {
+        let custom = (before != after).then(|| {
             let spread = match (best_bid, best_ask) {
                 (Some(b), Some(a)) => fmt_price(a.saturating_sub(b)),
                 _ => String::new(),
@@ -335,10 +337,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn changed_levels_include_removed_ones() {
-        let prev = vec![(5000, 10), (4900, 5)];
-        let next = vec![(5000, 7), (4800, 1)];
-        assert_eq!(changed(&prev, &next), vec![(4800, 1), (4900, 0), (5000, 7)]);
-        assert!(changed(&next, &next).is_empty());
+    fn a_no_token_sees_the_yes_changes_mirrored() {
+        let d = BookDelta { bids: vec![(4800, 1), (5000, 0)], asks: vec![(5200, 7)], ..BookDelta::default() };
+        assert_eq!(token_changes(&d, 0), vec![(4800, 1, "BUY"), (5000, 0, "BUY"), (5200, 7, "SELL")]);
+        // A YES ask at 0.52 is a NO bid at 0.48; YES bids become NO asks, ascending.
+        assert_eq!(token_changes(&d, 1), vec![(4800, 7, "BUY"), (5000, 0, "SELL"), (5200, 1, "SELL")]);
     }
 }

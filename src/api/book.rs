@@ -79,7 +79,7 @@ fn lookup(s: &AppState, token: Option<&str>) -> Result<Found, ApiError> {
         .ok_or_else(|| ApiError::bad("Invalid token id"))?;
     let (view, outcome) =
         s.registry.token(token).ok_or_else(|| ApiError::not_found("No orderbook exists for the requested token id"))?;
-    let snap = view.book.load_full();
+    let snap = view.snapshot();
     Ok((view, outcome, snap))
 }
 
@@ -257,7 +257,7 @@ fn get_fee_rate(s: Arc<AppState>, r: Req) -> ApiResult {
 }
 
 fn token_prices(view: &MarketView) -> Vec<Value> {
-    let snap = view.book.load();
+    let snap = view.snapshot();
     view.market
         .tokens
         .iter()

@@ -376,7 +376,7 @@ fn subscribe(
     // contains are skipped by sequence.
     for (view, outcome) in found {
         feed.add((view.market.idx, outcome));
-        let snap = view.book.load_full();
+        let snap = view.snapshot();
         if sub.initial_dump != Some(false) {
             let mut book = super::book::summary(&(view.clone(), outcome, snap.clone()));
             if let Value::Object(o) = &mut book {

@@ -70,6 +70,23 @@ pub struct Book {
     /// Non-empty levels per side (bid, ask): depth scans stop after this many instead of
     /// walking the whole ladder (10,001 levels at a 0.0001 tick).
     used: [usize; 2],
+    /// Every level total changed since the last [`Book::take_changes`], with the total it
+    /// had before: what the feeds and the readers' books need, without a depth scan.
+    changed: Vec<(BookSide, u32, u64)>,
+}
+
+/// Levels whose total changed, as (YES price, new total; 0 = the level emptied), ascending
+/// price per side.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    pub bids: Vec<(u32, u64)>,
+    pub asks: Vec<(u32, u64)>,
+}
+
+impl Changes {
+    pub fn is_empty(&self) -> bool {
+        self.bids.is_empty() && self.asks.is_empty()
+    }
 }
 
 impl Book {
@@ -85,6 +102,7 @@ impl Book {
             free: Vec::new(),
             count: 0,
             used: [0, 0],
+            changed: Vec::new(),
         }
     }
 
@@ -152,7 +170,8 @@ impl Book {
                 (self.nodes.len() - 1) as u32
             }
         };
-        let tail = self.levels(side)[level as usize].tail;
+        let Level { tail, total, .. } = self.levels(side)[level as usize];
+        self.changed.push((side, level, total));
         self.nodes[slot as usize] = Node { id, remaining: size, side, level, prev: tail, next: NIL };
         if tail != NIL {
             self.nodes[tail as usize].next = slot;
@@ -185,6 +204,7 @@ impl Book {
             n.remaining -= q;
             (n.side, n.level, n.remaining)
         };
+        self.note_change(side, level);
         self.levels_mut(side)[level as usize].total -= q;
         if rem == 0 {
             self.unlink(slot);
@@ -200,9 +220,42 @@ impl Book {
             let n = &self.nodes[slot as usize];
             (n.side, n.level, n.remaining)
         };
+        self.note_change(side, level);
         self.levels_mut(side)[level as usize].total -= rem;
         self.nodes[slot as usize].remaining = 0;
         self.unlink(slot);
+    }
+
+    fn note_change(&mut self, side: BookSide, level: u32) {
+        let total = self.levels(side)[level as usize].total;
+        self.changed.push((side, level, total));
+    }
+
+    /// The levels whose total differs from what it was at the previous call (a level
+    /// touched and restored in between is not a change).
+    pub fn take_changes(&mut self) -> Changes {
+        let mut out = Changes::default();
+        if self.changed.len() > 1 {
+            // Stable: the first entry of each level holds its total before the changes.
+            self.changed.sort_by_key(|&(side, level, _)| (side as u8, level));
+        }
+        let mut last = None;
+        for &(side, level, before) in &self.changed {
+            if last == Some((side, level)) {
+                continue;
+            }
+            last = Some((side, level));
+            let now = self.levels(side)[level as usize].total;
+            if now != before {
+                let v = match side {
+                    BookSide::Bid => &mut out.bids,
+                    BookSide::Ask => &mut out.asks,
+                };
+                v.push((self.price_of(level), now));
+            }
+        }
+        self.changed.clear();
+        out
     }
 
     fn unlink(&mut self, slot: u32) {
@@ -368,5 +421,27 @@ mod tests {
         assert_eq!(b.depth(BookSide::Bid), vec![(4900, 20)]);
         b.check().unwrap();
         assert_eq!(b.len(), 1);
+    }
+
+    #[test]
+    fn changes_name_each_level_once_with_its_new_total() {
+        let mut b = Book::new(100);
+        let x = b.insert(BookSide::Bid, 5000, Uuid::from_u128(1), 10);
+        b.insert(BookSide::Bid, 5000, Uuid::from_u128(2), 5);
+        b.insert(BookSide::Ask, 5200, Uuid::from_u128(3), 7);
+        b.insert(BookSide::Ask, 5100, Uuid::from_u128(4), 7);
+        let c = b.take_changes();
+        assert_eq!(c.bids, vec![(5000, 15)]);
+        assert_eq!(c.asks, vec![(5100, 7), (5200, 7)]);
+        assert!(b.take_changes().is_empty());
+        // A level emptied reads 0; one touched and restored is no change.
+        let y = b.insert(BookSide::Bid, 4900, Uuid::from_u128(5), 3);
+        b.remove(y);
+        b.reduce(x, 10);
+        let ask = b.best_head(BookSide::Ask).unwrap();
+        b.reduce(ask, 7);
+        let c = b.take_changes();
+        assert_eq!(c.bids, vec![(5000, 5)]);
+        assert_eq!(c.asks, vec![(5100, 0)]);
     }
 }

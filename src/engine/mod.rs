@@ -21,13 +21,13 @@ use crossbeam_channel::{Receiver, Sender};
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use crate::domain::{now_millis, now_secs, Market, OrderRecord};
+use crate::domain::{now_millis, now_secs, Market, OrderRecord, Side};
 use crate::events::Published;
 use crate::ledger::Account;
 use crate::store::persister::Job;
 use crate::store::{cf, encode, Batch, Store, StoreError};
 pub use core::{Canceled, Core, NonceState, Placed, Reject, Settled};
-use snapshot::{BookSnapshot, MarketView, Registry};
+use snapshot::{BookDelta, BookSnapshot, MarketView, Registry};
 
 /// Why a command did not complete.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,8 +244,12 @@ pub fn spawn(
     let h = std::thread::Builder::new()
         .name("engine".into())
         .spawn(move || {
-            let last = views.iter().map(|v| v.book.load_full()).collect();
-            let mut out = Out { seqs: vec![0; views.len()], last, views, persist, events };
+            for ms in &mut core.markets {
+                // The views start from the reloaded books; later changes come as deltas.
+                ms.book.take_changes();
+            }
+            let last_trade = core.markets.iter().map(|m| m.last_trade).collect();
+            let mut out = Out { seqs: vec![0; views.len()], last_trade, views, persist, events };
             run(&mut core, rx, registry, &mut out, &metrics)
         })
         .expect("spawn engine");
@@ -255,9 +259,9 @@ pub fn spawn(
 /// Where a command's results go: the persister, then the readers' snapshots and the feeds.
 struct Out {
     views: Vec<Arc<MarketView>>,
-    /// Publication sequence per market, and the last snapshot published.
+    /// Publication sequence per market, and the last trade published.
     seqs: Vec<u64>,
-    last: Vec<Arc<BookSnapshot>>,
+    last_trade: Vec<Option<(u32, Side)>>,
     persist: Sender<Job>,
     events: Sender<Published>,
 }
@@ -284,22 +288,27 @@ fn commit(persist: &Sender<Job>, batch: Batch, then: impl FnOnce(bool) + Send + 
     }
 }
 
-/// New snapshots of the markets a command touched — only of those whose book or last
+/// The book changes of the markets a command touched — only of those whose book or last
 /// trade changed, so each sequence number stands for a visible change.
-fn publish(core: &Core, out: &mut Out, idxs: &[u32]) -> Vec<(Arc<MarketView>, Arc<BookSnapshot>)> {
+fn publish(core: &mut Core, out: &mut Out, idxs: &[u32]) -> Vec<(Arc<MarketView>, BookDelta)> {
     let mut v = Vec::with_capacity(idxs.len());
     for &i in idxs {
         let i = i as usize;
-        let mut snap = snapshot_of(core, i as u32, out.seqs[i] + 1);
-        let last = &out.last[i];
-        if snap.bids == last.bids && snap.asks == last.asks && snap.last_trade == last.last_trade {
+        let ms = &mut core.markets[i];
+        let changes = ms.book.take_changes();
+        if changes.is_empty() && ms.last_trade == out.last_trade[i] {
             continue;
         }
         out.seqs[i] += 1;
-        snap.seq = out.seqs[i];
-        let snap = Arc::new(snap);
-        out.last[i] = snap.clone();
-        v.push((out.views[i].clone(), snap));
+        out.last_trade[i] = ms.last_trade;
+        let delta = BookDelta {
+            bids: changes.bids,
+            asks: changes.asks,
+            last_trade: ms.last_trade,
+            timestamp_ms: now_millis(),
+            seq: out.seqs[i],
+        };
+        v.push((out.views[i].clone(), delta));
     }
     v
 }
@@ -350,7 +359,7 @@ fn run(
                 let view = Arc::new(MarketView::new(m.clone(), snapshot_of(core, m.idx, 0)));
                 out.views.push(view.clone());
                 out.seqs.push(0);
-                out.last.push(view.book.load_full());
+                out.last_trade.push(None);
                 let registry = registry.clone();
                 commit(&out.persist, batch, move |ok| {
                     if ok {
@@ -423,11 +432,12 @@ fn touched(core: &Core, ids: &[Uuid]) -> Vec<u32> {
     v
 }
 
-/// Commits a command's batch; once durable, swaps in the changed markets' snapshots, hands
-/// them (with the previous ones and the trades) to the feed publisher, and replies.
+/// Commits a command's batch; once durable, applies the changed markets' deltas to their
+/// views, hands them (with the best prices before and after, and the trades) to the feed
+/// publisher, and replies.
 #[allow(clippy::too_many_arguments)]
 fn finish<T: Send + 'static>(
-    core: &Core,
+    core: &mut Core,
     out: &mut Out,
     batch: Batch,
     markets: &[u32],
@@ -436,7 +446,7 @@ fn finish<T: Send + 'static>(
     reply: Reply<T>,
     result: T,
 ) {
-    let snaps = publish(core, out, markets);
+    let deltas = publish(core, out, markets);
     let events = out.events.clone();
     // The orders and trades this command wrote, for the user feed.
     let (mut orders, mut written) = (Vec::new(), Vec::new());
@@ -453,10 +463,10 @@ fn finish<T: Send + 'static>(
                 let _ = events.send(Published::User { taker, orders, trades: written });
             }
             let durable_us = crate::domain::now_micros();
-            for (v, s) in snaps {
-                let prev = v.book.swap(s.clone());
+            for (v, delta) in deltas {
+                let best = v.apply(&delta);
                 let trades = trades.iter().filter(|t| t.market_idx == v.market.idx).cloned().collect();
-                let _ = events.send(Published::Book { view: v, prev, next: s, trades, durable_us });
+                let _ = events.send(Published::Book { view: v, delta, best, trades, durable_us });
             }
             let _ = reply.send(Ok(result));
         } else {

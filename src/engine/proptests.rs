@@ -3,13 +3,16 @@
 //! never crossed, level totals match the orders, reservations match open orders plus the
 //! holds of unsettled trades, expected receipts match those trades, and collateral and
 //! tokens are conserved (USDC + YES and YES − NO are invariant: a mint turns q USDC into
-//! q YES + q NO, a merge the reverse; fees move within the ledger).
+//! q YES + q NO, a merge the reverse; fees move within the ledger). The level changes the
+//! book reports, applied in order, rebuild its depth exactly.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use proptest::prelude::*;
 use uuid::Uuid;
 
+use super::book::BookSide;
 use super::core::Core;
 use crate::domain::*;
 use crate::store::Batch;
@@ -123,6 +126,8 @@ proptest! {
         }
         let (u0, y0, n0) = totals(&c);
         let mut placed: Vec<(Uuid, Uuid)> = Vec::new();
+        // The readers' book, kept only from the engine's level changes.
+        let mut shadow: [BTreeMap<u32, u64>; 2] = Default::default();
         for (n, cmd) in cmds.into_iter().enumerate() {
             let mut b = Batch::default();
             match cmd {
@@ -160,6 +165,17 @@ proptest! {
                 }
             }
             prop_assert_eq!(c.check(), Ok(()));
+            let changes = c.markets[0].book.take_changes();
+            for (levels, list) in shadow.iter_mut().zip([&changes.bids, &changes.asks]) {
+                for &(p, size) in list {
+                    let before = if size == 0 { levels.remove(&p) } else { levels.insert(p, size) };
+                    prop_assert!(before != Some(size), "a change that changes nothing at {}", p);
+                }
+            }
+            let bids: Vec<(u32, u64)> = shadow[0].iter().rev().map(|(p, s)| (*p, *s)).collect();
+            let asks: Vec<(u32, u64)> = shadow[1].iter().map(|(p, s)| (*p, *s)).collect();
+            prop_assert_eq!(bids, c.markets[0].book.depth(BookSide::Bid));
+            prop_assert_eq!(asks, c.markets[0].book.depth(BookSide::Ask));
             let (u, y, no) = totals(&c);
             prop_assert_eq!(u + y, u0 + y0, "USDC + YES conserved");
             prop_assert_eq!(y as i128 - no as i128, y0 as i128 - n0 as i128, "YES − NO conserved");

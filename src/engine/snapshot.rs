@@ -1,11 +1,16 @@
-//! What the engine publishes for readers: per-market book snapshots behind `ArcSwap`, so
-//! `/book`, `/price` and friends never take a lock the engine holds. Snapshots are swapped
-//! in by the persister after the command that produced them is durable.
+//! What the engine publishes for readers. The engine sends each durable command's level
+//! changes ([`BookDelta`]); the persister applies them to the market's [`MarketView`] once
+//! the command is durable. Readers (`/book`, `/price`, feed snapshots) take an
+//! `Arc<BookSnapshot>`, built from the view on the first read after a change and shared
+//! until the next. The view's lock is shared by the persister and readers, never by the
+//! engine, and the engine's cost per command follows the levels it changed, not the depth
+//! of the book.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
+use parking_lot::Mutex;
 
 use crate::domain::{Market, Side, PRICE_ONE};
 
@@ -63,16 +68,106 @@ impl BookSnapshot {
     }
 }
 
-/// A market and its latest published book.
+/// One durable command's effect on a market's book: the levels whose total changed (YES
+/// price, new total; 0 = emptied), ascending price per side, and the last trade after it.
+#[derive(Debug, Clone, Default)]
+pub struct BookDelta {
+    pub bids: Levels,
+    pub asks: Levels,
+    pub last_trade: Option<(u32, Side)>,
+    pub timestamp_ms: u64,
+    /// The market's publication sequence: one more than the previous delta's.
+    pub seq: u64,
+}
+
+/// Best YES bid and ask.
+pub type Best = (Option<u32>, Option<u32>);
+
+/// Best bid and ask as one outcome token sees them (NO mirrors YES).
+pub fn best_of(best: Best, outcome: u8) -> Best {
+    if outcome == 0 {
+        best
+    } else {
+        (best.1.map(|p| PRICE_ONE - p), best.0.map(|p| PRICE_ONE - p))
+    }
+}
+
+/// A market's aggregated book as of its last applied delta.
+#[derive(Debug, Default)]
+struct Live {
+    bids: BTreeMap<u32, u64>,
+    asks: BTreeMap<u32, u64>,
+    last_trade: Option<(u32, Side)>,
+    timestamp_ms: u64,
+    seq: u64,
+    /// The snapshot of this state, once a reader asked for it.
+    cached: Option<Arc<BookSnapshot>>,
+}
+
+impl Live {
+    fn best(&self) -> Best {
+        (self.bids.keys().next_back().copied(), self.asks.keys().next().copied())
+    }
+}
+
+/// A market and its published book.
 #[derive(Debug)]
 pub struct MarketView {
     pub market: Market,
-    pub book: ArcSwap<BookSnapshot>,
+    live: Mutex<Live>,
 }
 
 impl MarketView {
     pub fn new(market: Market, book: BookSnapshot) -> MarketView {
-        MarketView { market, book: ArcSwap::from_pointee(book) }
+        let live = Live {
+            bids: book.bids.iter().copied().collect(),
+            asks: book.asks.iter().copied().collect(),
+            last_trade: book.last_trade,
+            timestamp_ms: book.timestamp_ms,
+            seq: book.seq,
+            cached: Some(Arc::new(book)),
+        };
+        MarketView { market, live: Mutex::new(live) }
+    }
+
+    /// The book as of the last durable change.
+    pub fn snapshot(&self) -> Arc<BookSnapshot> {
+        let mut l = self.live.lock();
+        if let Some(s) = &l.cached {
+            return s.clone();
+        }
+        let s = Arc::new(BookSnapshot {
+            bids: l.bids.iter().rev().map(|(p, s)| (*p, *s)).collect(),
+            asks: l.asks.iter().map(|(p, s)| (*p, *s)).collect(),
+            last_trade: l.last_trade,
+            timestamp_ms: l.timestamp_ms,
+            seq: l.seq,
+        });
+        l.cached = Some(s.clone());
+        s
+    }
+
+    /// Applies a durable delta (in sequence order); returns the best prices before and
+    /// after it.
+    pub fn apply(&self, d: &BookDelta) -> (Best, Best) {
+        let mut guard = self.live.lock();
+        let l = &mut *guard;
+        debug_assert_eq!(d.seq, l.seq + 1, "deltas apply in sequence");
+        let before = l.best();
+        for (levels, changes) in [(&mut l.bids, &d.bids), (&mut l.asks, &d.asks)] {
+            for &(p, size) in changes {
+                if size == 0 {
+                    levels.remove(&p);
+                } else {
+                    levels.insert(p, size);
+                }
+            }
+        }
+        l.last_trade = d.last_trade;
+        l.timestamp_ms = d.timestamp_ms;
+        l.seq = d.seq;
+        l.cached = None;
+        (before, l.best())
     }
 }
 

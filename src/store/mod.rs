@@ -227,6 +227,10 @@ impl Store {
         let cfs = cf::ALL.iter().map(|n| {
             let mut o = Options::default();
             o.set_block_based_table_factory(&table);
+            // The same for the memtables, where a fresh order's duplicate check (two point
+            // reads that miss) otherwise walks two skip lists.
+            o.set_memtable_prefix_bloom_ratio(0.02);
+            o.set_memtable_whole_key_filtering(true);
             ColumnFamilyDescriptor::new(*n, o)
         });
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
