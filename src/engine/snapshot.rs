@@ -44,13 +44,8 @@ impl BookSnapshot {
     }
 
     /// Best bid and ask of a token.
-    pub fn best(&self, outcome: u8) -> (Option<u32>, Option<u32>) {
-        let (b, a) = (self.bids.first().map(|x| x.0), self.asks.first().map(|x| x.0));
-        if outcome == 0 {
-            (b, a)
-        } else {
-            (a.map(|p| PRICE_ONE - p), b.map(|p| PRICE_ONE - p))
-        }
+    pub fn best(&self, outcome: u8) -> Best {
+        best_of((self.bids.first().map(|x| x.0), self.asks.first().map(|x| x.0)), outcome)
     }
 
     pub fn last_trade(&self, outcome: u8) -> Option<(u32, Side)> {
