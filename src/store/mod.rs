@@ -4,6 +4,7 @@
 //! scans come out ordered, values prefixed with a version byte. One logical change is one
 //! [`Batch`]; the [`persister`] group-commits batches with a synced WAL.
 
+pub mod index;
 pub mod keys;
 pub mod persister;
 
@@ -57,6 +58,25 @@ pub mod cf {
     /// maker address → its exchange nonce and the trade seq at which it last changed.
     pub const NONCES: &str = "nonces";
     pub const META: &str = "meta";
+    /// Analytics indexes and counters written with each trade (see [`super::index`]).
+    pub const TRADES_BY_MARKET: &str = "trades_by_market";
+    pub const TRADES_BY_WALLET: &str = "trades_by_wallet";
+    pub const POSITIONS: &str = "positions";
+    pub const MARKET_HOLDERS: &str = "market_holders";
+    pub const WALLET_DAYS: &str = "wallet_days";
+    pub const MARKET_STATS: &str = "market_stats";
+    /// Catalogue: id (u64 BE) → series / event record; condition id → market metadata;
+    /// (kind, parent id, inverted seq) → comment.
+    pub const SERIES: &str = "series";
+    pub const EVENTS: &str = "events";
+    pub const MARKET_META: &str = "market_meta";
+    pub const COMMENTS: &str = "comments";
+    /// Bridge: id (u64 BE) → deposit or withdrawal record; address + `/` + id → id.
+    pub const TRANSFERS: &str = "transfers";
+    pub const TRANSFERS_BY_ADDRESS: &str = "transfers_by_address";
+
+    /// Families whose values are counters summed by the merge operator.
+    pub const COUNTERS: &[&str] = &[POSITIONS, MARKET_HOLDERS, WALLET_DAYS, MARKET_STATS];
 
     pub const ALL: &[&str] = &[
         ORDERS,
@@ -77,6 +97,18 @@ pub mod cf {
         NOTIFICATIONS,
         NONCES,
         META,
+        TRADES_BY_MARKET,
+        TRADES_BY_WALLET,
+        POSITIONS,
+        MARKET_HOLDERS,
+        WALLET_DAYS,
+        MARKET_STATS,
+        SERIES,
+        EVENTS,
+        MARKET_META,
+        COMMENTS,
+        TRANSFERS,
+        TRANSFERS_BY_ADDRESS,
     ];
 }
 
@@ -231,6 +263,9 @@ impl Store {
             // reads that miss) otherwise walks two skip lists.
             o.set_memtable_prefix_bloom_ratio(0.02);
             o.set_memtable_whole_key_filtering(true);
+            if cf::COUNTERS.contains(n) {
+                o.set_merge_operator_associative("sum_i64", index::sum_counters);
+            }
             ColumnFamilyDescriptor::new(*n, o)
         });
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
@@ -305,6 +340,14 @@ impl Store {
                 for o in t.owners() {
                     wb.put_cf(self.handle(cf::TRADES_BY_OWNER), keys::owner_seq(&o, t.seq), t.id.as_bytes());
                 }
+                if t.status == TradeStatus::Pending {
+                    self.index_trade(wb, t);
+                }
+                if let Some((_, counters)) = index::trade_counters(t) {
+                    for (c, k, v) in counters {
+                        wb.merge_cf(self.handle(c), k, v);
+                    }
+                }
                 // The settlement queue follows the status, like the open-order indexes.
                 if t.status == TradeStatus::Pending {
                     wb.put_cf(self.handle(cf::PENDING_TRADES), t.seq.to_be_bytes(), t.id.as_bytes());
@@ -316,6 +359,75 @@ impl Store {
                 wb.put_cf(self.handle(cf::LEDGER), keys::ledger(addr, asset), bal.to_be_bytes());
             }
         }
+    }
+
+    /// The trade's entries in `trades_by_market` and `trades_by_wallet` (written once, with
+    /// the PENDING record).
+    fn index_trade(&self, wb: &mut WriteBatch, t: &TradeRecord) {
+        let tick =
+            index::Tick { id: t.id, asset_id: t.asset_id.to_string(), price: t.price, size: t.size, side: t.side };
+        wb.put_cf(
+            self.handle(cf::TRADES_BY_MARKET),
+            index::market_time_seq(t.market_idx, t.match_time, t.seq),
+            encode(&tick),
+        );
+        for (role, leg) in t.legs().iter().enumerate() {
+            wb.put_cf(
+                self.handle(cf::TRADES_BY_WALLET),
+                index::wallet_trade(&leg.address, t.seq, role as u8),
+                t.id.as_bytes(),
+            );
+        }
+    }
+
+    /// Walks the pairs of a family whose key starts with `prefix`, from `from` (inclusive;
+    /// forward) or down from the end of the prefix (`reverse`), until `each` says stop.
+    pub fn walk(
+        &self,
+        cf_name: &'static str,
+        prefix: &[u8],
+        from: Option<&[u8]>,
+        reverse: bool,
+        mut each: impl FnMut(&[u8], &[u8]) -> std::ops::ControlFlow<()>,
+    ) -> Result<(), StoreError> {
+        let mut it = self.db.raw_iterator_cf(self.handle(cf_name));
+        match (reverse, from) {
+            (false, Some(f)) => it.seek(f.max(prefix)),
+            (false, None) => it.seek(prefix),
+            (true, Some(f)) => it.seek_for_prev(f),
+            (true, None) => match prefix_end(prefix) {
+                Some(end) => {
+                    it.seek(&end);
+                    if it.valid() {
+                        it.prev();
+                    } else {
+                        it.seek_to_last();
+                    }
+                }
+                None => it.seek_to_last(),
+            },
+        }
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            if !k.starts_with(prefix) || each(k, v).is_break() {
+                break;
+            }
+            if reverse {
+                it.prev();
+            } else {
+                it.next();
+            }
+        }
+        Ok(it.status()?)
+    }
+
+    /// A decoded value.
+    pub fn decode_value<T: DeserializeOwned>(cf_name: &'static str, v: &[u8]) -> Result<T, StoreError> {
+        decode(cf_name, v)
+    }
+
+    /// Counters under a key (empty when none).
+    pub fn counters(&self, cf_name: &'static str, key: &[u8]) -> Result<Vec<i64>, StoreError> {
+        Ok(self.get_raw(cf_name, key)?.map(|v| index::decode_counters(&v)).unwrap_or_default())
     }
 
     pub fn get_raw(&self, cf_name: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
@@ -517,6 +629,18 @@ impl Store {
     }
 }
 
+/// The first key after every key that starts with `prefix` (None: no such key).
+fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -638,5 +762,105 @@ mod tests {
         let mut v1 = vec![VERSION_JSON];
         v1.extend_from_slice(&serde_json::to_vec(&o).unwrap());
         assert_eq!(decode_order(&v1, &mut i).unwrap(), o);
+    }
+}
+
+#[cfg(test)]
+mod index_tests {
+    use std::ops::ControlFlow;
+
+    use super::*;
+    use crate::domain::{MakerFill, MatchType, Side};
+
+    fn trade(seq: u64, status: TradeStatus) -> TradeRecord {
+        TradeRecord {
+            id: Uuid::from_u128(seq as u128),
+            seq,
+            taker_order_id: Uuid::from_u128(1000 + seq as u128),
+            market_idx: 2,
+            condition_id: "0xc".into(),
+            asset_id: "11".into(),
+            side: Side::Buy,
+            size: 10_000_000,
+            price: 4000,
+            fee_rate_bps: 0,
+            status,
+            match_time: 1_700_000_000 + seq,
+            last_update: 0,
+            outcome: "Yes".into(),
+            bucket_index: 0,
+            owner: Uuid::from_u128(1),
+            maker_address: "0xtaker".into(),
+            maker_orders: vec![MakerFill {
+                order_id: Uuid::from_u128(2000 + seq as u128),
+                owner: Uuid::from_u128(2),
+                maker_address: "0xmaker".into(),
+                matched_amount: 10_000_000,
+                price: 4000,
+                asset_id: "11".into(),
+                outcome: "Yes".into(),
+                side: Side::Sell,
+                fee_rate_bps: 0,
+                fee: 0,
+            }],
+            transaction_hash: String::new(),
+            taker_fee: 0,
+            error_msg: None,
+            match_type: MatchType::Complementary,
+        }
+    }
+
+    fn write(store: &Store, t: TradeRecord) {
+        let mut b = Batch::default();
+        b.put_trade(&Arc::new(t));
+        store.write([&b], true).unwrap();
+    }
+
+    #[test]
+    fn trades_index_themselves_and_failed_ones_take_their_counters_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        for seq in 1..=3 {
+            write(&store, trade(seq, TradeStatus::Pending));
+        }
+        let taker = store.get_raw(cf::POSITIONS, &index::position("0xtaker", "11")).unwrap().unwrap();
+        assert_eq!(
+            index::Position::decode(&taker),
+            index::Position { size: 30_000_000, bought: 30_000_000, cost: 12_000_000, sold: 0, proceeds: 0 }
+        );
+        let maker = index::Position::decode(
+            &store.get_raw(cf::MARKET_HOLDERS, &index::market_holder(2, "0xmaker", "11")).unwrap().unwrap(),
+        );
+        assert_eq!((maker.size, maker.sold, maker.proceeds), (-30_000_000, 30_000_000, 12_000_000));
+        assert_eq!(store.counters(cf::MARKET_STATS, &2u32.to_be_bytes()).unwrap(), vec![12_000_000, 3]);
+        // Confirmation changes no counter; failure takes the trade's share back.
+        write(&store, trade(1, TradeStatus::Confirmed));
+        write(&store, trade(2, TradeStatus::Failed));
+        assert_eq!(store.counters(cf::MARKET_STATS, &2u32.to_be_bytes()).unwrap(), vec![8_000_000, 2]);
+        let taker =
+            index::Position::decode(&store.get_raw(cf::POSITIONS, &index::position("0xtaker", "11")).unwrap().unwrap());
+        assert_eq!((taker.size, taker.cost), (20_000_000, 8_000_000));
+        // The market index stays in time order, forward and backward.
+        let mut seqs = Vec::new();
+        store
+            .walk(cf::TRADES_BY_MARKET, &2u32.to_be_bytes(), None, true, |_, v| {
+                let t: index::Tick = Store::decode_value(cf::TRADES_BY_MARKET, v).unwrap();
+                seqs.push(t.id.as_u128() as u64);
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+        assert_eq!(seqs, vec![3, 2, 1]);
+        let mut n = 0;
+        store
+            .walk(cf::TRADES_BY_WALLET, &index::wallet_prefix("0xmaker"), None, false, |_, _| {
+                n += 1;
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+        assert_eq!(n, 3);
+        // Counters survive a restart (merge operands replayed or compacted).
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.counters(cf::MARKET_STATS, &2u32.to_be_bytes()).unwrap(), vec![8_000_000, 2]);
     }
 }

@@ -1,0 +1,207 @@
+//! The analytics indexes a trade writes beside itself, in the same WriteBatch: so they are
+//! exactly as durable as the trade, and every analytics query is a range scan.
+//!
+//! - `trades_by_market`: market (4) + match time (8) + seq (8) → [`Tick`]: history, OHLC,
+//!   a market's trades, in time order.
+//! - `trades_by_wallet`: address + `/` + seq (8) + role (1) → trade id: a wallet's trades.
+//! - Counters, kept by RocksDB's merge operator (each write adds, nothing is read back):
+//!   `positions` (address + `/` + token), `market_holders` (market (4) + address + `/` +
+//!   token) and `wallet_days` (UTC day (4) + address + `/` + token) hold [`Position`] sums;
+//!   `market_stats` (market (4)) holds volume and trade count.
+//!
+//! A trade adds its counters when first written (PENDING) and takes them back if its
+//! settlement FAILS, so the sums follow the trades that stand.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::domain::{Side, TradeRecord, TradeStatus, PRICE_ONE};
+
+/// What `trades_by_market` holds per trade: enough for price history without reading the
+/// trade itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tick {
+    pub id: Uuid,
+    /// The taker's token, price (1e-4) and side.
+    pub asset_id: String,
+    pub price: u32,
+    pub size: u64,
+    pub side: Side,
+}
+
+impl Tick {
+    /// The price of `token` at this trade (the other token of a binary market is 1 − p).
+    pub fn price_of(&self, token: &str) -> u32 {
+        if self.asset_id == token {
+            self.price
+        } else {
+            PRICE_ONE - self.price
+        }
+    }
+}
+
+/// One wallet's running sums in one token, in micro-units. Tokens come in by buying
+/// (`bought`, paying `cost` in collateral, fees included) and go out by selling (`sold`,
+/// receiving `proceeds` net of fees); `size` is what is held.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Position {
+    pub size: i64,
+    pub bought: i64,
+    pub cost: i64,
+    pub sold: i64,
+    pub proceeds: i64,
+}
+
+impl Position {
+    pub fn encode(&self) -> Vec<u8> {
+        encode_counters(&[self.size, self.bought, self.cost, self.sold, self.proceeds])
+    }
+    pub fn decode(v: &[u8]) -> Position {
+        let c = decode_counters(v);
+        let g = |i: usize| c.get(i).copied().unwrap_or(0);
+        Position { size: g(0), bought: g(1), cost: g(2), sold: g(3), proceeds: g(4) }
+    }
+    fn negated(&self) -> Position {
+        Position {
+            size: -self.size,
+            bought: -self.bought,
+            cost: -self.cost,
+            sold: -self.sold,
+            proceeds: -self.proceeds,
+        }
+    }
+    pub fn add(&mut self, o: &Position) {
+        self.size += o.size;
+        self.bought += o.bought;
+        self.cost += o.cost;
+        self.sold += o.sold;
+        self.proceeds += o.proceeds;
+    }
+}
+
+/// Counters: big-endian i64s, concatenated.
+pub fn encode_counters(c: &[i64]) -> Vec<u8> {
+    c.iter().flat_map(|v| v.to_be_bytes()).collect()
+}
+
+pub fn decode_counters(v: &[u8]) -> Vec<i64> {
+    v.chunks_exact(8).map(|c| i64::from_be_bytes(c.try_into().expect("8 bytes"))).collect()
+}
+
+/// The merge operator of the counter families: element-wise sum (associative, so RocksDB
+/// may combine operands in any grouping).
+pub fn sum_counters(_key: &[u8], existing: Option<&[u8]>, operands: &rocksdb::MergeOperands) -> Option<Vec<u8>> {
+    let mut acc = existing.map(decode_counters).unwrap_or_default();
+    for op in operands.iter() {
+        let c = decode_counters(op);
+        if acc.len() < c.len() {
+            acc.resize(c.len(), 0);
+        }
+        for (a, b) in acc.iter_mut().zip(c) {
+            *a = a.wrapping_add(b);
+        }
+    }
+    Some(encode_counters(&acc))
+}
+
+/// Seconds in a UTC day.
+pub const DAY: u64 = 86_400;
+
+pub fn market_time_seq(market: u32, time: u64, seq: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(20);
+    k.extend_from_slice(&market.to_be_bytes());
+    k.extend_from_slice(&time.to_be_bytes());
+    k.extend_from_slice(&seq.to_be_bytes());
+    k
+}
+
+pub fn wallet_prefix(address: &str) -> Vec<u8> {
+    let mut k = address.as_bytes().to_vec();
+    k.push(b'/');
+    k
+}
+
+pub fn wallet_trade(address: &str, seq: u64, role: u8) -> Vec<u8> {
+    let mut k = wallet_prefix(address);
+    k.extend_from_slice(&seq.to_be_bytes());
+    k.push(role);
+    k
+}
+
+pub fn position(address: &str, token: &str) -> Vec<u8> {
+    let mut k = wallet_prefix(address);
+    k.extend_from_slice(token.as_bytes());
+    k
+}
+
+pub fn market_holder(market: u32, address: &str, token: &str) -> Vec<u8> {
+    let mut k = market.to_be_bytes().to_vec();
+    k.extend_from_slice(&position(address, token));
+    k
+}
+
+pub fn wallet_day(day: u32, address: &str, token: &str) -> Vec<u8> {
+    let mut k = day.to_be_bytes().to_vec();
+    k.extend_from_slice(&position(address, token));
+    k
+}
+
+/// (address, token) of a `positions` key; the same after the 4-byte prefix of
+/// `market_holders` and `wallet_days` keys.
+pub fn split_position(k: &[u8]) -> Option<(&str, &str)> {
+    let s = std::str::from_utf8(k).ok()?;
+    s.split_once('/')
+}
+
+/// What a trade adds to (sign 1) or takes from (sign −1) the counters: one entry per
+/// (family, key, operand).
+pub fn trade_counters(t: &TradeRecord) -> Option<(i64, Vec<(&'static str, Vec<u8>, Vec<u8>)>)> {
+    let sign = match t.status {
+        TradeStatus::Pending => 1,
+        TradeStatus::Failed => -1,
+        _ => return None,
+    };
+    let day = (t.match_time / DAY) as u32;
+    let mut out = Vec::with_capacity(7);
+    for leg in t.legs() {
+        let mut p = match leg.side {
+            Side::Buy => Position {
+                size: (leg.size - leg.fee) as i64,
+                bought: (leg.size - leg.fee) as i64,
+                cost: leg.amount as i64,
+                ..Default::default()
+            },
+            Side::Sell => Position {
+                size: -(leg.size as i64),
+                sold: leg.size as i64,
+                proceeds: (leg.amount - leg.fee) as i64,
+                ..Default::default()
+            },
+        };
+        if sign < 0 {
+            p = p.negated();
+        }
+        let v = p.encode();
+        out.push((super::cf::POSITIONS, position(&leg.address, &leg.token), v.clone()));
+        out.push((super::cf::MARKET_HOLDERS, market_holder(t.market_idx, &leg.address, &leg.token), v.clone()));
+        out.push((super::cf::WALLET_DAYS, wallet_day(day, &leg.address, &leg.token), v));
+    }
+    let notional = crate::domain::mul_div_floor(t.size, t.price as u64, PRICE_ONE as u64) as i64;
+    out.push((super::cf::MARKET_STATS, t.market_idx.to_be_bytes().to_vec(), encode_counters(&[sign * notional, sign])));
+    Some((sign, out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_round_trip_and_sum() {
+        let p = Position { size: -5, bought: 1, cost: 2, sold: 6, proceeds: 3 };
+        assert_eq!(Position::decode(&p.encode()), p);
+        let mut q = p;
+        q.add(&p.negated());
+        assert_eq!(q, Position::default());
+        assert_eq!(decode_counters(&encode_counters(&[i64::MIN, 0, 7])), vec![i64::MIN, 0, 7]);
+    }
+}
