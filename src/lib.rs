@@ -7,6 +7,7 @@
 pub mod admin;
 pub mod api;
 pub mod auth;
+pub mod catalogue;
 pub mod client;
 pub mod config;
 pub mod domain;
@@ -34,9 +35,13 @@ use crate::store::{cf, meta, Store};
 #[serde(deny_unknown_fields)]
 pub struct MarketSpec {
     pub condition_id: String,
+    #[serde(default)]
     pub question: String,
     #[serde(default)]
     pub slug: String,
+    /// Required to create a market; a spec naming an existing market (in an event) may
+    /// leave it out.
+    #[serde(default)]
     pub tokens: Vec<Token>,
     #[serde(default = "default_tick")]
     pub tick_size: String,
@@ -46,6 +51,22 @@ pub struct MarketSpec {
     pub neg_risk: bool,
     #[serde(default)]
     pub neg_risk_market_id: Option<String>,
+    // Catalogue metadata (the engine does not keep these).
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub resolution_source: String,
+    #[serde(default)]
+    pub image: String,
+    #[serde(default)]
+    pub icon: String,
+    #[serde(default)]
+    pub group_item_title: String,
+    /// RFC 3339 date-times or dates.
+    #[serde(default)]
+    pub start_date: Option<String>,
+    #[serde(default)]
+    pub end_date: Option<String>,
 }
 
 fn default_tick() -> String {
@@ -58,6 +79,9 @@ fn default_min() -> String {
 impl MarketSpec {
     /// Validates into a market (idx assigned by the engine).
     pub fn into_market(self) -> Result<Market, String> {
+        if self.question.trim().is_empty() {
+            return Err("question is required".into());
+        }
         let tick = domain::parse_price(&self.tick_size).map_err(|_| "invalid tick_size")?;
         if ![1000, 100, 10, 1].contains(&tick) {
             return Err("tick_size must be 0.1, 0.01, 0.001 or 0.0001".into());
@@ -161,6 +185,9 @@ impl App {
         if state.store.get_raw(cf::META, meta::CATALOGUE_LOADED)?.is_none() {
             load_catalogue(&state, &config).await?;
         }
+        if state.store.get_raw(cf::META, meta::EVENTS_LOADED)?.is_none() {
+            load_events(&state, &config).await?;
+        }
 
         let (shutdown, rx) = watch::channel(false);
         let mut servers = Vec::new();
@@ -178,7 +205,7 @@ impl App {
         let workers =
             workers::Workers::start(&config, state.engine.clone(), state.heartbeats.clone(), state.exported.clone());
         servers.push(serve(clob_l, api::clob_routes(state.clone()), rx.clone()));
-        servers.push(serve(gamma_l, api::stub_routes("gamma"), rx.clone()));
+        servers.push(serve(gamma_l, catalogue::routes::routes(state.clone()), rx.clone()));
         servers.push(serve(data_l, api::stub_routes("data"), rx.clone()));
         servers.push(serve(bridge_l, api::stub_routes("bridge"), rx.clone()));
         servers.push(serve(internal_l, api::internal::routes(state.clone()), rx.clone()));
@@ -257,13 +284,49 @@ async fn load_catalogue(state: &api::AppState, config: &Config) -> anyhow::Resul
     };
     let n = specs.len();
     for s in specs {
+        let meta = s.meta(0, None).map_err(|e| anyhow::anyhow!("catalogue: {}", e.message))?;
         let m = s.into_market().map_err(|e| anyhow::anyhow!("catalogue: {e}"))?;
         match state.engine.create_market(m).await {
             Ok(_) | Err(engine::EngineError::Exists) => {}
             Err(e) => anyhow::bail!("catalogue: {e:?}"),
         }
+        catalogue::routes::put_meta(state, meta).await.map_err(|e| anyhow::anyhow!("catalogue: {}", e.message))?;
     }
     state.store.put(cf::META, meta::CATALOGUE_LOADED, &true)?;
     tracing::info!(markets = n, "demo catalogue loaded");
+    Ok(())
+}
+
+/// The demo catalogue's series and events (`events.json` beside the markets file), loaded
+/// once into a data directory, like the markets.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EventsFile {
+    #[serde(default)]
+    series: Vec<catalogue::routes::SeriesInput>,
+    #[serde(default)]
+    events: Vec<catalogue::routes::EventInput>,
+}
+
+async fn load_events(state: &api::AppState, config: &Config) -> anyhow::Result<()> {
+    let path = config.catalogue.with_file_name("events.json");
+    let file: EventsFile = match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str(&text).with_context(|| format!("parse {}", path.display()))?,
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "no demo events loaded");
+            EventsFile { series: Vec::new(), events: Vec::new() }
+        }
+    };
+    let (ns, ne) = (file.series.len(), file.events.len());
+    for s in file.series {
+        catalogue::routes::add_series(state, s)
+            .await
+            .map_err(|e| anyhow::anyhow!("catalogue series: {}", e.message))?;
+    }
+    for e in file.events {
+        catalogue::routes::add_event(state, e).await.map_err(|e| anyhow::anyhow!("catalogue event: {}", e.message))?;
+    }
+    state.store.put(cf::META, meta::EVENTS_LOADED, &true)?;
+    tracing::info!(series = ns, events = ne, "demo events loaded");
     Ok(())
 }

@@ -14,6 +14,7 @@ use warp::Filter;
 
 use super::{json, recover, req, respond, with_state, ApiError, ApiResult, AppState, Req};
 use crate::auth::normalize_address;
+use crate::catalogue::routes::{create_comment, create_event, create_series, put_meta, set_resolution};
 use crate::domain::{fmt_amount, parse_u64, AddressStatus, Asset, Mode};
 use crate::engine::EngineError;
 use crate::store::cf;
@@ -105,7 +106,17 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .or(post!("deferred" / "release", release))
         .unify()
         .boxed();
+    let catalogue = post!("series", create_series)
+        .or(post!("events", create_event))
+        .unify()
+        .or(post!("comments", create_comment))
+        .unify()
+        .or(post!("resolution", set_resolution))
+        .unify()
+        .boxed();
     setup
+        .or(catalogue)
+        .unify()
         .or(post!("settle", settle).boxed())
         .unify()
         .or(post!("nonce" / "increment", increment_nonce))
@@ -136,9 +147,13 @@ fn body<T: for<'de> Deserialize<'de>>(r: &Req) -> Result<T, ApiError> {
 
 async fn create_market(s: Arc<AppState>, r: Req) -> ApiResult {
     let spec: MarketSpec = body(&r)?;
+    let meta = spec.meta(0, None)?;
     let m = spec.into_market().map_err(ApiError::bad)?;
     match s.engine.create_market(m).await {
-        Ok(m) => json(&j!({ "condition_id": m.condition_id, "idx": m.idx })),
+        Ok(m) => {
+            put_meta(&s, meta).await?;
+            json(&j!({ "condition_id": m.condition_id, "idx": m.idx }))
+        }
         Err(EngineError::Exists) => Err(ApiError::new(StatusCode::CONFLICT, "market already exists")),
         Err(e) => Err(e.into()),
     }

@@ -8,6 +8,7 @@ pub mod ceiling;
 pub mod internal;
 pub mod keys;
 pub mod orders;
+pub mod params;
 pub mod ratelimit;
 pub mod ws;
 
@@ -69,6 +70,8 @@ pub struct AppState {
     pub user_bus: Option<Arc<crate::events::UserBus>>,
     /// Where WebSocket connections run (see `App`); None: on the HTTP workers.
     pub feed_rt: Option<tokio::runtime::Handle>,
+    /// Series, events and market metadata (the gamma server).
+    pub catalogue: crate::catalogue::Catalogue,
 }
 
 impl AppState {
@@ -88,6 +91,7 @@ impl AppState {
             addresses.insert(String::from_utf8_lossy(&k).into_owned(), v);
         }
         let mode: Mode = store.get(cf::META, meta::MODE)?.unwrap_or(Mode::Normal);
+        let store_for_catalogue = store.clone();
         let api_keys =
             store.all::<ApiKeyRecord>(cf::API_KEYS)?.into_iter().map(|(_, k)| (k.key, Arc::new(k))).collect();
         Ok(AppState {
@@ -112,6 +116,7 @@ impl AppState {
             bus: None,
             user_bus: None,
             feed_rt: None,
+            catalogue: crate::catalogue::Catalogue::load(&store_for_catalogue)?,
         })
     }
 

@@ -153,13 +153,16 @@ pub fn split_position(k: &[u8]) -> Option<(&str, &str)> {
     s.split_once('/')
 }
 
-/// What a trade adds to (sign 1) or takes from (sign −1) the counters: one entry per
-/// (family, key, operand).
-pub fn trade_counters(t: &TradeRecord) -> Option<(i64, Vec<(&'static str, Vec<u8>, Vec<u8>)>)> {
+/// Merge operands: (family, key, operand).
+pub type CounterOps = Vec<(&'static str, Vec<u8>, Vec<u8>)>;
+
+/// What a trade adds to (when written PENDING) or takes from (when it FAILED) the counters;
+/// nothing for other states.
+pub fn trade_counters(t: &TradeRecord) -> CounterOps {
     let sign = match t.status {
         TradeStatus::Pending => 1,
         TradeStatus::Failed => -1,
-        _ => return None,
+        _ => return Vec::new(),
     };
     let day = (t.match_time / DAY) as u32;
     let mut out = Vec::with_capacity(7);
@@ -188,7 +191,7 @@ pub fn trade_counters(t: &TradeRecord) -> Option<(i64, Vec<(&'static str, Vec<u8
     }
     let notional = crate::domain::mul_div_floor(t.size, t.price as u64, PRICE_ONE as u64) as i64;
     out.push((super::cf::MARKET_STATS, t.market_idx.to_be_bytes().to_vec(), encode_counters(&[sign * notional, sign])));
-    Some((sign, out))
+    out
 }
 
 #[cfg(test)]

@@ -118,6 +118,7 @@ pub mod meta {
     pub const NEXT_TRADE_SEQ: &[u8] = b"next_trade_seq";
     pub const MODE: &[u8] = b"mode";
     pub const CATALOGUE_LOADED: &[u8] = b"catalogue_loaded";
+    pub const EVENTS_LOADED: &[u8] = b"events_loaded";
 
     /// Key of a market's last trade (YES price, taker side in YES terms).
     pub fn last_trade(market_idx: u32) -> Vec<u8> {
@@ -343,10 +344,8 @@ impl Store {
                 if t.status == TradeStatus::Pending {
                     self.index_trade(wb, t);
                 }
-                if let Some((_, counters)) = index::trade_counters(t) {
-                    for (c, k, v) in counters {
-                        wb.merge_cf(self.handle(c), k, v);
-                    }
+                for (c, k, v) in index::trade_counters(t) {
+                    wb.merge_cf(self.handle(c), k, v);
                 }
                 // The settlement queue follows the status, like the open-order indexes.
                 if t.status == TradeStatus::Pending {

@@ -20,6 +20,10 @@ pub const COND: &str = "0xc0ffee";
 pub struct Server {
     pub clob: String,
     pub internal: String,
+    /// Catalogue, analytics and bridge servers.
+    pub gamma: String,
+    pub data: String,
+    pub bridge: String,
     pub config: Config,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -63,7 +67,18 @@ impl Server {
 
     /// A handle on a server run elsewhere (a child process): no lifecycle of its own.
     pub fn external(clob: String, internal: String, config: Config) -> Server {
-        Server { clob, internal, config, stop: None, thread: None, _dir: None }
+        let none = String::new();
+        Server {
+            clob,
+            internal,
+            gamma: none.clone(),
+            data: none.clone(),
+            bridge: none,
+            config,
+            stop: None,
+            thread: None,
+            _dir: None,
+        }
     }
 
     pub fn start_with(config: Config) -> Server {
@@ -83,6 +98,9 @@ impl Server {
         Server {
             clob: format!("http://{}", bound.clob),
             internal: format!("http://{}", bound.internal),
+            gamma: format!("http://{}", bound.gamma),
+            data: format!("http://{}", bound.data),
+            bridge: format!("http://{}", bound.bridge),
             config,
             stop: Some(stop_tx),
             thread: Some(thread),
@@ -121,6 +139,22 @@ impl Server {
 
     pub fn internal_get(&self, path: &str) -> (u16, Value) {
         send(ureq::get(&format!("{}{}", self.internal, path)), None)
+    }
+
+    pub fn gamma_get(&self, path: &str) -> (u16, Value) {
+        send(ureq::get(&format!("{}{}", self.gamma, path)), None)
+    }
+
+    pub fn data_get(&self, path: &str) -> (u16, Value) {
+        send(ureq::get(&format!("{}{}", self.data, path)), None)
+    }
+
+    pub fn bridge_get(&self, path: &str) -> (u16, Value) {
+        send(ureq::get(&format!("{}{}", self.bridge, path)), None)
+    }
+
+    pub fn bridge_post(&self, path: &str, body: &Value) -> (u16, Value) {
+        send(ureq::post(&format!("{}{}", self.bridge, path)), Some(body.to_string()))
     }
 
     pub fn get(&self, path: &str) -> (u16, Value) {

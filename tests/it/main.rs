@@ -3,6 +3,7 @@
 mod account;
 mod admin;
 mod book;
+mod catalogue;
 mod crash;
 mod fixture;
 mod keys;

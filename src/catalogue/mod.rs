@@ -1,0 +1,353 @@
+//! The catalogue ({gamma_url}): series, events, market metadata and comments.
+//!
+//! Series, events and market metadata are few and read often, so they live in memory
+//! ([`Catalogue`]) and in RocksDB (`series`, `events`, `market_meta`); a change is written
+//! through the persister first, then published to the in-memory copy. Comments stay in
+//! RocksDB only, keyed (parent kind, parent id, comment id) so a page is one range scan.
+//! Volume and liquidity are never stored here: they come from the trade counters and the
+//! books at read time ([`live`]).
+
+pub mod routes;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use serde::{Deserialize, Serialize};
+
+use crate::api::ApiError;
+use crate::engine::snapshot::{BookSnapshot, MarketView};
+use crate::store::{cf, encode, Batch, Store, StoreError};
+
+/// A series: a recurring family of events (a weekly question, a season).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeriesRecord {
+    pub id: u64,
+    pub title: String,
+    pub slug: String,
+    pub series_type: String,
+    pub recurrence: String,
+    pub description: String,
+    pub image: String,
+    pub active: bool,
+    pub closed: bool,
+    pub archived: bool,
+    /// UNIX seconds.
+    pub start_date: Option<u64>,
+    pub created_at: u64,
+}
+
+/// An event: one question's page, grouping one or more binary markets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventRecord {
+    pub id: u64,
+    pub title: String,
+    pub slug: String,
+    pub description: String,
+    pub series_id: Option<u64>,
+    pub tags: Vec<String>,
+    /// Condition IDs, in the order given.
+    pub markets: Vec<String>,
+    pub active: bool,
+    pub closed: bool,
+    pub archived: bool,
+    pub featured: bool,
+    pub neg_risk: bool,
+    pub image: String,
+    pub icon: String,
+    pub start_date: Option<u64>,
+    pub end_date: Option<u64>,
+    pub created_at: u64,
+}
+
+/// Where a market's resolution stands (SPEC §3.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum ResolutionStatus {
+    Resolving,
+    Resolved,
+}
+
+/// What the catalogue knows of a market beyond the engine's record.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct MarketMeta {
+    pub condition_id: String,
+    pub event_id: Option<u64>,
+    pub description: String,
+    pub resolution_source: String,
+    pub image: String,
+    pub icon: String,
+    pub group_item_title: String,
+    pub start_date: Option<u64>,
+    pub end_date: Option<u64>,
+    pub resolution: Option<ResolutionStatus>,
+    /// Index of the winning outcome once resolved (0 = first token).
+    pub resolved_outcome: Option<u8>,
+    pub created_at: u64,
+}
+
+/// What a comment is attached to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ParentKind {
+    Event,
+    Series,
+    Market,
+}
+
+impl ParentKind {
+    pub fn code(self) -> u8 {
+        match self {
+            ParentKind::Event => 0,
+            ParentKind::Series => 1,
+            ParentKind::Market => 2,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            ParentKind::Event => "Event",
+            ParentKind::Series => "Series",
+            ParentKind::Market => "market",
+        }
+    }
+    pub fn parse(s: &str) -> Option<ParentKind> {
+        match s.to_ascii_lowercase().as_str() {
+            "event" => Some(ParentKind::Event),
+            "series" => Some(ParentKind::Series),
+            "market" => Some(ParentKind::Market),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommentRecord {
+    pub id: u64,
+    pub parent_kind: ParentKind,
+    pub parent_id: u64,
+    pub reply_to: Option<u64>,
+    pub body: String,
+    pub user_address: String,
+    pub created_at: u64,
+}
+
+/// Key of a comment: parent kind (1) + parent id (8) + comment id (8), so a parent's
+/// comments are one prefix, newest last.
+pub fn comment_key(kind: ParentKind, parent: u64, id: u64) -> Vec<u8> {
+    let mut k = comment_prefix(kind, parent);
+    k.extend_from_slice(&id.to_be_bytes());
+    k
+}
+
+pub fn comment_prefix(kind: ParentKind, parent: u64) -> Vec<u8> {
+    let mut k = vec![kind.code()];
+    k.extend_from_slice(&parent.to_be_bytes());
+    k
+}
+
+/// Meta keys of the id counters.
+const NEXT_SERIES: &[u8] = b"next_series_id";
+const NEXT_EVENT: &[u8] = b"next_event_id";
+const NEXT_COMMENT: &[u8] = b"next_comment_id";
+
+#[derive(Debug, Default)]
+struct Inner {
+    series: BTreeMap<u64, Arc<SeriesRecord>>,
+    events: BTreeMap<u64, Arc<EventRecord>>,
+    meta: HashMap<String, Arc<MarketMeta>>,
+    next_series: u64,
+    next_event: u64,
+    next_comment: u64,
+}
+
+/// The catalogue as read by the gamma server.
+#[derive(Debug, Default)]
+pub struct Catalogue {
+    inner: RwLock<Inner>,
+    /// Serialises changes (id assignment, slug uniqueness); reads never take it.
+    pub write: tokio::sync::Mutex<()>,
+}
+
+impl Catalogue {
+    pub fn load(store: &Store) -> Result<Catalogue, StoreError> {
+        let mut inner = Inner::default();
+        for (_, s) in store.all::<SeriesRecord>(cf::SERIES)? {
+            inner.series.insert(s.id, Arc::new(s));
+        }
+        for (_, e) in store.all::<EventRecord>(cf::EVENTS)? {
+            inner.events.insert(e.id, Arc::new(e));
+        }
+        for (_, m) in store.all::<MarketMeta>(cf::MARKET_META)? {
+            inner.meta.insert(m.condition_id.clone(), Arc::new(m));
+        }
+        inner.next_series = store.meta_u64(NEXT_SERIES)?.unwrap_or(1);
+        inner.next_event = store.meta_u64(NEXT_EVENT)?.unwrap_or(1);
+        inner.next_comment = store.meta_u64(NEXT_COMMENT)?.unwrap_or(1);
+        Ok(Catalogue { inner: RwLock::new(inner), write: Default::default() })
+    }
+
+    pub fn series(&self) -> Vec<Arc<SeriesRecord>> {
+        self.inner.read().series.values().cloned().collect()
+    }
+    pub fn series_by_id(&self, id: u64) -> Option<Arc<SeriesRecord>> {
+        self.inner.read().series.get(&id).cloned()
+    }
+    pub fn events(&self) -> Vec<Arc<EventRecord>> {
+        self.inner.read().events.values().cloned().collect()
+    }
+    pub fn event(&self, id: u64) -> Option<Arc<EventRecord>> {
+        self.inner.read().events.get(&id).cloned()
+    }
+    pub fn meta(&self, condition_id: &str) -> Option<Arc<MarketMeta>> {
+        self.inner.read().meta.get(condition_id).cloned()
+    }
+
+    /// Ids the next series, event and comment get (the caller holds `write`).
+    pub fn next_ids(&self) -> (u64, u64, u64) {
+        let i = self.inner.read();
+        (i.next_series, i.next_event, i.next_comment)
+    }
+
+    /// Adds `batch`'s writes for a new series.
+    pub fn stage_series(b: &mut Batch, s: &SeriesRecord) {
+        b.put(cf::SERIES, s.id.to_be_bytes().to_vec(), encode(s));
+        b.put(cf::META, NEXT_SERIES.to_vec(), (s.id + 1).to_be_bytes().to_vec());
+    }
+    pub fn stage_event(b: &mut Batch, e: &EventRecord) {
+        b.put(cf::EVENTS, e.id.to_be_bytes().to_vec(), encode(e));
+        b.put(cf::META, NEXT_EVENT.to_vec(), (e.id + 1).to_be_bytes().to_vec());
+    }
+    pub fn stage_meta(b: &mut Batch, m: &MarketMeta) {
+        b.put(cf::MARKET_META, m.condition_id.as_bytes().to_vec(), encode(m));
+    }
+    pub fn stage_comment(b: &mut Batch, c: &CommentRecord) {
+        b.put(cf::COMMENTS, comment_key(c.parent_kind, c.parent_id, c.id), encode(c));
+        b.put(cf::META, NEXT_COMMENT.to_vec(), (c.id + 1).to_be_bytes().to_vec());
+    }
+
+    /// Publishes what a durable batch wrote.
+    pub fn publish(&self, series: Option<SeriesRecord>, event: Option<EventRecord>, metas: Vec<MarketMeta>) {
+        let mut i = self.inner.write();
+        if let Some(s) = series {
+            i.next_series = i.next_series.max(s.id + 1);
+            i.series.insert(s.id, Arc::new(s));
+        }
+        if let Some(e) = event {
+            i.next_event = i.next_event.max(e.id + 1);
+            i.events.insert(e.id, Arc::new(e));
+        }
+        for m in metas {
+            i.meta.insert(m.condition_id.clone(), Arc::new(m));
+        }
+    }
+
+    pub fn published_comment(&self, id: u64) {
+        let mut i = self.inner.write();
+        i.next_comment = i.next_comment.max(id + 1);
+    }
+}
+
+/// A market's numbers at read time, in integers: volume (collateral notional of its trades,
+/// from the trade counters), liquidity (collateral value of its resting orders at their
+/// prices) and its YES price marks.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Live {
+    pub volume: u64,
+    pub trades: u64,
+    pub liquidity: u64,
+    pub best_bid: Option<u32>,
+    pub best_ask: Option<u32>,
+    pub last: Option<u32>,
+    /// YES price: midpoint of a two-sided book, else the last trade.
+    pub mark: Option<u32>,
+}
+
+/// Liquidity of a book: Σ size × price over both sides (YES prices), in micro-USDC.
+pub fn liquidity(snap: &BookSnapshot) -> u64 {
+    snap.bids
+        .iter()
+        .chain(snap.asks.iter())
+        .map(|&(p, s)| crate::domain::mul_div_floor(s, p as u64, crate::domain::PRICE_ONE as u64))
+        .sum()
+}
+
+/// The mark of a book's YES token (see [`Live::mark`]).
+pub fn mark(snap: &BookSnapshot) -> Option<u32> {
+    match snap.best(0) {
+        (Some(b), Some(a)) => Some((b + a).div_ceil(2)),
+        _ => snap.last_trade(0).map(|x| x.0),
+    }
+}
+
+pub fn live(store: &Store, view: &MarketView) -> Result<Live, StoreError> {
+    let c = store.counters(cf::MARKET_STATS, &view.market.idx.to_be_bytes())?;
+    let snap = view.snapshot();
+    let (best_bid, best_ask) = snap.best(0);
+    Ok(Live {
+        volume: c.first().copied().unwrap_or(0).max(0) as u64,
+        trades: c.get(1).copied().unwrap_or(0).max(0) as u64,
+        liquidity: liquidity(&snap),
+        best_bid,
+        best_ask,
+        last: snap.last_trade(0).map(|x| x.0),
+        mark: mark(&snap),
+    })
+}
+
+/// A token's current price for valuation: 1 or 0 once its market resolved, else the mark
+/// (YES mark, or 1 − it for NO), else 0.
+pub fn current_price(meta: Option<&MarketMeta>, live: &Live, outcome: u8) -> u32 {
+    use crate::domain::PRICE_ONE;
+    if let Some(m) = meta {
+        if m.resolution == Some(ResolutionStatus::Resolved) {
+            if let Some(w) = m.resolved_outcome {
+                return if w == outcome { PRICE_ONE } else { 0 };
+            }
+        }
+    }
+    match (live.mark, outcome) {
+        (Some(p), 0) => p,
+        (Some(p), _) => PRICE_ONE - p,
+        (None, _) => 0,
+    }
+}
+
+/// An RFC 3339 date ("2026-12-31T00:00:00Z" or a bare "2026-12-31") as UNIX seconds.
+pub fn parse_date(s: &str) -> Result<u64, ApiError> {
+    let full = if s.len() == 10 { format!("{s}T00:00:00Z") } else { s.to_string() };
+    humantime::parse_rfc3339_weak(&full)
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs())
+        .ok_or_else(|| ApiError::bad(format!("invalid date: {s}")))
+}
+
+pub fn fmt_date(secs: u64) -> String {
+    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs)).to_string()
+}
+
+/// A slug from a title: lowercase ASCII letters and digits, other runs become one `-`.
+pub fn slugify(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+    }
+    out.trim_end_matches('-').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_and_slugs() {
+        assert_eq!(parse_date("2026-12-31").unwrap(), 1_798_675_200);
+        assert_eq!(parse_date("2026-12-31T00:00:00Z").unwrap(), 1_798_675_200);
+        assert_eq!(fmt_date(1_798_675_200), "2026-12-31T00:00:00Z");
+        assert!(parse_date("31/12/2026").is_err());
+        assert_eq!(slugify("Will BTC hit $150k?"), "will-btc-hit-150k");
+    }
+}

@@ -1,0 +1,936 @@
+//! The gamma server's routes (SPEC §4.6, §2.17; Polymarket's Gamma API where the spec shows
+//! no shape) and the operator's catalogue writes on the internal server.
+//!
+//! Shapes follow Gamma: ids are numeric strings; a market's `outcomes`, `outcomePrices` and
+//! `clobTokenIds` are JSON-encoded strings; `volume`/`liquidity` of a market are decimal
+//! strings beside `volumeNum`/`liquidityNum` numbers, and numbers on events and series.
+
+use std::cmp::Ordering;
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{json as j, Value};
+use warp::http::StatusCode;
+use warp::reply::Response;
+use warp::{Filter, Reply};
+
+use super::*;
+use crate::api::params::Params;
+use crate::api::{json, recover, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use crate::auth::normalize_address;
+use crate::domain::{fmt_amount, fmt_tick, now_secs};
+use crate::engine::EngineError;
+use crate::MarketSpec;
+
+/// Largest page of /series, /events, /markets and /comments (SPEC §8 for /series).
+pub const MAX_LIMIT: u64 = 500;
+pub const DEFAULT_LIMIT: u64 = 25;
+
+pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = Infallible> + Clone {
+    let s = move || with_state(state.clone());
+    macro_rules! get {
+        ($f:ident, $($path:tt)+) => {
+            warp::path!($($path)+).and(warp::get()).and(req()).and(s()).map(|r, s| respond($f(s, r)))
+        };
+    }
+    macro_rules! get_id {
+        ($f:ident, $($path:tt)+) => {
+            warp::path!($($path)+).and(warp::get()).and(s()).map(|id: String, s| respond($f(s, id)))
+        };
+    }
+    let ok = warp::path!("ok").and(warp::get()).map(|| warp::reply::with_status("OK", StatusCode::OK).into_response());
+    ok.or(get!(list_series, "series"))
+        .unify()
+        .or(get_id!(one_series, "series" / String))
+        .unify()
+        .or(get!(list_events, "events"))
+        .unify()
+        .or(get_id!(event_by_id, "events" / String))
+        .unify()
+        .or(get_id!(event_by_slug, "events" / "slug" / String))
+        .unify()
+        .or(get!(list_markets, "markets"))
+        .unify()
+        .or(get_id!(market_by_id, "markets" / String))
+        .unify()
+        .or(get_id!(market_by_slug, "markets" / "slug" / String))
+        .unify()
+        .or(get!(list_comments, "comments"))
+        .unify()
+        .or(get!(search, "public-search"))
+        .unify()
+        .recover(recover)
+        .unify()
+}
+
+/// A JSON number from a decimal string: only for fields Gamma types as numbers, computed in
+/// integers and converted here, at the boundary.
+pub fn number(decimal: &str) -> Value {
+    serde_json::from_str(decimal).unwrap_or(Value::Null)
+}
+
+fn price_number(p: Option<u32>) -> Value {
+    p.map(|p| number(&fmt_tick(p))).unwrap_or(Value::Null)
+}
+
+fn date(d: Option<u64>) -> Value {
+    d.map(|d| Value::String(fmt_date(d))).unwrap_or(Value::Null)
+}
+
+/// Gamma's market id: the engine's dense index, from 1.
+pub fn market_id(view: &MarketView) -> u64 {
+    view.market.idx as u64 + 1
+}
+
+/// A market with its catalogue metadata and live numbers.
+struct MarketRow {
+    view: Arc<MarketView>,
+    meta: Option<Arc<MarketMeta>>,
+    live: Live,
+}
+
+fn market_row(s: &AppState, view: Arc<MarketView>) -> Result<MarketRow, ApiError> {
+    let meta = s.catalogue.meta(&view.market.condition_id);
+    let live = live(&s.store, &view)?;
+    Ok(MarketRow { view, meta, live })
+}
+
+fn market_json(s: &AppState, r: &MarketRow) -> Value {
+    let m = &r.view.market;
+    let meta = r.meta.as_deref();
+    let event = meta.and_then(|x| x.event_id).and_then(|id| s.catalogue.event(id));
+    let prices: Vec<String> = (0..2u8).map(|o| fmt_tick(current_price(meta, &r.live, o))).collect();
+    let outcomes: Vec<&str> = m.tokens.iter().map(|t| t.outcome.as_str()).collect();
+    let tokens: Vec<&str> = m.tokens.iter().map(|t| t.token_id.as_str()).collect();
+    let enc = |v: &dyn erased::Json| v.encode();
+    let spread = match (r.live.best_bid, r.live.best_ask) {
+        (Some(b), Some(a)) => Some(a.saturating_sub(b)),
+        _ => None,
+    };
+    j!({
+        "id": market_id(&r.view).to_string(),
+        "question": m.question,
+        "conditionId": m.condition_id,
+        "slug": m.slug,
+        "description": meta.map(|x| x.description.as_str()).unwrap_or(""),
+        "resolutionSource": meta.map(|x| x.resolution_source.as_str()).unwrap_or(""),
+        "image": meta.map(|x| x.image.as_str()).unwrap_or(""),
+        "icon": meta.map(|x| x.icon.as_str()).unwrap_or(""),
+        "groupItemTitle": meta.map(|x| x.group_item_title.as_str()).unwrap_or(""),
+        "startDate": date(meta.and_then(|x| x.start_date)),
+        "endDate": date(meta.and_then(|x| x.end_date)),
+        "createdAt": date(meta.map(|x| x.created_at).filter(|t| *t > 0)),
+        "outcomes": enc(&outcomes),
+        "outcomePrices": enc(&prices),
+        "clobTokenIds": enc(&tokens),
+        "volume": fmt_amount(r.live.volume),
+        "volumeNum": number(&fmt_amount(r.live.volume)),
+        "liquidity": fmt_amount(r.live.liquidity),
+        "liquidityNum": number(&fmt_amount(r.live.liquidity)),
+        "active": m.active,
+        "closed": m.closed,
+        "archived": false,
+        "acceptingOrders": m.accepting_orders,
+        "enableOrderBook": true,
+        "orderPriceMinTickSize": number(&fmt_tick(m.tick)),
+        "orderMinSize": number(&fmt_amount(m.min_order_size)),
+        "negRisk": m.neg_risk,
+        "negRiskMarketID": m.neg_risk_market_id.clone().unwrap_or_default(),
+        "bestBid": price_number(r.live.best_bid),
+        "bestAsk": price_number(r.live.best_ask),
+        "lastTradePrice": price_number(r.live.last),
+        "spread": price_number(spread),
+        "resolutionStatus": meta.and_then(|x| x.resolution),
+        "resolvedOutcome": meta
+            .and_then(|x| x.resolved_outcome)
+            .and_then(|i| m.tokens.get(i as usize))
+            .map(|t| t.outcome.clone()),
+        "events": event.map(|e| vec![j!({ "id": e.id.to_string(), "slug": e.slug, "title": e.title })]).unwrap_or_default(),
+    })
+}
+
+/// JSON-encoding of a value into a string (Gamma's stringified arrays).
+mod erased {
+    pub trait Json {
+        fn encode(&self) -> String;
+    }
+    impl<T: serde::Serialize> Json for T {
+        fn encode(&self) -> String {
+            serde_json::to_string(self).unwrap_or_default()
+        }
+    }
+}
+
+/// An event with its markets' rows (for nesting, ordering and totals).
+struct EventRow {
+    event: Arc<EventRecord>,
+    markets: Vec<MarketRow>,
+    volume: u64,
+    liquidity: u64,
+}
+
+fn event_row(s: &AppState, e: Arc<EventRecord>) -> Result<EventRow, ApiError> {
+    let mut markets = Vec::with_capacity(e.markets.len());
+    for c in &e.markets {
+        if let Some(v) = s.registry.condition(c) {
+            markets.push(market_row(s, v)?);
+        }
+    }
+    let volume = markets.iter().map(|m| m.live.volume).sum();
+    let liquidity = markets.iter().map(|m| m.live.liquidity).sum();
+    Ok(EventRow { event: e, markets, volume, liquidity })
+}
+
+fn tags_json(tags: &[String]) -> Vec<Value> {
+    tags.iter().map(|t| j!({ "label": t, "slug": slugify(t) })).collect()
+}
+
+fn series_brief(s: &SeriesRecord) -> Value {
+    j!({
+        "id": s.id.to_string(),
+        "title": s.title,
+        "slug": s.slug,
+        "ticker": s.slug,
+        "seriesType": s.series_type,
+        "recurrence": s.recurrence,
+        "active": s.active,
+        "closed": s.closed,
+    })
+}
+
+fn event_json(s: &AppState, r: &EventRow, nested: bool) -> Value {
+    let e = &r.event;
+    let mut v = j!({
+        "id": e.id.to_string(),
+        "ticker": e.slug,
+        "slug": e.slug,
+        "title": e.title,
+        "description": e.description,
+        "startDate": date(e.start_date),
+        "endDate": date(e.end_date),
+        "creationDate": date(Some(e.created_at)),
+        "createdAt": date(Some(e.created_at)),
+        "image": e.image,
+        "icon": e.icon,
+        "active": e.active,
+        "closed": e.closed,
+        "archived": e.archived,
+        "featured": e.featured,
+        "negRisk": e.neg_risk,
+        "volume": number(&fmt_amount(r.volume)),
+        "liquidity": number(&fmt_amount(r.liquidity)),
+        "tags": tags_json(&e.tags),
+        "series": e.series_id.and_then(|id| s.catalogue.series_by_id(id)).map(|x| vec![series_brief(&x)]).unwrap_or_default(),
+    });
+    if nested {
+        v["markets"] = Value::Array(r.markets.iter().map(|m| market_json(s, m)).collect());
+    }
+    v
+}
+
+struct SeriesRow {
+    series: Arc<SeriesRecord>,
+    events: Vec<EventRow>,
+    volume: u64,
+    liquidity: u64,
+}
+
+fn series_row(s: &AppState, x: Arc<SeriesRecord>) -> Result<SeriesRow, ApiError> {
+    let mut events = Vec::new();
+    for e in s.catalogue.events() {
+        if e.series_id == Some(x.id) {
+            events.push(event_row(s, e)?);
+        }
+    }
+    let volume = events.iter().map(|e| e.volume).sum();
+    let liquidity = events.iter().map(|e| e.liquidity).sum();
+    Ok(SeriesRow { series: x, events, volume, liquidity })
+}
+
+fn series_json(s: &AppState, r: &SeriesRow) -> Value {
+    let x = &r.series;
+    let mut v = series_brief(x);
+    v["description"] = j!(x.description);
+    v["image"] = j!(x.image);
+    v["archived"] = j!(x.archived);
+    v["startDate"] = date(x.start_date);
+    v["createdAt"] = date(Some(x.created_at));
+    v["volume"] = number(&fmt_amount(r.volume));
+    v["liquidity"] = number(&fmt_amount(r.liquidity));
+    v["events"] = Value::Array(r.events.iter().map(|e| event_json(s, e, false)).collect());
+    v
+}
+
+/// Sorts by `key` (direction `ascending`), ties by id ascending so pages are stable.
+fn sort_rows<T>(rows: &mut [T], ascending: bool, key: impl Fn(&T) -> (u64, u64)) {
+    rows.sort_by(|a, b| {
+        let (ka, ia) = key(a);
+        let (kb, ib) = key(b);
+        let o = if ascending { ka.cmp(&kb) } else { kb.cmp(&ka) };
+        o.then(ia.cmp(&ib))
+    });
+}
+
+fn page<T>(rows: Vec<T>, p: &Params) -> Result<Vec<T>, ApiError> {
+    let limit = p.int("limit", DEFAULT_LIMIT, MAX_LIMIT)? as usize;
+    let offset = p.int("offset", 0, u64::MAX)?.min(usize::MAX as u64) as usize;
+    Ok(rows.into_iter().skip(offset).take(limit).collect())
+}
+
+fn params(r: &Req) -> Result<Params, ApiError> {
+    Params::parse(r.query.as_deref())
+}
+
+fn flag_matches(want: Option<bool>, have: bool) -> bool {
+    want.is_none_or(|w| w == have)
+}
+
+fn list_series(s: Arc<AppState>, r: Req) -> ApiResult {
+    let p = params(&r)?;
+    let order = p.choice("order", &["volume", "liquidity", "start_date", "created_at"], "volume")?;
+    let ascending = p.bool("ascending")?.unwrap_or(false);
+    let (closed, active) = (p.bool("closed")?, p.bool("active")?);
+    let slugs = p.list("slug");
+    let recurrence = p.get("recurrence");
+    let mut rows = Vec::new();
+    for x in s.catalogue.series() {
+        if !flag_matches(closed, x.closed)
+            || !flag_matches(active, x.active)
+            || (!slugs.is_empty() && !slugs.contains(&x.slug))
+            || recurrence.is_some_and(|want| !want.eq_ignore_ascii_case(&x.recurrence))
+        {
+            continue;
+        }
+        rows.push(series_row(&s, x)?);
+    }
+    sort_rows(&mut rows, ascending, |r| {
+        let k = match order {
+            "volume" => r.volume,
+            "liquidity" => r.liquidity,
+            "start_date" => r.series.start_date.unwrap_or(0),
+            _ => r.series.created_at,
+        };
+        (k, r.series.id)
+    });
+    let rows = page(rows, &p)?;
+    json(&rows.iter().map(|r| series_json(&s, r)).collect::<Vec<_>>())
+}
+
+fn one_series(s: Arc<AppState>, id: String) -> ApiResult {
+    let x = id
+        .parse()
+        .ok()
+        .and_then(|id| s.catalogue.series_by_id(id))
+        .ok_or_else(|| ApiError::not_found("series not found"))?;
+    json(&series_json(&s, &series_row(&s, x)?))
+}
+
+fn event_order(p: &Params) -> Result<(&'static str, bool), ApiError> {
+    // Without `order`, Gamma lists by id, oldest first; with it, largest first unless
+    // `ascending=true` (as /series, SPEC §4.6).
+    let given = p.get("order").is_some();
+    let order = p.choice("order", &["id", "volume", "liquidity", "start_date", "end_date", "created_at"], "id")?;
+    let ascending = p.bool("ascending")?.unwrap_or(!given);
+    Ok((order, ascending))
+}
+
+fn has_tag(tags: &[String], want: &str) -> bool {
+    tags.iter().any(|t| t.eq_ignore_ascii_case(want) || slugify(t) == want.to_ascii_lowercase())
+}
+
+fn list_events(s: Arc<AppState>, r: Req) -> ApiResult {
+    let p = params(&r)?;
+    let (order, ascending) = event_order(&p)?;
+    let (closed, active, archived, featured) =
+        (p.bool("closed")?, p.bool("active")?, p.bool("archived")?, p.bool("featured")?);
+    let ids = p.list("id");
+    let slugs = p.list("slug");
+    let tag = p.any(&["tag_slug", "tag"]);
+    let series_id = p.get("series_id");
+    let mut rows = Vec::new();
+    for e in s.catalogue.events() {
+        if !flag_matches(closed, e.closed)
+            || !flag_matches(active, e.active)
+            || !flag_matches(archived, e.archived)
+            || !flag_matches(featured, e.featured)
+            || (!ids.is_empty() && !ids.contains(&e.id.to_string()))
+            || (!slugs.is_empty() && !slugs.contains(&e.slug))
+            || tag.is_some_and(|t| !has_tag(&e.tags, t))
+            || series_id.is_some_and(|x| e.series_id.map(|i| i.to_string()).as_deref() != Some(x))
+        {
+            continue;
+        }
+        rows.push(event_row(&s, e)?);
+    }
+    sort_rows(&mut rows, ascending, |r| {
+        let e = &r.event;
+        let k = match order {
+            "volume" => r.volume,
+            "liquidity" => r.liquidity,
+            "start_date" => e.start_date.unwrap_or(0),
+            "end_date" => e.end_date.unwrap_or(0),
+            "created_at" => e.created_at,
+            _ => e.id,
+        };
+        (k, e.id)
+    });
+    let rows = page(rows, &p)?;
+    json(&rows.iter().map(|r| event_json(&s, r, true)).collect::<Vec<_>>())
+}
+
+fn event_by_id(s: Arc<AppState>, id: String) -> ApiResult {
+    let e =
+        id.parse().ok().and_then(|id| s.catalogue.event(id)).ok_or_else(|| ApiError::not_found("event not found"))?;
+    json(&event_json(&s, &event_row(&s, e)?, true))
+}
+
+fn event_by_slug(s: Arc<AppState>, slug: String) -> ApiResult {
+    let e = s
+        .catalogue
+        .events()
+        .into_iter()
+        .find(|e| e.slug == slug)
+        .ok_or_else(|| ApiError::not_found("event not found"))?;
+    json(&event_json(&s, &event_row(&s, e)?, true))
+}
+
+fn list_markets(s: Arc<AppState>, r: Req) -> ApiResult {
+    let p = params(&r)?;
+    let (order, ascending) = event_order(&p)?;
+    let (closed, active) = (p.bool("closed")?, p.bool("active")?);
+    if p.bool("archived")? == Some(true) {
+        return json(&Vec::<Value>::new());
+    }
+    let ids = p.list("id");
+    let slugs = p.list("slug");
+    let conditions = p.list("condition_ids");
+    let tokens = p.list("clob_token_ids");
+    let tag = p.any(&["tag_slug", "tag"]);
+    let mut rows = Vec::new();
+    for v in s.registry.tables().list.iter() {
+        let m = &v.market;
+        if !flag_matches(closed, m.closed)
+            || !flag_matches(active, m.active)
+            || (!ids.is_empty() && !ids.contains(&market_id(v).to_string()))
+            || (!slugs.is_empty() && !slugs.contains(&m.slug))
+            || (!conditions.is_empty() && !conditions.iter().any(|c| c.eq_ignore_ascii_case(&m.condition_id)))
+            || (!tokens.is_empty() && !m.tokens.iter().any(|t| tokens.contains(&t.token_id)))
+        {
+            continue;
+        }
+        let row = market_row(&s, v.clone())?;
+        if let Some(t) = tag {
+            let tagged = row.meta.as_ref().and_then(|x| x.event_id).and_then(|id| s.catalogue.event(id));
+            if !tagged.is_some_and(|e| has_tag(&e.tags, t)) {
+                continue;
+            }
+        }
+        rows.push(row);
+    }
+    sort_rows(&mut rows, ascending, |r| {
+        let meta = r.meta.as_deref();
+        let k = match order {
+            "volume" => r.live.volume,
+            "liquidity" => r.live.liquidity,
+            "start_date" => meta.and_then(|x| x.start_date).unwrap_or(0),
+            "end_date" => meta.and_then(|x| x.end_date).unwrap_or(0),
+            "created_at" => meta.map(|x| x.created_at).unwrap_or(0),
+            _ => market_id(&r.view),
+        };
+        (k, market_id(&r.view))
+    });
+    let rows = page(rows, &p)?;
+    json(&rows.iter().map(|r| market_json(&s, r)).collect::<Vec<_>>())
+}
+
+/// A market by Gamma id (or, as a convenience, by condition id).
+fn find_market(s: &AppState, id: &str) -> Option<Arc<MarketView>> {
+    if id.starts_with("0x") {
+        return s.registry.condition(id);
+    }
+    let n: u64 = id.parse().ok()?;
+    let idx = n.checked_sub(1)?;
+    s.registry.tables().list.iter().find(|v| v.market.idx as u64 == idx).cloned()
+}
+
+fn market_by_id(s: Arc<AppState>, id: String) -> ApiResult {
+    let v = find_market(&s, &id).ok_or_else(|| ApiError::not_found("market not found"))?;
+    json(&market_json(&s, &market_row(&s, v)?))
+}
+
+fn market_by_slug(s: Arc<AppState>, slug: String) -> ApiResult {
+    let v = s
+        .registry
+        .tables()
+        .list
+        .iter()
+        .find(|v| v.market.slug == slug)
+        .cloned()
+        .ok_or_else(|| ApiError::not_found("market not found"))?;
+    json(&market_json(&s, &market_row(&s, v)?))
+}
+
+/// The parent a comment query or a new comment names: (kind, id), checked to exist.
+fn comment_parent(s: &AppState, kind: Option<&str>, id: Option<&str>) -> Result<(ParentKind, u64), ApiError> {
+    let kind = kind
+        .and_then(ParentKind::parse)
+        .ok_or_else(|| ApiError::bad("parent_entity_type must be Event, Series or market"))?;
+    let id = id.ok_or_else(|| ApiError::bad("parent_entity_id is required"))?;
+    let found = match kind {
+        ParentKind::Event => id.parse().ok().filter(|&i| s.catalogue.event(i).is_some()),
+        ParentKind::Series => id.parse().ok().filter(|&i| s.catalogue.series_by_id(i).is_some()),
+        ParentKind::Market => find_market(s, id).map(|v| market_id(&v)),
+    };
+    let what = match kind {
+        ParentKind::Event => "event",
+        ParentKind::Series => "series",
+        ParentKind::Market => "market",
+    };
+    found.map(|i| (kind, i)).ok_or_else(|| ApiError::not_found(format!("{what} not found")))
+}
+
+fn comment_json(c: &CommentRecord) -> Value {
+    j!({
+        "id": c.id.to_string(),
+        "body": c.body,
+        "parentEntityType": c.parent_kind.name(),
+        "parentEntityID": c.parent_id,
+        "parentCommentID": c.reply_to.map(|x| x.to_string()),
+        "userAddress": c.user_address,
+        "createdAt": fmt_date(c.created_at),
+        "updatedAt": fmt_date(c.created_at),
+    })
+}
+
+/// GET /comments: a parent's comments, newest first (or oldest first with
+/// `ascending=true`), one range scan.
+fn list_comments(s: Arc<AppState>, r: Req) -> ApiResult {
+    let p = params(&r)?;
+    let (kind, id) = comment_parent(&s, p.get("parent_entity_type"), p.get("parent_entity_id"))?;
+    let limit = p.int("limit", DEFAULT_LIMIT, MAX_LIMIT)? as usize;
+    let offset = p.int("offset", 0, u64::MAX)?;
+    let ascending = p.bool("ascending")?.unwrap_or(false);
+    let mut out = Vec::new();
+    let mut skipped = 0u64;
+    let mut err = None;
+    s.store.walk(cf::COMMENTS, &comment_prefix(kind, id), None, !ascending, |_, v| {
+        use std::ops::ControlFlow;
+        if out.len() >= limit {
+            return ControlFlow::Break(());
+        }
+        if skipped < offset {
+            skipped += 1;
+            return ControlFlow::Continue(());
+        }
+        match Store::decode_value::<CommentRecord>(cf::COMMENTS, v) {
+            Ok(c) => out.push(comment_json(&c)),
+            Err(e) => {
+                err = Some(e);
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    })?;
+    if let Some(e) = err {
+        return Err(e.into());
+    }
+    json(&out)
+}
+
+/// How well `q` (lowercase) matches a title or slug: exact, prefix, a word's start,
+/// anywhere (4, 3, 2, 1; 0 for no match), doubled, and a slug match ranks just below the
+/// same kind of title match.
+fn score(q: &str, title: &str, slug: &str) -> u32 {
+    let one = |text: &str| {
+        let t = text.to_lowercase();
+        if t == q {
+            4
+        } else if t.starts_with(q) {
+            3
+        } else if t.split(|c: char| !c.is_alphanumeric()).any(|w| w.starts_with(q)) {
+            2
+        } else if t.contains(q) {
+            1
+        } else {
+            0
+        }
+    };
+    (one(title) * 2).max(one(slug) * 2 - u32::from(one(slug) > 0))
+}
+
+/// GET /public-search?q=: events, markets and series whose title or slug contains `q`
+/// (case-insensitive), best match first, then by volume, then by id; `limit_per_type`
+/// (default 10, max 100) of each.
+fn search(s: Arc<AppState>, r: Req) -> ApiResult {
+    let p = params(&r)?;
+    let q = p.get("q").map(|q| q.trim().to_lowercase()).filter(|q| !q.is_empty());
+    let q = q.ok_or_else(|| ApiError::bad("q is required"))?;
+    let limit = p.int("limit_per_type", 10, 100)? as usize;
+    let rank = |sc: u32, vol: u64, id: u64| (std::cmp::Reverse(sc), std::cmp::Reverse(vol), id);
+
+    let mut events = Vec::new();
+    for e in s.catalogue.events() {
+        let sc = score(&q, &e.title, &e.slug);
+        if sc > 0 {
+            let row = event_row(&s, e)?;
+            events.push((rank(sc, row.volume, row.event.id), row));
+        }
+    }
+    let mut markets = Vec::new();
+    for v in s.registry.tables().list.iter() {
+        let sc = score(&q, &v.market.question, &v.market.slug);
+        if sc > 0 {
+            let row = market_row(&s, v.clone())?;
+            markets.push((rank(sc, row.live.volume, market_id(v)), row));
+        }
+    }
+    let mut series = Vec::new();
+    for x in s.catalogue.series() {
+        let sc = score(&q, &x.title, &x.slug);
+        if sc > 0 {
+            let row = series_row(&s, x)?;
+            series.push((rank(sc, row.volume, row.series.id), row));
+        }
+    }
+    let total = events.len() + markets.len() + series.len();
+    let more = events.len() > limit || markets.len() > limit || series.len() > limit;
+    fn best<K: Ord, T>(mut v: Vec<(K, T)>, n: usize) -> Vec<T> {
+        v.sort_by(|a, b| a.0.cmp(&b.0).then(Ordering::Equal));
+        v.into_iter().take(n).map(|x| x.1).collect()
+    }
+    json(&j!({
+        "events": best(events, limit).iter().map(|r| event_json(&s, r, true)).collect::<Vec<_>>(),
+        "markets": best(markets, limit).iter().map(|r| market_json(&s, r)).collect::<Vec<_>>(),
+        "series": best(series, limit).iter().map(|r| series_json(&s, r)).collect::<Vec<_>>(),
+        "pagination": { "hasMore": more, "totalResults": total },
+    }))
+}
+
+// ---- Operator writes (internal server) ----
+
+fn body<T: for<'de> Deserialize<'de>>(r: &Req) -> Result<T, ApiError> {
+    serde_json::from_slice(&r.body).map_err(|e| ApiError::bad(format!("Invalid payload: {e}")))
+}
+
+fn opt_date(d: &Option<String>) -> Result<Option<u64>, ApiError> {
+    d.as_deref().map(parse_date).transpose()
+}
+
+fn slug_or_title(slug: &Option<String>, title: &str) -> Result<String, ApiError> {
+    let slug = slug.clone().filter(|x| !x.is_empty()).unwrap_or_else(|| slugify(title));
+    if slug.is_empty() || !slug.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+        return Err(ApiError::bad("slug must be lowercase letters, digits and '-'"));
+    }
+    Ok(slug)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeriesInput {
+    pub title: String,
+    #[serde(default)]
+    pub slug: Option<String>,
+    #[serde(default)]
+    pub series_type: String,
+    #[serde(default)]
+    pub recurrence: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub image: String,
+    #[serde(default)]
+    pub active: Option<bool>,
+    #[serde(default)]
+    pub closed: bool,
+    #[serde(default)]
+    pub archived: bool,
+    #[serde(default)]
+    pub start_date: Option<String>,
+}
+
+/// POST /internal/series.
+pub async fn create_series(s: Arc<AppState>, r: Req) -> ApiResult {
+    let input: SeriesInput = body(&r)?;
+    let x = add_series(&s, input).await?;
+    json(&series_json(&s, &series_row(&s, Arc::new(x))?))
+}
+
+pub async fn add_series(s: &AppState, input: SeriesInput) -> Result<SeriesRecord, ApiError> {
+    if input.title.trim().is_empty() {
+        return Err(ApiError::bad("title is required"));
+    }
+    let slug = slug_or_title(&input.slug, &input.title)?;
+    let _w = s.catalogue.write.lock().await;
+    if s.catalogue.series().iter().any(|x| x.slug == slug) {
+        return Err(ApiError::new(StatusCode::CONFLICT, "series slug already exists"));
+    }
+    let rec = SeriesRecord {
+        id: s.catalogue.next_ids().0,
+        title: input.title,
+        slug,
+        series_type: if input.series_type.is_empty() { "single".into() } else { input.series_type },
+        recurrence: input.recurrence,
+        description: input.description,
+        image: input.image,
+        active: input.active.unwrap_or(true),
+        closed: input.closed,
+        archived: input.archived,
+        start_date: opt_date(&input.start_date)?,
+        created_at: now_secs(),
+    };
+    let mut b = Batch::default();
+    Catalogue::stage_series(&mut b, &rec);
+    s.commit(b).await?;
+    s.catalogue.publish(Some(rec.clone()), None, Vec::new());
+    Ok(rec)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventInput {
+    pub title: String,
+    #[serde(default)]
+    pub slug: Option<String>,
+    #[serde(default)]
+    pub description: String,
+    /// The series: by id or by slug.
+    #[serde(default)]
+    pub series_id: Option<u64>,
+    #[serde(default)]
+    pub series_slug: Option<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub active: Option<bool>,
+    #[serde(default)]
+    pub closed: bool,
+    #[serde(default)]
+    pub archived: bool,
+    #[serde(default)]
+    pub featured: bool,
+    #[serde(default)]
+    pub neg_risk: bool,
+    #[serde(default)]
+    pub image: String,
+    #[serde(default)]
+    pub icon: String,
+    #[serde(default)]
+    pub start_date: Option<String>,
+    #[serde(default)]
+    pub end_date: Option<String>,
+    /// Each an existing market (by `condition_id` alone, plus any metadata) or a new one
+    /// (a whole market as POST /internal/markets takes it).
+    #[serde(default)]
+    pub markets: Vec<MarketSpec>,
+}
+
+/// POST /internal/events.
+pub async fn create_event(s: Arc<AppState>, r: Req) -> ApiResult {
+    let input: EventInput = body(&r)?;
+    let e = add_event(&s, input).await?;
+    json(&event_json(&s, &event_row(&s, Arc::new(e))?, true))
+}
+
+/// Checks everything first (bad input changes nothing), then creates the new markets,
+/// then writes the event and its markets' metadata in one batch.
+pub async fn add_event(s: &AppState, input: EventInput) -> Result<EventRecord, ApiError> {
+    if input.title.trim().is_empty() {
+        return Err(ApiError::bad("title is required"));
+    }
+    let slug = slug_or_title(&input.slug, &input.title)?;
+    let _w = s.catalogue.write.lock().await;
+    if s.catalogue.events().iter().any(|e| e.slug == slug) {
+        return Err(ApiError::new(StatusCode::CONFLICT, "event slug already exists"));
+    }
+    let series_id = match (&input.series_id, &input.series_slug) {
+        (Some(id), _) => Some(s.catalogue.series_by_id(*id).ok_or_else(|| ApiError::bad("unknown series"))?.id),
+        (None, Some(sl)) => {
+            Some(s.catalogue.series().iter().find(|x| &x.slug == sl).ok_or_else(|| ApiError::bad("unknown series"))?.id)
+        }
+        (None, None) => None,
+    };
+    let (start, end) = (opt_date(&input.start_date)?, opt_date(&input.end_date)?);
+    let id = s.catalogue.next_ids().1;
+    let mut seen = std::collections::HashSet::new();
+    let mut new_markets = Vec::new();
+    let mut metas = Vec::new();
+    for spec in input.markets {
+        if !seen.insert(spec.condition_id.clone()) {
+            return Err(ApiError::bad(format!("market {} listed twice", spec.condition_id)));
+        }
+        if let Some(other) = s.catalogue.meta(&spec.condition_id).and_then(|m| m.event_id) {
+            return Err(ApiError::bad(format!("market {} belongs to event {other}", spec.condition_id)));
+        }
+        let meta = spec.meta(id, s.catalogue.meta(&spec.condition_id).as_deref())?;
+        if s.registry.condition(&spec.condition_id).is_none() {
+            new_markets.push(spec.into_market().map_err(ApiError::bad)?);
+        }
+        metas.push(meta);
+    }
+    for m in new_markets {
+        match s.engine.create_market(m).await {
+            Ok(_) | Err(EngineError::Exists) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let rec = EventRecord {
+        id,
+        title: input.title,
+        slug,
+        description: input.description,
+        series_id,
+        tags: input.tags,
+        markets: metas.iter().map(|m| m.condition_id.clone()).collect(),
+        active: input.active.unwrap_or(true),
+        closed: input.closed,
+        archived: input.archived,
+        featured: input.featured,
+        neg_risk: input.neg_risk,
+        image: input.image,
+        icon: input.icon,
+        start_date: start,
+        end_date: end,
+        created_at: now_secs(),
+    };
+    let mut b = Batch::default();
+    Catalogue::stage_event(&mut b, &rec);
+    for m in &metas {
+        Catalogue::stage_meta(&mut b, m);
+    }
+    s.commit(b).await?;
+    s.catalogue.publish(None, Some(rec.clone()), metas);
+    Ok(rec)
+}
+
+/// Writes a new market's catalogue metadata (POST /internal/markets).
+pub async fn put_meta(s: &AppState, meta: MarketMeta) -> Result<(), ApiError> {
+    let _w = s.catalogue.write.lock().await;
+    let mut b = Batch::default();
+    Catalogue::stage_meta(&mut b, &meta);
+    s.commit(b).await?;
+    s.catalogue.publish(None, None, vec![meta]);
+    Ok(())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CommentInput {
+    parent_entity_type: String,
+    parent_entity_id: Value,
+    body: String,
+    user_address: String,
+    #[serde(default)]
+    parent_comment_id: Option<u64>,
+}
+
+/// POST /internal/comments.
+pub async fn create_comment(s: Arc<AppState>, r: Req) -> ApiResult {
+    let input: CommentInput = body(&r)?;
+    let pid = match &input.parent_entity_id {
+        Value::String(x) => x.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => return Err(ApiError::bad("parent_entity_id must be a string or a number")),
+    };
+    let (kind, parent) = comment_parent(&s, Some(&input.parent_entity_type), Some(&pid))?;
+    let text = input.body.trim();
+    if text.is_empty() || text.len() > 10_000 {
+        return Err(ApiError::bad("body must be 1 to 10000 bytes"));
+    }
+    let user = normalize_address(&input.user_address).ok_or_else(|| ApiError::bad("invalid user_address"))?;
+    let _w = s.catalogue.write.lock().await;
+    if let Some(reply) = input.parent_comment_id {
+        if s.store.get_raw(cf::COMMENTS, &comment_key(kind, parent, reply))?.is_none() {
+            return Err(ApiError::bad("parent_comment_id is not a comment of this parent"));
+        }
+    }
+    let c = CommentRecord {
+        id: s.catalogue.next_ids().2,
+        parent_kind: kind,
+        parent_id: parent,
+        reply_to: input.parent_comment_id,
+        body: text.to_string(),
+        user_address: user,
+        created_at: now_secs(),
+    };
+    let mut b = Batch::default();
+    Catalogue::stage_comment(&mut b, &c);
+    s.commit(b).await?;
+    s.catalogue.published_comment(c.id);
+    json(&comment_json(&c))
+}
+
+/// POST /internal/resolution: records a market's resolution status (RESOLVING while its
+/// cooldown runs, RESOLVED with the winning outcome). Later work drives this from the
+/// resolution workflow; it is the catalogue's and the analytics' source either way.
+pub async fn set_resolution(s: Arc<AppState>, r: Req) -> ApiResult {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct B {
+        condition_id: String,
+        status: ResolutionStatus,
+        #[serde(default)]
+        outcome: Option<String>,
+    }
+    let b: B = body(&r)?;
+    let view = s.registry.condition(&b.condition_id).ok_or_else(|| ApiError::not_found("market not found"))?;
+    let winner = match (&b.outcome, b.status) {
+        (Some(o), _) => Some(
+            view.market
+                .tokens
+                .iter()
+                .position(|t| t.outcome.eq_ignore_ascii_case(o) || &t.token_id == o)
+                .ok_or_else(|| ApiError::bad("outcome must name one of the market's outcomes"))? as u8,
+        ),
+        (None, ResolutionStatus::Resolved) => return Err(ApiError::bad("a RESOLVED market needs its outcome")),
+        (None, ResolutionStatus::Resolving) => None,
+    };
+    let mut meta = s.catalogue.meta(&b.condition_id).map(|m| (*m).clone()).unwrap_or_else(|| MarketMeta {
+        condition_id: b.condition_id.clone(),
+        created_at: now_secs(),
+        ..Default::default()
+    });
+    meta.resolution = Some(b.status);
+    meta.resolved_outcome = winner;
+    put_meta(&s, meta).await?;
+    let row = market_row(&s, view)?;
+    json(&market_json(&s, &row))
+}
+
+impl MarketSpec {
+    /// The catalogue metadata this spec carries, for the event `event_id` (0: none), over
+    /// what the market already had (a field the spec leaves empty keeps its value).
+    pub fn meta(&self, event_id: u64, had: Option<&MarketMeta>) -> Result<MarketMeta, ApiError> {
+        let old = had.cloned().unwrap_or_default();
+        let text = |new: &String, old: String| if new.is_empty() { old } else { new.clone() };
+        Ok(MarketMeta {
+            condition_id: self.condition_id.clone(),
+            event_id: Some(event_id).filter(|&e| e > 0).or(old.event_id),
+            description: text(&self.description, old.description),
+            resolution_source: text(&self.resolution_source, old.resolution_source),
+            image: text(&self.image, old.image),
+            icon: text(&self.icon, old.icon),
+            group_item_title: text(&self.group_item_title, old.group_item_title),
+            start_date: opt_date(&self.start_date)?.or(old.start_date),
+            end_date: opt_date(&self.end_date)?.or(old.end_date),
+            resolution: old.resolution,
+            resolved_outcome: old.resolved_outcome,
+            created_at: if old.created_at > 0 { old.created_at } else { now_secs() },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn search_scores_rank_exact_over_prefix_over_word_over_substring() {
+        assert!(score("btc", "BTC", "x") > score("btc", "BTC above 150k", "x"));
+        assert!(score("btc", "BTC above", "x") > score("btc", "Will BTC rise", "x"));
+        assert!(score("btc", "Will BTC rise", "x") > score("btc", "WBTC flows", "x"));
+        assert_eq!(score("btc", "Fed", "fed-cut"), 0);
+        assert!(score("fed-cut", "Fed", "fed-cut") > 0);
+        assert!(score("fed", "Fed", "x") > score("fed", "x", "fed"));
+    }
+}
