@@ -5,6 +5,7 @@
 //! analytics, bridge, internal), each bound to its own address.
 
 pub mod admin;
+pub mod analytics;
 pub mod api;
 pub mod auth;
 pub mod catalogue;
@@ -206,7 +207,7 @@ impl App {
             workers::Workers::start(&config, state.engine.clone(), state.heartbeats.clone(), state.exported.clone());
         servers.push(serve(clob_l, api::clob_routes(state.clone()), rx.clone()));
         servers.push(serve(gamma_l, catalogue::routes::routes(state.clone()), rx.clone()));
-        servers.push(serve(data_l, api::stub_routes("data"), rx.clone()));
+        servers.push(serve(data_l, analytics::routes(state.clone()), rx.clone()));
         servers.push(serve(bridge_l, api::stub_routes("bridge"), rx.clone()));
         servers.push(serve(internal_l, api::internal::routes(state.clone()), rx.clone()));
         Ok(App {

@@ -425,6 +425,8 @@ pub fn clob_routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), E
         .or(book::routes(state.clone()))
         .unify()
         .or(ws::routes(state.clone()))
+        .unify()
+        .or(crate::analytics::clob_routes(state.clone()))
         .unify();
     // The health probe is not counted (SPEC §8); everything else shares one counter, and
     // a request over the limit is refused before any route looks at it.

@@ -52,6 +52,7 @@ impl Params {
             None => Ok(default),
             Some(v) => match v.parse::<u64>() {
                 Ok(n) if n <= max => Ok(n),
+                _ if max == u64::MAX => Err(ApiError::bad(format!("{name} must be a non-negative integer"))),
                 _ => Err(ApiError::bad(format!("{name} must be an integer between 0 and {max}"))),
             },
         }

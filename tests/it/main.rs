@@ -2,6 +2,7 @@
 
 mod account;
 mod admin;
+mod analytics;
 mod book;
 mod catalogue;
 mod crash;

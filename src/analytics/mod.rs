@@ -1,0 +1,904 @@
+//! The analytics server ({data_url}, SPEC §4.5, §2.15–2.16; Polymarket's Data API where the
+//! spec shows no shape) and price history on the order-book server.
+//!
+//! Every query is a range scan over the indexes and counters each trade writes with itself
+//! (`store::index`): a wallet's trades, a market's trades in time order, positions per
+//! wallet and per market, per-day sums for leaderboards. Definitions (docs/analytics.md):
+//! - average price = collateral paid for the tokens bought ÷ tokens bought (fees included);
+//! - current price = 1/0 once resolved, else the midpoint of a two-sided book, else the
+//!   last trade, else 0;
+//! - unrealized PnL (`cashPnl`) = size × (current − average); realized PnL = proceeds −
+//!   tokens sold × average; leaderboard PnL = proceeds − cost + size × current.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use serde_json::{json as j, Value};
+use warp::http::StatusCode;
+use warp::reply::Response;
+use warp::{Filter, Reply};
+
+use crate::api::params::Params;
+use crate::api::{json, recover, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use crate::auth::normalize_address;
+use crate::catalogue::routes::number;
+use crate::catalogue::{current_price, live, Live, MarketMeta};
+use crate::domain::{fmt_amount, fmt_tick, mul_div_floor, parse_decimal, Side, TradeRecord, TradeStatus, AMOUNT_ONE};
+use crate::engine::snapshot::MarketView;
+use crate::store::index::{self, Position, Tick, DAY};
+use crate::store::{cf, Store, StoreError};
+
+pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = Infallible> + Clone {
+    let s = move || with_state(state.clone());
+    macro_rules! get {
+        ($f:ident, $($path:tt)+) => {
+            warp::path!($($path)+).and(warp::get()).and(req()).and(s()).map(|r, s| respond($f(s, r)))
+        };
+    }
+    let ok = warp::path!("ok").and(warp::get()).map(|| warp::reply::with_status("OK", StatusCode::OK).into_response());
+    ok.or(get!(trades, "trades"))
+        .unify()
+        .or(get!(market_positions, "v1" / "market-positions"))
+        .unify()
+        .or(get!(positions, "positions"))
+        .unify()
+        .or(get!(value, "value"))
+        .unify()
+        .or(get!(holders, "holders"))
+        .unify()
+        .or(get!(activity, "activity"))
+        .unify()
+        .or(get!(leaderboard, "v1" / "leaderboard"))
+        .unify()
+        .or(get!(ohlc, "ohlc"))
+        .unify()
+        .recover(recover)
+        .unify()
+}
+
+/// GET /prices-history, mounted on the order-book server.
+pub fn clob_routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+    warp::path!("prices-history")
+        .and(warp::get())
+        .and(req())
+        .and(with_state(state))
+        .map(|r, s| respond(prices_history(s, r)))
+}
+
+fn params(r: &Req) -> Result<Params, ApiError> {
+    Params::parse(r.query.as_deref())
+}
+
+/// A signed micro-unit amount as a decimal string.
+fn fmt_signed(v: i64) -> String {
+    if v < 0 {
+        format!("-{}", fmt_amount(v.unsigned_abs()))
+    } else {
+        fmt_amount(v as u64)
+    }
+}
+
+fn signed_number(v: i64) -> Value {
+    number(&fmt_signed(v))
+}
+
+fn user_param(p: &Params, required: bool) -> Result<Option<String>, ApiError> {
+    match p.get("user") {
+        Some(u) => normalize_address(u).map(Some).ok_or_else(|| ApiError::bad("user must be a 0x address")),
+        None if required => Err(ApiError::bad("user is required")),
+        None => Ok(None),
+    }
+}
+
+/// What a row says about its market: the market, its metadata, its event, its numbers.
+struct MarketCtx {
+    view: Arc<MarketView>,
+    meta: Option<Arc<MarketMeta>>,
+    event_slug: String,
+    live: Live,
+}
+
+#[derive(Default)]
+struct Markets(HashMap<u32, Arc<MarketCtx>>);
+
+impl Markets {
+    fn get(&mut self, s: &AppState, view: &Arc<MarketView>) -> Result<Arc<MarketCtx>, StoreError> {
+        if let Some(c) = self.0.get(&view.market.idx) {
+            return Ok(c.clone());
+        }
+        let meta = s.catalogue.meta(&view.market.condition_id);
+        let event_slug = meta
+            .as_ref()
+            .and_then(|m| m.event_id)
+            .and_then(|e| s.catalogue.event(e))
+            .map(|e| e.slug.clone())
+            .unwrap_or_default();
+        let c = Arc::new(MarketCtx { view: view.clone(), meta, event_slug, live: live(&s.store, view)? });
+        self.0.insert(view.market.idx, c.clone());
+        Ok(c)
+    }
+    fn by_token(&mut self, s: &AppState, token: &str) -> Result<Option<(Arc<MarketCtx>, u8)>, StoreError> {
+        match s.registry.token(token) {
+            Some((v, o)) => Ok(Some((self.get(s, &v)?, o))),
+            None => Ok(None),
+        }
+    }
+}
+
+impl MarketCtx {
+    fn icon(&self) -> &str {
+        self.meta.as_deref().map(|m| m.icon.as_str()).unwrap_or("")
+    }
+    fn price(&self, outcome: u8) -> u32 {
+        current_price(self.meta.as_deref(), &self.live, outcome)
+    }
+}
+
+/// Condition IDs → markets; an unknown one is a 400 naming it.
+fn markets_param(s: &AppState, list: Vec<String>) -> Result<Vec<Arc<MarketView>>, ApiError> {
+    list.iter().map(|c| s.registry.condition(c).ok_or_else(|| ApiError::bad(format!("unknown market: {c}")))).collect()
+}
+
+// ---- trades ----
+
+/// One party's row of a fill: role 0 = taker, 1 = maker.
+struct Fill<'a> {
+    wallet: &'a str,
+    side: Side,
+    asset: &'a str,
+    size: u64,
+    price: u32,
+    outcome: &'a str,
+}
+
+fn fill(t: &TradeRecord, role: u8) -> Fill<'_> {
+    if role == 0 {
+        Fill {
+            wallet: &t.maker_address,
+            side: t.side,
+            asset: &t.asset_id,
+            size: t.size,
+            price: t.price,
+            outcome: &t.outcome,
+        }
+    } else {
+        let m = &t.maker_orders[0];
+        Fill {
+            wallet: &m.maker_address,
+            side: m.side,
+            asset: &m.asset_id,
+            size: m.matched_amount,
+            price: m.price,
+            outcome: &m.outcome,
+        }
+    }
+}
+
+fn cash(f: &Fill) -> u64 {
+    mul_div_floor(f.size, f.price as u64, crate::domain::PRICE_ONE as u64)
+}
+
+fn trade_json(t: &TradeRecord, f: &Fill, ctx: &MarketCtx) -> Value {
+    let m = &ctx.view.market;
+    j!({
+        "proxyWallet": f.wallet,
+        "side": f.side.as_str(),
+        "asset": f.asset,
+        "conditionId": m.condition_id,
+        "size": fmt_amount(f.size),
+        "price": fmt_tick(f.price),
+        "timestamp": t.match_time,
+        "title": m.question,
+        "slug": m.slug,
+        "icon": ctx.icon(),
+        "eventSlug": ctx.event_slug,
+        "outcome": f.outcome,
+        "outcomeIndex": m.outcome_index(f.asset).unwrap_or(0),
+        "transactionHash": t.tx_hash(),
+        "name": "",
+        "profileImage": "",
+    })
+}
+
+struct TradeFilter {
+    side: Option<Side>,
+    cash_min: Option<u64>,
+    tokens_min: Option<u64>,
+    markets: Option<Vec<u32>>,
+}
+
+impl TradeFilter {
+    fn keeps(&self, t: &TradeRecord, f: &Fill) -> bool {
+        t.status != TradeStatus::Failed
+            && self.side.is_none_or(|s| s == f.side)
+            && self.cash_min.is_none_or(|c| cash(f) >= c)
+            && self.tokens_min.is_none_or(|c| f.size >= c)
+            && self.markets.as_ref().is_none_or(|m| m.contains(&t.market_idx))
+    }
+}
+
+/// Walks trade rows newest first, calling `each` with (trade, role) until it breaks:
+/// a wallet's rows from its index, or the given markets' rows merged by time.
+fn walk_rows(
+    s: &AppState,
+    user: Option<&str>,
+    markets: &[Arc<MarketView>],
+    taker_only: bool,
+    mut each: impl FnMut(&TradeRecord, u8) -> ControlFlow<()>,
+) -> Result<(), ApiError> {
+    let mut failure: Option<StoreError> = None;
+    if let Some(u) = user {
+        s.store.walk(cf::TRADES_BY_WALLET, &index::wallet_prefix(u), None, true, |k, v| {
+            let role = k.last().copied().unwrap_or(0);
+            if taker_only && role != 0 {
+                return ControlFlow::Continue(());
+            }
+            match uuid::Uuid::from_slice(v)
+                .map_err(|e| StoreError::Corrupt { cf: cf::TRADES_BY_WALLET, msg: e.to_string() })
+                .and_then(|id| s.store.get_trade(&id))
+            {
+                Ok(Some(t)) => each(&t, role),
+                Ok(None) => ControlFlow::Continue(()),
+                Err(e) => {
+                    failure = Some(e);
+                    ControlFlow::Break(())
+                }
+            }
+        })?;
+    } else {
+        // Merge the markets' time-ordered indexes: one cursor per market, newest first.
+        let mut cursors: Vec<(Vec<u8>, Option<Vec<u8>>)> =
+            markets.iter().map(|v| (v.market.idx.to_be_bytes().to_vec(), None)).collect();
+        let mut heads: Vec<Option<(Vec<u8>, Tick)>> = vec![None; cursors.len()];
+        let mut done = vec![false; cursors.len()];
+        loop {
+            for (i, (prefix, from)) in cursors.iter_mut().enumerate() {
+                if heads[i].is_some() || done[i] {
+                    continue;
+                }
+                let mut got = None;
+                s.store.walk(cf::TRADES_BY_MARKET, prefix, from.as_deref(), true, |k, v| {
+                    if from.as_deref() == Some(k) {
+                        return ControlFlow::Continue(());
+                    }
+                    got = Some((k.to_vec(), Store::decode_value::<Tick>(cf::TRADES_BY_MARKET, v)));
+                    ControlFlow::Break(())
+                })?;
+                match got {
+                    Some((k, tick)) => {
+                        *from = Some(k.clone());
+                        heads[i] = Some((k, tick?));
+                    }
+                    None => done[i] = true,
+                }
+            }
+            // The newest head: by (time, seq) — the key after the 4-byte market prefix.
+            let Some(i) = (0..heads.len())
+                .filter(|&i| heads[i].is_some())
+                .max_by(|&a, &b| heads[a].as_ref().map(|h| &h.0[4..]).cmp(&heads[b].as_ref().map(|h| &h.0[4..])))
+            else {
+                break;
+            };
+            let (_, tick) = heads[i].take().expect("chosen head");
+            let Some(t) = s.store.get_trade(&tick.id)? else { continue };
+            if each(&t, 0).is_break() {
+                break;
+            }
+            if !taker_only && each(&t, 1).is_break() {
+                break;
+            }
+        }
+    }
+    match failure {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
+}
+
+/// GET /trades (SPEC §4.5): newest first.
+fn trades(s: Arc<AppState>, r: Req) -> ApiResult {
+    let p = params(&r)?;
+    let user = user_param(&p, false)?;
+    let (market, event) = (p.get("market"), p.get("eventId"));
+    if market.is_some() && event.is_some() {
+        return Err(ApiError::bad("market and eventId are mutually exclusive"));
+    }
+    let limit = p.int("limit", 100, 10_000)? as usize;
+    let offset = p.int("offset", 0, u64::MAX)?;
+    let taker_only = p.bool("takerOnly")?.unwrap_or(true);
+    let side = match p.get("side") {
+        None => None,
+        Some(x) => Some(Side::parse(&x.to_uppercase()).ok_or_else(|| ApiError::bad("side must be BUY or SELL"))?),
+    };
+    let (cash_min, tokens_min) = match (p.get("filterType"), p.get("filterAmount")) {
+        (None, None) => (None, None),
+        (Some(_), None) | (None, Some(_)) => {
+            return Err(ApiError::bad("filterType and filterAmount must be used together"))
+        }
+        (Some(ty), Some(a)) => {
+            let a = parse_decimal(a, 6).map_err(|_| ApiError::bad("filterAmount must be a non-negative number"))?;
+            match ty.to_uppercase().as_str() {
+                "CASH" => (Some(a), None),
+                "TOKENS" => (None, Some(a)),
+                _ => return Err(ApiError::bad("filterType must be CASH or TOKENS")),
+            }
+        }
+    };
+    let mut views = match (market, event) {
+        (Some(_), _) => markets_param(&s, p.list("market"))?,
+        (None, Some(_)) => {
+            let mut v = Vec::new();
+            for id in p.list("eventId") {
+                let e = id
+                    .parse()
+                    .ok()
+                    .and_then(|i| s.catalogue.event(i))
+                    .ok_or_else(|| ApiError::bad(format!("unknown event: {id}")))?;
+                v.extend(e.markets.iter().filter_map(|c| s.registry.condition(c)));
+            }
+            v
+        }
+        (None, None) => s.registry.tables().list.clone(),
+    };
+    views.dedup_by_key(|v| v.market.idx);
+    let filter = TradeFilter {
+        side,
+        cash_min,
+        tokens_min,
+        markets: (market.is_some() || event.is_some()).then(|| views.iter().map(|v| v.market.idx).collect()),
+    };
+    let mut ctxs = Markets::default();
+    let (mut out, mut skipped, mut failure) = (Vec::new(), 0u64, None);
+    walk_rows(&s, user.as_deref(), &views, taker_only, |t, role| {
+        if out.len() >= limit {
+            return ControlFlow::Break(());
+        }
+        let f = fill(t, role);
+        if user.as_deref().is_some_and(|u| u != f.wallet) || !filter.keeps(t, &f) {
+            return ControlFlow::Continue(());
+        }
+        if skipped < offset {
+            skipped += 1;
+            return ControlFlow::Continue(());
+        }
+        let Some(view) = s.registry.condition(&t.condition_id) else { return ControlFlow::Continue(()) };
+        match ctxs.get(&s, &view) {
+            Ok(ctx) => out.push(trade_json(t, &f, &ctx)),
+            Err(e) => {
+                failure = Some(e);
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    })?;
+    if let Some(e) = failure {
+        return Err(e.into());
+    }
+    json(&out)
+}
+
+// ---- positions ----
+
+/// A position with its derived figures, in integers (micro-units; prices 1e-4).
+struct PosRow {
+    wallet: String,
+    token: String,
+    outcome: u8,
+    ctx: Arc<MarketCtx>,
+    pos: Position,
+    /// Average entry price, 1e-6 collateral per token (6 decimals).
+    avg: u64,
+    cur: u32,
+    initial: i64,
+    current: i64,
+    cash_pnl: i64,
+    realized: i64,
+}
+
+fn pos_row(wallet: &str, token: &str, pos: Position, ctx: Arc<MarketCtx>, outcome: u8) -> PosRow {
+    let avg = if pos.bought > 0 { mul_div_floor(pos.cost as u64, AMOUNT_ONE, pos.bought as u64) } else { 0 };
+    let cur = ctx.price(outcome);
+    let held = pos.size.max(0) as u64;
+    let initial = mul_div_floor(held, avg, AMOUNT_ONE) as i64;
+    let current = mul_div_floor(held, cur as u64, crate::domain::PRICE_ONE as u64) as i64;
+    let realized = pos.proceeds - mul_div_floor(pos.sold.max(0) as u64, avg, AMOUNT_ONE) as i64;
+    PosRow {
+        wallet: wallet.to_string(),
+        token: token.to_string(),
+        outcome,
+        ctx,
+        pos,
+        avg,
+        cur,
+        initial,
+        current,
+        cash_pnl: current - initial,
+        realized,
+    }
+}
+
+/// Positions of one market (`market_holders`, keys after a 4-byte market prefix) or one
+/// wallet (`positions`).
+fn scan_positions(s: &AppState, family: &'static str, prefix: &[u8]) -> Result<Vec<PosRow>, ApiError> {
+    let strip = if family == cf::MARKET_HOLDERS { 4 } else { 0 };
+    let mut raw = Vec::new();
+    s.store.walk(family, prefix, None, false, |k, v| {
+        if let Some((w, t)) = index::split_position(&k[strip..]) {
+            raw.push((w.to_string(), t.to_string(), Position::decode(v)));
+        }
+        ControlFlow::Continue(())
+    })?;
+    let mut ctxs = Markets::default();
+    let mut out = Vec::with_capacity(raw.len());
+    for (w, t, pos) in raw {
+        if let Some((ctx, o)) = ctxs.by_token(s, &t)? {
+            out.push(pos_row(&w, &t, pos, ctx, o));
+        }
+    }
+    Ok(out)
+}
+
+fn sort_positions(rows: &mut [PosRow], key: impl Fn(&PosRow) -> i64, ascending: bool) {
+    rows.sort_by(|a, b| {
+        let o = key(a).cmp(&key(b));
+        let o = if ascending { o } else { o.reverse() };
+        o.then_with(|| a.wallet.cmp(&b.wallet)).then_with(|| a.token.cmp(&b.token))
+    });
+}
+
+/// GET /v1/market-positions (SPEC §4.5, §2.15).
+fn market_positions(s: Arc<AppState>, r: Req) -> ApiResult {
+    let p = params(&r)?;
+    let market = p.get("market").ok_or_else(|| ApiError::bad("market is required"))?;
+    let view = s.registry.condition(market).ok_or_else(|| ApiError::bad(format!("unknown market: {market}")))?;
+    let user = user_param(&p, false)?;
+    let status = p.choice("status", &["open", "closed"], "open")?;
+    let sort = p.choice("sortBy", &["SIZE", "CASHPNL", "AVGPRICE", "CURPRICE"], "SIZE")?;
+    let asc = p.choice("sortDirection", &["ASC", "DESC"], "DESC")? == "ASC";
+    let limit = p.int("limit", 50, 500)? as usize;
+    let offset = p.int("offset", 0, u64::MAX)?.min(usize::MAX as u64) as usize;
+    let mut rows: Vec<PosRow> = scan_positions(&s, cf::MARKET_HOLDERS, &view.market.idx.to_be_bytes())?
+        .into_iter()
+        .filter(|r| user.as_deref().is_none_or(|u| u == r.wallet))
+        .filter(|r| (r.pos.size > 0) == (status == "open"))
+        .collect();
+    sort_positions(
+        &mut rows,
+        |r| match sort {
+            "CASHPNL" => r.cash_pnl,
+            "AVGPRICE" => r.avg as i64,
+            "CURPRICE" => r.cur as i64,
+            _ => r.pos.size,
+        },
+        asc,
+    );
+    let out: Vec<Value> = rows
+        .iter()
+        .skip(offset)
+        .take(limit)
+        .map(|r| {
+            j!({
+                "proxyWallet": r.wallet,
+                "asset": r.token,
+                "conditionId": r.ctx.view.market.condition_id,
+                "size": fmt_amount(r.pos.size.max(0) as u64),
+                "avgPrice": fmt_amount(r.avg),
+                "curPrice": fmt_tick(r.cur),
+                "cashPnl": fmt_signed(r.cash_pnl),
+                "outcomeIndex": r.outcome,
+                "outcome": r.ctx.view.market.tokens[r.outcome as usize].outcome,
+            })
+        })
+        .collect();
+    json(&out)
+}
+
+fn position_json(r: &PosRow) -> Value {
+    let m = &r.ctx.view.market;
+    let other = 1 - r.outcome as usize;
+    let pct = |pnl: i64, base: i64| {
+        if base > 0 {
+            // Percent with 4 decimals, in integers.
+            signed_number(((pnl as i128 * 100 * AMOUNT_ONE as i128) / base as i128) as i64)
+        } else {
+            j!(0)
+        }
+    };
+    let resolved =
+        r.ctx.meta.as_deref().and_then(|x| x.resolution) == Some(crate::catalogue::ResolutionStatus::Resolved);
+    j!({
+        "proxyWallet": r.wallet,
+        "asset": r.token,
+        "conditionId": m.condition_id,
+        "size": signed_number(r.pos.size.max(0)),
+        "avgPrice": number(&fmt_amount(r.avg)),
+        "initialValue": signed_number(r.initial),
+        "currentValue": signed_number(r.current),
+        "cashPnl": signed_number(r.cash_pnl),
+        "percentPnl": pct(r.cash_pnl, r.initial),
+        "totalBought": signed_number(r.pos.bought),
+        "realizedPnl": signed_number(r.realized),
+        "curPrice": number(&fmt_tick(r.cur)),
+        "redeemable": resolved && r.pos.size > 0,
+        "mergeable": false,
+        "title": m.question,
+        "slug": m.slug,
+        "icon": r.ctx.icon(),
+        "eventSlug": r.ctx.event_slug,
+        "outcome": m.tokens[r.outcome as usize].outcome,
+        "outcomeIndex": r.outcome,
+        "oppositeOutcome": m.tokens[other].outcome,
+        "oppositeAsset": m.tokens[other].token_id,
+        "endDate": r.ctx.meta.as_deref().and_then(|x| x.end_date).map(crate::catalogue::fmt_date),
+        "negativeRisk": m.neg_risk,
+    })
+}
+
+fn wallet_rows(s: &AppState, p: &Params) -> Result<(String, Vec<PosRow>), ApiError> {
+    let user = user_param(p, true)?.expect("required");
+    let markets: Vec<u32> = markets_param(s, p.list("market"))?.iter().map(|v| v.market.idx).collect();
+    let rows = scan_positions(s, cf::POSITIONS, &index::wallet_prefix(&user))?
+        .into_iter()
+        .filter(|r| markets.is_empty() || markets.contains(&r.ctx.view.market.idx))
+        .collect();
+    Ok((user, rows))
+}
+
+/// GET /positions: a wallet's open positions.
+fn positions(s: Arc<AppState>, r: Req) -> ApiResult {
+    let p = params(&r)?;
+    let (_, rows) = wallet_rows(&s, &p)?;
+    let threshold = match p.get("sizeThreshold") {
+        None => AMOUNT_ONE,
+        Some(x) => parse_decimal(x, 6).map_err(|_| ApiError::bad("sizeThreshold must be a non-negative number"))?,
+    };
+    let sort = p.choice(
+        "sortBy",
+        &["TOKENS", "CURRENT", "INITIAL", "CASHPNL", "PERCENTPNL", "PRICE", "AVGPRICE", "TITLE"],
+        "TOKENS",
+    )?;
+    let asc = p.choice("sortDirection", &["ASC", "DESC"], "DESC")? == "ASC";
+    let limit = p.int("limit", 100, 500)? as usize;
+    let offset = p.int("offset", 0, u64::MAX)?.min(usize::MAX as u64) as usize;
+    let mut rows: Vec<PosRow> = rows.into_iter().filter(|r| r.pos.size > 0 && r.pos.size as u64 >= threshold).collect();
+    if sort == "TITLE" {
+        rows.sort_by(|a, b| {
+            let o = a.ctx.view.market.question.cmp(&b.ctx.view.market.question);
+            if asc {
+                o
+            } else {
+                o.reverse()
+            }
+        });
+    } else {
+        sort_positions(
+            &mut rows,
+            |r| match sort {
+                "CURRENT" => r.current,
+                "INITIAL" => r.initial,
+                "CASHPNL" => r.cash_pnl,
+                "PERCENTPNL" if r.initial > 0 => r.cash_pnl * 1_000_000 / r.initial,
+                "PERCENTPNL" => 0,
+                "PRICE" => r.cur as i64,
+                "AVGPRICE" => r.avg as i64,
+                _ => r.pos.size,
+            },
+            asc,
+        );
+    }
+    json(&rows.iter().skip(offset).take(limit).map(position_json).collect::<Vec<_>>())
+}
+
+/// GET /value: what a wallet's open positions are worth at current prices.
+fn value(s: Arc<AppState>, r: Req) -> ApiResult {
+    let p = params(&r)?;
+    let (user, rows) = wallet_rows(&s, &p)?;
+    let total: i64 = rows.iter().filter(|r| r.pos.size > 0).map(|r| r.current).sum();
+    json(&j!([{ "user": user, "value": signed_number(total) }]))
+}
+
+/// GET /holders: a market's largest holders, per token.
+fn holders(s: Arc<AppState>, r: Req) -> ApiResult {
+    let p = params(&r)?;
+    let market = p.get("market").ok_or_else(|| ApiError::bad("market is required"))?;
+    let view = s.registry.condition(market).ok_or_else(|| ApiError::bad(format!("unknown market: {market}")))?;
+    let limit = p.int("limit", 20, 500)? as usize;
+    let min = match p.get("minBalance") {
+        None => 1,
+        Some(x) => parse_decimal(x, 6).map_err(|_| ApiError::bad("minBalance must be a non-negative number"))?,
+    };
+    let rows = scan_positions(&s, cf::MARKET_HOLDERS, &view.market.idx.to_be_bytes())?;
+    let out: Vec<Value> = view
+        .market
+        .tokens
+        .iter()
+        .enumerate()
+        .map(|(i, tok)| {
+            let mut hs: Vec<&PosRow> =
+                rows.iter().filter(|r| r.outcome as usize == i && r.pos.size > 0 && r.pos.size as u64 >= min).collect();
+            hs.sort_by(|a, b| b.pos.size.cmp(&a.pos.size).then_with(|| a.wallet.cmp(&b.wallet)));
+            j!({
+                "token": tok.token_id,
+                "holders": hs.iter().take(limit).map(|r| j!({
+                    "proxyWallet": r.wallet,
+                    "asset": r.token,
+                    "amount": signed_number(r.pos.size),
+                    "outcomeIndex": r.outcome,
+                    "name": "",
+                    "pseudonym": "",
+                    "profileImage": "",
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json(&out)
+}
+
+/// GET /activity: a wallet's trades (the only activity kind recorded so far), newest first.
+fn activity(s: Arc<AppState>, r: Req) -> ApiResult {
+    let p = params(&r)?;
+    let user = user_param(&p, true)?.expect("required");
+    let limit = p.int("limit", 100, 500)? as usize;
+    let offset = p.int("offset", 0, u64::MAX)?;
+    let types: Vec<String> = p.list("type").iter().map(|t| t.to_uppercase()).collect();
+    const KINDS: [&str; 6] = ["TRADE", "SPLIT", "MERGE", "REDEEM", "REWARD", "CONVERSION"];
+    if let Some(bad) = types.iter().find(|t| !KINDS.contains(&t.as_str())) {
+        return Err(ApiError::bad(format!("unknown activity type: {bad}")));
+    }
+    let side = match p.get("side") {
+        None => None,
+        Some(x) => Some(Side::parse(&x.to_uppercase()).ok_or_else(|| ApiError::bad("side must be BUY or SELL"))?),
+    };
+    let (start, end) = (p.i64("start")?, p.i64("end")?);
+    let markets: Vec<u32> = markets_param(&s, p.list("market"))?.iter().map(|v| v.market.idx).collect();
+    let mut out = Vec::new();
+    if !types.is_empty() && !types.iter().any(|t| t == "TRADE") {
+        return json(&out);
+    }
+    let filter =
+        TradeFilter { side, cash_min: None, tokens_min: None, markets: (!markets.is_empty()).then_some(markets) };
+    let mut ctxs = Markets::default();
+    let (mut skipped, mut failure) = (0u64, None);
+    walk_rows(&s, Some(&user), &[], false, |t, role| {
+        let f = fill(t, role);
+        let ts = t.match_time as i64;
+        if end.is_some_and(|e| ts > e) || f.wallet != user || !filter.keeps(t, &f) {
+            return ControlFlow::Continue(());
+        }
+        if start.is_some_and(|st| ts < st) || out.len() >= limit {
+            return ControlFlow::Break(());
+        }
+        if skipped < offset {
+            skipped += 1;
+            return ControlFlow::Continue(());
+        }
+        let Some(view) = s.registry.condition(&t.condition_id) else { return ControlFlow::Continue(()) };
+        match ctxs.get(&s, &view) {
+            Ok(ctx) => {
+                let mut v = trade_json(t, &f, &ctx);
+                v["type"] = j!("TRADE");
+                v["size"] = number(&fmt_amount(f.size));
+                v["price"] = number(&fmt_tick(f.price));
+                v["usdcSize"] = number(&fmt_amount(cash(&f)));
+                v["pseudonym"] = j!("");
+                out.push(v);
+            }
+            Err(e) => {
+                failure = Some(e);
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    })?;
+    if let Some(e) = failure {
+        return Err(e.into());
+    }
+    json(&out)
+}
+
+/// GET /v1/leaderboard: wallets ranked by PnL or volume over a window.
+fn leaderboard(s: Arc<AppState>, r: Req) -> ApiResult {
+    let p = params(&r)?;
+    let period = p.choice("timePeriod", &["DAY", "WEEK", "MONTH", "ALL"], "DAY")?;
+    let order = p.choice("orderBy", &["PNL", "VOL"], "PNL")?;
+    let limit = p.int("limit", 25, 500)? as usize;
+    let offset = p.int("offset", 0, u64::MAX)?.min(usize::MAX as u64) as usize;
+    // Per wallet and token: the window's sums.
+    let mut sums: HashMap<(String, String), Position> = HashMap::new();
+    let mut add = |k: &[u8], v: &[u8]| {
+        if let Some((w, t)) = index::split_position(k) {
+            sums.entry((w.to_string(), t.to_string())).or_default().add(&Position::decode(v));
+        }
+    };
+    if period == "ALL" {
+        s.store.walk(cf::POSITIONS, b"", None, false, |k, v| {
+            add(k, v);
+            ControlFlow::Continue(())
+        })?;
+    } else {
+        let days = match period {
+            "DAY" => 1,
+            "WEEK" => 7,
+            _ => 30,
+        };
+        let today = (crate::domain::now_secs() / DAY) as u32;
+        let first = today + 1 - days;
+        s.store.walk(cf::WALLET_DAYS, b"", Some(&first.to_be_bytes()), false, |k, v| {
+            add(&k[4..], v);
+            ControlFlow::Continue(())
+        })?;
+    }
+    let mut ctxs = Markets::default();
+    let mut board: HashMap<String, (i64, i64)> = HashMap::new();
+    for ((w, t), pos) in sums {
+        let Some((ctx, o)) = ctxs.by_token(&s, &t)? else { continue };
+        let mark = mul_div_floor(pos.size.unsigned_abs(), ctx.price(o) as u64, crate::domain::PRICE_ONE as u64) as i64;
+        let pnl = pos.proceeds - pos.cost + if pos.size < 0 { -mark } else { mark };
+        let e = board.entry(w).or_default();
+        e.0 += pnl;
+        e.1 += pos.cost + pos.proceeds;
+    }
+    let mut rows: Vec<(String, i64, i64)> = board.into_iter().map(|(w, (pnl, vol))| (w, pnl, vol)).collect();
+    rows.sort_by(|a, b| {
+        let (ka, kb) = if order == "PNL" { (a.1, b.1) } else { (a.2, b.2) };
+        kb.cmp(&ka).then_with(|| a.0.cmp(&b.0))
+    });
+    let out: Vec<Value> = rows
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(limit)
+        .map(|(i, (w, pnl, vol))| {
+            j!({ "rank": (i + 1).to_string(), "proxyWallet": w, "userName": "", "vol": signed_number(*vol),
+                 "pnl": signed_number(*pnl), "profileImage": "", "xUsername": "", "verifiedBadge": false })
+        })
+        .collect();
+    json(&out)
+}
+
+// ---- price history and candles ----
+
+/// A token's trades in [from, to] (UNIX seconds), oldest first: (time, price of the token,
+/// size).
+fn token_ticks(
+    s: &AppState,
+    view: &MarketView,
+    token: &str,
+    from: u64,
+    to: u64,
+) -> Result<Vec<(u64, u32, u64)>, ApiError> {
+    let prefix = view.market.idx.to_be_bytes();
+    let mut start = prefix.to_vec();
+    start.extend_from_slice(&from.to_be_bytes());
+    let mut out = Vec::new();
+    let mut failure = None;
+    s.store.walk(cf::TRADES_BY_MARKET, &prefix, Some(&start), false, |k, v| {
+        let t = u64::from_be_bytes(k[4..12].try_into().expect("key layout"));
+        if t > to {
+            return ControlFlow::Break(());
+        }
+        match Store::decode_value::<Tick>(cf::TRADES_BY_MARKET, v) {
+            Ok(tick) => out.push((t, tick.price_of(token), tick.size)),
+            Err(e) => {
+                failure = Some(e);
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    })?;
+    if let Some(e) = failure {
+        return Err(e.into());
+    }
+    Ok(out)
+}
+
+fn token_param(s: &AppState, p: &Params) -> Result<(Arc<MarketView>, String), ApiError> {
+    let token = p.get("market").ok_or_else(|| ApiError::bad("market is required"))?;
+    let (view, _) = s.registry.token(token).ok_or_else(|| ApiError::bad(format!("unknown token: {token}")))?;
+    Ok((view, token.to_string()))
+}
+
+/// The window of a history query: `interval` back from now, or `startTs`/`endTs`
+/// (not both kinds).
+fn window(p: &Params, intervals: &[(&'static str, u64)]) -> Result<(u64, u64), ApiError> {
+    let now = crate::domain::now_secs();
+    let (st, et) = (p.i64("startTs")?, p.i64("endTs")?);
+    let names: Vec<&str> = intervals.iter().map(|x| x.0).collect();
+    match p.get("interval") {
+        Some(_) if st.is_some() || et.is_some() => {
+            Err(ApiError::bad("interval and startTs/endTs are mutually exclusive"))
+        }
+        Some(_) => {
+            let name = p.choice("interval", &names, "max")?;
+            let span = intervals.iter().find(|x| x.0 == name).map(|x| x.1).unwrap_or(0);
+            Ok((if span == 0 { 0 } else { now.saturating_sub(span) }, now))
+        }
+        None => {
+            let (a, b) = (st.unwrap_or(0).max(0) as u64, et.map(|e| e.max(0) as u64).unwrap_or(now));
+            if a > b {
+                return Err(ApiError::bad("startTs must not be after endTs"));
+            }
+            Ok((a, b))
+        }
+    }
+}
+
+/// GET /prices-history (order-book server): the token's last traded price per `fidelity`
+/// minutes (default 1), buckets with trades only, oldest first.
+fn prices_history(s: Arc<AppState>, r: Req) -> ApiResult {
+    let p = params(&r)?;
+    let (view, token) = token_param(&s, &p)?;
+    let (from, to) =
+        window(&p, &[("1h", 3600), ("6h", 6 * 3600), ("1d", DAY), ("1w", 7 * DAY), ("1m", 30 * DAY), ("max", 0)])?;
+    let fidelity = p.int("fidelity", 1, 60 * 24 * 30)?.max(1) * 60;
+    let mut history: Vec<(u64, u32)> = Vec::new();
+    for (t, price, _) in token_ticks(&s, &view, &token, from, to)? {
+        let bucket = t - t % fidelity;
+        match history.last_mut() {
+            Some(last) if last.0 == bucket => last.1 = price,
+            _ => history.push((bucket, price)),
+        }
+    }
+    json(
+        &j!({ "history": history.iter().map(|(t, p)| j!({ "t": t, "p": number(&fmt_tick(*p)) })).collect::<Vec<_>>() }),
+    )
+}
+
+/// GET /ohlc (analytics server): candles of a token's trades.
+fn ohlc(s: Arc<AppState>, r: Req) -> ApiResult {
+    let p = params(&r)?;
+    let (view, token) = token_param(&s, &p)?;
+    let widths = [("1m", 60), ("5m", 300), ("15m", 900), ("1h", 3600), ("4h", 4 * 3600), ("1d", DAY)];
+    let names: Vec<&'static str> = widths.iter().map(|x| x.0).collect();
+    let name = p.choice("resolution", &names, "1h")?;
+    let width = widths.iter().find(|x| x.0 == name).map(|x| x.1).expect("listed");
+    let (st, et) = (p.i64("startTs")?, p.i64("endTs")?);
+    let now = crate::domain::now_secs();
+    let (from, to) = (st.unwrap_or(0).max(0) as u64, et.map(|e| e.max(0) as u64).unwrap_or(now));
+    if from > to {
+        return Err(ApiError::bad("startTs must not be after endTs"));
+    }
+    let limit = p.int("limit", 500, 5000)? as usize;
+    // (start, open, high, low, close, volume in tokens, notional, trades)
+    let mut candles: Vec<(u64, u32, u32, u32, u32, u64, u64, u64)> = Vec::new();
+    for (t, price, size) in token_ticks(&s, &view, &token, from, to)? {
+        let b = t - t % width;
+        let notional = mul_div_floor(size, price as u64, crate::domain::PRICE_ONE as u64);
+        match candles.last_mut() {
+            Some(c) if c.0 == b => {
+                c.2 = c.2.max(price);
+                c.3 = c.3.min(price);
+                c.4 = price;
+                c.5 += size;
+                c.6 += notional;
+                c.7 += 1;
+            }
+            _ => candles.push((b, price, price, price, price, size, notional, 1)),
+        }
+    }
+    let skip = candles.len().saturating_sub(limit);
+    let out: Vec<Value> = candles
+        .iter()
+        .skip(skip)
+        .map(|c| {
+            j!({ "t": c.0, "open": number(&fmt_tick(c.1)), "high": number(&fmt_tick(c.2)), "low": number(&fmt_tick(c.3)),
+                 "close": number(&fmt_tick(c.4)), "volume": number(&fmt_amount(c.5)),
+                 "usdcVolume": number(&fmt_amount(c.6)), "trades": c.7 })
+        })
+        .collect();
+    json(&j!({ "market": token, "resolution": name, "candles": out }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signed_amounts() {
+        assert_eq!(fmt_signed(-1_500_000), "-1.5");
+        assert_eq!(fmt_signed(2_000_000), "2");
+        assert_eq!(fmt_signed(0), "0");
+    }
+}
