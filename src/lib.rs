@@ -8,6 +8,7 @@ pub mod admin;
 pub mod analytics;
 pub mod api;
 pub mod auth;
+pub mod bridge;
 pub mod catalogue;
 pub mod client;
 pub mod config;
@@ -181,6 +182,13 @@ impl App {
         state.bus = Some(bus);
         state.user_bus = Some(user_bus);
         state.feed_rt = Some(feeds.handle().clone());
+        let assets = config.catalogue.with_file_name("bridge-assets.json");
+        if assets.exists() {
+            let t = bridge::AssetTable::load(&assets).with_context(|| format!("bridge assets {}", assets.display()))?;
+            state.bridge = Some(t);
+        } else {
+            tracing::warn!(path = %assets.display(), "no bridge asset table: the bridge answers 503");
+        }
         let state = Arc::new(state);
 
         if state.store.get_raw(cf::META, meta::CATALOGUE_LOADED)?.is_none() {
@@ -208,7 +216,7 @@ impl App {
         servers.push(serve(clob_l, api::clob_routes(state.clone()), rx.clone()));
         servers.push(serve(gamma_l, catalogue::routes::routes(state.clone()), rx.clone()));
         servers.push(serve(data_l, analytics::routes(state.clone()), rx.clone()));
-        servers.push(serve(bridge_l, api::stub_routes("bridge"), rx.clone()));
+        servers.push(serve(bridge_l, bridge::routes(state.clone()), rx.clone()));
         servers.push(serve(internal_l, api::internal::routes(state.clone()), rx.clone()));
         Ok(App {
             bound: Bound { clob, gamma, data, bridge, internal },

@@ -861,31 +861,50 @@ fn ohlc(s: Arc<AppState>, r: Req) -> ApiResult {
         return Err(ApiError::bad("startTs must not be after endTs"));
     }
     let limit = p.int("limit", 500, 5000)? as usize;
-    // (start, open, high, low, close, volume in tokens, notional, trades)
-    let mut candles: Vec<(u64, u32, u32, u32, u32, u64, u64, u64)> = Vec::new();
+    struct Candle {
+        start: u64,
+        open: u32,
+        high: u32,
+        low: u32,
+        close: u32,
+        tokens: u64,
+        notional: u64,
+        trades: u64,
+    }
+    let mut candles: Vec<Candle> = Vec::new();
     for (t, price, size) in token_ticks(&s, &view, &token, from, to)? {
-        let b = t - t % width;
+        let start = t - t % width;
         let notional = mul_div_floor(size, price as u64, crate::domain::PRICE_ONE as u64);
         match candles.last_mut() {
-            Some(c) if c.0 == b => {
-                c.2 = c.2.max(price);
-                c.3 = c.3.min(price);
-                c.4 = price;
-                c.5 += size;
-                c.6 += notional;
-                c.7 += 1;
+            Some(c) if c.start == start => {
+                c.high = c.high.max(price);
+                c.low = c.low.min(price);
+                c.close = price;
+                c.tokens += size;
+                c.notional += notional;
+                c.trades += 1;
             }
-            _ => candles.push((b, price, price, price, price, size, notional, 1)),
+            _ => candles.push(Candle {
+                start,
+                open: price,
+                high: price,
+                low: price,
+                close: price,
+                tokens: size,
+                notional,
+                trades: 1,
+            }),
         }
     }
     let skip = candles.len().saturating_sub(limit);
+    let price = |p: u32| number(&fmt_tick(p));
     let out: Vec<Value> = candles
         .iter()
         .skip(skip)
         .map(|c| {
-            j!({ "t": c.0, "open": number(&fmt_tick(c.1)), "high": number(&fmt_tick(c.2)), "low": number(&fmt_tick(c.3)),
-                 "close": number(&fmt_tick(c.4)), "volume": number(&fmt_amount(c.5)),
-                 "usdcVolume": number(&fmt_amount(c.6)), "trades": c.7 })
+            j!({ "t": c.start, "open": price(c.open), "high": price(c.high), "low": price(c.low),
+                 "close": price(c.close), "volume": number(&fmt_amount(c.tokens)),
+                 "usdcVolume": number(&fmt_amount(c.notional)), "trades": c.trades })
         })
         .collect();
     json(&j!({ "market": token, "resolution": name, "candles": out }))

@@ -72,6 +72,8 @@ pub struct AppState {
     pub feed_rt: Option<tokio::runtime::Handle>,
     /// Series, events and market metadata (the gamma server).
     pub catalogue: crate::catalogue::Catalogue,
+    /// The bridge's asset table (None: no table found; the bridge answers 503).
+    pub bridge: Option<crate::bridge::AssetTable>,
 }
 
 impl AppState {
@@ -117,6 +119,7 @@ impl AppState {
             user_bus: None,
             feed_rt: None,
             catalogue: crate::catalogue::Catalogue::load(&store_for_catalogue)?,
+            bridge: None,
         })
     }
 
@@ -437,13 +440,4 @@ pub fn clob_routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), E
         m.requests.get_or_create(&labels).inc();
     });
     ok.or(rate_limit(state).and(limited)).unify().recover(recover).unify().with(count).map(Reply::into_response)
-}
-
-/// The servers whose interface later work fills in: health probe and JSON 404s for now.
-pub fn stub_routes(name: &'static str) -> impl Filter<Extract = (Response,), Error = Infallible> + Clone {
-    warp::path!("ok")
-        .and(warp::get())
-        .map(move || warp::reply::with_status(name, StatusCode::OK).into_response())
-        .recover(recover)
-        .unify()
 }

@@ -4,6 +4,7 @@ mod account;
 mod admin;
 mod analytics;
 mod book;
+mod bridge;
 mod catalogue;
 mod crash;
 mod fixture;

@@ -1,0 +1,221 @@
+//! The bridge server ({bridge_url}, SPEC §2.18, §4.7): the supported assets and quotes,
+//! from the asset table `bridge-assets.json` beside the demo catalogue (docs/bridge.md).
+//!
+//! A quote is computed in integers: the input's USD value (base units × the asset's USD
+//! price), minus the app fee and fill cost (basis points of the input), the source chain's
+//! gas, and the swap impact of a non-stable asset; what is left is converted into the
+//! destination asset at its price.
+
+use std::convert::Infallible;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{json as j, Value};
+use warp::http::StatusCode;
+use warp::reply::Response;
+use warp::{Filter, Reply};
+
+use crate::api::{json, recover, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use crate::auth::normalize_address;
+use crate::catalogue::routes::number;
+use crate::domain::{fmt_amount, parse_decimal};
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TokenInfo {
+    pub name: String,
+    pub symbol: String,
+    pub address: String,
+    pub decimals: u32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Asset {
+    pub chain_id: String,
+    pub chain_name: String,
+    pub token: TokenInfo,
+    /// USD amounts as decimal strings (6 decimals at most).
+    pub min_checkout_usd: String,
+    pub price_usd: String,
+    pub gas_usd: String,
+    #[serde(default)]
+    pub swap_impact_bps: u32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AssetTable {
+    pub note: String,
+    pub app_fee_label: String,
+    pub app_fee_bps: u32,
+    pub fill_cost_bps: u32,
+    pub max_slippage_bps: u32,
+    pub est_checkout_time_ms: u64,
+    pub assets: Vec<Asset>,
+}
+
+impl AssetTable {
+    /// Reads and checks the table (every amount parses, decimals ≤ 30, no duplicate pair).
+    pub fn load(path: &Path) -> anyhow::Result<AssetTable> {
+        let text = std::fs::read_to_string(path)?;
+        let t: AssetTable = serde_json::from_str(&text)?;
+        for (i, a) in t.assets.iter().enumerate() {
+            for v in [&a.min_checkout_usd, &a.price_usd, &a.gas_usd] {
+                parse_decimal(v, 6).map_err(|_| anyhow::anyhow!("asset {i}: bad USD amount {v}"))?;
+            }
+            anyhow::ensure!(a.token.decimals <= 30, "asset {i}: decimals above 30");
+            anyhow::ensure!(parse_decimal(&a.price_usd, 6) != Ok(0), "asset {i}: price must be positive");
+            anyhow::ensure!(
+                t.assets[..i]
+                    .iter()
+                    .all(|b| !(b.chain_id == a.chain_id && b.token.address.eq_ignore_ascii_case(&a.token.address))),
+                "asset {i}: listed twice"
+            );
+        }
+        Ok(t)
+    }
+
+    fn find(&self, chain: &str, token: &str) -> Option<&Asset> {
+        self.assets.iter().find(|a| a.chain_id == chain && a.token.address.eq_ignore_ascii_case(token))
+    }
+}
+
+pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = Infallible> + Clone {
+    let s = move || with_state(state.clone());
+    let ok = warp::path!("ok").and(warp::get()).map(|| warp::reply::with_status("OK", StatusCode::OK).into_response());
+    let assets =
+        warp::path!("supported-assets").and(warp::get()).and(s()).map(|s: Arc<AppState>| respond(supported(&s)));
+    let quote =
+        warp::path!("quote").and(warp::post()).and(req()).and(s()).map(|r, s: Arc<AppState>| respond(quote(&s, r)));
+    ok.or(assets).unify().or(quote).unify().recover(recover).unify()
+}
+
+fn table(s: &AppState) -> Result<&AssetTable, ApiError> {
+    s.bridge.as_ref().ok_or_else(|| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "bridge is not configured"))
+}
+
+fn usd(v: &str) -> u128 {
+    parse_decimal(v, 6).unwrap_or(0) as u128
+}
+
+fn usd_number(micro: u128) -> Value {
+    number(&fmt_amount(micro.min(u64::MAX as u128) as u64))
+}
+
+/// A decimal string without trailing fractional zeros ("2.6500" → "2.65", "0.00" → "0").
+fn trimmed(s: String) -> String {
+    if !s.contains('.') {
+        return s;
+    }
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Basis points as a percent number (10 bps → 0.1).
+fn percent_of_bps(bps: u128) -> Value {
+    number(&trimmed(format!("{}.{:02}", bps / 100, bps % 100)))
+}
+
+fn supported(s: &AppState) -> ApiResult {
+    let t = table(s)?;
+    let assets: Vec<Value> = t
+        .assets
+        .iter()
+        .map(|a| {
+            j!({
+                "chainId": a.chain_id,
+                "chainName": a.chain_name,
+                "token": { "name": a.token.name, "symbol": a.token.symbol, "address": a.token.address, "decimals": a.token.decimals },
+                "minCheckoutUsd": usd_number(usd(&a.min_checkout_usd)),
+            })
+        })
+        .collect();
+    json(&j!({ "supportedAssets": assets, "note": t.note }))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct QuoteRequest {
+    from_amount_base_unit: String,
+    from_chain_id: String,
+    from_token_address: String,
+    recipient_address: String,
+    to_chain_id: String,
+    to_token_address: String,
+}
+
+fn quote(s: &AppState, r: Req) -> ApiResult {
+    let t = table(s)?;
+    let q: QuoteRequest =
+        serde_json::from_slice(&r.body).map_err(|e| ApiError::bad(format!("Invalid payload: {e}")))?;
+    let amount: u128 = match q.from_amount_base_unit.trim() {
+        a if !a.is_empty() && a.bytes().all(|b| b.is_ascii_digit()) => {
+            a.parse().map_err(|_| ApiError::bad("fromAmountBaseUnit is too large"))?
+        }
+        _ => return Err(ApiError::bad("fromAmountBaseUnit must be a positive integer string")),
+    };
+    if amount == 0 {
+        return Err(ApiError::bad("fromAmountBaseUnit must be a positive integer string"));
+    }
+    normalize_address(&q.recipient_address).ok_or_else(|| ApiError::bad("recipientAddress must be a 0x address"))?;
+    let from = t
+        .find(&q.from_chain_id, &q.from_token_address)
+        .ok_or_else(|| ApiError::bad("unsupported source chain and token (see /supported-assets)"))?;
+    let to = t
+        .find(&q.to_chain_id, &q.to_token_address)
+        .ok_or_else(|| ApiError::bad("unsupported destination chain and token (see /supported-assets)"))?;
+    if std::ptr::eq(from, to) {
+        return Err(ApiError::bad("source and destination are the same asset"));
+    }
+    let scale = |d: u32| 10u128.pow(d);
+    let input = amount
+        .checked_mul(usd(&from.price_usd))
+        .map(|v| v / scale(from.token.decimals))
+        .ok_or_else(|| ApiError::bad("fromAmountBaseUnit is too large"))?;
+    let min = usd(&from.min_checkout_usd);
+    if input < min {
+        return Err(ApiError::bad(format!(
+            "amount is below the minimum checkout of {} USD for {} on {}",
+            fmt_amount(min as u64),
+            from.token.symbol,
+            from.chain_name
+        )));
+    }
+    let bps = |b: u32| input * b as u128 / 10_000;
+    let app_fee = bps(t.app_fee_bps);
+    let fill_cost = bps(t.fill_cost_bps);
+    let gas = usd(&from.gas_usd);
+    let swap_bps = from.swap_impact_bps.max(to.swap_impact_bps);
+    let swap = bps(swap_bps);
+    let total = app_fee + fill_cost + gas + swap;
+    if total >= input {
+        return Err(ApiError::bad("amount does not cover the bridge's fees"));
+    }
+    let output = input - total;
+    let to_units = output * scale(to.token.decimals) / usd(&to.price_usd);
+    let min_received = output * (10_000 - t.max_slippage_bps.min(10_000) as u128) / 10_000;
+    // Percent of the input with 4 decimals, in integers.
+    let total_pct = number(&trimmed(format!("{}.{:04}", total * 100 / input, (total * 1_000_000 / input) % 10_000)));
+    json(&j!({
+        "estCheckoutTimeMs": t.est_checkout_time_ms,
+        "estFeeBreakdown": {
+            "appFeeLabel": t.app_fee_label,
+            "appFeePercent": percent_of_bps(t.app_fee_bps as u128),
+            "appFeeUsd": usd_number(app_fee),
+            "fillCostPercent": percent_of_bps(t.fill_cost_bps as u128),
+            "fillCostUsd": usd_number(fill_cost),
+            "gasUsd": usd_number(gas),
+            "maxSlippage": percent_of_bps(t.max_slippage_bps as u128),
+            "minReceived": usd_number(min_received),
+            "swapImpact": percent_of_bps(swap_bps as u128),
+            "swapImpactUsd": usd_number(swap),
+            "totalImpact": total_pct,
+            "totalImpactUsd": usd_number(total),
+        },
+        "estInputUsd": usd_number(input),
+        "estOutputUsd": usd_number(output),
+        "estToTokenBaseUnit": to_units.to_string(),
+        "quoteId": uuid::Uuid::new_v4().to_string(),
+    }))
+}
