@@ -219,32 +219,26 @@ impl TradeFilter {
     }
 }
 
-/// Walks trade rows newest first, calling `each` with (trade, role) until it breaks:
-/// a wallet's rows from its index, or the given markets' rows merged by time.
+/// Walks trade rows newest first, calling `each` with (trade, role) until it breaks or
+/// fails: a wallet's rows from its index, or the given markets' rows merged by time.
 fn walk_rows(
     s: &AppState,
     user: Option<&str>,
     markets: &[Arc<MarketView>],
     taker_only: bool,
-    mut each: impl FnMut(&TradeRecord, u8) -> ControlFlow<()>,
+    mut each: impl FnMut(&TradeRecord, u8) -> Result<ControlFlow<()>, ApiError>,
 ) -> Result<(), ApiError> {
-    let mut failure: Option<StoreError> = None;
     if let Some(u) = user {
-        s.store.walk(cf::TRADES_BY_WALLET, &index::wallet_prefix(u), None, true, |k, v| {
+        s.store.try_walk(cf::TRADES_BY_WALLET, &index::wallet_prefix(u), None, true, |k, v| {
             let role = k.last().copied().unwrap_or(0);
             if taker_only && role != 0 {
-                return ControlFlow::Continue(());
+                return Ok(ControlFlow::Continue(()));
             }
-            match uuid::Uuid::from_slice(v)
-                .map_err(|e| StoreError::Corrupt { cf: cf::TRADES_BY_WALLET, msg: e.to_string() })
-                .and_then(|id| s.store.get_trade(&id))
-            {
-                Ok(Some(t)) => each(&t, role),
-                Ok(None) => ControlFlow::Continue(()),
-                Err(e) => {
-                    failure = Some(e);
-                    ControlFlow::Break(())
-                }
+            let id = uuid::Uuid::from_slice(v)
+                .map_err(|e| StoreError::Corrupt { cf: cf::TRADES_BY_WALLET, msg: e.to_string() })?;
+            match s.store.get_trade(&id)? {
+                Some(t) => each(&t, role),
+                None => Ok(ControlFlow::Continue(())),
             }
         })?;
     } else {
@@ -283,18 +277,12 @@ fn walk_rows(
             };
             let (_, tick) = heads[i].take().expect("chosen head");
             let Some(t) = s.store.get_trade(&tick.id)? else { continue };
-            if each(&t, 0).is_break() {
-                break;
-            }
-            if !taker_only && each(&t, 1).is_break() {
+            if each(&t, 0)?.is_break() || (!taker_only && each(&t, 1)?.is_break()) {
                 break;
             }
         }
     }
-    match failure {
-        Some(e) => Err(e.into()),
-        None => Ok(()),
-    }
+    Ok(())
 }
 
 /// GET /trades (SPEC §4.5): newest first.
@@ -350,32 +338,22 @@ fn trades(s: Arc<AppState>, r: Req) -> ApiResult {
         markets: (market.is_some() || event.is_some()).then(|| views.iter().map(|v| v.market.idx).collect()),
     };
     let mut ctxs = Markets::default();
-    let (mut out, mut skipped, mut failure) = (Vec::new(), 0u64, None);
+    let (mut out, mut skipped) = (Vec::new(), 0u64);
     walk_rows(&s, user.as_deref(), &views, taker_only, |t, role| {
         if out.len() >= limit {
-            return ControlFlow::Break(());
+            return Ok(ControlFlow::Break(()));
         }
         let f = fill(t, role);
         if user.as_deref().is_some_and(|u| u != f.wallet) || !filter.keeps(t, &f) {
-            return ControlFlow::Continue(());
+            return Ok(ControlFlow::Continue(()));
         }
         if skipped < offset {
             skipped += 1;
-            return ControlFlow::Continue(());
+        } else if let Some(view) = s.registry.condition(&t.condition_id) {
+            out.push(trade_json(t, &f, &*ctxs.get(&s, &view)?));
         }
-        let Some(view) = s.registry.condition(&t.condition_id) else { return ControlFlow::Continue(()) };
-        match ctxs.get(&s, &view) {
-            Ok(ctx) => out.push(trade_json(t, &f, &ctx)),
-            Err(e) => {
-                failure = Some(e);
-                return ControlFlow::Break(());
-            }
-        }
-        ControlFlow::Continue(())
+        Ok(ControlFlow::Continue(()))
     })?;
-    if let Some(e) = failure {
-        return Err(e.into());
-    }
     json(&out)
 }
 
@@ -660,41 +638,29 @@ fn activity(s: Arc<AppState>, r: Req) -> ApiResult {
     let filter =
         TradeFilter { side, cash_min: None, tokens_min: None, markets: (!markets.is_empty()).then_some(markets) };
     let mut ctxs = Markets::default();
-    let (mut skipped, mut failure) = (0u64, None);
+    let mut skipped = 0u64;
     walk_rows(&s, Some(&user), &[], false, |t, role| {
         let f = fill(t, role);
         let ts = t.match_time as i64;
         if end.is_some_and(|e| ts > e) || f.wallet != user || !filter.keeps(t, &f) {
-            return ControlFlow::Continue(());
+            return Ok(ControlFlow::Continue(()));
         }
         if start.is_some_and(|st| ts < st) || out.len() >= limit {
-            return ControlFlow::Break(());
+            return Ok(ControlFlow::Break(()));
         }
         if skipped < offset {
             skipped += 1;
-            return ControlFlow::Continue(());
+        } else if let Some(view) = s.registry.condition(&t.condition_id) {
+            let mut v = trade_json(t, &f, &*ctxs.get(&s, &view)?);
+            v["type"] = j!("TRADE");
+            v["size"] = number(&fmt_amount(f.size));
+            v["price"] = number(&fmt_tick(f.price));
+            v["usdcSize"] = number(&fmt_amount(cash(&f)));
+            v["pseudonym"] = j!("");
+            out.push(v);
         }
-        let Some(view) = s.registry.condition(&t.condition_id) else { return ControlFlow::Continue(()) };
-        match ctxs.get(&s, &view) {
-            Ok(ctx) => {
-                let mut v = trade_json(t, &f, &ctx);
-                v["type"] = j!("TRADE");
-                v["size"] = number(&fmt_amount(f.size));
-                v["price"] = number(&fmt_tick(f.price));
-                v["usdcSize"] = number(&fmt_amount(cash(&f)));
-                v["pseudonym"] = j!("");
-                out.push(v);
-            }
-            Err(e) => {
-                failure = Some(e);
-                return ControlFlow::Break(());
-            }
-        }
-        ControlFlow::Continue(())
+        Ok(ControlFlow::Continue(()))
     })?;
-    if let Some(e) = failure {
-        return Err(e.into());
-    }
     json(&out)
 }
 
@@ -773,24 +739,15 @@ fn token_ticks(
     let mut start = prefix.to_vec();
     start.extend_from_slice(&from.to_be_bytes());
     let mut out = Vec::new();
-    let mut failure = None;
-    s.store.walk(cf::TRADES_BY_MARKET, &prefix, Some(&start), false, |k, v| {
+    s.store.try_walk(cf::TRADES_BY_MARKET, &prefix, Some(&start), false, |k, v| {
         let t = u64::from_be_bytes(k[4..12].try_into().expect("key layout"));
         if t > to {
-            return ControlFlow::Break(());
+            return Ok(ControlFlow::Break(()));
         }
-        match Store::decode_value::<Tick>(cf::TRADES_BY_MARKET, v) {
-            Ok(tick) => out.push((t, tick.price_of(token), tick.size)),
-            Err(e) => {
-                failure = Some(e);
-                return ControlFlow::Break(());
-            }
-        }
-        ControlFlow::Continue(())
+        let tick = Store::decode_value::<Tick>(cf::TRADES_BY_MARKET, v)?;
+        out.push((t, tick.price_of(token), tick.size));
+        Ok::<_, ApiError>(ControlFlow::Continue(()))
     })?;
-    if let Some(e) = failure {
-        return Err(e.into());
-    }
     Ok(out)
 }
 

@@ -513,28 +513,18 @@ fn list_comments(s: Arc<AppState>, r: Req) -> ApiResult {
     let ascending = p.bool("ascending")?.unwrap_or(false);
     let mut out = Vec::new();
     let mut skipped = 0u64;
-    let mut err = None;
-    s.store.walk(cf::COMMENTS, &comment_prefix(kind, id), None, !ascending, |_, v| {
+    s.store.try_walk(cf::COMMENTS, &comment_prefix(kind, id), None, !ascending, |_, v| {
         use std::ops::ControlFlow;
         if out.len() >= limit {
-            return ControlFlow::Break(());
+            return Ok(ControlFlow::Break(()));
         }
         if skipped < offset {
             skipped += 1;
-            return ControlFlow::Continue(());
+        } else {
+            out.push(comment_json(&Store::decode_value::<CommentRecord>(cf::COMMENTS, v)?));
         }
-        match Store::decode_value::<CommentRecord>(cf::COMMENTS, v) {
-            Ok(c) => out.push(comment_json(&c)),
-            Err(e) => {
-                err = Some(e);
-                return ControlFlow::Break(());
-            }
-        }
-        ControlFlow::Continue(())
+        Ok::<_, ApiError>(ControlFlow::Continue(()))
     })?;
-    if let Some(e) = err {
-        return Err(e.into());
-    }
     json(&out)
 }
 

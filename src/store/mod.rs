@@ -419,6 +419,26 @@ impl Store {
         Ok(it.status()?)
     }
 
+    /// [`Store::walk`] with a callback that may fail: its first error ends the walk and is
+    /// returned.
+    pub fn try_walk<E: From<StoreError>>(
+        &self,
+        cf_name: &'static str,
+        prefix: &[u8],
+        from: Option<&[u8]>,
+        reverse: bool,
+        mut each: impl FnMut(&[u8], &[u8]) -> Result<std::ops::ControlFlow<()>, E>,
+    ) -> Result<(), E> {
+        let mut failure = None;
+        self.walk(cf_name, prefix, from, reverse, |k, v| {
+            each(k, v).unwrap_or_else(|e| {
+                failure = Some(e);
+                std::ops::ControlFlow::Break(())
+            })
+        })?;
+        failure.map_or(Ok(()), Err)
+    }
+
     /// A decoded value.
     pub fn decode_value<T: DeserializeOwned>(cf_name: &'static str, v: &[u8]) -> Result<T, StoreError> {
         decode(cf_name, v)
