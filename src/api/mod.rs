@@ -93,7 +93,7 @@ impl AppState {
             addresses.insert(String::from_utf8_lossy(&k).into_owned(), v);
         }
         let mode: Mode = store.get(cf::META, meta::MODE)?.unwrap_or(Mode::Normal);
-        let store_for_catalogue = store.clone();
+        let catalogue = crate::catalogue::Catalogue::load(&store)?;
         let api_keys =
             store.all::<ApiKeyRecord>(cf::API_KEYS)?.into_iter().map(|(_, k)| (k.key, Arc::new(k))).collect();
         Ok(AppState {
@@ -118,7 +118,7 @@ impl AppState {
             bus: None,
             user_bus: None,
             feed_rt: None,
-            catalogue: crate::catalogue::Catalogue::load(&store_for_catalogue)?,
+            catalogue,
             bridge: None,
         })
     }

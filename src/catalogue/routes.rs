@@ -5,7 +5,6 @@
 //! `clobTokenIds` are JSON-encoded strings; `volume`/`liquidity` of a market are decimal
 //! strings beside `volumeNum`/`liquidityNum` numbers, and numbers on events and series.
 
-use std::cmp::Ordering;
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -103,7 +102,6 @@ fn market_json(s: &AppState, r: &MarketRow) -> Value {
     let prices: Vec<String> = (0..2u8).map(|o| fmt_tick(current_price(meta, &r.live, o))).collect();
     let outcomes: Vec<&str> = m.tokens.iter().map(|t| t.outcome.as_str()).collect();
     let tokens: Vec<&str> = m.tokens.iter().map(|t| t.token_id.as_str()).collect();
-    let enc = |v: &dyn erased::Json| v.encode();
     let spread = match (r.live.best_bid, r.live.best_ask) {
         (Some(b), Some(a)) => Some(a.saturating_sub(b)),
         _ => None,
@@ -121,9 +119,9 @@ fn market_json(s: &AppState, r: &MarketRow) -> Value {
         "startDate": date(meta.and_then(|x| x.start_date)),
         "endDate": date(meta.and_then(|x| x.end_date)),
         "createdAt": date(meta.map(|x| x.created_at).filter(|t| *t > 0)),
-        "outcomes": enc(&outcomes),
-        "outcomePrices": enc(&prices),
-        "clobTokenIds": enc(&tokens),
+        "outcomes": encoded(&outcomes),
+        "outcomePrices": encoded(&prices),
+        "clobTokenIds": encoded(&tokens),
         "volume": fmt_amount(r.live.volume),
         "volumeNum": number(&fmt_amount(r.live.volume)),
         "liquidity": fmt_amount(r.live.liquidity),
@@ -150,16 +148,9 @@ fn market_json(s: &AppState, r: &MarketRow) -> Value {
     })
 }
 
-/// JSON-encoding of a value into a string (Gamma's stringified arrays).
-mod erased {
-    pub trait Json {
-        fn encode(&self) -> String;
-    }
-    impl<T: serde::Serialize> Json for T {
-        fn encode(&self) -> String {
-            serde_json::to_string(self).unwrap_or_default()
-        }
-    }
+/// A value JSON-encoded into a string (Gamma's stringified arrays).
+fn encoded<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
 }
 
 /// An event with its markets' rows (for nesting, ordering and totals).
@@ -586,7 +577,7 @@ fn search(s: Arc<AppState>, r: Req) -> ApiResult {
     let total = events.len() + markets.len() + series.len();
     let more = events.len() > limit || markets.len() > limit || series.len() > limit;
     fn best<K: Ord, T>(mut v: Vec<(K, T)>, n: usize) -> Vec<T> {
-        v.sort_by(|a, b| a.0.cmp(&b.0).then(Ordering::Equal));
+        v.sort_by(|a, b| a.0.cmp(&b.0));
         v.into_iter().take(n).map(|x| x.1).collect()
     }
     json(&j!({
@@ -615,27 +606,19 @@ fn slug_or_title(slug: &Option<String>, title: &str) -> Result<String, ApiError>
     Ok(slug)
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+/// Every field may be left out; a missing or empty title is refused by the handler.
+#[derive(Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
 pub struct SeriesInput {
     pub title: String,
-    #[serde(default)]
     pub slug: Option<String>,
-    #[serde(default)]
     pub series_type: String,
-    #[serde(default)]
     pub recurrence: String,
-    #[serde(default)]
     pub description: String,
-    #[serde(default)]
     pub image: String,
-    #[serde(default)]
     pub active: Option<bool>,
-    #[serde(default)]
     pub closed: bool,
-    #[serde(default)]
     pub archived: bool,
-    #[serde(default)]
     pub start_date: Option<String>,
 }
 
@@ -676,42 +659,28 @@ pub async fn add_series(s: &AppState, input: SeriesInput) -> Result<SeriesRecord
     Ok(rec)
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+/// Every field may be left out; a missing or empty title is refused by the handler.
+#[derive(Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
 pub struct EventInput {
     pub title: String,
-    #[serde(default)]
     pub slug: Option<String>,
-    #[serde(default)]
     pub description: String,
     /// The series: by id or by slug.
-    #[serde(default)]
     pub series_id: Option<u64>,
-    #[serde(default)]
     pub series_slug: Option<String>,
-    #[serde(default)]
     pub tags: Vec<String>,
-    #[serde(default)]
     pub active: Option<bool>,
-    #[serde(default)]
     pub closed: bool,
-    #[serde(default)]
     pub archived: bool,
-    #[serde(default)]
     pub featured: bool,
-    #[serde(default)]
     pub neg_risk: bool,
-    #[serde(default)]
     pub image: String,
-    #[serde(default)]
     pub icon: String,
-    #[serde(default)]
     pub start_date: Option<String>,
-    #[serde(default)]
     pub end_date: Option<String>,
     /// Each an existing market (by `condition_id` alone, plus any metadata) or a new one
     /// (a whole market as POST /internal/markets takes it).
-    #[serde(default)]
     pub markets: Vec<MarketSpec>,
 }
 
