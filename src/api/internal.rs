@@ -14,6 +14,7 @@ use warp::Filter;
 
 use super::{json, recover, req, respond, with_state, ApiError, ApiResult, AppState, Req};
 use crate::auth::normalize_address;
+use crate::bridge::transfers::{confirm_deposit, open_withdrawals, settle_withdrawal};
 use crate::catalogue::routes::{create_comment, create_event, create_series, put_meta, set_resolution};
 use crate::domain::{fmt_amount, parse_u64, AddressStatus, Asset, Mode};
 use crate::engine::EngineError;
@@ -114,8 +115,24 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .or(post!("resolution", set_resolution))
         .unify()
         .boxed();
+    // The bridge's operator side (docs/bridge.md).
+    let bridge = post!("bridge" / "deposits", confirm_deposit)
+        .or(warp::path!("internal" / "bridge" / "withdrawals" / String)
+            .and(warp::post())
+            .and(req())
+            .and(s())
+            .then(|id, r, s| async move { respond(settle_withdrawal(s, id, r).await) }))
+        .unify()
+        .or(warp::path!("internal" / "bridge" / "withdrawals")
+            .and(warp::get())
+            .and(s())
+            .map(|s: Arc<AppState>| respond(open_withdrawals(&s))))
+        .unify()
+        .boxed();
     setup
         .or(catalogue)
+        .unify()
+        .or(bridge)
         .unify()
         .or(post!("settle", settle).boxed())
         .unify()

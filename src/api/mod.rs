@@ -74,6 +74,8 @@ pub struct AppState {
     pub catalogue: crate::catalogue::Catalogue,
     /// The bridge's asset table (None: no table found; the bridge answers 503).
     pub bridge: Option<crate::bridge::AssetTable>,
+    /// Serialises the bridge's deposits and withdrawals.
+    pub transfers: crate::bridge::transfers::Desk,
 }
 
 impl AppState {
@@ -94,6 +96,7 @@ impl AppState {
         }
         let mode: Mode = store.get(cf::META, meta::MODE)?.unwrap_or(Mode::Normal);
         let catalogue = crate::catalogue::Catalogue::load(&store)?;
+        let transfers = crate::bridge::transfers::Desk::load(&store)?;
         let api_keys =
             store.all::<ApiKeyRecord>(cf::API_KEYS)?.into_iter().map(|(_, k)| (k.key, Arc::new(k))).collect();
         Ok(AppState {
@@ -120,6 +123,7 @@ impl AppState {
             feed_rt: None,
             catalogue,
             bridge: None,
+            transfers,
         })
     }
 

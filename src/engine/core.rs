@@ -813,6 +813,19 @@ impl Core {
         self.flush_ledger(batch);
     }
 
+    /// Debits what the account holds settled and unreserved (the bridge's withdrawals):
+    /// receipts of unsettled trades and balances held by open orders stay put.
+    pub fn debit(&mut self, address: &str, asset: &str, amount: u64, batch: &mut Batch) -> Result<(), Reject> {
+        let acc = self.ledger.account(address, asset);
+        if amount == 0 || acc.balance.saturating_sub(acc.reserved) < amount {
+            return Err(Reject::NotEnoughBalance);
+        }
+        let a = self.ledger.acct(address, asset);
+        self.ledger.debit_at(a, amount);
+        self.flush_ledger(batch);
+        Ok(())
+    }
+
     /// Structural check of every book plus the ledger reservations against open orders.
     pub fn check(&self) -> Result<(), String> {
         for ms in &self.markets {

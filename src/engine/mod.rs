@@ -43,6 +43,13 @@ pub enum EngineError {
 
 type Reply<T> = oneshot::Sender<Result<T, EngineError>>;
 
+/// A move of one ledger account (micro-units).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LedgerChange {
+    Credit(u64),
+    Debit(u64),
+}
+
 pub enum Command {
     Place {
         order: Arc<OrderRecord>,
@@ -64,10 +71,14 @@ pub enum Command {
         market: Box<Market>,
         reply: Reply<Market>,
     },
-    Credit {
+    /// Credits or debits one ledger account, writing `records` (what explains the move: a
+    /// bridge deposit or withdrawal) in the same atomic batch. A debit takes only what is
+    /// settled and not reserved by open orders or unsettled trades.
+    Transfer {
         address: String,
         asset: String,
-        amount: u64,
+        change: LedgerChange,
+        records: Batch,
         reply: Reply<Account>,
     },
     ReleaseDeferred {
@@ -136,7 +147,16 @@ impl EngineHandle {
         self.call(|reply| Command::CreateMarket { market: Box::new(market), reply }).await
     }
     pub async fn credit(&self, address: String, asset: String, amount: u64) -> Result<Account, EngineError> {
-        self.call(|reply| Command::Credit { address, asset, amount, reply }).await
+        self.transfer(address, asset, LedgerChange::Credit(amount), Batch::default()).await
+    }
+    pub async fn transfer(
+        &self,
+        address: String,
+        asset: String,
+        change: LedgerChange,
+        records: Batch,
+    ) -> Result<Account, EngineError> {
+        self.call(|reply| Command::Transfer { address, asset, change, records, reply }).await
     }
     pub async fn release_deferred(&self, ids: Option<Vec<Uuid>>) -> Result<Vec<Placed>, EngineError> {
         self.call(|reply| Command::ReleaseDeferred { ids, reply }).await
@@ -370,8 +390,17 @@ fn run(
                     }
                 });
             }
-            Command::Credit { address, asset, amount, reply } => {
-                core.credit(&address, &asset, amount, &mut batch);
+            Command::Transfer { address, asset, change, records, reply } => {
+                match change {
+                    LedgerChange::Credit(amount) => core.credit(&address, &asset, amount, &mut batch),
+                    LedgerChange::Debit(amount) => {
+                        if let Err(r) = core.debit(&address, &asset, amount, &mut batch) {
+                            let _ = reply.send(Err(EngineError::Rejected(r)));
+                            continue;
+                        }
+                    }
+                }
+                batch.ops.extend(records.ops);
                 let acc = core.ledger.account(&address, &asset);
                 finish(core, out, batch, &[], Vec::new(), None, reply, acc);
             }

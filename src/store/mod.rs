@@ -71,9 +71,12 @@ pub mod cf {
     pub const EVENTS: &str = "events";
     pub const MARKET_META: &str = "market_meta";
     pub const COMMENTS: &str = "comments";
-    /// Bridge: id (u64 BE) → deposit or withdrawal record; address + `/` + id → id.
+    /// Bridge: id (u64 BE) → deposit or withdrawal record; address + `/` + id (BE) → ();
+    /// registered bridge addresses, credited source transactions and PROCESSING
+    /// withdrawals (see `bridge::transfers`).
     pub const TRANSFERS: &str = "transfers";
     pub const TRANSFERS_BY_ADDRESS: &str = "transfers_by_address";
+    pub const BRIDGE: &str = "bridge";
 
     /// Families whose values are counters summed by the merge operator.
     pub const COUNTERS: &[&str] = &[POSITIONS, MARKET_HOLDERS, WALLET_DAYS, MARKET_STATS];
@@ -109,6 +112,7 @@ pub mod cf {
         COMMENTS,
         TRANSFERS,
         TRANSFERS_BY_ADDRESS,
+        BRIDGE,
     ];
 }
 

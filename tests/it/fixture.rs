@@ -321,8 +321,13 @@ impl Trader {
 
     /// An L2-signed request; `path` may carry a query string (signed with it).
     pub fn l2(&self, s: &Server, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        self.l2_at(&s.clob, method, path, body)
+    }
+
+    /// An L2-signed request to another of the servers (`base`: its URL).
+    pub fn l2_at(&self, base: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
         let b = body.map(|v| v.to_string()).unwrap_or_default();
-        let mut r = ureq::request(method, &format!("{}{}", s.clob, path));
+        let mut r = ureq::request(method, &format!("{base}{path}"));
         for (k, v) in self.l2_headers(method, path, &b) {
             r = r.set(k, &v);
         }
