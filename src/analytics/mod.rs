@@ -625,43 +625,124 @@ fn activity(s: Arc<AppState>, r: Req) -> ApiResult {
     if let Some(bad) = types.iter().find(|t| !KINDS.contains(&t.as_str())) {
         return Err(ApiError::bad(format!("unknown activity type: {bad}")));
     }
+    let wants = |kind: &str| types.is_empty() || types.iter().any(|t| t == kind);
     let side = match p.get("side") {
         None => None,
         Some(x) => Some(Side::parse(&x.to_uppercase()).ok_or_else(|| ApiError::bad("side must be BUY or SELL"))?),
     };
     let (start, end) = (p.i64("start")?, p.i64("end")?);
+    let in_window = |ts: i64| start.is_none_or(|st| ts >= st) && end.is_none_or(|e| ts <= e);
     let markets: Vec<u32> = markets_param(&s, p.list("market"))?.iter().map(|v| v.market.idx).collect();
-    let mut out = Vec::new();
-    if !types.is_empty() && !types.iter().any(|t| t == "TRADE") {
-        return json(&out);
+    let want = offset.saturating_add(limit as u64);
+
+    // Splits, merges and redeems (no side: a side filter keeps trades only), newest first;
+    // at most as many as the page can reach.
+    let mut ops: std::collections::VecDeque<index::CtfActivity> = Default::default();
+    if side.is_none() {
+        s.store.try_walk::<ApiError>(cf::ACTIVITY, &index::wallet_prefix(&user), None, true, |_, v| {
+            let a: index::CtfActivity = Store::decode_value(cf::ACTIVITY, v)?;
+            let ts = a.time as i64;
+            if start.is_some_and(|st| ts < st) || ops.len() as u64 >= want {
+                return Ok(ControlFlow::Break(()));
+            }
+            if in_window(ts) && wants(a.kind.name()) && (markets.is_empty() || markets.contains(&a.market_idx)) {
+                ops.push_back(a);
+            }
+            Ok(ControlFlow::Continue(()))
+        })?;
     }
-    let filter =
-        TradeFilter { side, cash_min: None, tokens_min: None, markets: (!markets.is_empty()).then_some(markets) };
-    let mut ctxs = Markets::default();
-    let mut skipped = 0u64;
-    walk_rows(&s, Some(&user), &[], false, |t, role| {
-        let f = fill(t, role);
-        let ts = t.match_time as i64;
-        if end.is_some_and(|e| ts > e) || f.wallet != user || !filter.keeps(t, &f) {
-            return Ok(ControlFlow::Continue(()));
+
+    // Trades streamed newest first, the operations merged in by time.
+    let mut page = Page { out: Vec::new(), skipped: 0, offset, limit, ctxs: Markets::default() };
+    if wants("TRADE") {
+        let filter =
+            TradeFilter { side, cash_min: None, tokens_min: None, markets: (!markets.is_empty()).then_some(markets) };
+        walk_rows(&s, Some(&user), &[], false, |t, role| {
+            let f = fill(t, role);
+            let ts = t.match_time as i64;
+            if end.is_some_and(|e| ts > e) || f.wallet != user || !filter.keeps(t, &f) {
+                return Ok(ControlFlow::Continue(()));
+            }
+            if start.is_some_and(|st| ts < st) {
+                return Ok(ControlFlow::Break(()));
+            }
+            while ops.front().is_some_and(|a| a.time > t.match_time) {
+                let a = ops.pop_front().expect("front");
+                page.push(&s, &a.condition_id, |ctx| ctf_json(&a, &user, ctx))?;
+            }
+            page.push(&s, &t.condition_id, |ctx| {
+                let mut v = trade_json(t, &f, ctx);
+                v["type"] = j!("TRADE");
+                v["size"] = number(&fmt_amount(f.size));
+                v["price"] = number(&fmt_tick(f.price));
+                v["usdcSize"] = number(&fmt_amount(cash(&f)));
+                v["pseudonym"] = j!("");
+                v
+            })?;
+            Ok(if page.full() { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
+        })?;
+    }
+    while let Some(a) = ops.pop_front() {
+        if page.full() {
+            break;
         }
-        if start.is_some_and(|st| ts < st) || out.len() >= limit {
-            return Ok(ControlFlow::Break(()));
+        page.push(&s, &a.condition_id, |ctx| ctf_json(&a, &user, ctx))?;
+    }
+    json(&page.out)
+}
+
+/// A page being filled: rows before `offset` are counted, not rendered.
+struct Page {
+    out: Vec<Value>,
+    skipped: u64,
+    offset: u64,
+    limit: usize,
+    ctxs: Markets,
+}
+
+impl Page {
+    fn full(&self) -> bool {
+        self.out.len() >= self.limit
+    }
+
+    fn push(&mut self, s: &AppState, condition: &str, row: impl FnOnce(&MarketCtx) -> Value) -> Result<(), ApiError> {
+        if self.full() {
+            return Ok(());
         }
-        if skipped < offset {
-            skipped += 1;
-        } else if let Some(view) = s.registry.condition(&t.condition_id) {
-            let mut v = trade_json(t, &f, &*ctxs.get(&s, &view)?);
-            v["type"] = j!("TRADE");
-            v["size"] = number(&fmt_amount(f.size));
-            v["price"] = number(&fmt_tick(f.price));
-            v["usdcSize"] = number(&fmt_amount(cash(&f)));
-            v["pseudonym"] = j!("");
-            out.push(v);
+        if self.skipped < self.offset {
+            self.skipped += 1;
+        } else if let Some(view) = s.registry.condition(condition) {
+            self.out.push(row(&*self.ctxs.get(s, &view)?));
         }
-        Ok(ControlFlow::Continue(()))
-    })?;
-    json(&out)
+        Ok(())
+    }
+}
+
+/// A split, merge or redeem as Polymarket's activity rows show one: no asset, side or
+/// price; outcomeIndex 999.
+fn ctf_json(a: &index::CtfActivity, wallet: &str, ctx: &MarketCtx) -> Value {
+    let m = &ctx.view.market;
+    j!({
+        "proxyWallet": wallet,
+        "timestamp": a.time,
+        "conditionId": a.condition_id,
+        "type": a.kind.name(),
+        "size": number(&fmt_amount(a.size)),
+        "usdcSize": number(&fmt_amount(a.usdc_size)),
+        "transactionHash": format!("0x{}", alloy_primitives::hex::encode(a.tx_hash)),
+        "price": 0,
+        "asset": "",
+        "side": "",
+        "outcomeIndex": 999,
+        "title": m.question,
+        "slug": m.slug,
+        "icon": ctx.icon(),
+        "eventSlug": ctx.event_slug,
+        "outcome": "",
+        "name": "",
+        "pseudonym": "",
+        "profileImage": "",
+    })
 }
 
 /// GET /v1/leaderboard: wallets ranked by PnL or volume over a window.

@@ -5,6 +5,7 @@
 pub mod account;
 pub mod book;
 pub mod ceiling;
+pub mod ctf;
 pub mod internal;
 pub mod keys;
 pub mod orders;
@@ -393,6 +394,11 @@ pub fn authenticate(state: &AppState, req: &Req) -> Result<Arc<ApiKeyRecord>, Ap
     Ok(rec)
 }
 
+/// Whether `wallet` acts for `key`: the key's own address, or the proxy wallet bound to it.
+pub async fn acts_for(state: &AppState, key: &ApiKeyRecord, wallet: &str) -> Result<bool, ApiError> {
+    Ok(wallet == key.address || state.engine.proxy_of(key.address.clone()).await?.as_deref() == Some(wallet))
+}
+
 /// Constant-time byte comparison.
 pub(crate) fn ct_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
@@ -426,6 +432,8 @@ pub fn clob_routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), E
         .or(keys::routes(state.clone()))
         .unify()
         .or(account::routes(state.clone()))
+        .unify()
+        .or(ctf::routes(state.clone()))
         .unify()
         .or(orders::routes(state.clone()))
         .unify()

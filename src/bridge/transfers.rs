@@ -22,7 +22,7 @@ use warp::http::StatusCode;
 use warp::Reply;
 
 use super::{base_units, table, Family, Refusal};
-use crate::api::{authenticate, json, ApiError, ApiResult, AppState, Req};
+use crate::api::{acts_for, authenticate, json, ApiError, ApiResult, AppState, Req};
 use crate::auth::normalize_address;
 use crate::domain::{now_millis, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
@@ -260,7 +260,7 @@ pub async fn withdraw(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let b: WithdrawRequest = parse(&r)?;
     let owner = normalize_address(&b.address).ok_or_else(|| ApiError::bad("address must be a 0x address"))?;
-    if owner != key.address && s.engine.proxy_of(key.address.clone()).await?.as_deref() != Some(owner.as_str()) {
+    if !acts_for(&s, &key, &owner).await? {
         return Err(ApiError::bad("the withdrawal address has to be the owner of the API KEY"));
     }
     let amount = base_units(&b.from_amount_base_unit)?;
@@ -303,7 +303,7 @@ pub async fn withdraw(s: Arc<AppState>, r: Req) -> ApiResult {
     register(&s, &addrs, Kind::Withdrawal, &owner, &mut batch)?;
     batch.put(cf::BRIDGE, key::open(rec.id), Vec::new());
     put_new(&mut batch, &rec);
-    match s.engine.transfer(owner, COLLATERAL.to_string(), LedgerChange::Debit(debit), batch).await {
+    match s.engine.transfer(owner, vec![(COLLATERAL.to_string(), LedgerChange::Debit(debit))], batch).await {
         Ok(_) => {}
         Err(EngineError::Rejected(_)) => return Err(ApiError::bad("not enough balance / allowance")),
         Err(e) => return Err(e.into()),
@@ -428,7 +428,7 @@ pub async fn confirm_deposit(s: Arc<AppState>, r: Req) -> ApiResult {
         rec.to_amount = c.to_string();
         rec.ledger_amount = c;
         put_new(&mut batch, &rec);
-        s.engine.transfer(owner, COLLATERAL.to_string(), LedgerChange::Credit(c), batch).await?;
+        s.engine.transfer(owner, vec![(COLLATERAL.to_string(), LedgerChange::Credit(c))], batch).await?;
     } else {
         put_new(&mut batch, &rec);
         s.commit(batch).await?;
@@ -480,7 +480,7 @@ pub async fn settle_withdrawal(s: Arc<AppState>, id: String, r: Req) -> ApiResul
             rec.reason = Some(b.reason.unwrap_or_else(|| "failed by the operator; the amount was refunded".into()));
             batch.put(cf::TRANSFERS, rec.id.to_be_bytes().to_vec(), encode(&rec));
             let refund = LedgerChange::Credit(rec.ledger_amount);
-            s.engine.transfer(rec.owner.clone(), COLLATERAL.to_string(), refund, batch).await?;
+            s.engine.transfer(rec.owner.clone(), vec![(COLLATERAL.to_string(), refund)], batch).await?;
         }
     }
     json(&rec.view())

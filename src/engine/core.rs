@@ -28,6 +28,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::book::{crosses, Book, BookSide, NIL};
+use super::LedgerChange;
 use crate::domain::*;
 use crate::ledger::{Acct, Ledger};
 use crate::store::{cf, encode, keys, meta, Batch};
@@ -813,15 +814,34 @@ impl Core {
         self.flush_ledger(batch);
     }
 
-    /// Debits what the account holds settled and unreserved (the bridge's withdrawals):
-    /// receipts of unsettled trades and balances held by open orders stay put.
-    pub fn debit(&mut self, address: &str, asset: &str, amount: u64, batch: &mut Batch) -> Result<(), Reject> {
-        let acc = self.ledger.account(address, asset);
-        if amount == 0 || acc.balance.saturating_sub(acc.reserved) < amount {
-            return Err(Reject::NotEnoughBalance);
+    /// Credits and debits accounts of `address`, all or none. A debit takes only what the
+    /// account holds settled and not reserved (receipts of unsettled trades and what open
+    /// orders hold stay put); debits of one asset add up.
+    pub fn transfer(
+        &mut self,
+        address: &str,
+        changes: &[(String, LedgerChange)],
+        batch: &mut Batch,
+    ) -> Result<(), Reject> {
+        for (asset, change) in changes {
+            let LedgerChange::Debit(_) = change else { continue };
+            let wanted: u64 = changes
+                .iter()
+                .filter(|(a, _)| a == asset)
+                .map(|(_, c)| if let LedgerChange::Debit(n) = c { *n } else { 0 })
+                .fold(0u64, u64::saturating_add);
+            let acc = self.ledger.account(address, asset);
+            if acc.balance.saturating_sub(acc.reserved) < wanted {
+                return Err(Reject::NotEnoughBalance);
+            }
         }
-        let a = self.ledger.acct(address, asset);
-        self.ledger.debit_at(a, amount);
+        for (asset, change) in changes {
+            let a = self.ledger.acct(address, asset);
+            match *change {
+                LedgerChange::Credit(n) => self.ledger.credit_at(a, n),
+                LedgerChange::Debit(n) => self.ledger.debit_at(a, n),
+            }
+        }
         self.flush_ledger(batch);
         Ok(())
     }

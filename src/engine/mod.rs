@@ -71,15 +71,15 @@ pub enum Command {
         market: Box<Market>,
         reply: Reply<Market>,
     },
-    /// Credits or debits one ledger account, writing `records` (what explains the move: a
-    /// bridge deposit or withdrawal) in the same atomic batch. A debit takes only what is
-    /// settled and not reserved by open orders or unsettled trades.
+    /// Credits and debits accounts of one address, all or none, writing `records` (what
+    /// explains the move: a bridge deposit or withdrawal, a split, merge or redeem) in the
+    /// same atomic batch. A debit takes only what is settled and not reserved by open
+    /// orders or unsettled trades. Replies the accounts after the change, in order.
     Transfer {
         address: String,
-        asset: String,
-        change: LedgerChange,
+        changes: Vec<(String, LedgerChange)>,
         records: Batch,
-        reply: Reply<Account>,
+        reply: Reply<Vec<Account>>,
     },
     ReleaseDeferred {
         ids: Option<Vec<Uuid>>,
@@ -147,16 +147,16 @@ impl EngineHandle {
         self.call(|reply| Command::CreateMarket { market: Box::new(market), reply }).await
     }
     pub async fn credit(&self, address: String, asset: String, amount: u64) -> Result<Account, EngineError> {
-        self.transfer(address, asset, LedgerChange::Credit(amount), Batch::default()).await
+        let accounts = self.transfer(address, vec![(asset, LedgerChange::Credit(amount))], Batch::default()).await?;
+        Ok(accounts[0])
     }
     pub async fn transfer(
         &self,
         address: String,
-        asset: String,
-        change: LedgerChange,
+        changes: Vec<(String, LedgerChange)>,
         records: Batch,
-    ) -> Result<Account, EngineError> {
-        self.call(|reply| Command::Transfer { address, asset, change, records, reply }).await
+    ) -> Result<Vec<Account>, EngineError> {
+        self.call(|reply| Command::Transfer { address, changes, records, reply }).await
     }
     pub async fn release_deferred(&self, ids: Option<Vec<Uuid>>) -> Result<Vec<Placed>, EngineError> {
         self.call(|reply| Command::ReleaseDeferred { ids, reply }).await
@@ -390,19 +390,14 @@ fn run(
                     }
                 });
             }
-            Command::Transfer { address, asset, change, records, reply } => {
-                match change {
-                    LedgerChange::Credit(amount) => core.credit(&address, &asset, amount, &mut batch),
-                    LedgerChange::Debit(amount) => {
-                        if let Err(r) = core.debit(&address, &asset, amount, &mut batch) {
-                            let _ = reply.send(Err(EngineError::Rejected(r)));
-                            continue;
-                        }
-                    }
+            Command::Transfer { address, changes, records, reply } => {
+                if let Err(r) = core.transfer(&address, &changes, &mut batch) {
+                    let _ = reply.send(Err(EngineError::Rejected(r)));
+                    continue;
                 }
                 batch.ops.extend(records.ops);
-                let acc = core.ledger.account(&address, &asset);
-                finish(core, out, batch, &[], Vec::new(), None, reply, acc);
+                let accounts = changes.iter().map(|(asset, _)| core.ledger.account(&address, asset)).collect();
+                finish(core, out, batch, &[], Vec::new(), None, reply, accounts);
             }
             Command::ReleaseDeferred { ids, reply } => {
                 let placed = core.release_deferred(ids.as_deref(), now_secs(), &mut batch);

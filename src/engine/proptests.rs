@@ -13,7 +13,8 @@ use proptest::prelude::*;
 use uuid::Uuid;
 
 use super::book::BookSide;
-use super::core::Core;
+use super::core::{Core, Reject};
+use super::LedgerChange;
 use crate::domain::*;
 use crate::store::Batch;
 
@@ -201,6 +202,39 @@ proptest! {
         prop_assert_eq!(u + y, u0 + y0, "USDC + YES conserved after settlement");
         prop_assert_eq!(y as i128 - no as i128, y0 as i128 - n0 as i128);
     }
+}
+
+/// Transfers (bridge, split/merge/redeem) are all or nothing and take only what is settled
+/// and not held: receipts of unsettled trades and what open orders or payments hold stay.
+#[test]
+fn transfers_take_only_settled_free_balances() {
+    use LedgerChange::{Credit, Debit};
+    let mut c = Core::new("0xfee".into());
+    c.add_market(market());
+    let mut b = Batch::default();
+    c.credit("0xa", "USDC", 100 * AMOUNT_ONE, &mut b);
+    c.credit("0xb", "1", 40 * AMOUNT_ONE, &mut b);
+    let t = |n: u64, user: usize, buy: bool| order(n, user, false, buy, 60, 40, 0, 0, 0).0; // 10 YES at 0.60
+    c.place(Arc::new(t(1, 1, false)), false, 0, &mut b).unwrap();
+    c.place(Arc::new(t(2, 0, true)), false, 0, &mut b).unwrap(); // 0xa pays 6 at settlement
+    let before = (c.ledger.account("0xa", "USDC"), c.ledger.account("0xa", "1"));
+    let ch = |v: &[(&str, LedgerChange)]| v.iter().map(|(a, x)| (a.to_string(), *x)).collect::<Vec<_>>();
+    let refused = [
+        ch(&[("1", Debit(AMOUNT_ONE))]),         // incoming, not settled
+        ch(&[("USDC", Debit(95 * AMOUNT_ONE))]), // 6 held for the payment
+        ch(&[("USDC", Debit(50 * AMOUNT_ONE)), ("USDC", Debit(45 * AMOUNT_ONE))]), // debits add up
+        ch(&[("2", Credit(AMOUNT_ONE)), ("USDC", Debit(95 * AMOUNT_ONE))]), // nothing applied
+    ];
+    for r in refused {
+        assert_eq!(c.transfer("0xa", &r, &mut b), Err(Reject::NotEnoughBalance), "{r:?}");
+        assert_eq!((c.ledger.account("0xa", "USDC"), c.ledger.account("0xa", "1")), before);
+        assert_eq!(c.ledger.account("0xa", "2").balance, 0);
+    }
+    let split = ch(&[("USDC", Debit(94 * AMOUNT_ONE)), ("1", Credit(94 * AMOUNT_ONE)), ("2", Credit(94 * AMOUNT_ONE))]);
+    assert_eq!(c.transfer("0xa", &split, &mut b), Ok(()));
+    assert_eq!(c.ledger.account("0xa", "USDC").balance, 6 * AMOUNT_ONE);
+    assert_eq!(c.ledger.account("0xa", "2").balance, 94 * AMOUNT_ONE);
+    assert_eq!(c.check(), Ok(()));
 }
 
 /// A fill is usable at once and settles later; a nonce increment before settlement makes

@@ -156,6 +156,56 @@ pub fn split_position(k: &[u8]) -> Option<(&str, &str)> {
 /// Merge operands: (family, key, operand).
 pub type CounterOps = Vec<(&'static str, Vec<u8>, Vec<u8>)>;
 
+/// The operands of one change of a wallet's position in a token: its position, the
+/// market's holders and the day's sums.
+pub fn position_ops(market: u32, day: u32, address: &str, token: &str, p: &Position, out: &mut CounterOps) {
+    let v = p.encode();
+    out.push((super::cf::POSITIONS, position(address, token), v.clone()));
+    out.push((super::cf::MARKET_HOLDERS, market_holder(market, address, token), v.clone()));
+    out.push((super::cf::WALLET_DAYS, wallet_day(day, address, token), v));
+}
+
+/// A split, merge or redeem (SPEC §1.6) in a wallet's activity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CtfKind {
+    Split,
+    Merge,
+    Redeem,
+}
+
+impl CtfKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            CtfKind::Split => "SPLIT",
+            CtfKind::Merge => "MERGE",
+            CtfKind::Redeem => "REDEEM",
+        }
+    }
+}
+
+/// What `activity` holds per operation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CtfActivity {
+    pub kind: CtfKind,
+    pub condition_id: String,
+    pub market_idx: u32,
+    /// Outcome tokens made (split) or burned (merge, redeem).
+    pub size: u64,
+    /// Collateral paid in (split) or out (merge, redeem).
+    pub usdc_size: u64,
+    pub tx_hash: [u8; 32],
+    pub time: u64,
+}
+
+/// `activity` key: wallet + `/` + time in µs (8) + tx hash (32), so a wallet's rows walk
+/// in time order.
+pub fn activity(address: &str, micros: u64, tx: &[u8; 32]) -> Vec<u8> {
+    let mut k = wallet_prefix(address);
+    k.extend_from_slice(&micros.to_be_bytes());
+    k.extend_from_slice(tx);
+    k
+}
+
 /// What a trade adds to (when written PENDING) or takes from (when it FAILED) the counters;
 /// nothing for other states.
 pub fn trade_counters(t: &TradeRecord) -> CounterOps {
@@ -165,7 +215,7 @@ pub fn trade_counters(t: &TradeRecord) -> CounterOps {
         _ => return Vec::new(),
     };
     let day = (t.match_time / DAY) as u32;
-    let mut out = Vec::with_capacity(7);
+    let mut out = Vec::with_capacity(10);
     for leg in t.legs() {
         let mut p = match leg.side {
             Side::Buy => Position {
@@ -184,10 +234,7 @@ pub fn trade_counters(t: &TradeRecord) -> CounterOps {
         if sign < 0 {
             p = p.negated();
         }
-        let v = p.encode();
-        out.push((super::cf::POSITIONS, position(&leg.address, &leg.token), v.clone()));
-        out.push((super::cf::MARKET_HOLDERS, market_holder(t.market_idx, &leg.address, &leg.token), v.clone()));
-        out.push((super::cf::WALLET_DAYS, wallet_day(day, &leg.address, &leg.token), v));
+        position_ops(t.market_idx, day, &leg.address, &leg.token, &p, &mut out);
     }
     let notional = crate::domain::mul_div_floor(t.size, t.price as u64, PRICE_ONE as u64) as i64;
     out.push((super::cf::MARKET_STATS, t.market_idx.to_be_bytes().to_vec(), encode_counters(&[sign * notional, sign])));

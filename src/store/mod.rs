@@ -77,6 +77,9 @@ pub mod cf {
     pub const TRANSFERS: &str = "transfers";
     pub const TRANSFERS_BY_ADDRESS: &str = "transfers_by_address";
     pub const BRIDGE: &str = "bridge";
+    /// A wallet's splits, merges and redeems: address + `/` + time (8) + tx hash (32) →
+    /// record (trades have their own index).
+    pub const ACTIVITY: &str = "activity";
 
     /// Families whose values are counters summed by the merge operator.
     pub const COUNTERS: &[&str] = &[POSITIONS, MARKET_HOLDERS, WALLET_DAYS, MARKET_STATS];
@@ -113,6 +116,7 @@ pub mod cf {
         TRANSFERS,
         TRANSFERS_BY_ADDRESS,
         BRIDGE,
+        ACTIVITY,
     ];
 }
 
@@ -179,6 +183,8 @@ pub fn decode_order(bytes: &[u8], interner: &mut Interner) -> Result<OrderRecord
 pub enum Op {
     Put(&'static str, Vec<u8>, Vec<u8>),
     Delete(&'static str, Vec<u8>),
+    /// A merge operand for a counter family.
+    Merge(&'static str, Vec<u8>, Vec<u8>),
     /// An order and its open-order index entries.
     Order(Arc<OrderRecord>),
     /// A trade and its per-owner index entries.
@@ -199,6 +205,9 @@ impl Batch {
     }
     pub fn delete(&mut self, cf: &'static str, key: impl Into<Vec<u8>>) {
         self.ops.push(Op::Delete(cf, key.into()));
+    }
+    pub fn merge(&mut self, cf: &'static str, key: impl Into<Vec<u8>>, operand: Vec<u8>) {
+        self.ops.push(Op::Merge(cf, key.into(), operand));
     }
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
@@ -323,6 +332,7 @@ impl Store {
         match op {
             Op::Put(c, k, v) => wb.put_cf(self.handle(c), k, v),
             Op::Delete(c, k) => wb.delete_cf(self.handle(c), k),
+            Op::Merge(c, k, v) => wb.merge_cf(self.handle(c), k, v),
             Op::Order(o) => {
                 // An open order's record lives under its priority; once closed it moves
                 // to `orders` for good (an order never reopens).

@@ -7,6 +7,7 @@ mod book;
 mod bridge;
 mod catalogue;
 mod crash;
+mod ctf;
 mod fixture;
 mod keys;
 mod loadgen;

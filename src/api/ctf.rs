@@ -1,0 +1,178 @@
+//! Conditional tokens in ledger mode (SPEC §1.6, docs/ctf.md): `POST /ctf/split`,
+//! `/ctf/merge` and `/ctf/redeem`, L2-signed.
+//!
+//! - split: `amount` collateral → `amount` of each outcome token;
+//! - merge: `amount` of each outcome token → `amount` collateral;
+//! - redeem (once the market is RESOLVED): every free token of the market is burned and
+//!   each winning token pays one unit of collateral.
+//!
+//! Value is conserved exactly: each is one all-or-nothing engine command over the wallet's
+//! accounts, written with its activity row and position counters in the same batch.
+
+use std::sync::Arc;
+
+use alloy_primitives::keccak256;
+use serde::Deserialize;
+use serde_json::json as j;
+use warp::reply::Response;
+use warp::Filter;
+
+use super::{acts_for, authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use crate::auth::normalize_address;
+use crate::catalogue::ResolutionStatus;
+use crate::domain::{now_micros, COLLATERAL};
+use crate::engine::{EngineError, LedgerChange};
+use crate::store::index::{self, CtfActivity, CtfKind, Position, DAY};
+use crate::store::{cf, encode, Batch};
+
+pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+    let route = move |name: &'static str, kind: CtfKind| {
+        warp::path("ctf")
+            .and(warp::path(name))
+            .and(warp::path::end())
+            .and(warp::post())
+            .and(req())
+            .and(with_state(state.clone()))
+            .then(move |r, s| async move { respond(operate(s, kind, r).await) })
+    };
+    route("split", CtfKind::Split)
+        .or(route("merge", CtfKind::Merge))
+        .unify()
+        .or(route("redeem", CtfKind::Redeem))
+        .unify()
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CtfRequest {
+    condition_id: String,
+    /// Base units (micro-units) as an integer string; split and merge only.
+    amount: Option<String>,
+    /// The wallet: the key's address (default) or its proxy wallet.
+    address: Option<String>,
+}
+
+fn amount(v: Option<&str>) -> Result<u64, ApiError> {
+    let bad = || ApiError::bad("amount must be a positive integer string (base units)");
+    match v.map(str::trim) {
+        Some(a) if !a.is_empty() && a.bytes().all(|b| b.is_ascii_digit()) => {
+            a.parse::<u64>().ok().filter(|&n| n > 0).ok_or_else(bad)
+        }
+        _ => Err(bad()),
+    }
+}
+
+async fn operate(s: Arc<AppState>, kind: CtfKind, r: Req) -> ApiResult {
+    let key = authenticate(&s, &r)?;
+    let b: CtfRequest = serde_json::from_slice(&r.body).map_err(|e| ApiError::bad(format!("Invalid payload: {e}")))?;
+    let wallet = match &b.address {
+        None => key.address.clone(),
+        Some(a) => normalize_address(a).ok_or_else(|| ApiError::bad("address must be a 0x address"))?,
+    };
+    if !acts_for(&s, &key, &wallet).await? {
+        return Err(ApiError::bad("the address has to be the owner of the API KEY"));
+    }
+    let view = s.registry.condition(&b.condition_id).ok_or_else(|| ApiError::not_found("market not found"))?;
+    let m = &view.market;
+    let (yes, no) = (m.tokens[0].token_id.clone(), m.tokens[1].token_id.clone());
+    let usdc = COLLATERAL.to_string();
+    use LedgerChange::{Credit, Debit};
+    // (ledger changes, position change per token, tokens, collateral)
+    let (changes, positions, size, usdc_size) = match kind {
+        CtfKind::Split | CtfKind::Merge => {
+            let a = amount(b.amount.as_deref())?;
+            // A complete set costs one unit: half of it to each side's average price.
+            let half = [a / 2, a - a / 2];
+            if kind == CtfKind::Split {
+                let p =
+                    half.map(|c| Position { size: a as i64, bought: a as i64, cost: c as i64, ..Default::default() });
+                (vec![(usdc, Debit(a)), (yes.clone(), Credit(a)), (no.clone(), Credit(a))], p, a, a)
+            } else {
+                let p = half.map(|c| Position {
+                    size: -(a as i64),
+                    sold: a as i64,
+                    proceeds: c as i64,
+                    ..Default::default()
+                });
+                (vec![(yes.clone(), Debit(a)), (no.clone(), Debit(a)), (usdc, Credit(a))], p, a, a)
+            }
+        }
+        CtfKind::Redeem => {
+            if b.amount.is_some() {
+                return Err(ApiError::bad("redeem takes no amount: it redeems every free token of the market"));
+            }
+            let meta = s.catalogue.meta(&m.condition_id);
+            let winner = match meta.as_deref() {
+                Some(x) if x.resolution == Some(ResolutionStatus::Resolved) => x.resolved_outcome,
+                _ => None,
+            };
+            let Some(winner) = winner.filter(|w| *w < 2) else {
+                return Err(ApiError::bad("market is not resolved"));
+            };
+            let accounts = s.engine.accounts(wallet.clone()).await?;
+            let free = |t: &str| {
+                accounts.iter().find(|(a, _)| a == t).map_or(0, |(_, x)| x.balance.saturating_sub(x.reserved))
+            };
+            let held = [free(&yes), free(&no)];
+            if held == [0, 0] {
+                return Err(ApiError::bad("nothing to redeem"));
+            }
+            let won = held[winner as usize];
+            let p = [0, 1].map(|i| Position {
+                size: -(held[i] as i64),
+                sold: held[i] as i64,
+                proceeds: if i == winner as usize { held[i] as i64 } else { 0 },
+                ..Default::default()
+            });
+            let mut changes: Vec<_> = [(yes.clone(), held[0]), (no.clone(), held[1])]
+                .into_iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(t, n)| (t, Debit(n)))
+                .collect();
+            changes.push((usdc, Credit(won)));
+            (changes, p, held[0] + held[1], won)
+        }
+    };
+
+    let micros = now_micros();
+    let time = micros / 1_000_000;
+    let tx: [u8; 32] = keccak256(uuid::Uuid::new_v4().as_bytes()).0;
+    let mut records = Batch::default();
+    let row = CtfActivity {
+        kind,
+        condition_id: m.condition_id.clone(),
+        market_idx: m.idx,
+        size,
+        usdc_size,
+        tx_hash: tx,
+        time,
+    };
+    records.put(cf::ACTIVITY, index::activity(&wallet, micros, &tx), encode(&row));
+    let mut ops = Vec::new();
+    for (token, p) in [&yes, &no].into_iter().zip(&positions) {
+        if *p != Position::default() {
+            index::position_ops(m.idx, (time / DAY) as u32, &wallet, token, p, &mut ops);
+        }
+    }
+    for (c, k, v) in ops {
+        records.merge(c, k, v);
+    }
+    let accounts = match s.engine.transfer(wallet.clone(), changes.clone(), records).await {
+        Ok(a) => a,
+        Err(EngineError::Rejected(_)) => return Err(ApiError::bad("not enough balance / allowance")),
+        Err(e) => return Err(e.into()),
+    };
+    let balances: serde_json::Map<_, _> =
+        changes.iter().zip(&accounts).map(|((asset, _), acc)| (asset.clone(), j!(acc.balance.to_string()))).collect();
+    json(&j!({
+        "success": true,
+        "type": kind.name(),
+        "conditionId": m.condition_id,
+        "address": wallet,
+        "size": size.to_string(),
+        "usdcSize": usdc_size.to_string(),
+        "transactionHash": format!("0x{}", alloy_primitives::hex::encode(tx)),
+        "timestamp": time,
+        "balances": balances,
+    }))
+}
