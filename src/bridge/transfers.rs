@@ -21,7 +21,7 @@ use serde_json::{json as j, Value};
 use warp::http::StatusCode;
 use warp::Reply;
 
-use super::{base_units, table, Family, Refusal};
+use super::{base_units, table, Asset, Family, Refusal};
 use crate::api::{acts_for, authenticate, json, ApiError, ApiResult, AppState, Req};
 use crate::auth::normalize_address;
 use crate::domain::{now_millis, COLLATERAL};
@@ -95,6 +95,39 @@ pub struct Transfer {
 }
 
 impl Transfer {
+    /// A PROCESSING transfer of `amount` base units of `route.0` into `route.1`, created now,
+    /// with nothing out yet.
+    fn new(
+        id: u64,
+        kind: Kind,
+        owner: &str,
+        bridge_address: String,
+        route: (&Asset, &Asset),
+        amount: u128,
+    ) -> Transfer {
+        let (from, to) = route;
+        let now = now_millis();
+        Transfer {
+            id,
+            kind,
+            owner: owner.to_string(),
+            bridge_address,
+            from_chain_id: from.chain_id.clone(),
+            from_token_address: from.token.address.clone(),
+            from_amount: amount.to_string(),
+            to_chain_id: to.chain_id.clone(),
+            to_token_address: to.token.address.clone(),
+            to_amount: "0".into(),
+            recipient: None,
+            ledger_amount: 0,
+            status: Status::Processing,
+            tx_hash: None,
+            reason: None,
+            created_ms: now,
+            updated_ms: now,
+        }
+    }
+
     /// Polymarket's status transaction (fromChainId … createdTimeMs), plus what a ledger
     /// venue knows: id, type, wallet, bridge address, amount out, recipient, reason.
     fn view(&self) -> Value {
@@ -279,25 +312,11 @@ pub async fn withdraw(s: Arc<AppState>, r: Req) -> ApiResult {
     let bridge_address = address_key(&addrs[0]).expect("derived addresses parse");
 
     let mut next = s.transfers.next_id.lock().await;
-    let now = now_millis();
     let rec = Transfer {
-        id: *next,
-        kind: Kind::Withdrawal,
-        owner: owner.clone(),
-        bridge_address,
-        from_chain_id: from.chain_id.clone(),
-        from_token_address: from.token.address.clone(),
-        from_amount: amount.to_string(),
-        to_chain_id: to.chain_id.clone(),
-        to_token_address: to.token.address.clone(),
         to_amount: priced.to_units.to_string(),
         recipient: Some(recipient),
         ledger_amount: debit,
-        status: Status::Processing,
-        tx_hash: None,
-        reason: None,
-        created_ms: now,
-        updated_ms: now,
+        ..Transfer::new(*next, Kind::Withdrawal, &owner, bridge_address, (from, to), amount)
     };
     let mut batch = Batch::default();
     register(&s, &addrs, Kind::Withdrawal, &owner, &mut batch)?;
@@ -393,25 +412,10 @@ pub async fn confirm_deposit(s: Arc<AppState>, r: Req) -> ApiResult {
         }
         return json(&rec.view());
     }
-    let now = now_millis();
     let mut rec = Transfer {
-        id: *next,
-        kind: Kind::Deposit,
-        owner: owner.clone(),
-        bridge_address,
-        from_chain_id: from.chain_id.clone(),
-        from_token_address: from.token.address.clone(),
-        from_amount: amount.to_string(),
-        to_chain_id: to.chain_id.clone(),
-        to_token_address: to.token.address.clone(),
-        to_amount: "0".into(),
-        recipient: None,
-        ledger_amount: 0,
         status: Status::Completed,
         tx_hash: Some(tx.to_string()),
-        reason: None,
-        created_ms: now,
-        updated_ms: now,
+        ..Transfer::new(*next, Kind::Deposit, &owner, bridge_address, (from, to), amount)
     };
     let credit = match t.price(from, to, amount) {
         Ok(p) => Some(u64::try_from(p.to_units).map_err(|_| Refusal::TooLarge)?),

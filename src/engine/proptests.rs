@@ -204,19 +204,29 @@ proptest! {
     }
 }
 
-/// Transfers (bridge, split/merge/redeem) are all or nothing and take only what is settled
-/// and not held: receipts of unsettled trades and what open orders or payments hold stay.
-#[test]
-fn transfers_take_only_settled_free_balances() {
-    use LedgerChange::{Credit, Debit};
+/// 0xa (100 USDC) buys 10 YES at 0.60 from 0xb's resting sell: one PENDING trade.
+fn one_fill() -> (Core, Batch, super::core::Placed) {
     let mut c = Core::new("0xfee".into());
     c.add_market(market());
     let mut b = Batch::default();
     c.credit("0xa", "USDC", 100 * AMOUNT_ONE, &mut b);
     c.credit("0xb", "1", 40 * AMOUNT_ONE, &mut b);
-    let t = |n: u64, user: usize, buy: bool| order(n, user, false, buy, 60, 40, 0, 0, 0).0; // 10 YES at 0.60
-    c.place(Arc::new(t(1, 1, false)), false, 0, &mut b).unwrap();
-    c.place(Arc::new(t(2, 0, true)), false, 0, &mut b).unwrap(); // 0xa pays 6 at settlement
+    c.place(Arc::new(ten_at_60(1, 1, false)), false, 0, &mut b).unwrap();
+    let p = c.place(Arc::new(ten_at_60(2, 0, true)), false, 0, &mut b).unwrap();
+    (c, b, p)
+}
+
+/// Order `n` of user `user`: 10 YES at 0.60.
+fn ten_at_60(n: u64, user: usize, buy: bool) -> OrderRecord {
+    order(n, user, false, buy, 60, 40, 0, 0, 0).0
+}
+
+/// Transfers (bridge, split/merge/redeem) are all or nothing and take only what is settled
+/// and not held: receipts of unsettled trades and what open orders or payments hold stay.
+#[test]
+fn transfers_take_only_settled_free_balances() {
+    use LedgerChange::{Credit, Debit};
+    let (mut c, mut b, _) = one_fill(); // 0xa pays 6 at settlement
     let before = (c.ledger.account("0xa", "USDC"), c.ledger.account("0xa", "1"));
     let ch = |v: &[(&str, LedgerChange)]| v.iter().map(|(a, x)| (a.to_string(), *x)).collect::<Vec<_>>();
     let refused = [
@@ -241,14 +251,7 @@ fn transfers_take_only_settled_free_balances() {
 /// the trade fail, voids its receipts and cancels the orders that relied on them.
 #[test]
 fn settlement_confirms_and_fails() {
-    let mut c = Core::new("0xfee".into());
-    c.add_market(market());
-    let mut b = Batch::default();
-    c.credit("0xa", "USDC", 100 * AMOUNT_ONE, &mut b);
-    c.credit("0xb", "1", 40 * AMOUNT_ONE, &mut b);
-    let t = |n: u64, user: usize, buy: bool| order(n, user, false, buy, 60, 40, 0, 0, 0).0; // 10 YES at 0.60
-    c.place(Arc::new(t(1, 1, false)), false, 0, &mut b).unwrap();
-    let p = c.place(Arc::new(t(2, 0, true)), false, 0, &mut b).unwrap();
+    let (mut c, mut b, p) = one_fill();
     assert_eq!(p.trades.len(), 1);
     let a_yes = c.ledger.account("0xa", "1");
     assert_eq!((a_yes.balance, a_yes.incoming, a_yes.available()), (0, 10 * AMOUNT_ONE, 10 * AMOUNT_ONE));
@@ -266,8 +269,8 @@ fn settlement_confirms_and_fails() {
 
     // Second fill: 0xa resells the YES it is about to receive, then 0xb invalidates its
     // nonce before settlement.
-    c.place(Arc::new(t(3, 1, false)), false, 0, &mut b).unwrap();
-    c.place(Arc::new(t(4, 0, true)), false, 0, &mut b).unwrap();
+    c.place(Arc::new(ten_at_60(3, 1, false)), false, 0, &mut b).unwrap();
+    c.place(Arc::new(ten_at_60(4, 0, true)), false, 0, &mut b).unwrap();
     let resell = order(5, 0, false, false, 90, 80, 0, 0, 0).0; // 20 YES at 0.90: rests
     let resell_id = resell.id;
     c.place(Arc::new(resell), false, 0, &mut b).unwrap();
