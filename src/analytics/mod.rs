@@ -729,7 +729,7 @@ fn ctf_json(a: &index::CtfActivity, wallet: &str, ctx: &MarketCtx) -> Value {
         "type": a.kind.name(),
         "size": number(&fmt_amount(a.size)),
         "usdcSize": number(&fmt_amount(a.usdc_size)),
-        "transactionHash": format!("0x{}", alloy_primitives::hex::encode(a.tx_hash)),
+        "transactionHash": a.tx_hex(),
         "price": 0,
         "asset": "",
         "side": "",

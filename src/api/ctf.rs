@@ -20,7 +20,7 @@ use warp::Filter;
 use super::{acts_for, authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req};
 use crate::auth::normalize_address;
 use crate::catalogue::ResolutionStatus;
-use crate::domain::{now_micros, COLLATERAL};
+use crate::domain::{now_micros, parse_u64, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
 use crate::store::index::{self, CtfActivity, CtfKind, Position, DAY};
 use crate::store::{cf, encode, Batch};
@@ -53,18 +53,14 @@ struct CtfRequest {
 }
 
 fn amount(v: Option<&str>) -> Result<u64, ApiError> {
-    let bad = || ApiError::bad("amount must be a positive integer string (base units)");
-    match v.map(str::trim) {
-        Some(a) if !a.is_empty() && a.bytes().all(|b| b.is_ascii_digit()) => {
-            a.parse::<u64>().ok().filter(|&n| n > 0).ok_or_else(bad)
-        }
-        _ => Err(bad()),
-    }
+    v.and_then(|a| parse_u64(a).ok())
+        .filter(|&n| n > 0)
+        .ok_or_else(|| ApiError::bad("amount must be a positive integer string (base units)"))
 }
 
 async fn operate(s: Arc<AppState>, kind: CtfKind, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
-    let b: CtfRequest = serde_json::from_slice(&r.body).map_err(|e| ApiError::bad(format!("Invalid payload: {e}")))?;
+    let b: CtfRequest = r.json()?;
     let wallet = match &b.address {
         None => key.address.clone(),
         Some(a) => normalize_address(a).ok_or_else(|| ApiError::bad("address must be a 0x address"))?,
@@ -171,7 +167,7 @@ async fn operate(s: Arc<AppState>, kind: CtfKind, r: Req) -> ApiResult {
         "address": wallet,
         "size": size.to_string(),
         "usdcSize": usdc_size.to_string(),
-        "transactionHash": format!("0x{}", alloy_primitives::hex::encode(tx)),
+        "transactionHash": row.tx_hex(),
         "timestamp": time,
         "balances": balances,
     }))

@@ -158,12 +158,8 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .unify()
 }
 
-fn body<T: for<'de> Deserialize<'de>>(r: &Req) -> Result<T, ApiError> {
-    serde_json::from_slice(&r.body).map_err(|e| ApiError::bad(format!("Invalid payload: {e}")))
-}
-
 async fn create_market(s: Arc<AppState>, r: Req) -> ApiResult {
-    let spec: MarketSpec = body(&r)?;
+    let spec: MarketSpec = r.json()?;
     let meta = spec.meta(0, None)?;
     let m = spec.into_market().map_err(ApiError::bad)?;
     match s.engine.create_market(m).await {
@@ -184,7 +180,7 @@ struct CreditBody {
 }
 
 async fn credit(s: Arc<AppState>, r: Req) -> ApiResult {
-    let b: CreditBody = body(&r)?;
+    let b: CreditBody = r.json()?;
     let address = normalize_address(&b.address).ok_or_else(|| ApiError::bad("invalid address"))?;
     let amount = parse_u64(&b.amount).map_err(|_| ApiError::bad("amount must be a 6-decimal integer string"))?;
     let asset = Asset::parse(&b.asset);
@@ -205,7 +201,7 @@ struct EmailBody {
 }
 
 async fn approve(s: Arc<AppState>, r: Req) -> ApiResult {
-    let b: EmailBody = body(&r)?;
+    let b: EmailBody = r.json()?;
     let inv = super::keys::approve(&s, &b.email).await?;
     json(&j!({ "code": inv.code, "expiresAt": inv.expires_at }))
 }
@@ -216,7 +212,7 @@ struct ModeBody {
 }
 
 async fn mode(s: Arc<AppState>, r: Req) -> ApiResult {
-    let b: ModeBody = body(&r)?;
+    let b: ModeBody = r.json()?;
     s.set_mode(b.mode).await?;
     json(&j!({ "mode": b.mode }))
 }
@@ -228,7 +224,7 @@ struct AddressBody {
 }
 
 async fn addresses(s: Arc<AppState>, r: Req) -> ApiResult {
-    let b: AddressBody = body(&r)?;
+    let b: AddressBody = r.json()?;
     let a = normalize_address(&b.address).ok_or_else(|| ApiError::bad("invalid address"))?;
     let mut batch = crate::store::Batch::default();
     if b.status == AddressStatus::None {
@@ -252,7 +248,7 @@ struct ReleaseBody {
 }
 
 async fn release(s: Arc<AppState>, r: Req) -> ApiResult {
-    let b: ReleaseBody = if r.body.is_empty() { ReleaseBody { order_ids: None } } else { body(&r)? };
+    let b: ReleaseBody = if r.body.is_empty() { ReleaseBody { order_ids: None } } else { r.json()? };
     let ids = b
         .order_ids
         .map(|v| {
@@ -306,7 +302,7 @@ async fn increment_nonce(s: Arc<AppState>, r: Req) -> ApiResult {
     struct B {
         address: String,
     }
-    let b: B = body(&r)?;
+    let b: B = r.json()?;
     let a = normalize_address(&b.address).ok_or_else(|| ApiError::bad("invalid address"))?;
     let (nonce, ids) = s.engine.increment_nonce(a.clone()).await?;
     json(&j!({ "address": a, "nonce": nonce, "canceled": ids.iter().map(|i| i.to_string()).collect::<Vec<_>>() }))
@@ -321,7 +317,7 @@ async fn set_rate_limit(s: Arc<AppState>, r: Req) -> ApiResult {
         max_requests: u32,
         window_secs: u64,
     }
-    let b: B = body(&r)?;
+    let b: B = r.json()?;
     if b.window_secs == 0 || b.window_secs > 86_400 {
         return Err(ApiError::bad("windowSecs must be between 1 and 86400"));
     }

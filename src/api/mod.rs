@@ -288,6 +288,11 @@ impl Req {
         v.to_str().ok().map(str::trim).filter(|s| !s.is_empty())
     }
 
+    /// The body as JSON; 400 `Invalid payload: …` when it is not the expected shape.
+    pub fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T, ApiError> {
+        serde_json::from_slice(&self.body).map_err(|e| ApiError::bad(format!("Invalid payload: {e}")))
+    }
+
     pub fn query_map(&self) -> HashMap<String, String> {
         self.query.as_deref().and_then(|q| serde_urlencoded::from_str(q).ok()).unwrap_or_default()
     }

@@ -291,8 +291,7 @@ pub(crate) fn base_units(v: &str) -> Result<u128, ApiError> {
 
 fn quote(s: &AppState, r: Req) -> ApiResult {
     let t = table(s)?;
-    let q: QuoteRequest =
-        serde_json::from_slice(&r.body).map_err(|e| ApiError::bad(format!("Invalid payload: {e}")))?;
+    let q: QuoteRequest = r.json()?;
     let amount = base_units(&q.from_amount_base_unit)?;
     normalize_address(&q.recipient_address).ok_or_else(|| ApiError::bad("recipientAddress must be a 0x address"))?;
     let from = t

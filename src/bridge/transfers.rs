@@ -261,7 +261,7 @@ struct DepositRequest {
 /// every time for one wallet.
 pub async fn deposit(s: Arc<AppState>, r: Req) -> ApiResult {
     table(&s)?;
-    let b: DepositRequest = parse(&r)?;
+    let b: DepositRequest = r.json()?;
     let owner = normalize_address(&b.address).ok_or_else(|| ApiError::bad("address must be a 0x address"))?;
     let addrs = derive(&s.config.exchange_address, Kind::Deposit, &owner, &[]);
     let mut batch = Batch::default();
@@ -269,10 +269,6 @@ pub async fn deposit(s: Arc<AppState>, r: Req) -> ApiResult {
         s.commit(batch).await?;
     }
     created(&addresses_view(&addrs, DEPOSIT_NOTE))
-}
-
-fn parse<T: for<'de> Deserialize<'de>>(r: &Req) -> Result<T, ApiError> {
-    serde_json::from_slice(&r.body).map_err(|e| ApiError::bad(format!("Invalid payload: {e}")))
 }
 
 #[derive(Deserialize)]
@@ -291,7 +287,7 @@ struct WithdrawRequest {
 pub async fn withdraw(s: Arc<AppState>, r: Req) -> ApiResult {
     let t = table(&s)?;
     let key = authenticate(&s, &r)?;
-    let b: WithdrawRequest = parse(&r)?;
+    let b: WithdrawRequest = r.json()?;
     let owner = normalize_address(&b.address).ok_or_else(|| ApiError::bad("address must be a 0x address"))?;
     if !acts_for(&s, &key, &owner).await? {
         return Err(ApiError::bad("the withdrawal address has to be the owner of the API KEY"));
@@ -378,7 +374,7 @@ struct ArrivalReport {
 /// reported answers 200 with its record when the report matches, 409 when it does not.
 pub async fn confirm_deposit(s: Arc<AppState>, r: Req) -> ApiResult {
     let t = table(&s)?;
-    let b: ArrivalReport = parse(&r)?;
+    let b: ArrivalReport = r.json()?;
     let unknown = || ApiError::not_found("unknown deposit address");
     let (family, bridge_address) = parse_address(&b.deposit_address).ok_or_else(unknown)?;
     let Some(BridgeAddress { kind: Kind::Deposit, owner }) = registered(&s, &bridge_address)? else {
@@ -456,7 +452,7 @@ struct Outcome {
 /// POST /internal/bridge/withdrawals/{id} {status: COMPLETED, txHash} or {status: FAILED,
 /// reason?}: settles a PROCESSING withdrawal; FAILED credits the collateral back.
 pub async fn settle_withdrawal(s: Arc<AppState>, id: String, r: Req) -> ApiResult {
-    let b: Outcome = parse(&r)?;
+    let b: Outcome = r.json()?;
     let _lock = s.transfers.next_id.lock().await;
     let missing = || ApiError::not_found(format!("withdrawal {id} not found"));
     let n: u64 = id.parse().map_err(|_| missing())?;

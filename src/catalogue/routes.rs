@@ -590,10 +590,6 @@ fn search(s: Arc<AppState>, r: Req) -> ApiResult {
 
 // ---- Operator writes (internal server) ----
 
-fn body<T: for<'de> Deserialize<'de>>(r: &Req) -> Result<T, ApiError> {
-    serde_json::from_slice(&r.body).map_err(|e| ApiError::bad(format!("Invalid payload: {e}")))
-}
-
 fn opt_date(d: &Option<String>) -> Result<Option<u64>, ApiError> {
     d.as_deref().map(parse_date).transpose()
 }
@@ -624,7 +620,7 @@ pub struct SeriesInput {
 
 /// POST /internal/series.
 pub async fn create_series(s: Arc<AppState>, r: Req) -> ApiResult {
-    let input: SeriesInput = body(&r)?;
+    let input: SeriesInput = r.json()?;
     let x = add_series(&s, input).await?;
     json(&series_json(&s, &series_row(&s, Arc::new(x))?))
 }
@@ -686,7 +682,7 @@ pub struct EventInput {
 
 /// POST /internal/events.
 pub async fn create_event(s: Arc<AppState>, r: Req) -> ApiResult {
-    let input: EventInput = body(&r)?;
+    let input: EventInput = r.json()?;
     let e = add_event(&s, input).await?;
     json(&event_json(&s, &event_row(&s, Arc::new(e))?, true))
 }
@@ -785,7 +781,7 @@ struct CommentInput {
 
 /// POST /internal/comments.
 pub async fn create_comment(s: Arc<AppState>, r: Req) -> ApiResult {
-    let input: CommentInput = body(&r)?;
+    let input: CommentInput = r.json()?;
     let pid = match &input.parent_entity_id {
         Value::String(x) => x.clone(),
         Value::Number(n) => n.to_string(),
@@ -831,7 +827,7 @@ pub async fn set_resolution(s: Arc<AppState>, r: Req) -> ApiResult {
         #[serde(default)]
         outcome: Option<String>,
     }
-    let b: B = body(&r)?;
+    let b: B = r.json()?;
     let view = s.registry.condition(&b.condition_id).ok_or_else(|| ApiError::not_found("market not found"))?;
     let winner = match (&b.outcome, b.status) {
         (Some(o), _) => Some(

@@ -197,6 +197,13 @@ pub struct CtfActivity {
     pub time: u64,
 }
 
+impl CtfActivity {
+    /// The operation's id as a 0x transaction hash.
+    pub fn tx_hex(&self) -> String {
+        format!("0x{}", alloy_primitives::hex::encode(self.tx_hash))
+    }
+}
+
 /// `activity` key: wallet + `/` + time in µs (8) + tx hash (32), so a wallet's rows walk
 /// in time order.
 pub fn activity(address: &str, micros: u64, tx: &[u8; 32]) -> Vec<u8> {
