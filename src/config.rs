@@ -59,6 +59,26 @@ pub struct Config {
     /// Threads of the runtime that writes the WebSocket feeds (apart from the HTTP workers,
     /// so a fan-out burst never queues ahead of an order).
     pub ws_threads: usize,
+    /// Liquidity-reward sampling period: each sample pays its share of the day's rate to
+    /// the resting orders that qualify then (docs/rewards.md).
+    pub reward_sample_ms: u64,
+    /// How often the payout worker looks for finished UTC days to pay rewards and rebates
+    /// for.
+    pub payout_check_ms: u64,
+    /// A day is paid this long after it ends, so the settlement worker has confirmed its
+    /// last trades.
+    pub payout_grace_secs: u64,
+    /// Maker-rebate tiers: a maker whose settled maker volume of a day reaches
+    /// `min-volume` USDC earns `bps` basis points of that whole volume.
+    pub rebate_tiers: Vec<RebateTier>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RebateTier {
+    /// Whole USDC.
+    pub min_volume: u64,
+    pub bps: u32,
 }
 
 impl Default for Config {
@@ -85,6 +105,14 @@ impl Default for Config {
             ws_window: 4096,
             ws_idle_secs: 60,
             ws_threads: 1,
+            reward_sample_ms: 60_000,
+            payout_check_ms: 60_000,
+            payout_grace_secs: 120,
+            rebate_tiers: vec![
+                RebateTier { min_volume: 1_000, bps: 1 },
+                RebateTier { min_volume: 100_000, bps: 2 },
+                RebateTier { min_volume: 1_000_000, bps: 3 },
+            ],
         }
     }
 }
@@ -111,6 +139,8 @@ impl Config {
             ("settlement-interval-ms", self.settlement_interval_ms),
             ("gtd-interval-ms", self.gtd_interval_ms),
             ("heartbeat-check-ms", self.heartbeat_check_ms),
+            ("reward-sample-ms", self.reward_sample_ms),
+            ("payout-check-ms", self.payout_check_ms),
         ] {
             if ms == 0 {
                 anyhow::bail!("{name} must be at least 1");
@@ -121,6 +151,11 @@ impl Config {
         }
         if self.rate_limit_window_secs == 0 {
             anyhow::bail!("rate-limit-window-secs must be at least 1");
+        }
+        if self.rebate_tiers.windows(2).any(|w| w[0].min_volume >= w[1].min_volume)
+            || self.rebate_tiers.iter().any(|t| t.bps > 10_000)
+        {
+            anyhow::bail!("rebate-tiers must ascend by min-volume, each at most 10000 bps");
         }
         if let Some(f) = &self.fee_address {
             if crate::auth::normalize_address(f).is_none() {

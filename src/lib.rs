@@ -15,6 +15,7 @@ pub mod config;
 pub mod domain;
 pub mod engine;
 pub mod events;
+pub mod incentives;
 pub mod ledger;
 pub mod metrics;
 pub mod sign;
@@ -69,6 +70,9 @@ pub struct MarketSpec {
     pub start_date: Option<String>,
     #[serde(default)]
     pub end_date: Option<String>,
+    /// A liquidity-reward program (docs/rewards.md).
+    #[serde(default)]
+    pub rewards: Option<incentives::RewardSpec>,
 }
 
 fn default_tick() -> String {
@@ -211,8 +215,7 @@ impl App {
         let (data_l, data) = bind(config.data_addr, "data")?;
         let (bridge_l, bridge) = bind(config.bridge_addr, "bridge")?;
         let (internal_l, internal) = bind(config.internal_addr, "internal")?;
-        let workers =
-            workers::Workers::start(&config, state.engine.clone(), state.heartbeats.clone(), state.exported.clone());
+        let workers = workers::Workers::start(&state);
         servers.push(serve(clob_l, api::clob_routes(state.clone()), rx.clone()));
         servers.push(serve(gamma_l, catalogue::routes::routes(state.clone()), rx.clone()));
         servers.push(serve(data_l, analytics::routes(state.clone()), rx.clone()));
@@ -294,12 +297,17 @@ async fn load_catalogue(state: &api::AppState, config: &Config) -> anyhow::Resul
     let n = specs.len();
     for s in specs {
         let meta = s.meta(0, None).map_err(|e| anyhow::anyhow!("catalogue: {}", e.message))?;
+        let program = s.rewards.as_ref().map(|r| r.config(&s.condition_id)).transpose();
+        let program = program.map_err(|e| anyhow::anyhow!("catalogue rewards: {}", e.message))?;
         let m = s.into_market().map_err(|e| anyhow::anyhow!("catalogue: {e}"))?;
         match state.engine.create_market(m).await {
             Ok(_) | Err(engine::EngineError::Exists) => {}
             Err(e) => anyhow::bail!("catalogue: {e:?}"),
         }
         catalogue::routes::put_meta(state, meta).await.map_err(|e| anyhow::anyhow!("catalogue: {}", e.message))?;
+        if let Some(c) = program {
+            incentives::set_config(state, c).await.map_err(|e| anyhow::anyhow!("catalogue: {}", e.message))?;
+        }
     }
     state.store.put(cf::META, meta::CATALOGUE_LOADED, &true)?;
     tracing::info!(markets = n, "demo catalogue loaded");

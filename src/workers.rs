@@ -1,5 +1,6 @@
 //! Background workers (SPEC §1.4), each on its own OS thread so none of them can stall a
-//! tokio worker or be stalled by one: settlement, GTD expiration and the heartbeat monitor.
+//! tokio worker or be stalled by one: settlement, GTD expiration, the heartbeat monitor,
+//! the liquidity-reward sampler and the reward and rebate payouts.
 //! Each runs at its configured interval, logs a line for every run that did work, counts
 //! its runs, and exits promptly when [`Workers::stop`] is called.
 //!
@@ -14,8 +15,8 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
 use uuid::Uuid;
 
+use crate::api::AppState;
 use crate::engine::EngineHandle;
-use crate::metrics::Metrics;
 
 /// Trades settled per engine command: bounds how long one settlement command holds the
 /// engine (a pass repeats until the queue is empty).
@@ -71,12 +72,9 @@ pub fn settle_all(engine: &EngineHandle) -> Result<(usize, usize), crate::engine
 }
 
 impl Workers {
-    pub fn start(
-        config: &crate::config::Config,
-        engine: EngineHandle,
-        heartbeats: Arc<Heartbeats>,
-        stats: Arc<Metrics>,
-    ) -> Workers {
+    pub fn start(state: &Arc<AppState>) -> Workers {
+        let config = &state.config;
+        let (engine, heartbeats, stats) = (state.engine.clone(), state.heartbeats.clone(), state.exported.clone());
         let (stop, rx) = crossbeam_channel::bounded::<()>(0);
         let ms = Duration::from_millis;
         let mut threads = Vec::new();
@@ -105,6 +103,31 @@ impl Workers {
                         Some(format!("cancelled {} expired GTD orders", ids.len()))
                     }
                     Err(e) => Some(format!("expiration failed: {e:?}")),
+                }
+            }));
+        }
+        {
+            let (s, stats, every) = (state.clone(), stats.clone(), config.reward_sample_ms);
+            threads.push(spawn("reward-sampler", ms(every), rx.clone(), move || {
+                stats.worker_ran("reward-sampler");
+                match crate::incentives::sample(&s, every, crate::domain::now_secs()) {
+                    Ok(_) => None,
+                    Err(e) => Some(format!("reward sample failed: {e}")),
+                }
+            }));
+        }
+        {
+            let (s, stats) = (state.clone(), stats.clone());
+            threads.push(spawn("payouts", ms(config.payout_check_ms), rx.clone(), move || {
+                stats.worker_ran("payouts");
+                match crate::incentives::run_due(&s) {
+                    Ok(days) if days.is_empty() => None,
+                    Ok(days) => Some(format!(
+                        "paid rewards and rebates for {} days through {}",
+                        days.len(),
+                        crate::incentives::day_str(days[days.len() - 1].day)
+                    )),
+                    Err(e) => Some(format!("payout failed: {e}")),
                 }
             }));
         }

@@ -58,7 +58,7 @@ fn heartbeat(s: &AppState, r: &Req) -> Result<(), ApiError> {
 
 /// The wallet a balance request is about: the key's own address for signature type 0 (EOA),
 /// the proxy wallet it trades through for 1 and 2 (None before its first proxy order).
-async fn wallet(s: &AppState, key: &ApiKeyRecord, r: &Req) -> Result<Option<String>, ApiError> {
+pub(crate) async fn wallet(s: &AppState, key: &ApiKeyRecord, r: &Req) -> Result<Option<String>, ApiError> {
     let q = r.query_map();
     let ty = match q.get("signature_type").map(|x| x.trim()).filter(|x| !x.is_empty()) {
         None => 0,

@@ -10,7 +10,7 @@ use serde_json::{json as j, Value};
 use warp::reply::Response;
 use warp::Filter;
 
-use super::orders::{page, END_CURSOR};
+use super::orders::page;
 use super::{json, req, respond, with_state, ApiError, ApiResult, AppState, Req};
 use crate::domain::*;
 use crate::engine::snapshot::{BookSnapshot, MarketView};
@@ -272,7 +272,12 @@ fn token_prices(view: &MarketView) -> Vec<Value> {
         .collect()
 }
 
-fn market_json(view: &MarketView) -> Value {
+/// A market's reward program as SPEC §2.10 shows it (empty without one).
+fn rewards_of(s: &AppState, condition_id: &str) -> Value {
+    s.rewards.read().get(condition_id).map_or_else(crate::incentives::no_rewards, |c| c.summary())
+}
+
+fn market_json(s: &AppState, view: &MarketView) -> Value {
     let m = &view.market;
     j!({
         "condition_id": m.condition_id,
@@ -287,7 +292,7 @@ fn market_json(view: &MarketView) -> Value {
         "closed": m.closed,
         "archived": false,
         "accepting_orders": m.accepting_orders,
-        "rewards": { "rates": [], "min_size": 0, "max_spread": 0 },
+        "rewards": rewards_of(s, &m.condition_id),
     })
 }
 
@@ -299,21 +304,12 @@ fn get_market(s: Arc<AppState>, r: Req) -> ApiResult {
         .filter(|x| !x.is_empty())
         .ok_or_else(|| ApiError::bad("Invalid payload"))?;
     let view = s.registry.condition(id).ok_or_else(|| ApiError::not_found("market not found"))?;
-    json(&market_json(&view))
+    json(&market_json(&s, &view))
 }
 
 fn simplified(s: Arc<AppState>, r: Req) -> ApiResult {
     let q = r.query_map();
-    let offset = match q.get("next_cursor").map(String::as_str) {
-        None | Some("") => 0,
-        Some(END_CURSOR) => usize::MAX,
-        Some(c) => {
-            use base64::Engine;
-            let raw =
-                base64::engine::general_purpose::STANDARD.decode(c).map_err(|_| ApiError::bad("Invalid payload"))?;
-            String::from_utf8_lossy(&raw).parse().map_err(|_| ApiError::bad("Invalid payload"))?
-        }
-    };
+    let offset = super::orders::cursor_offset(&q)?;
     let items: Vec<Value> = s
         .registry
         .tables()
@@ -324,7 +320,7 @@ fn simplified(s: Arc<AppState>, r: Req) -> ApiResult {
             j!({
                 "condition_id": m.condition_id,
                 "tokens": token_prices(v),
-                "rewards": { "rates": [], "min_size": 0, "max_spread": 0 },
+                "rewards": rewards_of(&s, &m.condition_id),
                 "active": m.active,
                 "closed": m.closed,
                 "archived": false,

@@ -128,6 +128,7 @@ async fn operate(s: Arc<AppState>, kind: CtfKind, r: Req) -> ApiResult {
             changes.push((usdc, Credit(won)));
             (changes, p, held[0] + held[1], won)
         }
+        CtfKind::Reward | CtfKind::Conversion => return Err(ApiError::not_found("unknown operation")),
     };
 
     let micros = now_micros();

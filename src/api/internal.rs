@@ -18,6 +18,7 @@ use crate::bridge::transfers::{confirm_deposit, open_withdrawals, settle_withdra
 use crate::catalogue::routes::{create_comment, create_event, create_series, put_meta, set_resolution};
 use crate::domain::{fmt_amount, parse_u64, AddressStatus, Asset, Mode};
 use crate::engine::EngineError;
+use crate::incentives::{run_payouts, set_program};
 use crate::store::cf;
 use crate::MarketSpec;
 
@@ -114,6 +115,10 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .unify()
         .or(post!("resolution", set_resolution))
         .unify()
+        .or(post!("rewards", set_program))
+        .unify()
+        .or(post!("payouts", run_payouts))
+        .unify()
         .boxed();
     // The bridge's operator side (docs/bridge.md).
     let bridge = post!("bridge" / "deposits", confirm_deposit)
@@ -161,10 +166,14 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
 async fn create_market(s: Arc<AppState>, r: Req) -> ApiResult {
     let spec: MarketSpec = r.json()?;
     let meta = spec.meta(0, None)?;
+    let program = spec.rewards.as_ref().map(|r| r.config(&spec.condition_id)).transpose()?;
     let m = spec.into_market().map_err(ApiError::bad)?;
     match s.engine.create_market(m).await {
         Ok(m) => {
             put_meta(&s, meta).await?;
+            if let Some(c) = program {
+                crate::incentives::set_config(&s, c).await?;
+            }
             json(&j!({ "condition_id": m.condition_id, "idx": m.idx }))
         }
         Err(EngineError::Exists) => Err(ApiError::new(StatusCode::CONFLICT, "market already exists")),

@@ -77,6 +77,10 @@ pub struct AppState {
     pub bridge: Option<crate::bridge::AssetTable>,
     /// Serialises the bridge's deposits and withdrawals.
     pub transfers: crate::bridge::transfers::Desk,
+    /// Liquidity-reward programs by condition ID.
+    pub rewards: RwLock<std::collections::BTreeMap<String, crate::incentives::RewardConfig>>,
+    /// Serialises reward and rebate payouts (worker and operator).
+    pub payouts: parking_lot::Mutex<()>,
 }
 
 impl AppState {
@@ -98,6 +102,7 @@ impl AppState {
         let mode: Mode = store.get(cf::META, meta::MODE)?.unwrap_or(Mode::Normal);
         let catalogue = crate::catalogue::Catalogue::load(&store)?;
         let transfers = crate::bridge::transfers::Desk::load(&store)?;
+        let rewards = RwLock::new(crate::incentives::load(&store)?);
         let api_keys =
             store.all::<ApiKeyRecord>(cf::API_KEYS)?.into_iter().map(|(_, k)| (k.key, Arc::new(k))).collect();
         Ok(AppState {
@@ -125,6 +130,8 @@ impl AppState {
             catalogue,
             bridge: None,
             transfers,
+            rewards,
+            payouts: Default::default(),
         })
     }
 
@@ -165,6 +172,22 @@ impl AppState {
         };
         self.persist.send(job).map_err(|_| ApiError::db())?;
         match rx.await {
+            Ok(true) => Ok(()),
+            _ => Err(ApiError::db()),
+        }
+    }
+
+    /// [`AppState::commit`] from a worker's OS thread (never from a tokio worker).
+    pub fn commit_blocking(&self, batch: Batch) -> Result<(), ApiError> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let job = Job {
+            batch,
+            done: Box::new(move |ok| {
+                let _ = tx.send(ok);
+            }),
+        };
+        self.persist.send(job).map_err(|_| ApiError::db())?;
+        match rx.recv() {
             Ok(true) => Ok(()),
             _ => Err(ApiError::db()),
         }
@@ -439,6 +462,8 @@ pub fn clob_routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), E
         .or(account::routes(state.clone()))
         .unify()
         .or(ctf::routes(state.clone()))
+        .unify()
+        .or(crate::incentives::routes(state.clone()))
         .unify()
         .or(orders::routes(state.clone()))
         .unify()

@@ -119,13 +119,14 @@ fn check_cancels(s: &AppState) -> Result<(), ApiError> {
 /// A field that clients send either as a JSON string or a number.
 #[derive(Deserialize)]
 #[serde(untagged)]
-enum StrOrNum {
+#[derive(Debug, Clone)]
+pub(crate) enum StrOrNum {
     S(String),
     N(serde_json::Number),
 }
 
 impl StrOrNum {
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         match self {
             StrOrNum::S(s) => s.clone(),
             StrOrNum::N(n) => n.to_string(),
@@ -539,7 +540,7 @@ pub fn order_json(o: &OrderRecord) -> Value {
 /// Cursors are base64 of the offset: "MA==" is the first page, "LTE=" the end.
 pub const END_CURSOR: &str = "LTE=";
 
-fn cursor_offset(q: &HashMap<String, String>) -> Result<usize, ApiError> {
+pub(crate) fn cursor_offset(q: &HashMap<String, String>) -> Result<usize, ApiError> {
     match q.get("next_cursor").map(String::as_str) {
         None | Some("") => Ok(0),
         Some(c) => {

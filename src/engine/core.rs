@@ -73,6 +73,17 @@ pub struct Settled {
     pub canceled: Vec<(Uuid, u32)>,
 }
 
+/// One market's liquidity-reward scores at one sample (see [`Core::reward_scores`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RewardScores {
+    /// Twice the midpoint YES price (1e-4 units).
+    pub midpoint2: u32,
+    /// Twice the max spread (1e-4 units): a score is at most spread2² · size.
+    pub spread2: u32,
+    /// Per maker address: (bid-side, ask-side) scores, by address.
+    pub makers: Vec<(Arc<str>, [u128; 2])>,
+}
+
 /// An address's exchange nonce (SPEC §1.6 incrementNonce) and the trade sequence at which
 /// it last changed: a PENDING trade matched before that point carries an order signed with
 /// an older nonce, which the exchange contract would refuse, so its settlement fails.
@@ -844,6 +855,42 @@ impl Core {
         }
         self.flush_ledger(batch);
         Ok(())
+    }
+
+    /// Liquidity-reward scores of one market's resting orders (docs/rewards.md): for each
+    /// maker address, per book side (bids, asks), the sum over its orders of at least
+    /// `min_size` resting within `max_spread` of the midpoint of (v − s)² · size, with v
+    /// the max spread and s the order's distance from the midpoint, both in half price
+    /// units (the midpoint may fall between two units). None when a side is empty or the
+    /// market is not trading.
+    pub fn reward_scores(&self, market: u32, max_spread: u32, min_size: u64) -> Option<RewardScores> {
+        let ms = self.markets.get(market as usize)?;
+        if ms.market.closed || !ms.market.accepting_orders {
+            return None;
+        }
+        let (bid, ask) = (ms.book.best(BookSide::Bid)?, ms.book.best(BookSide::Ask)?);
+        let (mid2, v2) = (bid + ask, 2 * max_spread);
+        let mut by: StdHashMap<Arc<str>, [u128; 2]> = StdHashMap::new();
+        for side in [BookSide::Bid, BookSide::Ask] {
+            for (p, _) in ms.book.depth(side) {
+                let s2 = (2 * p).abs_diff(mid2);
+                if s2 >= v2 {
+                    break;
+                }
+                let w = ((v2 - s2) as u128).pow(2);
+                for (id, remaining) in ms.book.level_orders(side, p) {
+                    if remaining < min_size {
+                        continue;
+                    }
+                    if let Some(o) = self.orders.get(&id) {
+                        by.entry(o.maker.clone()).or_default()[side as usize] += w * remaining as u128;
+                    }
+                }
+            }
+        }
+        let mut makers: Vec<_> = by.into_iter().collect();
+        makers.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        Some(RewardScores { midpoint2: mid2, spread2: v2, makers })
     }
 
     /// Structural check of every book plus the ledger reservations against open orders.

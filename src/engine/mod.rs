@@ -26,7 +26,7 @@ use crate::events::Published;
 use crate::ledger::Account;
 use crate::store::persister::Job;
 use crate::store::{cf, encode, Batch, Store, StoreError};
-pub use core::{Canceled, Core, NonceState, Placed, Reject, Settled};
+pub use core::{Canceled, Core, NonceState, Placed, Reject, RewardScores, Settled};
 use snapshot::{BookDelta, BookSnapshot, MarketView, Registry};
 
 /// Why a command did not complete.
@@ -111,6 +111,12 @@ pub enum Command {
     IncrementNonce {
         address: String,
         reply: Reply<(u64, Vec<Uuid>)>,
+    },
+    /// Liquidity-reward scores of markets' resting orders: (market, max spread, min size)
+    /// each; read-only.
+    RewardScores {
+        queries: Vec<(u32, u32, u64)>,
+        reply: Reply<Vec<Option<RewardScores>>>,
     },
     /// Runs the invariant checks (tests and operators).
     Check {
@@ -211,6 +217,17 @@ impl Blocking<'_> {
     }
     pub fn cancel_where(&self, owner: Uuid) -> Result<Canceled, EngineError> {
         self.call(|reply| Command::CancelWhere { owner, market: None, asset: None, reply })
+    }
+    pub fn reward_scores(&self, queries: Vec<(u32, u32, u64)>) -> Result<Vec<Option<RewardScores>>, EngineError> {
+        self.call(|reply| Command::RewardScores { queries, reply })
+    }
+    pub fn transfer(
+        &self,
+        address: String,
+        changes: Vec<(String, LedgerChange)>,
+        records: Batch,
+    ) -> Result<Vec<Account>, EngineError> {
+        self.call(|reply| Command::Transfer { address, changes, records, reply })
     }
 }
 
@@ -408,6 +425,9 @@ fn run(
             }
             Command::Accounts { address, reply } => {
                 let _ = reply.send(Ok(core.ledger.accounts_of(&address)));
+            }
+            Command::RewardScores { queries, reply } => {
+                let _ = reply.send(Ok(queries.iter().map(|&(m, v, min)| core.reward_scores(m, v, min)).collect()));
             }
             Command::Check { reply } => {
                 let _ = reply.send(Ok(core.check()));

@@ -165,12 +165,17 @@ pub fn position_ops(market: u32, day: u32, address: &str, token: &str, p: &Posit
     out.push((super::cf::WALLET_DAYS, wallet_day(day, address, token), v));
 }
 
-/// A split, merge or redeem (SPEC §1.6) in a wallet's activity.
+/// A wallet's non-trade activity: split, merge, redeem, conversion (SPEC §1.6) and reward
+/// payouts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CtfKind {
     Split,
     Merge,
     Redeem,
+    /// A liquidity-reward payout (size and usdc_size are the amount paid).
+    Reward,
+    /// A negative-risk conversion (convertPositions).
+    Conversion,
 }
 
 impl CtfKind {
@@ -179,6 +184,8 @@ impl CtfKind {
             CtfKind::Split => "SPLIT",
             CtfKind::Merge => "MERGE",
             CtfKind::Redeem => "REDEEM",
+            CtfKind::Reward => "REWARD",
+            CtfKind::Conversion => "CONVERSION",
         }
     }
 }

@@ -80,9 +80,15 @@ pub mod cf {
     /// A wallet's splits, merges and redeems: address + `/` + time (8) + tx hash (32) →
     /// record (trades have their own index).
     pub const ACTIVITY: &str = "activity";
+    /// Liquidity rewards (see `incentives`): `c/` + condition id → a market's reward
+    /// config; `e/` + day (4) + address + `/` + market (4) → earnings counters (merged);
+    /// `p/` + address + `/` + day (4) → the day's payout.
+    pub const REWARDS: &str = "rewards";
+    /// Maker rebates: address + `/` + day (4) → the day's rebate.
+    pub const REBATES: &str = "rebates";
 
     /// Families whose values are counters summed by the merge operator.
-    pub const COUNTERS: &[&str] = &[POSITIONS, MARKET_HOLDERS, WALLET_DAYS, MARKET_STATS];
+    pub const COUNTERS: &[&str] = &[POSITIONS, MARKET_HOLDERS, WALLET_DAYS, MARKET_STATS, REWARDS];
 
     pub const ALL: &[&str] = &[
         ORDERS,
@@ -117,6 +123,8 @@ pub mod cf {
         TRANSFERS_BY_ADDRESS,
         BRIDGE,
         ACTIVITY,
+        REWARDS,
+        REBATES,
     ];
 }
 
@@ -127,6 +135,8 @@ pub mod meta {
     pub const MODE: &[u8] = b"mode";
     pub const CATALOGUE_LOADED: &[u8] = b"catalogue_loaded";
     pub const EVENTS_LOADED: &[u8] = b"events_loaded";
+    /// The last UTC day (u32) whose rewards and rebates were paid.
+    pub const PAYOUTS_THROUGH: &[u8] = b"payouts_through";
 
     /// Key of a market's last trade (YES price, taker side in YES terms).
     pub fn last_trade(market_idx: u32) -> Vec<u8> {

@@ -14,5 +14,6 @@ mod loadgen;
 mod matching;
 mod orders;
 mod restart;
+mod rewards;
 mod workers;
 mod ws;

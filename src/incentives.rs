@@ -1,0 +1,713 @@
+//! Liquidity rewards and maker rebates (SPEC §1, §1.4; docs/rewards.md).
+//!
+//! - Rewards: a market may carry a reward program (daily rate, min size, max spread). The
+//!   sampler scores the resting orders that qualify (Polymarket's quadratic curve, two-sided
+//!   rule) every `reward-sample-ms` and accrues each maker's share of that slice of the
+//!   daily rate into `rewards` counters.
+//! - Payouts: once a UTC day is over (plus a grace for settlement), the payout worker pays
+//!   each maker's accrued rewards and its maker rebate (tiered basis points of its settled
+//!   maker volume) into the ledger, one engine Transfer per wallet and kind, each written
+//!   with the record that marks it paid: a rerun pays nothing twice, and a worker that was
+//!   down catches up on every day it missed.
+
+use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use alloy_primitives::{keccak256, U256};
+use serde::{Deserialize, Serialize};
+use serde_json::{json as j, Value};
+use warp::reply::Response;
+use warp::Filter;
+
+use crate::api::account::wallet;
+use crate::api::orders::{cursor_offset, page, StrOrNum};
+use crate::api::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use crate::catalogue::routes::number;
+use crate::catalogue::{fmt_date, parse_date};
+use crate::config::RebateTier;
+use crate::domain::{
+    fmt_amount, mul_div_floor, now_micros, now_secs, parse_decimal, TradeStatus, AMOUNT_ONE, COLLATERAL,
+};
+use crate::engine::{LedgerChange, RewardScores};
+use crate::store::index::{self, encode_counters, CtfActivity, CtfKind, Tick, DAY};
+use crate::store::{cf, encode, meta, Batch, Store, StoreError};
+
+/// A market's liquidity-reward program.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RewardConfig {
+    pub condition_id: String,
+    /// Collateral paid out per UTC day across the market's makers, micro-units.
+    pub rate_per_day: u64,
+    /// Smallest resting order that scores, token micro-units.
+    pub min_size: u64,
+    /// Farthest from the midpoint an order scores, 1e-4 price units.
+    pub max_spread: u32,
+    /// The program's window, UNIX seconds (None: open-ended).
+    pub start: Option<u64>,
+    pub end: Option<u64>,
+}
+
+impl RewardConfig {
+    pub fn active(&self, now: u64) -> bool {
+        self.rate_per_day > 0 && self.start.is_none_or(|s| now >= s) && self.end.is_none_or(|e| now < e)
+    }
+
+    /// The `rewards` object of GET /simplified-markets and /markets (SPEC §2.10):
+    /// rates per asset, min size in shares, max spread in cents.
+    pub fn summary(&self) -> Value {
+        j!({
+            "rates": [{ "asset_address": COLLATERAL, "rewards_daily_rate": number(&fmt_amount(self.rate_per_day)) }],
+            "min_size": number(&fmt_amount(self.min_size)),
+            "max_spread": number(&cents(self.max_spread)),
+        })
+    }
+}
+
+/// The `rewards` object of a market without a program.
+pub fn no_rewards() -> Value {
+    j!({ "rates": [], "min_size": 0, "max_spread": 0 })
+}
+
+/// 1e-4 price units as cents ("3.5" for 350).
+fn cents(p: u32) -> String {
+    let (int, frac) = (p / 100, p % 100);
+    match frac {
+        0 => int.to_string(),
+        f if f % 10 == 0 => format!("{int}.{}", f / 10),
+        f => format!("{int}.{f:02}"),
+    }
+}
+
+/// A reward program as markets.json and POST /internal/rewards give it: the daily rate in
+/// USDC, the min size in shares, the max spread in cents (Polymarket's units), dates as
+/// RFC 3339 or YYYY-MM-DD.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RewardSpec {
+    rate_per_day: StrOrNum,
+    min_size: StrOrNum,
+    max_spread: StrOrNum,
+    #[serde(default)]
+    pub start_date: Option<String>,
+    #[serde(default)]
+    pub end_date: Option<String>,
+}
+
+impl RewardSpec {
+    pub fn config(&self, condition_id: &str) -> Result<RewardConfig, ApiError> {
+        let dec = |v: &StrOrNum, places: u32, what: &str| {
+            parse_decimal(&v.text(), places).map_err(|_| ApiError::bad(format!("invalid {what}")))
+        };
+        let max_spread = dec(&self.max_spread, 2, "max_spread")?;
+        if max_spread == 0 || max_spread > 5_000 {
+            return Err(ApiError::bad("max_spread must be more than 0 and at most 50 (cents)"));
+        }
+        let date = |d: &Option<String>| d.as_deref().map(parse_date).transpose();
+        let (start, end) = (date(&self.start_date)?, date(&self.end_date)?);
+        if let (Some(s), Some(e)) = (start, end) {
+            if e <= s {
+                return Err(ApiError::bad("end_date must be after start_date"));
+            }
+        }
+        Ok(RewardConfig {
+            condition_id: condition_id.to_string(),
+            rate_per_day: dec(&self.rate_per_day, 6, "rate_per_day")?,
+            min_size: dec(&self.min_size, 6, "min_size")?,
+            max_spread: max_spread as u32,
+            start,
+            end,
+        })
+    }
+}
+
+fn config_key(condition_id: &str) -> Vec<u8> {
+    [b"c/".as_slice(), condition_id.as_bytes()].concat()
+}
+
+/// `e/` + day + address + `/` + condition id: a maker's accrued rewards in a market on a
+/// day, as counters [micro-units earned, samples it scored in].
+fn earning_key(day: u32, address: &str, condition_id: &str) -> Vec<u8> {
+    let mut k = earnings_prefix(day, Some(address));
+    k.extend_from_slice(condition_id.as_bytes());
+    k
+}
+
+fn earnings_prefix(day: u32, address: Option<&str>) -> Vec<u8> {
+    let mut k = b"e/".to_vec();
+    k.extend_from_slice(&day.to_be_bytes());
+    if let Some(a) = address {
+        k.extend_from_slice(&index::wallet_prefix(a));
+    }
+    k
+}
+
+/// (address, condition id) of an earnings key, after its prefix `e/` + day.
+fn split_earning(k: &[u8]) -> Option<(&str, &str)> {
+    std::str::from_utf8(k.get(6..)?).ok()?.split_once('/')
+}
+
+fn paid_key(address: &str, day: u32) -> Vec<u8> {
+    let mut k = b"p/".to_vec();
+    k.extend_from_slice(&index::wallet_prefix(address));
+    k.extend_from_slice(&day.to_be_bytes());
+    k
+}
+
+fn rebate_key(address: &str, day: u32) -> Vec<u8> {
+    let mut k = index::wallet_prefix(address);
+    k.extend_from_slice(&day.to_be_bytes());
+    k
+}
+
+/// A maker's paid rewards for a day.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RewardPaid {
+    pub day: u32,
+    pub amount: u64,
+    pub paid_at: u64,
+}
+
+/// A maker's rebate for a day.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rebate {
+    pub day: u32,
+    /// Settled maker volume, collateral micro-units.
+    pub volume: u64,
+    pub bps: u32,
+    pub amount: u64,
+    pub paid_at: u64,
+}
+
+/// Every market's reward program, kept in memory (read by the sampler and the listings).
+pub fn load(store: &Store) -> Result<BTreeMap<String, RewardConfig>, StoreError> {
+    let mut out = BTreeMap::new();
+    store.walk(cf::REWARDS, b"c/", None, false, |_, v| {
+        if let Ok(c) = Store::decode_value::<RewardConfig>(cf::REWARDS, v) {
+            out.insert(c.condition_id.clone(), c);
+        }
+        ControlFlow::Continue(())
+    })?;
+    Ok(out)
+}
+
+/// Sets (or replaces) a market's program once durable.
+pub async fn set_config(s: &AppState, c: RewardConfig) -> Result<(), ApiError> {
+    let mut b = Batch::default();
+    b.put(cf::REWARDS, config_key(&c.condition_id), encode(&c));
+    s.commit(b).await?;
+    s.rewards.write().insert(c.condition_id.clone(), c);
+    Ok(())
+}
+
+/// Polymarket's Q_min: the smaller side's score, or, while the midpoint is within
+/// [0.10, 0.90], a third of the larger side's when that is more (a one-sided maker still
+/// earns, less).
+pub fn q_min(q: [u128; 2], midpoint2: u32) -> u128 {
+    let lo = q[0].min(q[1]);
+    if (2_000..=18_000).contains(&midpoint2) {
+        lo.max(q[0].max(q[1]) / 3)
+    } else {
+        lo
+    }
+}
+
+/// Splits `pool` between the makers in proportion to their Q_min (floored: the sum never
+/// exceeds the pool). Makers with no score get nothing.
+pub fn shares(pool: u64, sc: &RewardScores) -> Vec<(Arc<str>, u64)> {
+    let q: Vec<u128> = sc.makers.iter().map(|(_, q)| q_min(*q, sc.midpoint2)).collect();
+    let total: u128 = q.iter().sum();
+    if total == 0 {
+        return Vec::new();
+    }
+    sc.makers
+        .iter()
+        .zip(q)
+        .filter(|(_, q)| *q > 0)
+        .map(|((a, _), q)| {
+            let v = U256::from(pool) * U256::from(q) / U256::from(total);
+            (a.clone(), v.to::<u64>())
+        })
+        .filter(|(_, v)| *v > 0)
+        .collect()
+}
+
+/// One reward sample: scores every active program's market and accrues each maker's share
+/// of `interval_ms` worth of the daily rate. Returns how many accruals were written.
+pub fn sample(s: &AppState, interval_ms: u64, now: u64) -> Result<usize, String> {
+    let configs: Vec<(RewardConfig, u32)> = s
+        .rewards
+        .read()
+        .values()
+        .filter(|c| c.active(now))
+        .filter_map(|c| s.registry.condition(&c.condition_id).map(|v| (c.clone(), v.market.idx)))
+        .collect();
+    if configs.is_empty() {
+        return Ok(0);
+    }
+    let queries = configs.iter().map(|(c, idx)| (*idx, c.max_spread, c.min_size)).collect();
+    let scores = s.engine.blocking().reward_scores(queries).map_err(|e| format!("{e:?}"))?;
+    let day = (now / DAY) as u32;
+    let mut batch = Batch::default();
+    let mut n = 0;
+    for ((c, _), sc) in configs.iter().zip(scores) {
+        let Some(sc) = sc else { continue };
+        let pool = mul_div_floor(c.rate_per_day, interval_ms, DAY * 1_000);
+        for (maker, earned) in shares(pool, &sc) {
+            batch.merge(cf::REWARDS, earning_key(day, &maker, &c.condition_id), encode_counters(&[earned as i64, 1]));
+            n += 1;
+        }
+    }
+    if n > 0 {
+        s.commit_blocking(batch).map_err(|e| e.message)?;
+    }
+    Ok(n)
+}
+
+/// The days to pay: from the day after the last paid one (or the first day with data)
+/// up to, not including, the first day not yet over by `grace` seconds.
+pub fn due_days(through: Option<u32>, first: Option<u32>, now: u64, grace: u64) -> std::ops::Range<u32> {
+    let open = (now.saturating_sub(grace) / DAY) as u32;
+    let start = match through {
+        Some(t) => t + 1,
+        None => first.unwrap_or(open),
+    };
+    start..open.max(start)
+}
+
+/// What one day's payout paid.
+#[derive(Debug, Default)]
+pub struct DayPaid {
+    pub day: u32,
+    pub rewards: Vec<(String, u64)>,
+    pub rebates: Vec<(String, Rebate)>,
+}
+
+impl DayPaid {
+    fn to_json(&self) -> Value {
+        j!({
+            "date": day_str(self.day),
+            "rewards": self.rewards.iter().map(|(a, n)| j!({"address": a, "amount": fmt_amount(*n)})).collect::<Vec<_>>(),
+            "rebates": self.rebates.iter().map(|(a, r)| j!({
+                "address": a,
+                "volume": fmt_amount(r.volume),
+                "bps": r.bps,
+                "amount": fmt_amount(r.amount),
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+pub fn day_str(day: u32) -> String {
+    fmt_date(day as u64 * DAY)[..10].to_string()
+}
+
+fn parse_day(s: &str) -> Result<u32, ApiError> {
+    if s.len() != 10 {
+        return Err(ApiError::bad("date must be YYYY-MM-DD"));
+    }
+    parse_date(s).map(|t| (t / DAY) as u32).map_err(|_| ApiError::bad("date must be YYYY-MM-DD"))
+}
+
+/// The first day anything could be paid for: the earliest accrued reward or trade.
+fn first_day(s: &AppState) -> Result<Option<u32>, StoreError> {
+    let mut first: Option<u32> = None;
+    let mut seen = |d: u32| first = Some(first.map_or(d, |f| f.min(d)));
+    s.store.walk(cf::REWARDS, b"e/", None, false, |k, _| {
+        if let Some(d) = k.get(2..6) {
+            seen(u32::from_be_bytes(d.try_into().expect("4 bytes")));
+        }
+        ControlFlow::Break(())
+    })?;
+    for v in &s.registry.tables().list {
+        s.store.walk(cf::TRADES_BY_MARKET, &v.market.idx.to_be_bytes(), None, false, |k, _| {
+            if let Some(t) = k.get(4..12) {
+                seen((u64::from_be_bytes(t.try_into().expect("8 bytes")) / DAY) as u32);
+            }
+            ControlFlow::Break(())
+        })?;
+    }
+    Ok(first)
+}
+
+/// Pays every unpaid day up to and including `last` (the worker passes the last finished
+/// day; the operator may name today, which pays what it holds so far and closes it).
+/// Serialised: the worker and the operator never pay at once.
+pub fn pay_through(s: &AppState, last: u32) -> Result<Vec<DayPaid>, String> {
+    let _one = s.payouts.lock();
+    let err = |e: StoreError| e.to_string();
+    let through: Option<u32> = s.store.get(cf::META, meta::PAYOUTS_THROUGH).map_err(err)?;
+    let start = match through {
+        Some(t) => t + 1,
+        None => first_day(s).map_err(err)?.unwrap_or(last).min(last),
+    };
+    let mut out = Vec::new();
+    for day in start..=last {
+        let paid = pay_day(s, day)?;
+        let mut b = Batch::default();
+        b.put(cf::META, meta::PAYOUTS_THROUGH, encode(&day));
+        s.commit_blocking(b).map_err(|e| e.message)?;
+        out.push(paid);
+    }
+    Ok(out)
+}
+
+/// One day's rewards and rebates. Each wallet's payout is one Transfer written with the
+/// record that marks it paid, so a rerun after a crash skips what was paid.
+fn pay_day(s: &AppState, day: u32) -> Result<DayPaid, String> {
+    let err = |e: StoreError| e.to_string();
+    let now_us = now_micros();
+    let mut out = DayPaid { day, ..Default::default() };
+
+    // Rewards: per wallet, per market.
+    let mut earned: BTreeMap<String, Vec<(String, u64)>> = BTreeMap::new();
+    s.store
+        .walk(cf::REWARDS, &earnings_prefix(day, None), None, false, |k, v| {
+            if let Some((a, c)) = split_earning(k) {
+                let n = index::decode_counters(v).first().copied().unwrap_or(0);
+                if n > 0 {
+                    earned.entry(a.to_string()).or_default().push((c.to_string(), n as u64));
+                }
+            }
+            ControlFlow::Continue(())
+        })
+        .map_err(err)?;
+    for (address, markets) in earned {
+        if s.store.get_raw(cf::REWARDS, &paid_key(&address, day)).map_err(err)?.is_some() {
+            continue;
+        }
+        let total: u64 = markets.iter().map(|(_, n)| n).sum();
+        let mut records = Batch::default();
+        for (condition_id, n) in &markets {
+            let Some(view) = s.registry.condition(condition_id) else { continue };
+            let tx = keccak256(
+                [b"predex-reward".as_slice(), &day.to_be_bytes(), address.as_bytes(), condition_id.as_bytes()].concat(),
+            )
+            .0;
+            let row = CtfActivity {
+                kind: CtfKind::Reward,
+                condition_id: condition_id.clone(),
+                market_idx: view.market.idx,
+                size: *n,
+                usdc_size: *n,
+                tx_hash: tx,
+                time: now_us / 1_000_000,
+            };
+            records.put(cf::ACTIVITY, index::activity(&address, now_us, &tx), encode(&row));
+        }
+        let rec = RewardPaid { day, amount: total, paid_at: now_us / 1_000_000 };
+        records.put(cf::REWARDS, paid_key(&address, day), encode(&rec));
+        s.engine
+            .blocking()
+            .transfer(address.clone(), vec![(COLLATERAL.to_string(), LedgerChange::Credit(total))], records)
+            .map_err(|e| format!("reward payout to {address}: {e:?}"))?;
+        out.rewards.push((address, total));
+    }
+
+    // Rebates: settled maker volume per maker address over the day's trades.
+    let mut volume: BTreeMap<String, u64> = BTreeMap::new();
+    let (from, to) = (day as u64 * DAY, (day as u64 + 1) * DAY);
+    for v in &s.registry.tables().list {
+        let prefix = v.market.idx.to_be_bytes();
+        let start = index::market_time_seq(v.market.idx, from, 0);
+        s.store
+            .try_walk::<StoreError>(cf::TRADES_BY_MARKET, &prefix, Some(&start), false, |k, val| {
+                let t = k.get(4..12).map_or(u64::MAX, |b| u64::from_be_bytes(b.try_into().expect("8 bytes")));
+                if t >= to {
+                    return Ok(ControlFlow::Break(()));
+                }
+                let tick: Tick = Store::decode_value(cf::TRADES_BY_MARKET, val)?;
+                if let Some(tr) = s.store.get_trade(&tick.id)? {
+                    if tr.status == TradeStatus::Confirmed {
+                        let [_, maker] = tr.legs();
+                        *volume.entry(maker.address.to_string()).or_default() += maker.amount;
+                    }
+                }
+                Ok(ControlFlow::Continue(()))
+            })
+            .map_err(err)?;
+    }
+    for (address, vol) in volume {
+        let key = rebate_key(&address, day);
+        if s.store.get_raw(cf::REBATES, &key).map_err(err)?.is_some() {
+            continue;
+        }
+        let bps = tier_bps(&s.config.rebate_tiers, vol);
+        let amount = mul_div_floor(vol, bps as u64, 10_000);
+        let rec = Rebate { day, volume: vol, bps, amount, paid_at: now_us / 1_000_000 };
+        let mut records = Batch::default();
+        records.put(cf::REBATES, key, encode(&rec));
+        s.engine
+            .blocking()
+            .transfer(address.clone(), vec![(COLLATERAL.to_string(), LedgerChange::Credit(amount))], records)
+            .map_err(|e| format!("rebate to {address}: {e:?}"))?;
+        out.rebates.push((address, rec));
+    }
+    Ok(out)
+}
+
+/// The basis points of the highest tier a day's maker volume reaches (0 below the first).
+pub fn tier_bps(tiers: &[RebateTier], volume: u64) -> u32 {
+    tiers.iter().rev().find(|t| volume >= t.min_volume.saturating_mul(AMOUNT_ONE)).map_or(0, |t| t.bps)
+}
+
+/// The payout worker's run: settles what is pending (so the day's trades count), then pays
+/// every finished day not yet paid.
+pub fn run_due(s: &AppState) -> Result<Vec<DayPaid>, String> {
+    let through: Option<u32> = s.store.get(cf::META, meta::PAYOUTS_THROUGH).map_err(|e| e.to_string())?;
+    let first = if through.is_none() { first_day(s).map_err(|e| e.to_string())? } else { None };
+    let due = due_days(through, first, now_secs(), s.config.payout_grace_secs);
+    if due.is_empty() {
+        if through.is_none() && first.is_none() {
+            // Nothing ever happened: start counting from the last finished day.
+            let mut b = Batch::default();
+            b.put(cf::META, meta::PAYOUTS_THROUGH, encode(&due.end.saturating_sub(1)));
+            s.commit_blocking(b).map_err(|e| e.message)?;
+        }
+        return Ok(Vec::new());
+    }
+    crate::workers::settle_all(&s.engine).map_err(|e| format!("{e:?}"))?;
+    pay_through(s, due.end - 1)
+}
+
+// ---- HTTP ----------------------------------------------------------------------------
+
+pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+    let s = move || with_state(state.clone());
+    let current = warp::path!("rewards" / "markets" / "current")
+        .and(warp::get())
+        .and(req())
+        .and(s())
+        .map(|r, s| respond(current(s, r)));
+    let user = warp::path!("rewards" / "user")
+        .and(warp::get())
+        .and(req())
+        .and(s())
+        .then(|r, s| async move { respond(user_earnings(s, r, false).await) });
+    let total = warp::path!("rewards" / "user" / "total")
+        .and(warp::get())
+        .and(req())
+        .and(s())
+        .then(|r, s| async move { respond(user_earnings(s, r, true).await) });
+    let rebates = warp::path!("rebates")
+        .and(warp::get())
+        .and(req())
+        .and(s())
+        .then(|r, s| async move { respond(rebates(s, r).await) });
+    current.or(user).unify().or(total).unify().or(rebates).unify()
+}
+
+/// GET /rewards/markets/current: every market whose program runs now, in the paginated
+/// envelope.
+fn current(s: Arc<AppState>, r: Req) -> ApiResult {
+    let now = now_secs();
+    let date = |t: Option<u64>, none: &str| t.map_or(none.to_string(), |t| fmt_date(t)[..10].to_string());
+    let items: Vec<Value> = s
+        .rewards
+        .read()
+        .values()
+        .filter(|c| c.active(now))
+        .map(|c| {
+            j!({
+                "condition_id": c.condition_id,
+                "rewards_max_spread": number(&cents(c.max_spread)),
+                "rewards_min_size": number(&fmt_amount(c.min_size)),
+                "rewards_config": [{
+                    "asset_address": COLLATERAL,
+                    "start_date": date(c.start, "1970-01-01"),
+                    "end_date": date(c.end, "2500-12-31"),
+                    "rate_per_day": number(&fmt_amount(c.rate_per_day)),
+                }],
+                "total_daily_rate": number(&fmt_amount(c.rate_per_day)),
+            })
+        })
+        .collect();
+    page(items, cursor_offset(&r.query_map())?)
+}
+
+fn date_param(r: &Req) -> Result<u32, ApiError> {
+    match r.query_map().get("date").filter(|d| !d.is_empty()) {
+        Some(d) => parse_day(d),
+        None => Ok((now_secs() / DAY) as u32),
+    }
+}
+
+/// GET /rewards/user (per market, paginated) and /rewards/user/total (summed): a wallet's
+/// rewards on a day (`date`, default today; today's are still accruing), for the key's
+/// address or, with signature_type 1 or 2, its proxy wallet.
+async fn user_earnings(s: Arc<AppState>, r: Req, total: bool) -> ApiResult {
+    let key = authenticate(&s, &r)?;
+    let day = date_param(&r)?;
+    let offset = cursor_offset(&r.query_map())?;
+    let Some(address) = wallet(&s, &key, &r).await? else {
+        return if total { json(&Vec::<Value>::new()) } else { page(Vec::new(), 0) };
+    };
+    let mut rows = Vec::new();
+    s.store.walk(cf::REWARDS, &earnings_prefix(day, Some(&address)), None, false, |k, v| {
+        if let Some((_, c)) = split_earning(k) {
+            let n = index::decode_counters(v).first().copied().unwrap_or(0).max(0) as u64;
+            rows.push((c.to_string(), n));
+        }
+        ControlFlow::Continue(())
+    })?;
+    let date = day_str(day);
+    if total {
+        let sum: u64 = rows.iter().map(|(_, n)| n).sum();
+        if rows.is_empty() {
+            return json(&Vec::<Value>::new());
+        }
+        return json(&j!([{
+            "date": date,
+            "asset_address": COLLATERAL,
+            "maker_address": address,
+            "earnings": number(&fmt_amount(sum)),
+            "asset_rate": 1,
+        }]));
+    }
+    let items = rows
+        .into_iter()
+        .map(|(c, n)| {
+            j!({
+                "date": date,
+                "condition_id": c,
+                "asset_address": COLLATERAL,
+                "maker_address": address,
+                "earnings": number(&fmt_amount(n)),
+                "asset_rate": 1,
+            })
+        })
+        .collect();
+    page(items, offset)
+}
+
+/// GET /rebates: a wallet's maker rebates, newest day first (`date` keeps one day).
+async fn rebates(s: Arc<AppState>, r: Req) -> ApiResult {
+    let key = authenticate(&s, &r)?;
+    let only = match r.query_map().get("date").filter(|d| !d.is_empty()) {
+        Some(d) => Some(parse_day(d)?),
+        None => None,
+    };
+    let Some(address) = wallet(&s, &key, &r).await? else { return json(&Vec::<Value>::new()) };
+    let mut out = Vec::new();
+    s.store.try_walk::<ApiError>(cf::REBATES, &index::wallet_prefix(&address), None, true, |_, v| {
+        let rb: Rebate = Store::decode_value(cf::REBATES, v)?;
+        if only.is_none_or(|d| d == rb.day) {
+            out.push(j!({
+                "date": day_str(rb.day),
+                "maker_address": address,
+                "asset_address": COLLATERAL,
+                "maker_volume": number(&fmt_amount(rb.volume)),
+                "rebate_bps": rb.bps,
+                "rebated_fees_usdc": number(&fmt_amount(rb.amount)),
+                "paid_at": rb.paid_at,
+            }));
+        }
+        Ok(ControlFlow::Continue(()))
+    })?;
+    json(&out)
+}
+
+// ---- operator ------------------------------------------------------------------------
+
+/// POST /internal/rewards: sets a market's reward program (rate 0 ends it).
+pub async fn set_program(s: Arc<AppState>, r: Req) -> ApiResult {
+    let b: serde_json::Value = r.json()?;
+    let condition_id = b
+        .get("condition_id")
+        .and_then(Value::as_str)
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| ApiError::bad("condition_id is required"))?
+        .to_string();
+    let mut rest = b.clone();
+    rest.as_object_mut().map(|o| o.remove("condition_id"));
+    let spec: RewardSpec = serde_json::from_value(rest).map_err(|e| ApiError::bad(format!("Invalid payload: {e}")))?;
+    if s.registry.condition(&condition_id).is_none() {
+        return Err(ApiError::not_found("market not found"));
+    }
+    let c = spec.config(&condition_id)?;
+    set_config(&s, c.clone()).await?;
+    json(&j!({ "condition_id": c.condition_id, "rewards": c.summary() }))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct PayoutBody {
+    through: Option<String>,
+}
+
+/// POST /internal/payouts: pays rewards and rebates for every unpaid day through `through`
+/// (YYYY-MM-DD, default yesterday; today closes today early), after settling what is
+/// pending.
+pub async fn run_payouts(s: Arc<AppState>, r: Req) -> ApiResult {
+    let b: PayoutBody = if r.body.is_empty() { PayoutBody::default() } else { r.json()? };
+    let today = (now_secs() / DAY) as u32;
+    let last = match b.through.as_deref() {
+        Some(d) => parse_day(d)?,
+        None => today - 1,
+    };
+    if last > today {
+        return Err(ApiError::bad("through must not be after today"));
+    }
+    let paid = tokio::task::spawn_blocking(move || {
+        crate::workers::settle_all(&s.engine).map_err(|e| format!("{e:?}"))?;
+        pay_through(&s, last)
+    })
+    .await
+    .map_err(|_| ApiError::db())?
+    .map_err(|e| {
+        tracing::error!("payout failed: {e}");
+        ApiError::db()
+    })?;
+    json(&j!({ "through": day_str(last), "days": paid.iter().map(DayPaid::to_json).collect::<Vec<_>>() }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn due_days_catch_up_after_downtime() {
+        let now = 100 * DAY + 3_600;
+        // Paid through day 96: days 97, 98 and 99 are due; 100 is still running.
+        assert_eq!(due_days(Some(96), None, now, 120), 97..100);
+        // Within the grace after midnight, yesterday waits.
+        assert_eq!(due_days(Some(96), None, 100 * DAY + 60, 120), 97..99);
+        assert!(due_days(Some(99), None, now, 120).is_empty());
+        // Never paid: from the first day with data; nothing at all: nothing due.
+        assert_eq!(due_days(None, Some(98), now, 120), 98..100);
+        assert!(due_days(None, None, now, 120).is_empty());
+        // Paid ahead (the operator closed today early): nothing due until tomorrow is over.
+        assert!(due_days(Some(100), None, now, 120).is_empty());
+    }
+
+    #[test]
+    fn scoring_follows_the_two_sided_rule() {
+        // Inside [0.10, 0.90] a one-sided maker scores a third.
+        assert_eq!(q_min([900, 0], 10_000), 300);
+        assert_eq!(q_min([900, 600], 10_000), 600);
+        // Outside it, both sides are needed.
+        assert_eq!(q_min([900, 0], 1_000), 0);
+        assert_eq!(q_min([900, 600], 19_000), 600);
+        let sc = RewardScores {
+            midpoint2: 10_000,
+            spread2: 600,
+            makers: vec![("a".into(), [200, 100]), ("b".into(), [300, 0]), ("c".into(), [0, 0])],
+        };
+        // Q_min: a 100, b 100, c 0.
+        let got = shares(1_001, &sc);
+        assert_eq!(got, vec![("a".into(), 500), ("b".into(), 500)]);
+        assert!(got.iter().map(|(_, n)| n).sum::<u64>() <= 1_001);
+    }
+
+    #[test]
+    fn tiers_and_units() {
+        let tiers = [RebateTier { min_volume: 1_000, bps: 1 }, RebateTier { min_volume: 100_000, bps: 2 }];
+        assert_eq!(tier_bps(&tiers, 999 * AMOUNT_ONE), 0);
+        assert_eq!(tier_bps(&tiers, 1_000 * AMOUNT_ONE), 1);
+        assert_eq!(tier_bps(&tiers, 200_000 * AMOUNT_ONE), 2);
+        assert_eq!(cents(350), "3.5");
+        assert_eq!(cents(300), "3");
+        assert_eq!(cents(1), "0.01");
+        assert_eq!(day_str(20_415), "2025-11-23");
+    }
+}
