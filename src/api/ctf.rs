@@ -17,15 +17,22 @@ use serde_json::json as j;
 use warp::reply::Response;
 use warp::Filter;
 
+use super::orders::StrOrNum;
 use super::{acts_for, authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req};
 use crate::auth::normalize_address;
 use crate::catalogue::ResolutionStatus;
+use crate::domain::ApiKeyRecord;
 use crate::domain::{now_micros, parse_u64, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
 use crate::store::index::{self, CtfActivity, CtfKind, Position, DAY};
 use crate::store::{cf, encode, Batch};
 
 pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+    let convert = warp::path!("ctf" / "convert")
+        .and(warp::post())
+        .and(req())
+        .and(with_state(state.clone()))
+        .then(|r, s| async move { respond(convert(s, r).await) });
     let route = move |name: &'static str, kind: CtfKind| {
         warp::path("ctf")
             .and(warp::path(name))
@@ -39,6 +46,8 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .or(route("merge", CtfKind::Merge))
         .unify()
         .or(route("redeem", CtfKind::Redeem))
+        .unify()
+        .or(convert)
         .unify()
 }
 
@@ -58,16 +67,22 @@ fn amount(v: Option<&str>) -> Result<u64, ApiError> {
         .ok_or_else(|| ApiError::bad("amount must be a positive integer string (base units)"))
 }
 
-async fn operate(s: Arc<AppState>, kind: CtfKind, r: Req) -> ApiResult {
-    let key = authenticate(&s, &r)?;
-    let b: CtfRequest = r.json()?;
-    let wallet = match &b.address {
+/// The wallet an operation moves: the key's address, or the proxy it names.
+async fn wallet_of(s: &AppState, key: &ApiKeyRecord, address: Option<&str>) -> Result<String, ApiError> {
+    let wallet = match address {
         None => key.address.clone(),
         Some(a) => normalize_address(a).ok_or_else(|| ApiError::bad("address must be a 0x address"))?,
     };
-    if !acts_for(&s, &key, &wallet).await? {
+    if !acts_for(s, key, &wallet).await? {
         return Err(ApiError::bad("the address has to be the owner of the API KEY"));
     }
+    Ok(wallet)
+}
+
+async fn operate(s: Arc<AppState>, kind: CtfKind, r: Req) -> ApiResult {
+    let key = authenticate(&s, &r)?;
+    let b: CtfRequest = r.json()?;
+    let wallet = wallet_of(&s, &key, b.address.as_deref()).await?;
     let view = s.registry.condition(&b.condition_id).ok_or_else(|| ApiError::not_found("market not found"))?;
     let m = &view.market;
     let (yes, no) = (m.tokens[0].token_id.clone(), m.tokens[1].token_id.clone());
@@ -131,36 +146,9 @@ async fn operate(s: Arc<AppState>, kind: CtfKind, r: Req) -> ApiResult {
         CtfKind::Reward | CtfKind::Conversion => return Err(ApiError::not_found("unknown operation")),
     };
 
-    let micros = now_micros();
-    let time = micros / 1_000_000;
-    let tx: [u8; 32] = keccak256(uuid::Uuid::new_v4().as_bytes()).0;
-    let mut records = Batch::default();
-    let row = CtfActivity {
-        kind,
-        condition_id: m.condition_id.clone(),
-        market_idx: m.idx,
-        size,
-        usdc_size,
-        tx_hash: tx,
-        time,
-    };
-    records.put(cf::ACTIVITY, index::activity(&wallet, micros, &tx), encode(&row));
-    let mut ops = Vec::new();
-    for (token, p) in [&yes, &no].into_iter().zip(&positions) {
-        if *p != Position::default() {
-            index::position_ops(m.idx, (time / DAY) as u32, &wallet, token, p, &mut ops);
-        }
-    }
-    for (c, k, v) in ops {
-        records.merge(c, k, v);
-    }
-    let accounts = match s.engine.transfer(wallet.clone(), changes.clone(), records).await {
-        Ok(a) => a,
-        Err(EngineError::Rejected(_)) => return Err(ApiError::bad("not enough balance / allowance")),
-        Err(e) => return Err(e.into()),
-    };
-    let balances: serde_json::Map<_, _> =
-        changes.iter().zip(&accounts).map(|((asset, _), acc)| (asset.clone(), j!(acc.balance.to_string()))).collect();
+    let row = Row { kind, market: m.idx, condition_id: m.condition_id.clone(), size, usdc_size };
+    let moves = [(m.idx, yes.clone(), positions[0]), (m.idx, no.clone(), positions[1])];
+    let (tx, time, balances) = execute(&s, &wallet, changes, &[row], &moves).await?;
     json(&j!({
         "success": true,
         "type": kind.name(),
@@ -168,7 +156,145 @@ async fn operate(s: Arc<AppState>, kind: CtfKind, r: Req) -> ApiResult {
         "address": wallet,
         "size": size.to_string(),
         "usdcSize": usdc_size.to_string(),
-        "transactionHash": row.tx_hex(),
+        "transactionHash": tx,
+        "timestamp": time,
+        "balances": balances,
+    }))
+}
+
+/// One activity row of an operation.
+struct Row {
+    kind: CtfKind,
+    market: u32,
+    condition_id: String,
+    size: u64,
+    usdc_size: u64,
+}
+
+/// Applies an operation's ledger changes as one engine Transfer, written with its activity
+/// rows and position counters (market, token, change). Returns its transaction hash, time
+/// and the balances it touched.
+async fn execute(
+    s: &AppState,
+    wallet: &str,
+    changes: Vec<(String, LedgerChange)>,
+    rows: &[Row],
+    moves: &[(u32, String, Position)],
+) -> Result<(String, u64, serde_json::Map<String, serde_json::Value>), ApiError> {
+    let micros = now_micros();
+    let time = micros / 1_000_000;
+    let tx: [u8; 32] = keccak256(uuid::Uuid::new_v4().as_bytes()).0;
+    let mut records = Batch::default();
+    for (i, r) in rows.iter().enumerate() {
+        let row = CtfActivity {
+            kind: r.kind,
+            condition_id: r.condition_id.clone(),
+            market_idx: r.market,
+            size: r.size,
+            usdc_size: r.usdc_size,
+            tx_hash: tx,
+            time,
+        };
+        // Rows of one operation share its hash; the key's time keeps them apart.
+        records.put(cf::ACTIVITY, index::activity(wallet, micros + i as u64, &tx), encode(&row));
+    }
+    let mut ops = Vec::new();
+    for (market, token, p) in moves {
+        if *p != Position::default() {
+            index::position_ops(*market, (time / DAY) as u32, wallet, token, p, &mut ops);
+        }
+    }
+    for (c, k, v) in ops {
+        records.merge(c, k, v);
+    }
+    let accounts = match s.engine.transfer(wallet.to_string(), changes.clone(), records).await {
+        Ok(a) => a,
+        Err(EngineError::Rejected(_)) => return Err(ApiError::bad("not enough balance / allowance")),
+        Err(e) => return Err(e.into()),
+    };
+    let balances =
+        changes.iter().zip(&accounts).map(|((asset, _), acc)| (asset.clone(), j!(acc.balance.to_string()))).collect();
+    Ok((format!("0x{}", alloy_primitives::hex::encode(tx)), time, balances))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ConvertRequest {
+    /// The negative-risk market (the markets' `neg_risk_market_id`).
+    market_id: String,
+    /// Bitmask of question indices whose NO tokens are converted (1 = question 0).
+    index_set: StrOrNum,
+    /// Base units of NO converted per question.
+    amount: String,
+    address: Option<String>,
+}
+
+/// POST /ctf/convert: the negative-risk adapter's convertPositions(marketId, indexSet,
+/// amount) in ledger mode. For each question in `indexSet` it burns `amount` NO tokens;
+/// for each other question of the market it mints `amount` YES tokens; and it pays
+/// (|indexSet| − 1) · `amount` collateral. Value is conserved whichever question wins.
+/// A market's questions are its binary markets in creation order (docs/ctf.md).
+pub async fn convert(s: Arc<AppState>, r: Req) -> ApiResult {
+    let key = authenticate(&s, &r)?;
+    let b: ConvertRequest = r.json()?;
+    let wallet = wallet_of(&s, &key, b.address.as_deref()).await?;
+    let questions: Vec<_> = s
+        .registry
+        .tables()
+        .list
+        .iter()
+        .filter(|v| v.market.neg_risk && v.market.neg_risk_market_id.as_deref() == Some(b.market_id.as_str()))
+        .cloned()
+        .collect();
+    if questions.is_empty() {
+        return Err(ApiError::not_found("market not found"));
+    }
+    let n = questions.len();
+    let set = parse_u64(&b.index_set.text())
+        .ok()
+        .filter(|&x| x > 0 && (n >= 64 || x >> n == 0))
+        .ok_or_else(|| ApiError::bad(format!("indexSet must be a non-zero bitmask of the market's {n} questions")))?;
+    let a = amount(Some(&b.amount))?;
+    let picked = |i: usize| set >> i & 1 == 1;
+    let k = (0..n).filter(|&i| picked(i)).count() as u64;
+    let out = a.checked_mul(k - 1).ok_or_else(|| ApiError::bad("amount too large"))?;
+    use LedgerChange::{Credit, Debit};
+    let (mut changes, mut rows, mut moves) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, v) in questions.iter().enumerate() {
+        let m = &v.market;
+        if picked(i) {
+            let no = m.tokens[1].token_id.clone();
+            changes.push((no.clone(), Debit(a)));
+            // The first converted market's row carries the collateral paid out.
+            let usdc_size = if rows.is_empty() { out } else { 0 };
+            rows.push(Row {
+                kind: CtfKind::Conversion,
+                market: m.idx,
+                condition_id: m.condition_id.clone(),
+                size: a,
+                usdc_size,
+            });
+            let p = Position { size: -(a as i64), sold: a as i64, proceeds: usdc_size as i64, ..Default::default() };
+            moves.push((m.idx, no, p));
+        } else {
+            let yes = m.tokens[0].token_id.clone();
+            changes.push((yes.clone(), Credit(a)));
+            moves.push((m.idx, yes, Position { size: a as i64, bought: a as i64, ..Default::default() }));
+        }
+    }
+    if out > 0 {
+        changes.push((COLLATERAL.to_string(), Credit(out)));
+    }
+    let (tx, time, balances) = execute(&s, &wallet, changes, &rows, &moves).await?;
+    json(&j!({
+        "success": true,
+        "type": CtfKind::Conversion.name(),
+        "marketId": b.market_id,
+        "indexSet": set.to_string(),
+        "address": wallet,
+        "size": a.to_string(),
+        "usdcSize": out.to_string(),
+        "transactionHash": tx,
         "timestamp": time,
         "balances": balances,
     }))

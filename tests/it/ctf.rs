@@ -142,3 +142,73 @@ fn activity_merges_trades_and_token_operations_by_time() {
     // The split's YES went out by the trade; its NO stays.
     assert_eq!([seller.available(&s, YES), seller.available(&s, NO)], [0, m("10")]);
 }
+
+#[test]
+fn convert_positions_conserves_value_whichever_question_wins() {
+    let s = Server::start();
+    let qs = [("0xq0", "2001", "2002"), ("0xq1", "3001", "3002"), ("0xq2", "4001", "4002")];
+    for (c, y, n) in qs {
+        let (st, r) = s.internal_post(
+            "/internal/markets",
+            &json!({"condition_id": c, "question": format!("Who? {c}"), "neg_risk": true, "neg_risk_market_id": "0xnr",
+                "tokens": [{"token_id": y, "outcome": "Yes"}, {"token_id": n, "outcome": "No"}]}),
+        );
+        assert_eq!(st, 200, "{r}");
+    }
+    let t = s.trader(m("100"));
+    for (c, ..) in qs {
+        assert_eq!(op(&t, &s, "split", json!({"conditionId": c, "amount": "10000000"})).0, 200);
+    }
+    // What a wallet is worth if question w wins: collateral, YES of w, NO of the others.
+    let worth = |w: usize| -> u64 {
+        let mut v = t.balance(&s, "USDC");
+        for (i, (_, y, n)) in qs.iter().enumerate() {
+            v += if i == w { t.balance(&s, y) } else { t.balance(&s, n) };
+        }
+        v
+    };
+    let before: Vec<u64> = (0..3).map(worth).collect();
+
+    let refused = [
+        (json!({"marketId": "0xnone", "indexSet": 1, "amount": "1"}), 404, "market not found"),
+        (
+            json!({"marketId": "0xnr", "indexSet": 0, "amount": "1"}),
+            400,
+            "indexSet must be a non-zero bitmask of the market's 3 questions",
+        ),
+        (
+            json!({"marketId": "0xnr", "indexSet": "8", "amount": "1"}),
+            400,
+            "indexSet must be a non-zero bitmask of the market's 3 questions",
+        ),
+        (
+            json!({"marketId": "0xnr", "indexSet": 3, "amount": "0"}),
+            400,
+            "amount must be a positive integer string (base units)",
+        ),
+        (json!({"marketId": "0xnr", "indexSet": 3, "amount": "11000000"}), 400, "not enough balance / allowance"),
+    ];
+    for (body, code, msg) in refused {
+        assert_eq!(err(op(&t, &s, "convert", body.clone())), (code, msg.to_string()), "{body}");
+    }
+    assert_eq!(err(s.post("/ctf/convert", &json!({}))), (401, "L2 authentication failure".into()));
+    assert_eq!((0..3).map(worth).collect::<Vec<_>>(), before, "refusals change nothing");
+
+    // NO of questions 0 and 1 → YES of question 2 plus one unit of collateral per unit.
+    let (st, r) = op(&t, &s, "convert", json!({"marketId": "0xnr", "indexSet": "3", "amount": "4000000"}));
+    assert_eq!(st, 200, "{r}");
+    assert_eq!((r["type"].clone(), r["usdcSize"].clone()), (json!("CONVERSION"), json!("4000000")));
+    assert_eq!(t.balance(&s, "USDC"), m("74"));
+    assert_eq!([t.balance(&s, "2002"), t.balance(&s, "3002"), t.balance(&s, "4001")], [m("6"), m("6"), m("14")]);
+    assert_eq!([t.balance(&s, "2001"), t.balance(&s, "3001"), t.balance(&s, "4002")], [m("10"), m("10"), m("10")]);
+    assert_eq!((0..3).map(worth).collect::<Vec<_>>(), before, "value conserved for every winner");
+    s.check();
+
+    let (_, a) = s.data_get(&format!("/activity?user={}&type=CONVERSION", t.address));
+    let rows = a.as_array().unwrap();
+    let mut conds: Vec<_> = rows.iter().map(|r| r["conditionId"].as_str().unwrap()).collect();
+    conds.sort();
+    assert_eq!(conds, vec!["0xq0", "0xq1"], "{a}");
+    let paid: f64 = rows.iter().map(|r| r["usdcSize"].as_f64().unwrap()).sum();
+    assert_eq!(paid, 4.0);
+}
