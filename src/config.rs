@@ -71,6 +71,21 @@ pub struct Config {
     /// Maker-rebate tiers: a maker whose settled maker volume of a day reaches
     /// `min-volume` USDC earns `bps` basis points of that whole volume.
     pub rebate_tiers: Vec<RebateTier>,
+    /// Resolution worker period: undisputed proposals past the cooldown are resolved.
+    pub resolution_interval_ms: u64,
+    /// How long a proposed resolution can be disputed (SPEC: 24 hours).
+    pub resolution_cooldown_secs: u64,
+    /// Bond clusters: what a bond must reach (whole USDC) to propose or dispute a market
+    /// of the cluster. Markets are in the first cluster unless assigned another.
+    pub bond_clusters: Vec<BondCluster>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct BondCluster {
+    pub id: u64,
+    /// Whole USDC.
+    pub required: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,6 +128,9 @@ impl Default for Config {
                 RebateTier { min_volume: 100_000, bps: 2 },
                 RebateTier { min_volume: 1_000_000, bps: 3 },
             ],
+            resolution_interval_ms: 30_000,
+            resolution_cooldown_secs: 24 * 3600,
+            bond_clusters: vec![BondCluster { id: 1, required: 100 }],
         }
     }
 }
@@ -141,6 +159,7 @@ impl Config {
             ("heartbeat-check-ms", self.heartbeat_check_ms),
             ("reward-sample-ms", self.reward_sample_ms),
             ("payout-check-ms", self.payout_check_ms),
+            ("resolution-interval-ms", self.resolution_interval_ms),
         ] {
             if ms == 0 {
                 anyhow::bail!("{name} must be at least 1");

@@ -18,6 +18,7 @@ pub mod events;
 pub mod incentives;
 pub mod ledger;
 pub mod metrics;
+pub mod resolution;
 pub mod sign;
 pub mod store;
 pub mod workers;

@@ -131,6 +131,17 @@ impl Workers {
                 }
             }));
         }
+        {
+            let (s, stats) = (state.clone(), stats.clone());
+            threads.push(spawn("resolution", ms(config.resolution_interval_ms), rx.clone(), move || {
+                stats.worker_ran("resolution");
+                match crate::resolution::run_due(&s) {
+                    Ok(done) if done.is_empty() => None,
+                    Ok(done) => Some(format!("resolved {} markets: {}", done.len(), done.join(", "))),
+                    Err(e) => Some(format!("resolution failed: {e}")),
+                }
+            }));
+        }
         threads.push(spawn("heartbeat-monitor", ms(config.heartbeat_check_ms), rx, move || {
             stats.worker_ran("heartbeat-monitor");
             let silent = heartbeats.take_silent(Instant::now(), HEARTBEAT_TIMEOUT);

@@ -289,9 +289,9 @@ fn market_json(s: &AppState, view: &MarketView) -> Value {
         "neg_risk": m.neg_risk,
         "neg_risk_market_id": m.neg_risk_market_id.clone().unwrap_or_default(),
         "active": m.active,
-        "closed": m.closed,
+        "closed": crate::resolution::is_closed(s, view),
         "archived": false,
-        "accepting_orders": m.accepting_orders,
+        "accepting_orders": m.accepting_orders && !crate::resolution::is_closed(s, view),
         "rewards": rewards_of(s, &m.condition_id),
     })
 }
@@ -322,9 +322,9 @@ fn simplified(s: Arc<AppState>, r: Req) -> ApiResult {
                 "tokens": token_prices(v),
                 "rewards": rewards_of(&s, &m.condition_id),
                 "active": m.active,
-                "closed": m.closed,
+                "closed": crate::resolution::is_closed(&s, v),
                 "archived": false,
-                "accepting_orders": m.accepting_orders,
+                "accepting_orders": m.accepting_orders && !crate::resolution::is_closed(&s, v),
             })
         })
         .collect();

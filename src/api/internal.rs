@@ -19,6 +19,7 @@ use crate::catalogue::routes::{create_comment, create_event, create_series, put_
 use crate::domain::{fmt_amount, parse_u64, AddressStatus, Asset, Mode};
 use crate::engine::EngineError;
 use crate::incentives::{run_payouts, set_program};
+use crate::resolution::assign_cluster;
 use crate::store::cf;
 use crate::MarketSpec;
 
@@ -118,6 +119,8 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .or(post!("rewards", set_program))
         .unify()
         .or(post!("payouts", run_payouts))
+        .unify()
+        .or(post!("bonds" / "cluster", assign_cluster))
         .unify()
         .boxed();
     // The bridge's operator side (docs/bridge.md).

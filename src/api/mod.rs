@@ -81,6 +81,8 @@ pub struct AppState {
     pub rewards: RwLock<std::collections::BTreeMap<String, crate::incentives::RewardConfig>>,
     /// Serialises reward and rebate payouts (worker and operator).
     pub payouts: parking_lot::Mutex<()>,
+    /// Serialises bond and resolution changes (handlers and the resolution worker).
+    pub bonds: tokio::sync::Mutex<()>,
 }
 
 impl AppState {
@@ -132,6 +134,7 @@ impl AppState {
             transfers,
             rewards,
             payouts: Default::default(),
+            bonds: Default::default(),
         })
     }
 
@@ -463,7 +466,7 @@ pub fn clob_routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), E
         .unify()
         .or(ctf::routes(state.clone()))
         .unify()
-        .or(crate::incentives::routes(state.clone()))
+        .or(crate::incentives::routes(state.clone()).or(crate::resolution::routes(state.clone())).unify().boxed())
         .unify()
         .or(orders::routes(state.clone()))
         .unify()

@@ -759,6 +759,16 @@ pub async fn add_event(s: &AppState, input: EventInput) -> Result<EventRecord, A
 }
 
 /// Writes a new market's catalogue metadata (POST /internal/markets).
+/// [`put_meta`] from a worker's OS thread.
+pub fn put_meta_blocking(s: &AppState, meta: MarketMeta) -> Result<(), ApiError> {
+    let _w = s.catalogue.write.blocking_lock();
+    let mut b = Batch::default();
+    Catalogue::stage_meta(&mut b, &meta);
+    s.commit_blocking(b)?;
+    s.catalogue.publish(None, None, vec![meta]);
+    Ok(())
+}
+
 pub async fn put_meta(s: &AppState, meta: MarketMeta) -> Result<(), ApiError> {
     let _w = s.catalogue.write.lock().await;
     let mut b = Batch::default();
@@ -840,14 +850,26 @@ pub async fn set_resolution(s: Arc<AppState>, r: Req) -> ApiResult {
         (None, ResolutionStatus::Resolved) => return Err(ApiError::bad("a RESOLVED market needs its outcome")),
         (None, ResolutionStatus::Resolving) => None,
     };
-    let mut meta = s.catalogue.meta(&b.condition_id).map(|m| (*m).clone()).unwrap_or_else(|| MarketMeta {
-        condition_id: b.condition_id.clone(),
-        created_at: now_secs(),
-        ..Default::default()
-    });
-    meta.resolution = Some(b.status);
-    meta.resolved_outcome = winner;
-    put_meta(&s, meta).await?;
+    if let (ResolutionStatus::Resolved, Some(w)) = (b.status, winner) {
+        // Resolving stops trading, cancels the market's orders and settles its bonds.
+        let (s2, c) = (s.clone(), b.condition_id.clone());
+        tokio::task::spawn_blocking(move || crate::resolution::resolve(&s2, &c, w))
+            .await
+            .map_err(|_| ApiError::db())?
+            .map_err(|e| {
+                tracing::error!("resolution failed: {e}");
+                ApiError::db()
+            })?;
+    } else {
+        let mut meta = s.catalogue.meta(&b.condition_id).map(|m| (*m).clone()).unwrap_or_else(|| MarketMeta {
+            condition_id: b.condition_id.clone(),
+            created_at: now_secs(),
+            ..Default::default()
+        });
+        meta.resolution = Some(b.status);
+        meta.resolved_outcome = winner;
+        put_meta(&s, meta).await?;
+    }
     let row = market_row(&s, view)?;
     json(&market_json(&s, &row))
 }

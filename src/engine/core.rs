@@ -265,6 +265,10 @@ impl Core {
         self.conditions.contains_key(c)
     }
 
+    pub fn market_idx(&self, c: &str) -> Option<u32> {
+        self.conditions.get(c).copied()
+    }
+
     /// Adds a market (its idx must be the next one).
     pub fn add_market(&mut self, m: Market) {
         debug_assert_eq!(m.idx as usize, self.markets.len());
@@ -730,6 +734,23 @@ impl Core {
         }
         self.flush_ledger(batch);
         (state.nonce, ids)
+    }
+
+    /// Stops trading on a market (it resolved): closed, not accepting orders, and every
+    /// open order in it cancelled, whoever owns it. Returns the cancelled (order, market).
+    pub fn close_market(&mut self, idx: u32, batch: &mut Batch) -> Vec<(Uuid, u32)> {
+        let m = &mut self.markets[idx as usize].market;
+        if !m.closed || m.accepting_orders {
+            m.closed = true;
+            m.accepting_orders = false;
+            batch.put(cf::MARKETS, m.condition_id.as_bytes().to_vec(), encode(&*m));
+        }
+        let ids = self.open_where(|o| o.market_idx == idx);
+        for (id, _) in &ids {
+            self.close(id, batch);
+        }
+        self.flush_ledger(batch);
+        ids
     }
 
     /// Cancels every open order whose GTD expiration has passed; returns (order, market).

@@ -118,6 +118,11 @@ pub enum Command {
         queries: Vec<(u32, u32, u64)>,
         reply: Reply<Vec<Option<RewardScores>>>,
     },
+    /// Stops trading on a market and cancels its open orders; replies their IDs.
+    CloseMarket {
+        condition_id: String,
+        reply: Reply<Vec<Uuid>>,
+    },
     /// Runs the invariant checks (tests and operators).
     Check {
         reply: Reply<Result<(), String>>,
@@ -217,6 +222,9 @@ impl Blocking<'_> {
     }
     pub fn cancel_where(&self, owner: Uuid) -> Result<Canceled, EngineError> {
         self.call(|reply| Command::CancelWhere { owner, market: None, asset: None, reply })
+    }
+    pub fn close_market(&self, condition_id: String) -> Result<Vec<Uuid>, EngineError> {
+        self.call(|reply| Command::CloseMarket { condition_id, reply })
     }
     pub fn reward_scores(&self, queries: Vec<(u32, u32, u64)>) -> Result<Vec<Option<RewardScores>>, EngineError> {
         self.call(|reply| Command::RewardScores { queries, reply })
@@ -428,6 +436,15 @@ fn run(
             }
             Command::RewardScores { queries, reply } => {
                 let _ = reply.send(Ok(queries.iter().map(|&(m, v, min)| core.reward_scores(m, v, min)).collect()));
+            }
+            Command::CloseMarket { condition_id, reply } => {
+                let Some(idx) = core.market_idx(&condition_id) else {
+                    let _ = reply.send(Err(EngineError::Rejected(Reject::UnknownMarket)));
+                    continue;
+                };
+                let gone = core.close_market(idx, &mut batch);
+                let (ids, _) = split_touched(gone);
+                finish(core, out, batch, &[idx], Vec::new(), None, reply, ids);
             }
             Command::Check { reply } => {
                 let _ = reply.send(Ok(core.check()));

@@ -86,6 +86,9 @@ pub mod cf {
     pub const REWARDS: &str = "rewards";
     /// Maker rebates: address + `/` + day (4) → the day's rebate.
     pub const REBATES: &str = "rebates";
+    /// Bonds and resolution (see `resolution`): `b/` agent `/` condition → bond; `m/`
+    /// condition `/` agent → (); `r/` condition → proposal; `k/` condition → cluster.
+    pub const BONDS: &str = "bonds";
 
     /// Families whose values are counters summed by the merge operator.
     pub const COUNTERS: &[&str] = &[POSITIONS, MARKET_HOLDERS, WALLET_DAYS, MARKET_STATS, REWARDS];
@@ -125,6 +128,7 @@ pub mod cf {
         ACTIVITY,
         REWARDS,
         REBATES,
+        BONDS,
     ];
 }
 

@@ -13,6 +13,7 @@ mod keys;
 mod loadgen;
 mod matching;
 mod orders;
+mod resolution;
 mod restart;
 mod rewards;
 mod workers;

@@ -1,0 +1,158 @@
+//! Bonds and a market's life: trade → bond → propose → dispute (or not) → resolve →
+//! redeem, with the ledger conserved at each step.
+
+use serde_json::{json, Value};
+
+use crate::fixture::*;
+use predex::config::BondCluster;
+
+fn bond(t: &Trader, s: &Server, cond: &str, amount: &str) -> (u16, Value) {
+    t.l2(s, "POST", "/bonds/post", Some(&json!({"conditionId": cond, "amount": amount})))
+}
+
+fn status(s: &Server, cond: &str) -> Value {
+    s.get(&format!("/bonds/market/{cond}")).1["resolution"]["status"].clone()
+}
+
+#[test]
+fn a_market_life_from_trade_to_redeem_with_bonds_disputes_and_the_worker() {
+    let s = Server::start_tuned(|c| {
+        c.resolution_cooldown_secs = 2;
+        c.resolution_interval_ms = 200;
+        c.bond_clusters = vec![BondCluster { id: 1, required: 10 }, BondCluster { id: 2, required: 50 }];
+    });
+    let (buyer, seller) = (s.trader(m("100")), s.trader(m("100")));
+    let (proposer, disputer, third) = (s.trader(m("100")), s.trader(m("100")), s.trader(m("100")));
+    let all = [&buyer, &seller, &proposer, &disputer, &third];
+    // Collateral in wallets plus collateral locked in complete sets (one per YES/NO pair)
+    // plus bonds escrowed: constant until redeem.
+    let escrow = |s: &Server| -> u64 {
+        let (_, b) = s.get(&format!("/bonds/market/{COND}"));
+        b["totalAmount"].as_str().unwrap().parse().unwrap()
+    };
+    let total =
+        |s: &Server| -> u64 { all.iter().map(|t| t.balance(s, "USDC") + t.balance(s, YES)).sum::<u64>() + escrow(s) };
+
+    // A trade: the seller splits and sells YES to the buyer.
+    assert_eq!(seller.l2(&s, "POST", "/ctf/split", Some(&json!({"conditionId": COND, "amount": "10000000"}))).0, 200);
+    seller.place(&s, YES, "SELL", "0.60", "10");
+    assert_eq!(buyer.place(&s, YES, "BUY", "0.60", "10")["status"], "MATCHED");
+    s.settle();
+    let start = total(&s);
+    assert_eq!(start, m("500"));
+
+    // Clusters.
+    assert_eq!(
+        s.get("/bonds/cluster/1/requirement").1,
+        json!({"clusterId": 1, "requiredAmount": "10000000", "asset": "USDC"})
+    );
+    assert_eq!(err(s.get("/bonds/cluster/9/requirement")), (404, "cluster not found".into()));
+    assert_eq!(err(s.get("/bonds/cluster/x/requirement")), (400, "cluster_id must be an integer".into()));
+
+    // Bonds: refused, then posted twice (they add up).
+    let propose = |t: &Trader, outcome: &str| {
+        t.l2(&s, "POST", "/resolution/propose", Some(&json!({"conditionId": COND, "outcome": outcome})))
+    };
+    assert_eq!(err(propose(&proposer, "Yes")), (400, "a bond of at least 10 is required to propose".into()));
+    for (amount, code, msg) in [
+        ("0", 400, "amount must be a positive integer string (base units)"),
+        ("1.5", 400, "amount must be a positive integer string (base units)"),
+        ("101000000", 400, "not enough balance / allowance"),
+    ] {
+        assert_eq!(err(bond(&proposer, &s, COND, amount)), (code, msg.into()), "{amount}");
+    }
+    assert_eq!(err(bond(&proposer, &s, "0xnone", "1")), (404, "market not found".into()));
+    assert_eq!(err(s.post("/bonds/post", &json!({"conditionId": COND, "amount": "1"}))).0, 401);
+    assert_eq!(bond(&proposer, &s, COND, "6000000").0, 200);
+    let (st, b) = bond(&proposer, &s, COND, "6000000");
+    assert_eq!(
+        (st, b["amount"].clone(), b["status"].clone(), b["clusterId"].clone()),
+        (200, json!("12000000"), json!("POSTED"), json!(1))
+    );
+    assert_eq!(proposer.balance(&s, "USDC"), m("88"));
+    let (_, mine) = s.get(&format!("/bonds/agent/{}", proposer.address));
+    assert_eq!(mine["bonds"].as_array().unwrap().len(), 1, "{mine}");
+    assert_eq!(total(&s), start);
+
+    // Propose: RESOLVING; a second proposal is refused.
+    assert_eq!(err(propose(&proposer, "Maybe")), (400, "outcome must name one of the market's outcomes".into()));
+    let (st, p) = propose(&proposer, "Yes");
+    assert_eq!(st, 200, "{p}");
+    assert_eq!(
+        (p["resolution"]["status"].clone(), p["resolution"]["proposedOutcome"].clone()),
+        (json!("RESOLVING"), json!("Yes"))
+    );
+    assert_eq!(err(propose(&proposer, "No")), (400, "market already has a proposal".into()));
+
+    // Dispute: not by the proposer, not without a bond, once.
+    let dispute = |t: &Trader| t.l2(&s, "POST", "/resolution/dispute", Some(&json!({"conditionId": COND})));
+    assert_eq!(err(dispute(&proposer)), (400, "the proposer cannot dispute its own proposal".into()));
+    assert_eq!(err(dispute(&disputer)), (400, "a bond of at least 10 is required to dispute".into()));
+    assert_eq!(bond(&disputer, &s, COND, "10000000").0, 200);
+    assert_eq!(bond(&third, &s, COND, "10000000").0, 200);
+    let (st, d) = dispute(&disputer);
+    assert_eq!((st, d["resolution"]["disputed"].clone()), (200, json!(true)), "{d}");
+    assert_eq!(err(dispute(&third)), (409, "market already disputed".into()));
+    assert_eq!(total(&s), start);
+
+    // The worker leaves a disputed market alone past the cooldown; trading goes on.
+    std::thread::sleep(std::time::Duration::from_millis(2_600));
+    assert_eq!(status(&s, COND), json!("RESOLVING"));
+    let resting = buyer.place(&s, YES, "BUY", "0.10", "10");
+    assert_eq!(resting["status"], "LIVE");
+
+    // The operator resolves NO: the proposer was wrong and forfeits its bond to the
+    // disputer; other bonds come back; trading stops and open orders are cancelled.
+    let (st, r) =
+        s.internal_post("/internal/resolution", &json!({"condition_id": COND, "status": "RESOLVED", "outcome": "No"}));
+    assert_eq!(st, 200, "{r}");
+    assert_eq!(status(&s, COND), json!("RESOLVED"));
+    let (_, bonds) = s.get(&format!("/bonds/market/{COND}"));
+    assert_eq!(bonds["totalAmount"], "0", "{bonds}");
+    assert_eq!(
+        [proposer.balance(&s, "USDC"), disputer.balance(&s, "USDC"), third.balance(&s, "USDC")],
+        [m("88"), m("112"), m("100")]
+    );
+    assert_eq!(buyer.available(&s, "USDC"), buyer.balance(&s, "USDC"), "the resting order was cancelled");
+    let refused = buyer.submit(&s, buyer.order(&s, YES, "BUY", "0.10", "10"), "GTC");
+    assert_eq!(err(refused), (400, "market is not accepting orders".into()));
+    let (_, mk) = s.get(&format!("/market?condition_id={COND}"));
+    assert_eq!((mk["closed"].clone(), mk["accepting_orders"].clone()), (json!(true), json!(false)));
+    assert_eq!(total(&s), start, "slashing moves collateral, creates none");
+    assert_eq!(err(dispute(&third)), (400, "market is not resolving".into()));
+    assert_eq!(err(bond(&third, &s, COND, "1")), (400, "market is already resolved".into()));
+
+    // Redeem: NO won. The seller's NO pays 1 each; the buyer's YES pays nothing.
+    let (st, r) = seller.l2(&s, "POST", "/ctf/redeem", Some(&json!({"conditionId": COND})));
+    assert_eq!((st, r["usdcSize"].clone()), (200, json!("10000000")), "{r}");
+    let (st, r) = buyer.l2(&s, "POST", "/ctf/redeem", Some(&json!({"conditionId": COND})));
+    assert_eq!((st, r["usdcSize"].clone()), (200, json!("0")), "{r}");
+    let usdc: u64 = all.iter().map(|t| t.balance(&s, "USDC")).sum();
+    assert_eq!(usdc, m("500"), "every unit of collateral is back in a wallet");
+    s.check();
+
+    // An undisputed proposal: the worker resolves it after the cooldown and returns the bond.
+    s.create_market("0xc0ffee2", "3001", "3002", "0.01", false);
+    assert_eq!(
+        s.internal_post("/internal/bonds/cluster", &json!({"condition_id": "0xc0ffee2", "cluster_id": 2})).0,
+        200
+    );
+    assert_eq!(
+        err(s.internal_post("/internal/bonds/cluster", &json!({"condition_id": "0xc0ffee2", "cluster_id": 7}))),
+        (404, "cluster not found".into())
+    );
+    assert_eq!(bond(&third, &s, "0xc0ffee2", "10000000").0, 200);
+    let p = third.l2(&s, "POST", "/resolution/propose", Some(&json!({"conditionId": "0xc0ffee2", "outcome": "Yes"})));
+    assert_eq!(err(p), (400, "a bond of at least 50 is required to propose".into()));
+    assert_eq!(bond(&third, &s, "0xc0ffee2", "40000000").0, 200);
+    let (st, _) =
+        third.l2(&s, "POST", "/resolution/propose", Some(&json!({"conditionId": "0xc0ffee2", "outcome": "Yes"})));
+    assert_eq!(st, 200);
+    assert_eq!(third.balance(&s, "USDC"), m("50"));
+    wait_for(10, || (status(&s, "0xc0ffee2") == json!("RESOLVED")).then_some(()));
+    assert_eq!(third.balance(&s, "USDC"), m("100"));
+    let (_, mine) = s.get(&format!("/bonds/agent/{}", third.address));
+    let st: Vec<_> = mine["bonds"].as_array().unwrap().iter().map(|b| b["status"].clone()).collect();
+    assert_eq!(st, vec![json!("RELEASED"), json!("RELEASED")], "{mine}");
+    s.check();
+}
