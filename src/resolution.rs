@@ -21,7 +21,7 @@ use warp::Filter;
 
 use crate::api::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req};
 use crate::catalogue::{fmt_date, MarketMeta, ResolutionStatus};
-use crate::domain::{fmt_amount, now_secs, parse_u64, COLLATERAL};
+use crate::domain::{fmt_amount, now_secs, COLLATERAL};
 use crate::engine::snapshot::MarketView;
 use crate::engine::{EngineError, LedgerChange};
 use crate::store::{cf, encode, Batch, Store, StoreError};
@@ -190,10 +190,7 @@ struct BondBody {
 async fn post_bond(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let b: BondBody = r.json()?;
-    let amount = parse_u64(&b.amount)
-        .ok()
-        .filter(|&n| n > 0)
-        .ok_or_else(|| ApiError::bad("amount must be a positive integer string (base units)"))?;
+    let amount = crate::api::ctf::amount(Some(&b.amount))?;
     let view = market(&s, &b.condition_id)?;
     if is_closed(&s, &view) {
         return Err(ApiError::bad("market is already resolved"));

@@ -61,7 +61,8 @@ struct CtfRequest {
     address: Option<String>,
 }
 
-fn amount(v: Option<&str>) -> Result<u64, ApiError> {
+/// A positive base-unit amount (an integer string), as every ledger operation takes it.
+pub(crate) fn amount(v: Option<&str>) -> Result<u64, ApiError> {
     v.and_then(|a| parse_u64(a).ok())
         .filter(|&n| n > 0)
         .ok_or_else(|| ApiError::bad("amount must be a positive integer string (base units)"))
