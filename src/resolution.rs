@@ -129,14 +129,6 @@ fn market(s: &AppState, condition_id: &str) -> Result<Arc<MarketView>, ApiError>
     s.registry.condition(condition_id).ok_or_else(|| ApiError::not_found("market not found"))
 }
 
-fn meta_of(s: &AppState, condition_id: &str) -> MarketMeta {
-    s.catalogue.meta(condition_id).map(|m| (*m).clone()).unwrap_or_else(|| MarketMeta {
-        condition_id: condition_id.to_string(),
-        created_at: now_secs(),
-        ..Default::default()
-    })
-}
-
 /// Whether a market is closed to trading: closed in the engine, or resolved.
 pub fn is_closed(s: &AppState, view: &MarketView) -> bool {
     view.market.closed
@@ -308,7 +300,7 @@ async fn propose(s: Arc<AppState>, r: Req) -> ApiResult {
         .position(|t| t.outcome.eq_ignore_ascii_case(&b.outcome) || t.token_id == b.outcome)
         .ok_or_else(|| ApiError::bad("outcome must name one of the market's outcomes"))? as u8;
     let _one = s.bonds.lock().await;
-    let meta = meta_of(&s, &b.condition_id);
+    let meta = crate::catalogue::routes::meta_or_new(&s, &b.condition_id);
     match meta.resolution {
         Some(ResolutionStatus::Resolved) => return Err(ApiError::bad("market is already resolved")),
         Some(ResolutionStatus::Resolving) => return Err(ApiError::bad("market already has a proposal")),
@@ -410,7 +402,7 @@ pub fn resolve(s: &AppState, condition_id: &str, winner: u8) -> Result<(), Strin
             .transfer(b.agent.clone(), vec![(COLLATERAL.to_string(), LedgerChange::Credit(back))], records)
             .map_err(|x| format!("bond of {}: {x:?}", b.agent))?;
     }
-    let mut meta = meta_of(s, condition_id);
+    let mut meta = crate::catalogue::routes::meta_or_new(s, condition_id);
     meta.resolution = Some(ResolutionStatus::Resolved);
     meta.resolved_outcome = Some(winner);
     crate::catalogue::routes::put_meta_blocking(s, meta).map_err(e)?;

@@ -759,6 +759,15 @@ pub async fn add_event(s: &AppState, input: EventInput) -> Result<EventRecord, A
 }
 
 /// Writes a new market's catalogue metadata (POST /internal/markets).
+/// A market's catalogue metadata, or fresh metadata for a market that has none yet.
+pub fn meta_or_new(s: &AppState, condition_id: &str) -> MarketMeta {
+    s.catalogue.meta(condition_id).map(|m| (*m).clone()).unwrap_or_else(|| MarketMeta {
+        condition_id: condition_id.to_string(),
+        created_at: now_secs(),
+        ..Default::default()
+    })
+}
+
 /// [`put_meta`] from a worker's OS thread.
 pub fn put_meta_blocking(s: &AppState, meta: MarketMeta) -> Result<(), ApiError> {
     let _w = s.catalogue.write.blocking_lock();
@@ -861,11 +870,7 @@ pub async fn set_resolution(s: Arc<AppState>, r: Req) -> ApiResult {
                 ApiError::db()
             })?;
     } else {
-        let mut meta = s.catalogue.meta(&b.condition_id).map(|m| (*m).clone()).unwrap_or_else(|| MarketMeta {
-            condition_id: b.condition_id.clone(),
-            created_at: now_secs(),
-            ..Default::default()
-        });
+        let mut meta = meta_or_new(&s, &b.condition_id);
         meta.resolution = Some(b.status);
         meta.resolved_outcome = winner;
         put_meta(&s, meta).await?;
