@@ -78,6 +78,11 @@ pub struct Config {
     /// Bond clusters: what a bond must reach (whole USDC) to propose or dispute a market
     /// of the cluster. Markets are in the first cluster unless assigned another.
     pub bond_clusters: Vec<BondCluster>,
+    /// RFQ expiration worker period: requests and quotes past their TTL become EXPIRED.
+    pub rfq_interval_ms: u64,
+    /// TTL of an RFQ request, and of a quote, when the body names none (seconds).
+    pub rfq_request_ttl_secs: u64,
+    pub rfq_quote_ttl_secs: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -131,6 +136,9 @@ impl Default for Config {
             resolution_interval_ms: 30_000,
             resolution_cooldown_secs: 24 * 3600,
             bond_clusters: vec![BondCluster { id: 1, required: 100 }],
+            rfq_interval_ms: 1_000,
+            rfq_request_ttl_secs: 300,
+            rfq_quote_ttl_secs: 60,
         }
     }
 }
@@ -160,6 +168,9 @@ impl Config {
             ("reward-sample-ms", self.reward_sample_ms),
             ("payout-check-ms", self.payout_check_ms),
             ("resolution-interval-ms", self.resolution_interval_ms),
+            ("rfq-interval-ms", self.rfq_interval_ms),
+            ("rfq-request-ttl-secs", self.rfq_request_ttl_secs),
+            ("rfq-quote-ttl-secs", self.rfq_quote_ttl_secs),
         ] {
             if ms == 0 {
                 anyhow::bail!("{name} must be at least 1");

@@ -19,6 +19,7 @@ pub mod incentives;
 pub mod ledger;
 pub mod metrics;
 pub mod resolution;
+pub mod rfq;
 pub mod sign;
 pub mod store;
 pub mod workers;

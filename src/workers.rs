@@ -1,6 +1,7 @@
 //! Background workers (SPEC §1.4), each on its own OS thread so none of them can stall a
 //! tokio worker or be stalled by one: settlement, GTD expiration, the heartbeat monitor,
-//! the liquidity-reward sampler and the reward and rebate payouts.
+//! the liquidity-reward sampler, the reward and rebate payouts, resolution and RFQ
+//! expiration.
 //! Each runs at its configured interval, logs a line for every run that did work, counts
 //! its runs, and exits promptly when [`Workers::stop`] is called.
 //!
@@ -139,6 +140,17 @@ impl Workers {
                     Ok(done) if done.is_empty() => None,
                     Ok(done) => Some(format!("resolved {} markets: {}", done.len(), done.join(", "))),
                     Err(e) => Some(format!("resolution failed: {e}")),
+                }
+            }));
+        }
+        {
+            let (s, stats) = (state.clone(), stats.clone());
+            threads.push(spawn("rfq-expiration", ms(config.rfq_interval_ms), rx.clone(), move || {
+                stats.worker_ran("rfq-expiration");
+                match crate::rfq::expire_due(&s, crate::domain::now_secs()) {
+                    Ok((0, 0)) => None,
+                    Ok((r, q)) => Some(format!("expired {r} RFQ requests and {q} quotes")),
+                    Err(e) => Some(format!("RFQ expiration failed: {}", e.message)),
                 }
             }));
         }

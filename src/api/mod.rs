@@ -83,6 +83,8 @@ pub struct AppState {
     pub payouts: parking_lot::Mutex<()>,
     /// Serialises bond and resolution changes (handlers and the resolution worker).
     pub bonds: tokio::sync::Mutex<()>,
+    /// Serialises RFQ changes (handlers and the RFQ expiration worker).
+    pub rfq: tokio::sync::Mutex<()>,
 }
 
 impl AppState {
@@ -135,6 +137,7 @@ impl AppState {
             rewards,
             payouts: Default::default(),
             bonds: Default::default(),
+            rfq: Default::default(),
         })
     }
 
@@ -466,8 +469,12 @@ pub fn clob_routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), E
         .unify()
         .or(ctf::routes(state.clone()))
         .unify()
+        .boxed()
         .or(crate::incentives::routes(state.clone()).or(crate::resolution::routes(state.clone())).unify().boxed())
         .unify()
+        .or(crate::rfq::routes(state.clone()).boxed())
+        .unify()
+        .boxed()
         .or(orders::routes(state.clone()))
         .unify()
         .or(book::routes(state.clone()))

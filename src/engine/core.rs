@@ -73,6 +73,22 @@ pub struct Settled {
     pub canceled: Vec<(Uuid, u32)>,
 }
 
+/// A negotiated trade between a requester (the taker) and a quoter (the maker), each an
+/// (API key, wallet address) pair; see [`Core::block_trade`].
+#[derive(Debug, Clone)]
+pub struct BlockTrade {
+    pub request_id: Uuid,
+    pub quote_id: Uuid,
+    pub token_id: String,
+    /// The requester's side.
+    pub side: Side,
+    pub size: u64,
+    /// In the token's own price, 1e-4 units.
+    pub price: u32,
+    pub taker: (Uuid, Arc<str>),
+    pub maker: (Uuid, Arc<str>),
+}
+
 /// One market's liquidity-reward scores at one sample (see [`Core::reward_scores`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RewardScores {
@@ -751,6 +767,88 @@ impl Core {
         }
         self.flush_ledger(batch);
         ids
+    }
+
+    /// A negotiated (RFQ) trade: the requester takes `side` of `size` tokens at `price` from
+    /// the quoter, off the book. Both parties' payments are held from their free balances
+    /// and the trade joins the settlement queue as PENDING, exactly like a book match, so
+    /// the settlement worker confirms or fails it the same way. No fee; the book's last
+    /// trade price does not move (a block trade's price is not a book price).
+    pub fn block_trade(&mut self, f: &BlockTrade, now: u64, batch: &mut Batch) -> Result<Arc<TradeRecord>, Reject> {
+        let (midx, outcome) = self.market_of_token(&f.token_id).ok_or(Reject::UnknownMarket)?;
+        let m = &self.markets[midx as usize].market;
+        if m.closed || !m.accepting_orders {
+            return Err(Reject::MarketClosed);
+        }
+        let token: Arc<str> = Arc::from(m.tokens[outcome as usize].token_id.as_str());
+        let outcome_name: Arc<str> = Arc::from(m.tokens[outcome as usize].outcome.as_str());
+        let condition_id: Arc<str> = Arc::from(m.condition_id.as_str());
+        let maker_side = match f.side {
+            Side::Buy => Side::Sell,
+            Side::Sell => Side::Buy,
+        };
+        let trade = TradeRecord {
+            id: Uuid::from_u64_pair(self.id_prefix, self.next_trade_seq),
+            seq: self.next_trade_seq,
+            taker_order_id: f.request_id,
+            market_idx: midx,
+            condition_id,
+            asset_id: token.clone(),
+            side: f.side,
+            size: f.size,
+            price: f.price,
+            fee_rate_bps: 0,
+            status: TradeStatus::Pending,
+            match_time: now,
+            last_update: now,
+            outcome: outcome_name.clone(),
+            bucket_index: 0,
+            owner: f.taker.0,
+            maker_address: f.taker.1.clone(),
+            maker_orders: vec![MakerFill {
+                order_id: f.quote_id,
+                owner: f.maker.0,
+                maker_address: f.maker.1.clone(),
+                matched_amount: f.size,
+                price: f.price,
+                asset_id: token,
+                outcome: outcome_name,
+                side: maker_side,
+                fee_rate_bps: 0,
+                fee: 0,
+            }],
+            transaction_hash: String::new(),
+            taker_fee: 0,
+            error_msg: None,
+            match_type: MatchType::Complementary,
+        };
+        let legs = trade.legs();
+        let accts = legs.each_ref().map(|l| {
+            let (pay, _) = l.pays();
+            let (recv, ..) = l.receives();
+            let [pay, recv, fee] = [
+                self.ledger.acct(&l.address, pay),
+                self.ledger.acct(&l.address, recv),
+                self.ledger.acct(&self.fee_address, recv),
+            ];
+            Accts { pay, recv, fee }
+        });
+        if accts[0].pay == accts[1].pay {
+            return Err(Reject::NotOwner);
+        }
+        if legs.iter().zip(&accts).any(|(l, a)| self.ledger.get(a.pay).available() < l.pays().1) {
+            return Err(Reject::NotEnoughBalance);
+        }
+        for (l, a) in legs.iter().zip(&accts) {
+            self.ledger.reserve_at(a.pay, l.pays().1);
+        }
+        self.expect_receipts(&legs, &accts);
+        self.next_trade_seq += 1;
+        let trade = Arc::new(trade);
+        batch.put_trade(&trade);
+        self.pending.push_back(Pending { trade: trade.clone(), accts });
+        self.flush_ledger(batch);
+        Ok(trade)
     }
 
     /// Cancels every open order whose GTD expiration has passed; returns (order, market).

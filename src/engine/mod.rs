@@ -26,7 +26,7 @@ use crate::events::Published;
 use crate::ledger::Account;
 use crate::store::persister::Job;
 use crate::store::{cf, encode, Batch, Store, StoreError};
-pub use core::{Canceled, Core, NonceState, Placed, Reject, RewardScores, Settled};
+pub use core::{BlockTrade, Canceled, Core, NonceState, Placed, Reject, RewardScores, Settled};
 use snapshot::{BookDelta, BookSnapshot, MarketView, Registry};
 
 /// Why a command did not complete.
@@ -123,6 +123,13 @@ pub enum Command {
         condition_id: String,
         reply: Reply<Vec<Uuid>>,
     },
+    /// A negotiated (RFQ) trade, written with `records` (the RFQ's new state) in one atomic
+    /// batch; replies the PENDING trade.
+    BlockTrade {
+        trade: Box<BlockTrade>,
+        records: Batch,
+        reply: Reply<Arc<crate::domain::TradeRecord>>,
+    },
     /// Runs the invariant checks (tests and operators).
     Check {
         reply: Reply<Result<(), String>>,
@@ -183,6 +190,13 @@ impl EngineHandle {
     }
     pub async fn expire(&self) -> Result<Vec<Uuid>, EngineError> {
         self.call(|reply| Command::Expire { reply }).await
+    }
+    pub async fn block_trade(
+        &self,
+        trade: BlockTrade,
+        records: Batch,
+    ) -> Result<Arc<crate::domain::TradeRecord>, EngineError> {
+        self.call(|reply| Command::BlockTrade { trade: Box::new(trade), records, reply }).await
     }
     pub async fn increment_nonce(&self, address: String) -> Result<(u64, Vec<Uuid>), EngineError> {
         self.call(|reply| Command::IncrementNonce { address, reply }).await
@@ -446,6 +460,17 @@ fn run(
                 let (ids, _) = split_touched(gone);
                 finish(core, out, batch, &[idx], Vec::new(), None, reply, ids);
             }
+            Command::BlockTrade { trade, records, reply } => match core.block_trade(&trade, now_secs(), &mut batch) {
+                Ok(t) => {
+                    batch.ops.extend(records.ops);
+                    metrics.matches.inc();
+                    let idx = t.market_idx;
+                    finish(core, out, batch, &[idx], vec![t.clone()], None, reply, t);
+                }
+                Err(r) => {
+                    let _ = reply.send(Err(EngineError::Rejected(r)));
+                }
+            },
             Command::Check { reply } => {
                 let _ = reply.send(Ok(core.check()));
             }

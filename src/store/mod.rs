@@ -89,6 +89,10 @@ pub mod cf {
     /// Bonds and resolution (see `resolution`): `b/` agent `/` condition → bond; `m/`
     /// condition `/` agent → (); `r/` condition → proposal; `k/` condition → cluster.
     pub const BONDS: &str = "bonds";
+    /// Requests for quote (see `rfq`): `r/` rfq → request; `q/` rfq quote → quote; `i/`
+    /// quote → rfq; `o/` owner time rfq → (); `a/` rfq → () while open; `x/` expiry kind
+    /// rfq [quote] → () while open or PENDING.
+    pub const RFQ: &str = "rfq";
 
     /// Families whose values are counters summed by the merge operator.
     pub const COUNTERS: &[&str] = &[POSITIONS, MARKET_HOLDERS, WALLET_DAYS, MARKET_STATS, REWARDS];
@@ -129,6 +133,7 @@ pub mod cf {
         REWARDS,
         REBATES,
         BONDS,
+        RFQ,
     ];
 }
 

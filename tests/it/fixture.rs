@@ -324,6 +324,15 @@ impl Trader {
         self.l2_at(&s.clob, method, path, body)
     }
 
+    /// An L2-signed request with a raw body (malformed-JSON tests).
+    pub fn l2_raw(&self, s: &Server, method: &str, path: &str, body: &str) -> (u16, Value) {
+        let mut r = ureq::request(method, &format!("{}{path}", s.clob));
+        for (k, v) in self.l2_headers(method, path, body) {
+            r = r.set(k, &v);
+        }
+        send(r, Some(body.to_string()))
+    }
+
     /// An L2-signed request to another of the servers (`base`: its URL).
     pub fn l2_at(&self, base: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
         let b = body.map(|v| v.to_string()).unwrap_or_default();

@@ -16,5 +16,6 @@ mod orders;
 mod resolution;
 mod restart;
 mod rewards;
+mod rfq;
 mod workers;
 mod ws;
