@@ -53,12 +53,12 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct CtfRequest {
+pub(crate) struct CtfRequest {
     condition_id: String,
     /// Base units (micro-units) as an integer string; split and merge only.
     amount: Option<String>,
     /// The wallet: the key's address (default) or its proxy wallet.
-    address: Option<String>,
+    pub(crate) address: Option<String>,
 }
 
 /// A positive base-unit amount (an integer string), as every ledger operation takes it.
@@ -69,7 +69,7 @@ pub(crate) fn amount(v: Option<&str>) -> Result<u64, ApiError> {
 }
 
 /// The wallet an operation moves: the key's address, or the proxy it names.
-async fn wallet_of(s: &AppState, key: &ApiKeyRecord, address: Option<&str>) -> Result<String, ApiError> {
+pub(crate) async fn wallet_of(s: &AppState, key: &ApiKeyRecord, address: Option<&str>) -> Result<String, ApiError> {
     let wallet = match address {
         None => key.address.clone(),
         Some(a) => normalize_address(a).ok_or_else(|| ApiError::bad("address must be a 0x address"))?,
@@ -84,6 +84,17 @@ async fn operate(s: Arc<AppState>, kind: CtfKind, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let b: CtfRequest = r.json()?;
     let wallet = wallet_of(&s, &key, b.address.as_deref()).await?;
+    json(&operate_for(&s, kind, &wallet, b).await?)
+}
+
+/// Split, merge or redeem for a wallet the caller may move (HTTP handler or relay).
+pub(crate) async fn operate_for(
+    s: &AppState,
+    kind: CtfKind,
+    wallet: &str,
+    b: CtfRequest,
+) -> Result<serde_json::Value, ApiError> {
+    let wallet = wallet.to_string();
     let view = s.registry.condition(&b.condition_id).ok_or_else(|| ApiError::not_found("market not found"))?;
     let m = &view.market;
     let (yes, no) = (m.tokens[0].token_id.clone(), m.tokens[1].token_id.clone());
@@ -149,8 +160,8 @@ async fn operate(s: Arc<AppState>, kind: CtfKind, r: Req) -> ApiResult {
 
     let row = Row { kind, market: m.idx, condition_id: m.condition_id.clone(), size, usdc_size };
     let moves = [(m.idx, yes.clone(), positions[0]), (m.idx, no.clone(), positions[1])];
-    let (tx, time, balances) = execute(&s, &wallet, changes, &[row], &moves).await?;
-    json(&j!({
+    let (tx, time, balances) = execute(s, &wallet, changes, &[row], &moves).await?;
+    Ok(j!({
         "success": true,
         "type": kind.name(),
         "conditionId": m.condition_id,
@@ -220,14 +231,14 @@ async fn execute(
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ConvertRequest {
+pub(crate) struct ConvertRequest {
     /// The negative-risk market (the markets' `neg_risk_market_id`).
     market_id: String,
     /// Bitmask of question indices whose NO tokens are converted (1 = question 0).
     index_set: StrOrNum,
     /// Base units of NO converted per question.
     amount: String,
-    address: Option<String>,
+    pub(crate) address: Option<String>,
 }
 
 /// POST /ctf/convert: the negative-risk adapter's convertPositions(marketId, indexSet,
@@ -239,6 +250,11 @@ pub async fn convert(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let b: ConvertRequest = r.json()?;
     let wallet = wallet_of(&s, &key, b.address.as_deref()).await?;
+    json(&convert_for(&s, &wallet, b).await?)
+}
+
+/// convertPositions for a wallet the caller may move (HTTP handler or relay).
+pub(crate) async fn convert_for(s: &AppState, wallet: &str, b: ConvertRequest) -> Result<serde_json::Value, ApiError> {
     let questions: Vec<_> = s
         .registry
         .tables()
@@ -286,8 +302,8 @@ pub async fn convert(s: Arc<AppState>, r: Req) -> ApiResult {
     if out > 0 {
         changes.push((COLLATERAL.to_string(), Credit(out)));
     }
-    let (tx, time, balances) = execute(&s, &wallet, changes, &rows, &moves).await?;
-    json(&j!({
+    let (tx, time, balances) = execute(s, wallet, changes, &rows, &moves).await?;
+    Ok(j!({
         "success": true,
         "type": CtfKind::Conversion.name(),
         "marketId": b.market_id,

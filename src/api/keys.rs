@@ -130,7 +130,7 @@ fn creds(k: &ApiKeyRecord) -> serde_json::Value {
     serde_json::json!({ "apiKey": k.key.to_string(), "secret": k.secret, "passphrase": k.passphrase })
 }
 
-fn random_bytes<const N: usize>() -> Result<[u8; N], ApiError> {
+pub(crate) fn random_bytes<const N: usize>() -> Result<[u8; N], ApiError> {
     let mut b = [0u8; N];
     getrandom::getrandom(&mut b).map_err(|_| ApiError::db())?;
     Ok(b)

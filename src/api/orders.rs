@@ -101,7 +101,7 @@ fn unavailable(msg: &str) -> ApiError {
 }
 
 /// New orders are refused outside normal mode (SPEC §1.5).
-fn check_new_orders(s: &AppState) -> Result<(), ApiError> {
+pub(crate) fn check_new_orders(s: &AppState) -> Result<(), ApiError> {
     match s.mode() {
         Mode::Normal => Ok(()),
         Mode::CancelOnly => Err(unavailable("trading is in cancel-only mode: new orders are not accepted")),
@@ -109,7 +109,7 @@ fn check_new_orders(s: &AppState) -> Result<(), ApiError> {
     }
 }
 
-fn check_cancels(s: &AppState) -> Result<(), ApiError> {
+pub(crate) fn check_cancels(s: &AppState) -> Result<(), ApiError> {
     match s.mode() {
         Mode::TradingDisabled => Err(unavailable("trading is disabled")),
         _ => Ok(()),
@@ -172,7 +172,7 @@ pub(crate) struct Submission {
     defer_exec: Option<bool>,
 }
 
-fn invalid() -> ApiError {
+pub(crate) fn invalid() -> ApiError {
     ApiError::bad("Invalid order payload")
 }
 
@@ -394,7 +394,7 @@ fn reject_message(r: &Reject, id: Uuid) -> String {
     }
 }
 
-fn result_json(p: &Placed) -> Value {
+pub(crate) fn result_json(p: &Placed) -> Value {
     j!({
         "success": true,
         "orderID": p.order.id.to_string(),
@@ -422,10 +422,22 @@ fn rejected_json(msg: &str) -> Value {
 
 /// Validates and places one submission.
 async fn place(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<Placed, ApiError> {
+    place_attributed(s, key, sub, None).await
+}
+
+/// Validates and places one submission, attributed to a builder when one is named (the
+/// attribution is written in the order's own batch).
+pub(crate) async fn place_attributed(
+    s: &AppState,
+    key: &ApiKeyRecord,
+    sub: Submission,
+    builder: Option<&str>,
+) -> Result<Placed, ApiError> {
     let (order, defer) = validate(s, key, sub)?;
     let id = order.id;
+    let records = builder.map(|b| crate::builders::attribution(b, &order)).unwrap_or_default();
     let _t = s.time_command("place");
-    match s.engine.place(order, defer).await {
+    match s.engine.place_with(order, defer, records).await {
         Ok(p) => Ok(p),
         Err(EngineError::Rejected(r)) => Err(ApiError::bad(reject_message(&r, id))),
         Err(e) => Err(e.into()),
@@ -461,12 +473,12 @@ async fn post_orders(s: Arc<AppState>, r: Req) -> ApiResult {
     json(&out)
 }
 
-fn canceled_json(c: &crate::engine::Canceled) -> ApiResult {
+pub(crate) fn canceled_json(c: &crate::engine::Canceled) -> ApiResult {
     let not: HashMap<&str, &str> = c.not_canceled.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
     json(&j!({ "canceled": c.canceled.iter().map(|u| u.to_string()).collect::<Vec<_>>(), "not_canceled": not }))
 }
 
-fn parse_id(s: &str) -> Result<Uuid, ApiError> {
+pub(crate) fn parse_id(s: &str) -> Result<Uuid, ApiError> {
     s.trim().parse().map_err(|_| ApiError::bad("Invalid orderID"))
 }
 
@@ -569,6 +581,9 @@ pub fn page(items: Vec<Value>, offset: usize) -> ApiResult {
 }
 
 fn list_orders(s: Arc<AppState>, r: Req) -> ApiResult {
+    if crate::builders::has_builder_headers(&r) {
+        return crate::builders::builder_orders(&s, &r);
+    }
     let key = authenticate(&s, &r)?;
     let q = r.query_map();
     let offset = cursor_offset(&q)?;
@@ -637,6 +652,9 @@ pub fn trade_json(t: &TradeRecord, viewer: Uuid) -> Value {
 }
 
 fn list_trades(s: Arc<AppState>, r: Req) -> ApiResult {
+    if crate::builders::has_builder_headers(&r) {
+        return crate::builders::builder_trades(&s, &r);
+    }
     let key = authenticate(&s, &r)?;
     let q = r.query_map();
     let offset = cursor_offset(&q)?;

@@ -51,9 +51,12 @@ pub enum LedgerChange {
 }
 
 pub enum Command {
+    /// Places an order; `records` (a builder's attribution) are written with it when it is
+    /// accepted.
     Place {
         order: Arc<OrderRecord>,
         defer: bool,
+        records: Batch,
         reply: Reply<Placed>,
     },
     Cancel {
@@ -148,7 +151,10 @@ impl EngineHandle {
     }
 
     pub async fn place(&self, order: OrderRecord, defer: bool) -> Result<Placed, EngineError> {
-        self.call(|reply| Command::Place { order: Arc::new(order), defer, reply }).await
+        self.place_with(order, defer, Batch::default()).await
+    }
+    pub async fn place_with(&self, order: OrderRecord, defer: bool, records: Batch) -> Result<Placed, EngineError> {
+        self.call(|reply| Command::Place { order: Arc::new(order), defer, records, reply }).await
     }
     pub async fn cancel(&self, owner: Uuid, ids: Vec<Uuid>) -> Result<Canceled, EngineError> {
         self.call(|reply| Command::Cancel { owner, ids, reply }).await
@@ -382,8 +388,9 @@ fn run(
     while let Ok(cmd) = rx.recv() {
         let mut batch = Batch::default();
         match cmd {
-            Command::Place { order, defer, reply } => match core.place(order, defer, now_secs(), &mut batch) {
+            Command::Place { order, defer, records, reply } => match core.place(order, defer, now_secs(), &mut batch) {
                 Ok(placed) => {
+                    batch.ops.extend(records.ops);
                     metrics.matches.inc_by(placed.trades.len() as u64);
                     let idx = placed.order.market_idx;
                     let (trades, id) = (placed.trades.clone(), placed.order.id);

@@ -93,6 +93,10 @@ pub mod cf {
     /// quote → rfq; `o/` owner time rfq → (); `a/` rfq → () while open; `x/` expiry kind
     /// rfq [quote] → () while open or PENDING.
     pub const RFQ: &str = "rfq";
+    /// Builder and relayer API keys and builder attribution (see `builders`): `k/` key →
+    /// key; `a/` address `/` kind `/` key → (); `n/` builder → claiming address; `o/`
+    /// builder `/` order → ().
+    pub const BUILDERS: &str = "builders";
 
     /// Families whose values are counters summed by the merge operator.
     pub const COUNTERS: &[&str] = &[POSITIONS, MARKET_HOLDERS, WALLET_DAYS, MARKET_STATS, REWARDS];
@@ -134,6 +138,7 @@ pub mod cf {
         REBATES,
         BONDS,
         RFQ,
+        BUILDERS,
     ];
 }
 

@@ -5,6 +5,7 @@ mod admin;
 mod analytics;
 mod book;
 mod bridge;
+mod builders;
 mod catalogue;
 mod crash;
 mod ctf;

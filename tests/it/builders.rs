@@ -1,0 +1,246 @@
+//! Builders (keys, attributed orders and cancels, what a builder sees, its volume) and the
+//! gasless relay in both authentication modes.
+
+use serde_json::{json, Value};
+
+use crate::fixture::*;
+
+/// An L2-signed request with extra headers.
+fn with(t: &Trader, s: &Server, method: &str, path: &str, body: &str, extra: &[(&str, &str)]) -> (u16, Value) {
+    let mut r = ureq::request(method, &format!("{}{path}", s.clob));
+    for (k, v) in t.l2_headers(method, path, body) {
+        r = r.set(k, &v);
+    }
+    for (k, v) in extra {
+        r = r.set(k, v);
+    }
+    send(r, if body.is_empty() && method != "POST" { None } else { Some(body.to_string()) })
+}
+
+/// A request signed with builder credentials only (SPEC §5.5).
+fn as_builder(s: &Server, creds: &Value, path: &str) -> (u16, Value) {
+    let ts = now().to_string();
+    let sig = predex::auth::build_hmac_signature(creds["secret"].as_str().unwrap(), &ts, "GET", path, "");
+    let r = ureq::get(&format!("{}{path}", s.clob))
+        .set("SERVICE_BUILDER_API_KEY", creds["apiKey"].as_str().unwrap())
+        .set("SERVICE_BUILDER_PASSPHRASE", creds["passphrase"].as_str().unwrap())
+        .set("SERVICE_BUILDER_SIGNATURE", &sig)
+        .set("SERVICE_BUILDER_TIMESTAMP", &ts);
+    send(r, None)
+}
+
+fn submission(t: &Trader, order: Value) -> String {
+    json!({"order": order, "owner": t.key, "orderType": "GTC"}).to_string()
+}
+
+#[test]
+fn builder_keys_attribution_and_what_a_builder_sees() {
+    let s = Server::start();
+    let builder = s.trader(0);
+    let (alice, bob) = (s.trader(m("100")), s.trader(0));
+    s.credit(&bob.address, YES, m("50"));
+
+    // Builder API keys.
+    let path = "/auth/builder-api-key";
+    assert_eq!(err(builder.l2(&s, "POST", path, Some(&json!({})))), (400, "builderId required".into()));
+    assert_eq!(err(builder.l2(&s, "POST", path, None)), (400, "builderId required".into()));
+    assert_eq!(err(s.post(path, &json!({"builderId": "acme"}))), (401, "L2 authentication failure".into()));
+    let (st, creds) = builder.l2(&s, "POST", path, Some(&json!({"builderId": "acme"})));
+    assert_eq!(st, 200, "{creds}");
+    assert_eq!(creds["builderId"], "acme");
+    assert!(creds["secret"].is_string() && creds["passphrase"].is_string());
+    let (_, second) = builder.l2(&s, "POST", path, Some(&json!({"builderId": "acme"})));
+    assert_eq!(
+        err(alice.l2(&s, "POST", path, Some(&json!({"builderId": "acme"})))),
+        (409, "builderId belongs to another address".into())
+    );
+    let (_, list) = builder.l2(&s, "GET", path, None);
+    let mut keys: Vec<&str> =
+        list["apiKeys"].as_array().unwrap().iter().map(|k| k["apiKey"].as_str().unwrap()).collect();
+    let mut want = vec![creds["apiKey"].as_str().unwrap(), second["apiKey"].as_str().unwrap()];
+    keys.sort();
+    want.sort();
+    assert_eq!(keys, want);
+    assert!(list["apiKeys"][0].get("secret").is_none());
+    assert_eq!(alice.l2(&s, "GET", path, None).1, json!({"apiKeys": []}));
+    assert_eq!(err(builder.l2(&s, "DELETE", &format!("{path}?apiKey=nope"), None)), (400, "invalid apiKey".into()));
+    let del_second = format!("{path}?apiKey={}", second["apiKey"].as_str().unwrap());
+    assert_eq!(err(alice.l2(&s, "DELETE", &del_second, None)), (404, "builder API key not found".into()));
+    assert_eq!(builder.l2(&s, "DELETE", &del_second, None).0, 200);
+    assert_eq!(err(builder.l2(&s, "DELETE", &del_second, None)), (404, "builder API key not found".into()));
+    assert_eq!(builder.l2(&s, "GET", path, None).1["apiKeys"].as_array().unwrap().len(), 1);
+
+    // POST /builder/order refusals.
+    let o = alice.order(&s, YES, "BUY", "0.50", "10");
+    let body = submission(&alice, o.clone());
+    let id = [("SERVICE_BUILDER_ID", "acme")];
+    assert_eq!(
+        err(with(&alice, &s, "POST", "/builder/order", &body, &[])),
+        (400, "OPENFISH_BUILDER_ID header required (header SERVICE_BUILDER_ID)".into())
+    );
+    assert_eq!(
+        err(with(&alice, &s, "POST", "/builder/order", &body, &[("SERVICE_BUILDER_ID", " ")])).0,
+        400,
+        "an empty builder ID is missing"
+    );
+    let (st, b) = with(&alice, &s, "POST", "/builder/order", "{oops", &id);
+    assert!(st == 400 && b["error"].as_str().unwrap().starts_with("invalid JSON: "), "{b}");
+    assert_eq!(
+        err(with(&alice, &s, "POST", "/builder/order", r#"{"owner":"x"}"#, &id)),
+        (400, "missing 'order' field".into())
+    );
+    let bad_key = [("SERVICE_BUILDER_ID", "acme"), ("SERVICE_BUILDER_API_KEY", second["apiKey"].as_str().unwrap())];
+    assert_eq!(
+        err(with(&alice, &s, "POST", "/builder/order", &body, &bad_key)),
+        (401, "invalid builder API key".into())
+    );
+    let other_id = [("SERVICE_BUILDER_ID", "other"), ("SERVICE_BUILDER_API_KEY", creds["apiKey"].as_str().unwrap())];
+    assert_eq!(
+        err(with(&alice, &s, "POST", "/builder/order", &body, &other_id)),
+        (401, "invalid builder API key".into())
+    );
+    assert_eq!(alice.l2(&s, "GET", "/data/orders", None).1["count"], 0, "refusals place nothing");
+
+    // Attributed orders: alice's BUY through acme (with its key), bob's SELL through acme
+    // (no key), and one of bob's outside it.
+    let verified = [("SERVICE_BUILDER_ID", "acme"), ("SERVICE_BUILDER_API_KEY", creds["apiKey"].as_str().unwrap())];
+    let (st, placed) = with(&alice, &s, "POST", "/builder/order", &body, &verified);
+    assert_eq!((st, placed["status"].as_str()), (200, Some("LIVE")), "{placed}");
+    let alice_order = placed["orderID"].as_str().unwrap().to_string();
+    let rest = bob.place(&s, YES, "SELL", "0.70", "5")["orderID"].as_str().unwrap().to_string();
+    let sell = submission(&bob, bob.order(&s, YES, "SELL", "0.50", "6"));
+    let (st, filled) = with(&bob, &s, "POST", "/builder/order", &sell, &id);
+    assert_eq!((st, filled["status"].as_str()), (200, Some("MATCHED")), "{filled}");
+
+    // The builder sees its attributed open orders and their trades, nothing else.
+    let (st, orders) = as_builder(&s, &creds, "/data/orders");
+    assert_eq!(st, 200, "{orders}");
+    let ids: Vec<&str> = orders["data"].as_array().unwrap().iter().map(|o| o["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, vec![alice_order.as_str()], "bob's resting order is not acme's");
+    let (_, trades) = as_builder(&s, &creds, "/data/trades");
+    assert_eq!(trades["count"], 1);
+    assert_eq!((trades["data"][0]["size"].as_str(), trades["data"][0]["price"].as_str()), (Some("6"), Some("0.5000")));
+    // Volume: both sides of the one trade were attributed: 3 USDC each.
+    let (_, v) = as_builder(&s, &creds, "/builder/volume");
+    assert_eq!(v, json!({"builderId": "acme", "orders": 2, "trades": 1, "volume": "6"}));
+    assert_eq!(as_builder(&s, &creds, "/builder/volume?market=0xother").1["volume"], "0");
+    // Bad builder credentials.
+    let mut forged = creds.clone();
+    forged["secret"] = json!("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=");
+    assert_eq!(err(as_builder(&s, &forged, "/data/orders")), (401, "L2 authentication failure".into()));
+    let mut gone = creds.clone();
+    gone["apiKey"] = second["apiKey"].clone();
+    assert_eq!(err(as_builder(&s, &gone, "/data/trades")), (401, "Unauthorized/Invalid api key".into()));
+    // The user's own view is unchanged by attribution.
+    assert_eq!(bob.l2(&s, "GET", "/data/orders", None).1["data"][0]["id"], rest.as_str());
+
+    // POST /builder/cancel.
+    let cancel = json!({"orderID": alice_order}).to_string();
+    assert_eq!(
+        err(with(&alice, &s, "POST", "/builder/cancel", &cancel, &[])),
+        (400, "OPENFISH_BUILDER_ID header required (header SERVICE_BUILDER_ID)".into())
+    );
+    assert_eq!(
+        err(with(&alice, &s, "POST", "/builder/cancel", "{\"orderID\": \"x\"}", &id)),
+        (400, "Invalid orderID".into())
+    );
+    let (_, c) = with(&bob, &s, "POST", "/builder/cancel", &cancel, &id);
+    assert_eq!(c["canceled"], json!([]), "only the owner cancels");
+    let (st, c) = with(&alice, &s, "POST", "/builder/cancel", &cancel, &id);
+    assert_eq!((st, c["canceled"].clone()), (200, json!([alice_order])));
+    assert_eq!(as_builder(&s, &creds, "/data/orders").1["count"], 0);
+    s.settle();
+    assert_eq!(as_builder(&s, &creds, "/builder/volume").1["volume"], "6", "confirmed trades still count");
+
+    // Attribution survives a restart.
+    let (cfg, _dir) = s.stop();
+    let s = Server::start_with(cfg);
+    assert_eq!(as_builder(&s, &creds, "/data/trades").1["count"], 1);
+}
+
+#[test]
+fn the_relay_executes_ledger_operations_with_relayer_keys_or_l2() {
+    let s = Server::start();
+    let (t, other) = (s.trader(m("100")), s.trader(m("10")));
+    let rpath = "/relayer/api-key";
+    let (st, rk) = t.l2(&s, "POST", rpath, None);
+    assert_eq!(st, 200, "{rk}");
+    let relayer =
+        [("RELAYER_API_KEY", rk["apiKey"].as_str().unwrap()), ("RELAYER_API_KEY_ADDRESS", t.address.as_str())];
+    assert_eq!(t.l2(&s, "GET", rpath, None).1["apiKeys"].as_array().unwrap().len(), 1);
+
+    let post = |headers: &[(&str, &str)], body: &Value| {
+        let mut r = ureq::post(&format!("{}/submit", s.clob));
+        for (k, v) in headers {
+            r = r.set(k, v);
+        }
+        send(r, Some(body.to_string()))
+    };
+    let split = json!({"operation": "split", "conditionId": COND, "amount": "6000000"});
+
+    // Relayer mode.
+    let (st, tx) = post(&relayer, &split);
+    assert_eq!(st, 200, "{tx}");
+    assert_eq!(
+        (tx["state"].as_str(), tx["operation"].as_str(), tx["from"].as_str()),
+        (Some("STATE_CONFIRMED"), Some("split"), Some(t.address.as_str()))
+    );
+    assert!(tx["transactionHash"].as_str().unwrap().starts_with("0x") && tx["transactionID"].is_string());
+    assert_eq!((t.balance(&s, "USDC"), t.balance(&s, YES), t.balance(&s, NO)), (m("94"), m("6"), m("6")));
+    let merge = json!({"operation": "merge", "conditionId": COND, "amount": "1000000"});
+    assert_eq!(post(&relayer, &merge).0, 200);
+    assert_eq!(t.balance(&s, "USDC"), m("95"));
+
+    // Relayer refusals, checked before anything else, and changing nothing.
+    let wrong_addr = [relayer[0], ("RELAYER_API_KEY_ADDRESS", other.address.as_str())];
+    let unknown = [("RELAYER_API_KEY", "6d2f1c3a-0000-4000-8000-000000000000"), relayer[1]];
+    for h in [&wrong_addr[..], &unknown[..], &[relayer[0]][..], &[("RELAYER_API_KEY", "nope"), relayer[1]][..]] {
+        let (st, _) = post(h, &split);
+        assert_eq!(st, 401, "{h:?}");
+    }
+    assert_eq!(err(post(&wrong_addr, &split)), (401, "invalid relayer api key".into()));
+    assert_eq!(err(post(&[], &split)), (401, "L2 authentication failure".into()));
+    let (st, e) =
+        post(&relayer, &json!({"operation": "split", "conditionId": COND, "amount": "1", "address": other.address}));
+    assert_eq!((st, e["error"].as_str()), (400, Some("the address has to be the owner of the API KEY")));
+    assert_eq!(err(post(&relayer, &json!({"operation": "mint"}))), (400, "unsupported operation: mint".into()));
+    assert_eq!(err(post(&relayer, &json!({"conditionId": COND}))).0, 400);
+    assert_eq!(
+        err(post(&relayer, &json!({"operation": "split", "conditionId": COND, "amount": "999000000"}))),
+        (400, "not enough balance / allowance".into())
+    );
+    assert_eq!(t.balance(&s, "USDC"), m("95"));
+
+    // L2 mode: cancelOrder and incrementNonce.
+    let l2 = |body: &Value| t.l2(&s, "POST", "/submit", Some(body));
+    let a = t.place(&s, YES, "SELL", "0.60", "5")["orderID"].as_str().unwrap().to_string();
+    let b = t.place(&s, YES, "BUY", "0.40", "5")["orderID"].as_str().unwrap().to_string();
+    assert_eq!(err(l2(&json!({"operation": "cancelOrder", "orderID": "x"}))), (400, "Invalid orderID".into()));
+    let (st, e) = other.l2(&s, "POST", "/submit", Some(&json!({"operation": "cancelOrder", "orderID": a})));
+    assert_eq!((st, e["error"].as_str()), (404, Some("order not found or not open")), "another wallet's order");
+    let (st, tx) = l2(&json!({"operation": "cancelOrder", "orderID": a}));
+    assert_eq!((st, tx["result"]["canceled"].clone()), (200, json!([a])), "{tx}");
+    assert_eq!(t.l2(&s, "GET", &format!("/data/order/{a}"), None).1["status"], "CANCELED");
+    let (st, tx) = post(&relayer, &json!({"operation": "incrementNonce"}));
+    assert_eq!(
+        (st, tx["result"]["nonce"].as_str(), tx["result"]["canceled"].clone()),
+        (200, Some("1"), json!([b])),
+        "{tx}"
+    );
+    assert_eq!(t.l2(&s, "GET", "/data/orders", None).1["count"], 0);
+    assert_eq!(t.available(&s, "USDC"), m("95"), "cancelled orders release their reservations");
+    // Redeem through the relay once resolved.
+    let (st, _) =
+        s.internal_post("/internal/resolution", &json!({"condition_id": COND, "status": "RESOLVED", "outcome": "Yes"}));
+    assert_eq!(st, 200);
+    let (st, tx) = l2(&json!({"operation": "redeem", "conditionId": COND}));
+    assert_eq!((st, tx["result"]["usdcSize"].as_str()), (200, Some("5000000")), "{tx}");
+    assert_eq!(t.balance(&s, "USDC"), m("100"));
+
+    // Deleting the relayer key ends relayer access.
+    let del = format!("{rpath}?apiKey={}", rk["apiKey"].as_str().unwrap());
+    assert_eq!(err(other.l2(&s, "DELETE", &del, None)), (404, "relayer API key not found".into()));
+    assert_eq!(t.l2(&s, "DELETE", &del, None).0, 200);
+    assert_eq!(err(post(&relayer, &merge)), (401, "invalid relayer api key".into()));
+    s.check();
+}
