@@ -7,6 +7,7 @@
 pub mod admin;
 pub mod analytics;
 pub mod api;
+pub mod auctions;
 pub mod auth;
 pub mod bridge;
 pub mod builders;

@@ -80,7 +80,7 @@ pub struct Proposal {
     pub resolved: bool,
 }
 
-fn bond_key(agent: &str, condition_id: &str) -> Vec<u8> {
+pub(crate) fn bond_key(agent: &str, condition_id: &str) -> Vec<u8> {
     format!("b/{agent}/{condition_id}").into_bytes()
 }
 fn market_bond_key(condition_id: &str, agent: &str) -> Vec<u8> {
@@ -204,13 +204,18 @@ async fn post_bond(s: Arc<AppState>, r: Req) -> ApiResult {
     bond.amount = bond.amount.checked_add(amount).ok_or_else(|| ApiError::bad("amount too large"))?;
     bond.posted_at = now;
     let mut records = Batch::default();
-    records.put(cf::BONDS, bond_key(&agent, &b.condition_id), encode(&bond));
-    records.put(cf::BONDS, market_bond_key(&b.condition_id, &agent), Vec::new());
+    post_bond_records(&mut records, &bond);
     match s.engine.transfer(agent, vec![(COLLATERAL.to_string(), LedgerChange::Debit(amount))], records).await {
         Ok(_) => json(&bond.to_json()),
         Err(EngineError::Rejected(_)) => Err(ApiError::bad("not enough balance / allowance")),
         Err(e) => Err(e.into()),
     }
+}
+
+/// The writes of a posted bond: the bond and the market's index of its agents.
+pub(crate) fn post_bond_records(batch: &mut Batch, bond: &Bond) {
+    batch.put(cf::BONDS, bond_key(&bond.agent, &bond.condition_id), encode(bond));
+    batch.put(cf::BONDS, market_bond_key(&bond.condition_id, &bond.agent), Vec::new());
 }
 
 fn agent_bonds(s: &AppState, address: &str) -> ApiResult {
@@ -305,6 +310,14 @@ async fn propose(s: Arc<AppState>, r: Req) -> ApiResult {
         Some(ResolutionStatus::Resolved) => return Err(ApiError::bad("market is already resolved")),
         Some(ResolutionStatus::Resolving) => return Err(ApiError::bad("market already has a proposal")),
         None => {}
+    }
+    if let Some(a) = crate::auctions::auction_of(&s, &b.condition_id)? {
+        if !a.closed {
+            return Err(ApiError::bad("the question auction is still open"));
+        }
+        if a.winner.as_deref().is_some_and(|w| w != key.address) {
+            return Err(ApiError::bad("only the question auction's winner may propose"));
+        }
     }
     qualified(&s, &key.address, &b.condition_id, "propose")?;
     let p = Proposal {
@@ -418,6 +431,10 @@ pub fn resolve(s: &AppState, condition_id: &str, winner: u8) -> Result<(), Strin
 /// The resolution worker's run: resolves every undisputed proposal whose cooldown is over.
 pub fn run_due(s: &AppState) -> Result<Vec<String>, String> {
     let now = now_secs();
+    {
+        let _one = s.bonds.blocking_lock();
+        crate::auctions::close_due(s, now).map_err(|e| format!("question auctions: {}", e.message))?;
+    }
     let mut due = BTreeMap::new();
     s.store
         .walk(cf::BONDS, b"r/", None, false, |_, v| {

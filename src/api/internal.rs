@@ -13,6 +13,7 @@ use warp::reply::Response;
 use warp::Filter;
 
 use super::{json, recover, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use crate::auctions::open as open_auction;
 use crate::auth::normalize_address;
 use crate::bridge::transfers::{confirm_deposit, open_withdrawals, settle_withdrawal};
 use crate::catalogue::routes::{create_comment, create_event, create_series, put_meta, set_resolution};
@@ -121,6 +122,8 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .or(post!("payouts", run_payouts))
         .unify()
         .or(post!("bonds" / "cluster", assign_cluster))
+        .unify()
+        .or(post!("auctions", open_auction))
         .unify()
         .boxed();
     // The bridge's operator side (docs/bridge.md).

@@ -477,6 +477,8 @@ pub fn clob_routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), E
             .unify()
             .or(crate::relay::routes(state.clone()))
             .unify()
+            .or(crate::auctions::routes(state.clone()))
+            .unify()
             .boxed())
         .unify()
         .boxed()

@@ -156,3 +156,84 @@ fn a_market_life_from_trade_to_redeem_with_bonds_disputes_and_the_worker() {
     assert_eq!(st, vec![json!("RELEASED"), json!("RELEASED")], "{mine}");
     s.check();
 }
+
+#[test]
+fn a_question_auction_makes_the_highest_bidder_the_bonded_resolver() {
+    let s = Server::start_tuned(|c| {
+        c.resolution_interval_ms = 100;
+        c.bond_clusters = vec![BondCluster { id: 1, required: 10 }];
+    });
+    let (a, b, c) = (s.trader(m("100")), s.trader(m("100")), s.trader(m("100")));
+    let bid = |t: &Trader, amount: &str| {
+        t.l2(&s, "POST", "/auctions/bid", Some(&json!({"conditionId": COND, "amount": amount})))
+    };
+    let none = (400, "no open question auction for this market".to_string());
+    assert_eq!(err(bid(&a, "1000000")), none);
+    assert_eq!(err(s.get(&format!("/auctions/{COND}"))), (404, "auction not found".into()));
+    let open = json!({"condition_id": COND, "duration_secs": 2});
+    assert_eq!(
+        err(s.internal_post("/internal/auctions", &json!({"condition_id": "0xnope", "duration_secs": 2}))).0,
+        404
+    );
+    let (st, body) = s.internal_post("/internal/auctions", &open);
+    assert_eq!((st, body["status"].as_str()), (200, Some("OPEN")), "{body}");
+    assert_eq!(
+        err(s.internal_post("/internal/auctions", &open)),
+        (409, "market already has a question auction".into())
+    );
+    let propose =
+        |t: &Trader| t.l2(&s, "POST", "/resolution/propose", Some(&json!({"conditionId": COND, "outcome": "Yes"})));
+    assert_eq!(err(propose(&a)), (400, "the question auction is still open".into()));
+
+    // Bids add up per agent and escrow collateral.
+    for (t, amount) in [(&a, "10000000"), (&b, "15000000"), (&a, "6000000"), (&c, "12000000")] {
+        assert_eq!(bid(t, amount).0, 200);
+    }
+    assert_eq!(err(bid(&b, "0")), (400, "amount must be a positive integer string (base units)".into()));
+    assert_eq!(err(bid(&b, "99000000")), (400, "not enough balance / allowance".into()));
+    assert_eq!([&a, &b, &c].map(|t| t.balance(&s, "USDC")), [m("84"), m("85"), m("88")]);
+    let (_, shown) = s.get(&format!("/auctions/{COND}"));
+    assert_eq!(shown["highestBid"], "16000000");
+
+    // The worker closes it: the winner's bids become its bond, the others are refunded.
+    let closed = wait_for(10, || {
+        let (_, v) = s.get(&format!("/auctions/{COND}"));
+        (v["status"] == "CLOSED").then_some(v)
+    });
+    assert_eq!(
+        (closed["winner"].as_str(), closed["winningAmount"].as_str()),
+        (Some(a.address.as_str()), Some("16000000"))
+    );
+    wait_for(10, || ([&b, &c].map(|t| t.balance(&s, "USDC")) == [m("100"), m("100")]).then_some(()));
+    assert_eq!(s.get(&format!("/auctions/{COND}")).1["bids"], json!([]));
+    assert_eq!(a.balance(&s, "USDC"), m("84"));
+    let (_, bonds) = s.get(&format!("/bonds/market/{COND}"));
+    assert_eq!(bonds["totalAmount"], "16000000");
+    assert_eq!(bonds["bonds"][0]["agent"], a.address.as_str());
+    assert_eq!(err(bid(&b, "1000000")), none);
+
+    // Only the winner proposes.
+    assert_eq!(bond(&b, &s, COND, "20000000").0, 200);
+    assert_eq!(err(propose(&b)), (400, "only the question auction's winner may propose".into()));
+    assert_eq!(propose(&a).0, 200);
+    s.check();
+}
+
+#[test]
+fn a_dispute_after_the_cooldown_is_refused() {
+    // The worker never runs here, so the proposal stays RESOLVING past its cooldown.
+    let s = Server::start_tuned(|c| {
+        c.resolution_cooldown_secs = 1;
+        c.resolution_interval_ms = 600_000;
+        c.bond_clusters = vec![BondCluster { id: 1, required: 10 }];
+    });
+    let (p, d) = (s.trader(m("100")), s.trader(m("100")));
+    assert_eq!(bond(&p, &s, COND, "10000000").0, 200);
+    assert_eq!(bond(&d, &s, COND, "10000000").0, 200);
+    let propose = json!({"conditionId": COND, "outcome": "Yes"});
+    assert_eq!(p.l2(&s, "POST", "/resolution/propose", Some(&propose)).0, 200);
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let dispute = json!({"conditionId": COND});
+    assert_eq!(err(d.l2(&s, "POST", "/resolution/dispute", Some(&dispute))), (400, "dispute window has closed".into()));
+    assert_eq!(status(&s, COND), "RESOLVING");
+}
