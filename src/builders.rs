@@ -331,11 +331,7 @@ pub fn authenticate_builder(s: &AppState, r: &Req) -> Result<ServiceKey, ApiErro
     {
         return Err(fail());
     }
-    let with_query = match &r.query {
-        Some(q) => format!("{}?{}", r.path, q),
-        None => r.path.clone(),
-    };
-    if !crate::auth::verify_hmac(&rec.secret, ts, r.method.as_str(), &[&with_query, &r.path], &[&r.body], sig) {
+    if !crate::api::signed_with(r, &rec.secret, ts, sig) {
         return Err(fail());
     }
     Ok(rec)

@@ -415,6 +415,16 @@ pub fn authenticate(state: &AppState, req: &Req) -> Result<Arc<ApiKeyRecord>, Ap
     if !ct_eq(pass.as_bytes(), rec.passphrase.as_bytes()) {
         return Err(fail());
     }
+    if !signed_with(req, &rec.secret, ts, sig) {
+        return Err(fail());
+    }
+    Ok(rec)
+}
+
+/// Whether `sig` is the L2 HMAC of the request with `secret` (API keys and builder keys
+/// sign the same way): over the path with or without its query, and the body as sent or
+/// in the py/rs clients' form with `'` replaced by `"`.
+pub(crate) fn signed_with(req: &Req, secret: &str, ts: &str, sig: &str) -> bool {
     let with_query = match &req.query {
         Some(q) => format!("{}?{}", req.path, q),
         None => req.path.clone(),
@@ -422,10 +432,7 @@ pub fn authenticate(state: &AppState, req: &Req) -> Result<Arc<ApiKeyRecord>, Ap
     let paths = [with_query.as_str(), req.path.as_str()];
     let quoted: Vec<u8> = req.body.iter().map(|&b| if b == b'\'' { b'"' } else { b }).collect();
     let bodies: [&[u8]; 2] = [&req.body, &quoted];
-    if !auth::verify_hmac(&rec.secret, ts, req.method.as_str(), &paths, &bodies, sig) {
-        return Err(fail());
-    }
-    Ok(rec)
+    auth::verify_hmac(secret, ts, req.method.as_str(), &paths, &bodies, sig)
 }
 
 /// Whether `wallet` acts for `key`: the key's own address, or the proxy wallet bound to it.

@@ -324,18 +324,22 @@ impl Core {
     pub fn restore_pending(&mut self, t: TradeRecord) {
         let legs = t.legs();
         let accts = legs.each_ref().map(|l| {
-            let (pay, amount) = l.pays();
-            let (recv, ..) = l.receives();
-            let a = Accts {
-                pay: self.ledger.acct(&l.address, pay),
-                recv: self.ledger.acct(&l.address, recv),
-                fee: self.ledger.acct(&self.fee_address, recv),
-            };
-            self.ledger.reserve_at(a.pay, amount);
+            let a = self.leg_accts(l);
+            self.ledger.reserve_at(a.pay, l.pays().1);
             a
         });
         self.expect_receipts(&legs, &accts);
         self.pending.push_back(Pending { trade: Arc::new(t), accts });
+    }
+
+    /// The ledger accounts a trade's leg pays from and receives into, and its fee account.
+    fn leg_accts(&mut self, l: &Leg) -> Accts {
+        let (recv, ..) = l.receives();
+        Accts {
+            pay: self.ledger.acct(&l.address, l.pays().0),
+            recv: self.ledger.acct(&l.address, recv),
+            fee: self.ledger.acct(&self.fee_address, recv),
+        }
     }
 
     /// What a matched trade will deliver: usable at once, credited at settlement.
@@ -823,16 +827,7 @@ impl Core {
             match_type: MatchType::Complementary,
         };
         let legs = trade.legs();
-        let accts = legs.each_ref().map(|l| {
-            let (pay, _) = l.pays();
-            let (recv, ..) = l.receives();
-            let [pay, recv, fee] = [
-                self.ledger.acct(&l.address, pay),
-                self.ledger.acct(&l.address, recv),
-                self.ledger.acct(&self.fee_address, recv),
-            ];
-            Accts { pay, recv, fee }
-        });
+        let accts = legs.each_ref().map(|l| self.leg_accts(l));
         if accts[0].pay == accts[1].pay {
             return Err(Reject::NotOwner);
         }
