@@ -211,4 +211,17 @@ fn convert_positions_conserves_value_whichever_question_wins() {
     assert_eq!(conds, vec!["0xq0", "0xq1"], "{a}");
     let paid: f64 = rows.iter().map(|r| r["usdcSize"].as_f64().unwrap()).sum();
     assert_eq!(paid, 4.0);
+
+    // The same operation through the gasless relay (L2 mode).
+    let body = json!({"operation": "convertPositions", "marketId": "0xnr", "indexSet": "3", "amount": "1000000"});
+    let (st, tx) = t.l2(&s, "POST", "/submit", Some(&body));
+    assert_eq!(
+        (st, tx["state"].as_str(), tx["result"]["usdcSize"].as_str()),
+        (200, Some("STATE_CONFIRMED"), Some("1000000")),
+        "{tx}"
+    );
+    assert_eq!(t.balance(&s, "USDC"), m("75"));
+    assert_eq!(t.balance(&s, "4001"), m("15"));
+    assert_eq!((0..3).map(worth).collect::<Vec<_>>(), before, "value conserved through the relay");
+    s.check();
 }
