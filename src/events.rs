@@ -26,7 +26,9 @@ use prometheus_client::metrics::counter::Counter;
 use serde_json::{json as j, Value};
 use tokio::sync::{mpsc, Notify};
 
-use crate::domain::{fmt_amount, fmt_price, OrderRecord, OrderStatus, Side, TradeRecord, TradeStatus, PRICE_ONE};
+use crate::domain::{
+    fmt_amount, fmt_price, fmt_tick, OrderRecord, OrderStatus, Side, TradeRecord, TradeStatus, PRICE_ONE,
+};
 use crate::engine::snapshot::{best_of, Best, BookDelta, MarketView};
 
 /// What the engine's durable commands hand to the publisher.
@@ -269,6 +271,13 @@ pub fn render(p: &Published, wanted: [bool; 2]) -> Vec<Frame> {
         let asset = &m.tokens[outcome as usize].token_id;
         let (best_bid, best_ask) = best_of(*after, outcome);
         let mut msgs: Vec<Value> = Vec::new();
+        if let Some((old, new)) = next.tick {
+            // First, so a client moves to the finer grid before it sees prices on it.
+            msgs.push(j!({
+                "event_type": "tick_size_change", "asset_id": asset, "market": m.condition_id,
+                "old_tick_size": fmt_tick(old), "new_tick_size": fmt_tick(new), "timestamp": ts, "seq": next.seq,
+            }));
+        }
         let changes: Vec<Value> = token_changes(next, outcome)
             .into_iter()
             .map(|(price, size, side)| {

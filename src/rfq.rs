@@ -353,7 +353,7 @@ async fn post_quote(s: Arc<AppState>, r: Req) -> ApiResult {
         return Err(ApiError::bad("cannot quote your own RFQ"));
     }
     let view = s.registry.token(&req.token_id).map(|(v, _)| v).ok_or_else(not_open)?;
-    let tick = view.market.tick;
+    let tick = view.tick();
     if price == 0 || price >= PRICE_ONE || price % tick != 0 {
         return Err(ApiError::bad(format!(
             "Price ({}) breaks minimum tick size rule: {}",

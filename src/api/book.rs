@@ -122,7 +122,7 @@ pub(crate) fn summary(f: &Found) -> Value {
         "bids": levels(&bids),
         "asks": levels(&asks),
         "min_order_size": min_size_number(m.min_order_size),
-        "tick_size": fmt_tick(m.tick),
+        "tick_size": fmt_tick(view.tick()),
         "neg_risk": m.neg_risk,
         "last_trade_price": fmt_price(snap.last_trade(*outcome).map(|x| x.0).unwrap_or(0)),
     })
@@ -242,7 +242,7 @@ fn post_lasts(s: Arc<AppState>, r: Req) -> ApiResult {
 
 fn get_tick(s: Arc<AppState>, r: Req) -> ApiResult {
     let f = lookup(&s, token_param(&r).as_deref())?;
-    let tick: Value = serde_json::from_str(&fmt_tick(f.0.market.tick)).unwrap_or(Value::Null);
+    let tick: Value = serde_json::from_str(&fmt_tick(f.0.tick())).unwrap_or(Value::Null);
     json(&j!({ "minimum_tick_size": tick }))
 }
 
@@ -285,7 +285,7 @@ fn market_json(s: &AppState, view: &MarketView) -> Value {
         "market_slug": m.slug,
         "tokens": token_prices(view),
         "minimum_order_size": min_size_number(m.min_order_size),
-        "minimum_tick_size": serde_json::from_str::<Value>(&fmt_tick(m.tick)).unwrap_or(Value::Null),
+        "minimum_tick_size": serde_json::from_str::<Value>(&fmt_tick(view.tick())).unwrap_or(Value::Null),
         "neg_risk": m.neg_risk,
         "neg_risk_market_id": m.neg_risk_market_id.clone().unwrap_or_default(),
         "active": m.active,

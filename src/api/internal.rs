@@ -81,7 +81,7 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
                     "question": m.question,
                     "slug": m.slug,
                     "tokens": m.tokens.iter().map(|t| j!({"token_id": t.token_id, "outcome": t.outcome})).collect::<Vec<_>>(),
-                    "tick_size": crate::domain::fmt_price(m.tick),
+                    "tick_size": crate::domain::fmt_price(v.tick()),
                     "min_order_size": fmt_amount(m.min_order_size),
                     "neg_risk": m.neg_risk,
                     "active": m.active,

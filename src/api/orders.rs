@@ -320,7 +320,8 @@ fn validate(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<(OrderR
             (num.div_ceil(maker_amount as u128) as u64, num.is_multiple_of(maker_amount as u128), maker_amount)
         }
     };
-    let on_tick = exact && price % market.tick as u64 == 0;
+    let tick = view.tick();
+    let on_tick = exact && price % tick as u64 == 0;
     let in_range = price > 0 && price < PRICE_ONE as u64;
     if !in_range || (order_type.rests() && !on_tick) {
         let shown = if price > PRICE_ONE as u64 {
@@ -330,7 +331,7 @@ fn validate(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<(OrderR
         };
         return Err(ApiError::bad(format!(
             "order {id} is invalid. Price ({shown}) breaks minimum tick size rule: {}",
-            fmt_tick(market.tick)
+            fmt_tick(tick)
         )));
     }
     if order_type.rests() && size < market.min_order_size {

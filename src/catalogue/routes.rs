@@ -131,7 +131,7 @@ fn market_json(s: &AppState, r: &MarketRow) -> Value {
         "archived": false,
         "acceptingOrders": m.accepting_orders,
         "enableOrderBook": true,
-        "orderPriceMinTickSize": number(&fmt_tick(m.tick)),
+        "orderPriceMinTickSize": number(&fmt_tick(r.view.tick())),
         "orderMinSize": number(&fmt_amount(m.min_order_size)),
         "negRisk": m.neg_risk,
         "negRiskMarketID": m.neg_risk_market_id.clone().unwrap_or_default(),

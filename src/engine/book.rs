@@ -114,6 +114,31 @@ impl Book {
         self.count == 0
     }
 
+    /// Moves the book to a finer tick that divides the current one (0.01 → 0.001): every
+    /// level keeps its price, its orders and their FIFO order; only ladder indices change.
+    /// O(ladder + orders), for a rare event.
+    pub fn retick(&mut self, tick: u32) {
+        assert!(tick > 0 && self.tick.is_multiple_of(tick), "a finer tick divides the old one");
+        let f = self.tick / tick;
+        let n = (crate::domain::PRICE_ONE / tick + 1) as usize;
+        for side in [BookSide::Bid, BookSide::Ask] {
+            let old = std::mem::replace(self.levels_mut(side), vec![EMPTY; n]);
+            let new = self.levels_mut(side);
+            for (l, lv) in old.into_iter().enumerate() {
+                new[l * f as usize] = lv;
+            }
+        }
+        for node in self.nodes.iter_mut().filter(|n| n.remaining > 0) {
+            node.level *= f;
+        }
+        for c in &mut self.changed {
+            c.1 *= f;
+        }
+        self.best_bid = self.best_bid.map(|l| l * f);
+        self.best_ask = self.best_ask.map(|l| l * f);
+        self.tick = tick;
+    }
+
     /// Ladder index of a price that sits on the tick.
     pub fn level_of(&self, price: u32) -> u32 {
         debug_assert_eq!(price % self.tick, 0);
@@ -421,6 +446,29 @@ mod tests {
         assert_eq!(b.depth(BookSide::Bid), vec![(4900, 20)]);
         b.check().unwrap();
         assert_eq!(b.len(), 1);
+    }
+
+    #[test]
+    fn retick_keeps_prices_queues_and_pending_changes() {
+        let mut b = Book::new(100);
+        let (x, y, z) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
+        let sx = b.insert(BookSide::Bid, 9700, x, 10);
+        b.insert(BookSide::Bid, 9700, y, 20);
+        b.insert(BookSide::Ask, 9800, z, 5);
+        b.retick(10);
+        b.check().unwrap();
+        assert_eq!(b.tick, 10);
+        assert_eq!(b.best(BookSide::Bid), Some(9700));
+        assert_eq!(b.best(BookSide::Ask), Some(9800));
+        assert_eq!(b.level_orders(BookSide::Bid, 9700), vec![(x, 10), (y, 20)]);
+        // Changes noted before the retick still read at their prices.
+        assert_eq!(b.take_changes(), Changes { bids: vec![(9700, 30)], asks: vec![(9800, 5)] });
+        // The finer prices are usable, and old slots still cancel.
+        b.insert(BookSide::Bid, 9750, Uuid::from_u128(4), 7);
+        assert_eq!(b.best(BookSide::Bid), Some(9750));
+        b.remove(sx);
+        assert_eq!(b.depth(BookSide::Bid), vec![(9750, 7), (9700, 20)]);
+        b.check().unwrap();
     }
 
     #[test]

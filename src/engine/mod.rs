@@ -342,6 +342,20 @@ fn snapshot_of(core: &Core, idx: u32, seq: u64) -> BookSnapshot {
     }
 }
 
+/// The fine tick a market moves to (Polymarket's rule): when its YES price passes 0.96 or
+/// 0.04 — a best bid above 0.96, a best ask below 0.04, or a last trade beyond either — a
+/// market on a coarser tick moves to 0.001. It never moves back: every price on the coarse
+/// tick stays on the fine one, so no resting order or client quote becomes invalid.
+pub fn finer_tick(tick: u32, best: (Option<u32>, Option<u32>), last_trade: Option<u32>) -> Option<u32> {
+    const FINE: u32 = 10;
+    const HIGH: u32 = 9_600;
+    const LOW: u32 = 400;
+    let extreme = best.0.is_some_and(|b| b > HIGH)
+        || best.1.is_some_and(|a| a < LOW)
+        || last_trade.is_some_and(|p| !(LOW..=HIGH).contains(&p));
+    (tick > FINE && tick.is_multiple_of(FINE) && extreme).then_some(FINE)
+}
+
 /// Sends a batch to the persister; `then` runs once it is durable (or failed).
 fn commit(persist: &Sender<Job>, batch: Batch, then: impl FnOnce(bool) + Send + 'static) {
     if batch.is_empty() {
@@ -355,7 +369,11 @@ fn commit(persist: &Sender<Job>, batch: Batch, then: impl FnOnce(bool) + Send + 
 
 /// The book changes of the markets a command touched — only of those whose book or last
 /// trade changed, so each sequence number stands for a visible change.
-fn publish(core: &mut Core, out: &mut Out, idxs: &[u32]) -> Vec<(Arc<MarketView>, BookDelta)> {
+///
+/// A change that takes the market's price past the tick rule's bounds moves the market to
+/// the fine tick here, in the same batch, so the new tick is durable with the change that
+/// caused it and its feed message follows that change's.
+fn publish(core: &mut Core, out: &mut Out, idxs: &[u32], batch: &mut Batch) -> Vec<(Arc<MarketView>, BookDelta)> {
     let mut v = Vec::with_capacity(idxs.len());
     for &i in idxs {
         let i = i as usize;
@@ -364,6 +382,14 @@ fn publish(core: &mut Core, out: &mut Out, idxs: &[u32]) -> Vec<(Arc<MarketView>
         if changes.is_empty() && ms.last_trade == out.last_trade[i] {
             continue;
         }
+        let best = (ms.book.best(book::BookSide::Bid), ms.book.best(book::BookSide::Ask));
+        let tick = finer_tick(ms.market.tick, best, ms.last_trade.map(|t| t.0)).map(|fine| {
+            let old = ms.market.tick;
+            ms.book.retick(fine);
+            ms.market.tick = fine;
+            batch.put(cf::MARKETS, ms.market.condition_id.as_bytes().to_vec(), encode(&ms.market));
+            (old, fine)
+        });
         out.seqs[i] += 1;
         out.last_trade[i] = ms.last_trade;
         let delta = BookDelta {
@@ -372,6 +398,7 @@ fn publish(core: &mut Core, out: &mut Out, idxs: &[u32]) -> Vec<(Arc<MarketView>
             last_trade: ms.last_trade,
             timestamp_ms: now_millis(),
             seq: out.seqs[i],
+            tick,
         };
         v.push((out.views[i].clone(), delta));
     }
@@ -532,14 +559,14 @@ fn touched(core: &Core, ids: &[Uuid]) -> Vec<u32> {
 fn finish<T: Send + 'static>(
     core: &mut Core,
     out: &mut Out,
-    batch: Batch,
+    mut batch: Batch,
     markets: &[u32],
     trades: Vec<Arc<crate::domain::TradeRecord>>,
     taker: Option<Uuid>,
     reply: Reply<T>,
     result: T,
 ) {
-    let deltas = publish(core, out, markets);
+    let deltas = publish(core, out, markets, &mut batch);
     let events = out.events.clone();
     // The orders and trades this command wrote, for the user feed.
     let (mut orders, mut written) = (Vec::new(), Vec::new());
@@ -566,4 +593,24 @@ fn finish<T: Send + 'static>(
             let _ = reply.send(Err(EngineError::Storage));
         }
     });
+}
+
+#[cfg(test)]
+mod tick_rule {
+    use super::finer_tick;
+
+    #[test]
+    fn coarse_ticks_move_to_the_fine_one_past_the_bounds_and_never_back() {
+        // Inside the bounds nothing moves, including exactly 0.96 and 0.04.
+        assert_eq!(finer_tick(100, (Some(9600), Some(400)), Some(9600)), None);
+        assert_eq!(finer_tick(100, (Some(300), Some(9900)), Some(400)), None);
+        // Past them, by the best bid, the best ask or the last trade.
+        assert_eq!(finer_tick(100, (Some(9700), None), None), Some(10));
+        assert_eq!(finer_tick(100, (None, Some(300)), None), Some(10));
+        assert_eq!(finer_tick(1000, (None, None), Some(9700)), Some(10));
+        assert_eq!(finer_tick(100, (None, None), Some(300)), Some(10));
+        // Already fine (or finer): no change.
+        assert_eq!(finer_tick(10, (Some(9900), Some(9950)), Some(9990)), None);
+        assert_eq!(finer_tick(1, (Some(9900), Some(9950)), Some(9990)), None);
+    }
 }

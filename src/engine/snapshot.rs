@@ -7,6 +7,7 @@
 //! of the book.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -73,6 +74,8 @@ pub struct BookDelta {
     pub timestamp_ms: u64,
     /// The market's publication sequence: one more than the previous delta's.
     pub seq: u64,
+    /// The tick moved with this change: (old, new).
+    pub tick: Option<(u32, u32)>,
 }
 
 /// Best YES bid and ask.
@@ -108,7 +111,9 @@ impl Live {
 /// A market and its published book.
 #[derive(Debug)]
 pub struct MarketView {
+    /// The market as created; its current tick is [`MarketView::tick`].
     pub market: Market,
+    tick: AtomicU32,
     live: Mutex<Live>,
 }
 
@@ -122,7 +127,12 @@ impl MarketView {
             seq: book.seq,
             cached: Some(Arc::new(book)),
         };
-        MarketView { market, live: Mutex::new(live) }
+        MarketView { tick: AtomicU32::new(market.tick), market, live: Mutex::new(live) }
+    }
+
+    /// The market's tick as of the last durable change (it only ever gets finer).
+    pub fn tick(&self) -> u32 {
+        self.tick.load(Ordering::Acquire)
     }
 
     /// The book as of the last durable change.
@@ -157,6 +167,9 @@ impl MarketView {
                     levels.insert(p, size);
                 }
             }
+        }
+        if let Some((_, tick)) = d.tick {
+            self.tick.store(tick, Ordering::Release);
         }
         l.last_trade = d.last_trade;
         l.timestamp_ms = d.timestamp_ms;

@@ -244,6 +244,67 @@ fn best_bid_ask_goes_to_connections_that_enable_custom_features() {
     assert!(bba(&plain_got).is_empty(), "without custom features: {plain_got:?}");
 }
 
+/// Polymarket's tick rule: once the market's price passes 0.96 (or 0.04) a 0.01 market
+/// moves to 0.001 — a `tick_size_change` per subscribed token, first in the frame of the
+/// change that caused it. Finer prices are accepted from then on, every endpoint shows the
+/// new tick, and it survives a restart.
+#[test]
+fn the_tick_gets_finer_past_the_price_bounds_and_stays_fine() {
+    let s = Server::start();
+    let t = s.trader(m("5000"));
+    let mut c = Client::connect(&s);
+    c.send(&json!({"assets_ids": [YES, NO], "type": "market"}).to_string());
+    c.drain(Duration::from_millis(300));
+    let buy_at = |t: &Trader, s: &Server, price: &str| err(t.submit(s, t.order(s, YES, "BUY", price, "10"), "GTC"));
+    let tick = |s: &Server| s.get(&format!("/tick-size?token_id={YES}")).1;
+
+    let (st, msg) = buy_at(&t, &s, "0.975");
+    assert_eq!(st, 400);
+    assert!(msg.ends_with("breaks minimum tick size rule: 0.01"), "{msg}");
+    // 0.96 is inside the bounds.
+    t.place(&s, YES, "BUY", "0.96", "10");
+    let got = c.drain(Duration::from_millis(300));
+    assert!(got.iter().all(|m| m["event_type"] != "tick_size_change"), "{got:?}");
+    assert_eq!(tick(&s), json!({"minimum_tick_size": 0.01}));
+
+    // A best bid of 0.97 passes it.
+    t.place(&s, YES, "BUY", "0.97", "10");
+    let got = c.drain(Duration::from_millis(300));
+    for asset in [YES, NO] {
+        let of_asset: Vec<&Value> = got
+            .iter()
+            .filter(|m| m["asset_id"] == asset || m["price_changes"].get(0).is_some_and(|c| c["asset_id"] == asset))
+            .collect();
+        let kinds: Vec<&str> = of_asset.iter().map(|m| m["event_type"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["tick_size_change", "price_change"], "{got:?}");
+        let m = of_asset[0];
+        assert_eq!(
+            (m["market"].as_str(), m["old_tick_size"].as_str(), m["new_tick_size"].as_str()),
+            (Some(COND), Some("0.01"), Some("0.001"))
+        );
+        assert_eq!(m["seq"], of_asset[1]["seq"], "one change, one sequence number");
+    }
+    assert_eq!(tick(&s), json!({"minimum_tick_size": 0.001}));
+    assert_eq!(s.get(&format!("/book?token_id={NO}")).1["tick_size"], "0.001");
+    t.place(&s, YES, "BUY", "0.975", "10");
+    let (st, msg) = buy_at(&t, &s, "0.9755");
+    assert_eq!(st, 400);
+    assert!(msg.ends_with("breaks minimum tick size rule: 0.001"), "{msg}");
+    // Back inside the bounds, the tick stays fine.
+    let o = t.l2(&s, "GET", "/data/orders", None).1;
+    let ids: Vec<Value> = o["data"].as_array().unwrap().iter().map(|o| o["id"].clone()).collect();
+    assert_eq!(t.l2(&s, "DELETE", "/orders", Some(&json!(ids))).0, 200);
+    t.place(&s, YES, "BUY", "0.501", "10");
+    assert!(c.drain(Duration::from_millis(300)).iter().all(|m| m["event_type"] != "tick_size_change"));
+    drop(c);
+
+    let (cfg, _dir) = s.stop();
+    let s = Server::start_with(cfg);
+    assert_eq!(tick(&s), json!({"minimum_tick_size": 0.001}));
+    t.place(&s, YES, "BUY", "0.502", "10");
+    s.check();
+}
+
 #[test]
 fn idle_clients_are_closed_with_a_reason() {
     let s = Server::start_tuned(|c| c.ws_idle_secs = 1);
