@@ -18,7 +18,10 @@
 //! With `--subscribers N`, N WebSocket connections subscribe to the first market's YES
 //! token on `/ws/market` during the predex phases and record, per frame, the time from the
 //! change becoming durable (`published_us`) to its receipt — the feed's delivery latency —
-//! while the order figures show what the subscribers cost.
+//! while the order figures show what the subscribers cost. Then `ceiling-fanout`: the same
+//! subscribers connect to a bare writer that sends one pre-encoded frame to every socket
+//! (one thread per core, a blocking write each) as often as predex's feed sent one — the
+//! delivery floor of this machine, for the ratio `feed_p99_over_fanout_ceiling_p99`.
 //!
 //! Latencies go into HDR histograms (µs, 3 significant digits); the summary is printed and
 //! written as JSON (`--out`). Without `--clob`, a predex server is started in this process
@@ -91,6 +94,10 @@ struct Args {
     /// Skip the closed-loop predex phase.
     #[arg(long)]
     no_closed: bool,
+    /// With subscribers: skip the fan-out ceiling (a bare writer of pre-encoded frames to
+    /// as many sockets, at the rate the predex feed had).
+    #[arg(long)]
+    no_fanout_ceiling: bool,
     /// Where the JSON summary goes.
     #[arg(long, default_value = "target/loadgen.json")]
     out: PathBuf,
@@ -297,7 +304,13 @@ fn corpora(
 #[derive(Clone, Copy)]
 enum Mode {
     Closed,
-    Open { rate: u64 },
+    Open {
+        rate: u64,
+    },
+    /// No orders: one frame to every subscriber this many times a second.
+    Fanout {
+        per_sec: f64,
+    },
 }
 
 struct Tally {
@@ -533,7 +546,7 @@ async fn phase(
     let tickets = match mode {
         // Cancels are drawn from the same schedule, so it runs faster by their share.
         Mode::Open { rate } => Some(pacer(rate * 100 / (100 - cancel_pct.min(90)), start, end)),
-        Mode::Closed => None,
+        Mode::Closed | Mode::Fanout { .. } => None,
     };
     let subs: Vec<_> = feeds.into_iter().map(|ws| feed_rt.spawn(subscriber(ws, start, warm, end))).collect();
     let tasks: Vec<_> = clients
@@ -590,6 +603,9 @@ fn row(label: &str, kind: &str, rate: f64, h: &Histogram<u64>) -> String {
 
 fn line(r: &PhaseResult) -> String {
     let t = &r.tally;
+    if let (Mode::Fanout { .. }, Some((h, n))) = (r.mode, &r.feed) {
+        return row(&r.name, "frames/s", *n as f64 / r.seconds, h);
+    }
     let mut s = row(&r.name, "orders/s", t.orders_done as f64 / r.seconds, &t.orders);
     if t.cancels_done > 0 {
         s += "\n";
@@ -618,7 +634,8 @@ fn summary(args: &Args, results: &[PhaseResult]) -> Value {
             json!({
                 "name": r.name,
                 "mode": match r.mode { Mode::Closed => json!({"closed_loop": args.concurrency}),
-                                       Mode::Open { rate } => json!({"open_loop_rate": rate}) },
+                                       Mode::Open { rate } => json!({"open_loop_rate": rate}),
+                                       Mode::Fanout { per_sec } => json!({"fanouts_per_s": per_sec}) },
                 "seconds": r.seconds,
                 "orders_per_s": r.tally.orders_done as f64 / r.seconds,
                 "cancels_per_s": r.tally.cancels_done as f64 / r.seconds,
@@ -635,6 +652,16 @@ fn summary(args: &Args, results: &[PhaseResult]) -> Value {
         })
         .collect();
     let ratio = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| (a / b * 1000.0).round() / 1000.0);
+    // Feed delivery p99 (ms): predex's (its last phase with subscribers) and the bare fan-out's.
+    let feed_p99 = |fanout: bool| {
+        results
+            .iter()
+            .rev()
+            .filter(|r| matches!(r.mode, Mode::Fanout { .. }) == fanout)
+            .find_map(|r| r.feed.as_ref())
+            .filter(|(h, _)| !h.is_empty())
+            .map(|(h, _)| h.value_at_quantile(0.99) as f64 / 1000.0)
+    };
     json!({
         "machine": { "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0) },
         "args": { "keys": args.keys, "markets": args.markets, "concurrency": args.concurrency, "rate": args.rate,
@@ -646,6 +673,7 @@ fn summary(args: &Args, results: &[PhaseResult]) -> Value {
             "predex_over_crypto_ceiling": ratio(rate("predex-orders"), rate("ceiling-crypto")),
             "predex_over_parse_ceiling": ratio(rate("predex-orders"), rate("ceiling-parse")),
             "crypto_over_parse_ceiling": ratio(rate("ceiling-crypto"), rate("ceiling-parse")),
+            "feed_p99_over_fanout_ceiling_p99": ratio(feed_p99(false), feed_p99(true)),
         },
     })
 }
@@ -711,6 +739,96 @@ impl Drop for LocalServer {
 }
 
 /// The two ceiling servers, on their own runtime (as predex's is).
+/// Size of the ceiling's frames: about a one-level `price_change` of predex.
+const FANOUT_FRAME: usize = 350;
+
+/// The fan-out ceiling: `n` subscribers connect exactly as to predex (WebSocket handshake,
+/// subscription, a `book` reply), then one OS thread writes one pre-encoded text frame
+/// stamped with `published_us` to every socket in turn, `per_sec` times a second — no
+/// tasks, queues or per-connection encoding, one blocking write per subscriber. What the
+/// subscribers measure is the floor a feed server has on this machine: the kernel's
+/// loopback sends and the subscribers' own reading.
+fn fanout_ceiling(feed_rt: &tokio::runtime::Handle, args: &Args, per_sec: f64) -> anyhow::Result<PhaseResult> {
+    use futures_util::{SinkExt, StreamExt};
+    use std::io::Write;
+    let n = args.subscribers;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    listener.set_nonblocking(true)?;
+    let accept = std::thread::spawn(move || -> anyhow::Result<Vec<std::net::TcpStream>> {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        rt.block_on(async move {
+            let l = tokio::net::TcpListener::from_std(listener)?;
+            let mut socks = Vec::with_capacity(n);
+            while socks.len() < n {
+                let (tcp, _) = l.accept().await?;
+                tcp.set_nodelay(true)?;
+                let mut ws = tokio_tungstenite::accept_async(tcp).await?;
+                let _subscription = ws.next().await;
+                ws.send(tokio_tungstenite::tungstenite::Message::text(r#"{"event_type":"book"}"#)).await?;
+                let tcp = ws.into_inner().into_std()?;
+                tcp.set_nonblocking(false)?;
+                socks.push(tcp);
+            }
+            Ok(socks)
+        })
+    });
+    let conns: Vec<FeedConn> = feed_rt.block_on(async {
+        let tasks: Vec<_> = (0..n).map(|_| tokio::spawn(subscribe(addr, String::new()))).collect();
+        let mut conns = Vec::with_capacity(n);
+        for t in tasks {
+            conns.extend(t.await.expect("subscribe task"));
+        }
+        conns
+    });
+    let mut socks = accept.join().expect("accept thread")?;
+    eprintln!("{} of {n} subscribers connected to the bare fan-out", conns.len());
+    let start = Instant::now() + Duration::from_millis(50);
+    let (warm, end) = (Duration::from_secs_f64(args.warmup), Duration::from_secs_f64(args.warmup + args.duration));
+    let subs: Vec<_> = conns.into_iter().map(|ws| feed_rt.spawn(subscriber(ws, start, warm, end))).collect();
+    // One writer per core the machine has, each over its share of the sockets.
+    let writers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(socks.len().max(1));
+    let share = socks.len().div_ceil(writers).max(1);
+    let mut handles = Vec::new();
+    while !socks.is_empty() {
+        let mut mine: Vec<std::net::TcpStream> = socks.drain(..share.min(socks.len())).collect();
+        handles.push(std::thread::Builder::new().name("fanout".into()).spawn(move || {
+            let every = Duration::from_secs_f64(1.0 / per_sec.max(0.1));
+            let mut next = start;
+            while next < start + end {
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+                let now = predex::domain::now_micros();
+                let head = format!(r#"{{"event_type":"price_change","published_us":{now},"pad":""#);
+                let payload = format!("{head}{}\"}}", "x".repeat(FANOUT_FRAME - head.len() - 2));
+                // An unmasked server text frame with a 16-bit length.
+                let mut frame = vec![0x81, 126];
+                frame.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+                frame.extend_from_slice(payload.as_bytes());
+                mine.retain_mut(|s| s.write_all(&frame).is_ok());
+                next += every;
+            }
+            mine
+        })?);
+    }
+    let mut h = Histogram::new_with_bounds(1, 120_000_000, 3).expect("histogram bounds");
+    for s in subs {
+        h.add(feed_rt.block_on(s).expect("subscriber task")).expect("same bounds");
+    }
+    for w in handles {
+        drop(w.join().expect("fan-out writer"));
+    }
+    let frames = h.len();
+    let r = PhaseResult {
+        name: "ceiling-fanout".into(),
+        mode: Mode::Fanout { per_sec },
+        seconds: args.duration,
+        tally: Tally::new(),
+        feed: Some((h, frames)),
+    };
+    eprintln!("{}", line(&r));
+    Ok(r)
+}
+
 fn ceilings(
     keys: &[Arc<Key>],
     domains: &OrderDomains,
@@ -819,6 +937,17 @@ fn main() -> anyhow::Result<()> {
         let cl = clients(open_corpus, false);
         let mode = Mode::Open { rate: args.rate };
         results.push(rt.block_on(phase("predex-open", feed_rt.handle(), clob, cl, mode, args.cancel_pct, &args)));
+    }
+    if args.subscribers > 0 && !args.no_fanout_ceiling {
+        // The same number of subscribers and frames per second as predex's feed had.
+        let per_sec = results
+            .iter()
+            .rev()
+            .find_map(|r| r.feed.as_ref())
+            .map(|(_, n)| *n as f64 / args.duration / args.subscribers as f64)
+            .filter(|&x| x > 0.0)
+            .unwrap_or(25.0);
+        results.push(fanout_ceiling(feed_rt.handle(), &args, per_sec)?);
     }
     let s = summary(&args, &results);
     if let Some(parent) = args.out.parent() {

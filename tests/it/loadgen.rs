@@ -1,5 +1,6 @@
 //! predex-loadgen end to end, tiny: every phase runs against a real in-process server and
-//! the ceilings, every predex request succeeds, and the JSON summary carries the figures.
+//! the ceilings (the fan-out one included), every predex request succeeds, and the JSON
+//! summary carries the figures.
 
 use std::process::Command;
 
@@ -20,8 +21,8 @@ fn loadgen_runs_every_phase_and_writes_its_summary() {
     let s: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     let phases = s["phases"].as_array().unwrap();
     let names: Vec<&str> = phases.iter().map(|p| p["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["ceiling-parse", "ceiling-crypto", "predex-orders", "predex-open"]);
-    for p in phases {
+    assert_eq!(names, ["ceiling-parse", "ceiling-crypto", "predex-orders", "predex-open", "ceiling-fanout"]);
+    for p in &phases[..4] {
         assert_eq!(p["corpus_exhausted"], false, "{p}");
         assert!(p["orders_per_s"].as_f64().unwrap() > 0.0, "{p}");
         assert!(p["order_latency"]["p99_ms"].as_f64().unwrap() > 0.0, "{p}");
@@ -39,4 +40,10 @@ fn loadgen_runs_every_phase_and_writes_its_summary() {
     let open = &phases[3];
     assert!(open["cancels_per_s"].as_f64().unwrap() > 0.0, "{open}");
     assert!(s["ratios"]["predex_over_crypto_ceiling"].as_f64().unwrap() > 0.0);
+    // The bare fan-out sent frames at predex's feed rate to as many subscribers, who
+    // measured them, so the feed has a ratio to the machine's floor.
+    let fanout = &phases[4];
+    assert!(fanout["mode"]["fanouts_per_s"].as_f64().unwrap() > 0.0, "{fanout}");
+    assert_eq!(fanout["orders_per_s"], 0.0, "{fanout}");
+    assert!(s["ratios"]["feed_p99_over_fanout_ceiling_p99"].as_f64().unwrap() > 0.0, "{s}");
 }
