@@ -480,6 +480,29 @@ struct PhaseResult {
     tally: Tally,
     /// Feed delivery latency (µs) over the measured window, and the frames received.
     feed: Option<(Histogram<u64>, u64)>,
+    /// CPU seconds the whole process (server, clients, subscribers) spent in the measured
+    /// window; `None` where /proc is not readable.
+    cpu_s: Option<f64>,
+}
+
+/// CPU time (user + system) this process has used, from /proc/self/stat: every thread,
+/// so a phase's figure covers the server and its clients alike. Unlike a rate, it does not
+/// move when a shared machine lends the cores elsewhere.
+fn process_cpu_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces): state is the 3rd field, utime
+    // and stime the 14th and 15th.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    // USER_HZ: 100 on every Linux ABI this runs on.
+    Some(ticks as f64 / 100.0)
+}
+
+/// CPU microseconds per request of a phase.
+fn cpu_us_per_request(r: &PhaseResult) -> Option<f64> {
+    let n = r.tally.orders_done + r.tally.cancels_done;
+    r.cpu_s.filter(|_| n > 0).map(|s| (s * 1e6 / n as f64).round())
 }
 
 type FeedConn = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -549,6 +572,7 @@ async fn phase(
         Mode::Closed | Mode::Fanout { .. } => None,
     };
     let subs: Vec<_> = feeds.into_iter().map(|ws| feed_rt.spawn(subscriber(ws, start, warm, end))).collect();
+    let cpu = cpu_window(start, warm, end);
     let tasks: Vec<_> = clients
         .into_iter()
         .enumerate()
@@ -571,9 +595,21 @@ async fn phase(
         let n = h.len();
         Some((h, n))
     };
-    let r = PhaseResult { name: name.to_string(), mode, seconds: args.duration, tally, feed };
+    let cpu_s = cpu.join().expect("cpu window thread");
+    let r = PhaseResult { name: name.to_string(), mode, seconds: args.duration, tally, feed, cpu_s };
     eprintln!("{}", line(&r));
     r
+}
+
+/// The process's CPU seconds between `start + warm` and `start + end`, read by a thread of
+/// its own so the reading is on time whatever the runtimes are doing.
+fn cpu_window(start: Instant, warm: Duration, end: Duration) -> std::thread::JoinHandle<Option<f64>> {
+    std::thread::spawn(move || {
+        std::thread::sleep((start + warm).saturating_duration_since(Instant::now()));
+        let a = process_cpu_s()?;
+        std::thread::sleep((start + end).saturating_duration_since(Instant::now()));
+        Some(process_cpu_s()? - a)
+    })
 }
 
 fn pct(h: &Histogram<u64>) -> Value {
@@ -607,6 +643,9 @@ fn line(r: &PhaseResult) -> String {
         return row(&r.name, "frames/s", *n as f64 / r.seconds, h);
     }
     let mut s = row(&r.name, "orders/s", t.orders_done as f64 / r.seconds, &t.orders);
+    if let Some(us) = cpu_us_per_request(r) {
+        s += &format!("  cpu {us:.0} µs/req");
+    }
     if t.cancels_done > 0 {
         s += "\n";
         s += &row("", "cancels/s", t.cancels_done as f64 / r.seconds, &t.cancels);
@@ -644,6 +683,8 @@ fn summary(args: &Args, results: &[PhaseResult]) -> Value {
                 "statuses": r.tally.statuses.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
                 "errors": r.tally.errors,
                 "corpus_exhausted": r.tally.exhausted,
+                "cpu_s": r.cpu_s,
+                "cpu_us_per_request": cpu_us_per_request(r),
                 "feed": r.feed.as_ref().map(|(h, n)| json!({
                     "subscribers": args.subscribers, "frames": n, "frames_per_s": *n as f64 / r.seconds,
                     "delivery_latency": pct(h),
@@ -652,6 +693,7 @@ fn summary(args: &Args, results: &[PhaseResult]) -> Value {
         })
         .collect();
     let ratio = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| (a / b * 1000.0).round() / 1000.0);
+    let cpu = |n: &str| results.iter().find(|r| r.name == n).and_then(cpu_us_per_request);
     // Feed delivery p99 (ms): predex's (its last phase with subscribers) and the bare fan-out's.
     let feed_p99 = |fanout: bool| {
         results
@@ -673,6 +715,9 @@ fn summary(args: &Args, results: &[PhaseResult]) -> Value {
             "predex_over_crypto_ceiling": ratio(rate("predex-orders"), rate("ceiling-crypto")),
             "predex_over_parse_ceiling": ratio(rate("predex-orders"), rate("ceiling-parse")),
             "crypto_over_parse_ceiling": ratio(rate("ceiling-crypto"), rate("ceiling-parse")),
+            // The same comparison by CPU spent per request (the ceiling's over predex's), which
+            // a busy neighbour on a shared machine moves far less than a rate.
+            "crypto_ceiling_cpu_over_predex_cpu": ratio(cpu("ceiling-crypto"), cpu("predex-orders")),
             "feed_p99_over_fanout_ceiling_p99": ratio(feed_p99(false), feed_p99(true)),
         },
     })
@@ -824,6 +869,7 @@ fn fanout_ceiling(feed_rt: &tokio::runtime::Handle, args: &Args, per_sec: f64) -
         seconds: args.duration,
         tally: Tally::new(),
         feed: Some((h, frames)),
+        cpu_s: None,
     };
     eprintln!("{}", line(&r));
     Ok(r)
