@@ -486,8 +486,9 @@ struct PhaseResult {
 }
 
 /// CPU time (user + system) this process has used, from /proc/self/stat: every thread,
-/// so a phase's figure covers the server and its clients alike. Unlike a rate, it does not
-/// move when a shared machine lends the cores elsewhere.
+/// so a phase's figure covers the server and its clients alike. Per request, it is what a
+/// change costs or saves even where the rate is fixed (the open loop) or the cores were
+/// not all busy.
 fn process_cpu_s() -> Option<f64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // Fields after the command name (which may hold spaces): state is the 3rd field, utime
@@ -715,8 +716,7 @@ fn summary(args: &Args, results: &[PhaseResult]) -> Value {
             "predex_over_crypto_ceiling": ratio(rate("predex-orders"), rate("ceiling-crypto")),
             "predex_over_parse_ceiling": ratio(rate("predex-orders"), rate("ceiling-parse")),
             "crypto_over_parse_ceiling": ratio(rate("ceiling-crypto"), rate("ceiling-parse")),
-            // The same comparison by CPU spent per request (the ceiling's over predex's), which
-            // a busy neighbour on a shared machine moves far less than a rate.
+            // The same comparison by CPU spent per request (the ceiling's over predex's).
             "crypto_ceiling_cpu_over_predex_cpu": ratio(cpu("ceiling-crypto"), cpu("predex-orders")),
             "feed_p99_over_fanout_ceiling_p99": ratio(feed_p99(false), feed_p99(true)),
         },
