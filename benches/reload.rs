@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use predex::domain::*;
-use predex::store::{cf, encode, Batch, Store};
+use predex::store::{cf, encode, Batch, Store, Stored};
 use uuid::Uuid;
 
 fn env(name: &str, default: u64) -> u64 {
@@ -55,37 +55,40 @@ fn main() {
         // Bids 0.01–0.49 so nothing crosses.
         let price = 100 * (1 + (n / markets) % 49) as u32;
         let size = 10_000_000;
-        b.put_order(&Arc::new(OrderRecord {
-            id: Uuid::from_u128(n as u128 + 1),
-            seq: n + 1,
-            status: OrderStatus::Live,
-            owner: Uuid::from_u128(1 + n as u128 % 100),
-            maker: user.clone(),
-            signer: user.clone(),
-            taker: zero.clone(),
-            market_idx: mi as u32,
-            condition_id: cond[mi].clone(),
-            token_id: yes[mi].clone(),
-            outcome_index: 0,
-            outcome: outcome.clone(),
-            side: Side::Buy,
-            price,
-            original_size: size,
-            size_matched: 0,
-            maker_amount: size * price as u64 / PRICE_ONE as u64,
-            taker_amount: size,
-            fee_rate_bps: 0,
-            expiration: 0,
-            nonce: 0,
-            salt: n,
-            signature_type: 0,
-            signature: sig.clone(),
-            order_type: OrderType::Gtc,
-            post_only: false,
-            reserved: size * price as u64 / PRICE_ONE as u64,
-            associate_trades: vec![],
-            created_at: 1_700_000_000,
-        }));
+        b.put_order(
+            &Arc::new(OrderRecord {
+                id: Uuid::from_u128(n as u128 + 1),
+                seq: n + 1,
+                status: OrderStatus::Live,
+                owner: Uuid::from_u128(1 + n as u128 % 100),
+                maker: user.clone(),
+                signer: user.clone(),
+                taker: zero.clone(),
+                market_idx: mi as u32,
+                condition_id: cond[mi].clone(),
+                token_id: yes[mi].clone(),
+                outcome_index: 0,
+                outcome: outcome.clone(),
+                side: Side::Buy,
+                price,
+                original_size: size,
+                size_matched: 0,
+                maker_amount: size * price as u64 / PRICE_ONE as u64,
+                taker_amount: size,
+                fee_rate_bps: 0,
+                expiration: 0,
+                nonce: 0,
+                salt: n,
+                signature_type: 0,
+                signature: sig.clone(),
+                order_type: OrderType::Gtc,
+                post_only: false,
+                reserved: size * price as u64 / PRICE_ONE as u64,
+                associate_trades: vec![],
+                created_at: 1_700_000_000,
+            }),
+            Stored::New,
+        );
         if b.ops.len() == 10_000 {
             store.write([&b], false).unwrap();
             b.ops.clear();

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use predex::domain::*;
 use predex::store::persister::{self, Job, PersistMetrics};
-use predex::store::{Batch, Store};
+use predex::store::{Batch, Store, Stored};
 use uuid::Uuid;
 
 /// Outstanding fills (requests awaiting acknowledgement); `PREDEX_BENCH_IN_FLIGHT` overrides.
@@ -96,8 +96,9 @@ fn fill(seq: u64, maker: &Arc<str>, taker: &Arc<str>) -> Batch {
         error_msg: None,
         match_type: MatchType::Complementary,
     });
-    b.put_order(&m);
-    b.put_order(&t);
+    // The maker was resting; the taker is new and rests its remainder.
+    b.put_order(&m, Stored::Open);
+    b.put_order(&t, Stored::New);
     b.put_trade(&trade);
     for (a, asset) in [(maker, "USDC"), (maker, "1"), (taker, "USDC"), (taker, "1")] {
         b.put_balance(a.clone(), asset.into(), seq);

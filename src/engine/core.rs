@@ -31,7 +31,7 @@ use super::book::{crosses, Book, BookSide, NIL};
 use super::LedgerChange;
 use crate::domain::*;
 use crate::ledger::{Acct, Ledger};
-use crate::store::{cf, encode, keys, meta, Batch};
+use crate::store::{cf, encode, keys, meta, Batch, Stored};
 
 /// Why the engine refused an order: an outcome, not an error.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -459,7 +459,7 @@ impl Core {
             if o.expiration != 0 {
                 self.expiries.push(Reverse((o.expiration, o.id)));
             }
-            batch.put_order(&order);
+            batch.put_order(&order, Stored::New);
             self.orders.insert(order.id, Open { rec: order.clone(), slot: NIL, accts });
             self.flush_ledger(batch);
             return Ok(Placed { order, trades: vec![], making: 0, taking: 0 });
@@ -502,7 +502,8 @@ impl Core {
         if o.status == OrderStatus::Live {
             self.orders.insert(o.id, Open { rec: o.clone(), slot, accts });
         }
-        batch.put_order(&o);
+        // A released DEFERRED order was stored open; any other taker is new.
+        batch.put_order(&o, if released { Stored::Open } else { Stored::New });
         self.flush_ledger(batch);
         if !trades.is_empty() {
             let last = self.markets[o.market_idx as usize].last_trade;
@@ -547,7 +548,7 @@ impl Core {
                 let m = Arc::make_mut(&mut m_arc);
                 m.status = OrderStatus::Canceled;
                 release_rest(&mut self.ledger, accts.pay, m);
-                batch.put_order(&m_arc);
+                batch.put_order(&m_arc, Stored::Open);
                 continue;
             }
             let m = entry.get();
@@ -629,9 +630,9 @@ impl Core {
             if self.markets[midx].book.reduce(slot, q) {
                 m.status = OrderStatus::Matched;
                 release_rest(&mut self.ledger, ma.pay, m);
-                batch.put_order(&entry.remove().rec);
+                batch.put_order(&entry.remove().rec, Stored::Open);
             } else {
-                batch.put_order(&entry.get().rec);
+                batch.put_order(&entry.get().rec, Stored::Open);
             }
             debug_assert_eq!(
                 trade.legs().map(|l| l.amount),
@@ -873,7 +874,7 @@ impl Core {
         }
         o.status = OrderStatus::Canceled;
         release_rest(&mut self.ledger, accts.pay, o);
-        batch.put_order(&arc);
+        batch.put_order(&arc, Stored::Open);
     }
 
     /// Cancels open orders of `owner` (LIVE or DEFERRED).

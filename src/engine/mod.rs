@@ -572,7 +572,7 @@ fn finish<T: Send + 'static>(
     let (mut orders, mut written) = (Vec::new(), Vec::new());
     for op in &batch.ops {
         match op {
-            crate::store::Op::Order(o) => orders.push(o.clone()),
+            crate::store::Op::Order(o, _) => orders.push(o.clone()),
             crate::store::Op::Trade(t) => written.push(t.clone()),
             _ => {}
         }

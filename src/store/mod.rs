@@ -210,11 +210,23 @@ pub enum Op {
     /// A merge operand for a counter family.
     Merge(&'static str, Vec<u8>, Vec<u8>),
     /// An order and its open-order index entries.
-    Order(Arc<OrderRecord>),
+    Order(Arc<OrderRecord>, Stored),
     /// A trade and its per-owner index entries.
     Trade(Arc<TradeRecord>),
     /// A ledger balance: (address, asset, balance).
     Balance(Arc<str>, Arc<str>, u64),
+}
+
+/// What the store held of an order before an [`Op::Order`] writes it. The open-order index
+/// entries (`order_seq`, `open_by_owner`) never change while the order is open, so they are
+/// written when it opens and deleted when it closes, not rewritten by every fill; an order
+/// that closes on arrival (a filled taker) writes its record only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stored {
+    /// Nothing: the order is new.
+    New,
+    /// The order as open (LIVE or DEFERRED), with its index entries.
+    Open,
 }
 
 /// The writes of one logical change, applied atomically.
@@ -237,10 +249,10 @@ impl Batch {
         self.ops.is_empty()
     }
 
-    /// Writes an order; the open-order indexes follow its status. The persister also
-    /// advances the stored order sequence past it.
-    pub fn put_order(&mut self, o: &Arc<OrderRecord>) {
-        self.ops.push(Op::Order(o.clone()));
+    /// Writes an order; the open-order indexes follow its status and what the store held
+    /// of it. The persister also advances the stored order sequence past it.
+    pub fn put_order(&mut self, o: &Arc<OrderRecord>, stored: Stored) {
+        self.ops.push(Op::Order(o.clone(), stored));
     }
 
     /// Writes a trade, indexed under every API key that took part.
@@ -329,7 +341,7 @@ impl Store {
         for b in batches {
             for op in &b.ops {
                 match op {
-                    Op::Order(o) => order_seq = order_seq.max(o.seq + 1),
+                    Op::Order(o, _) => order_seq = order_seq.max(o.seq + 1),
                     Op::Trade(t) => trade_seq = trade_seq.max(t.seq + 1),
                     _ => {}
                 }
@@ -357,39 +369,42 @@ impl Store {
             Op::Put(c, k, v) => wb.put_cf(self.handle(c), k, v),
             Op::Delete(c, k) => wb.delete_cf(self.handle(c), k),
             Op::Merge(c, k, v) => wb.merge_cf(self.handle(c), k, v),
-            Op::Order(o) => {
+            Op::Order(o, stored) => {
                 // An open order's record lives under its priority; once closed it moves
                 // to `orders` for good (an order never reopens).
                 let open = matches!(o.status, OrderStatus::Live | OrderStatus::Deferred) && o.remaining() > 0;
                 let seq = o.seq.to_be_bytes();
-                let by_owner = keys::owner_seq(&o.owner, o.seq);
                 if open {
                     wb.put_cf(self.handle(cf::LIVE_ORDERS), seq, encode(o.as_ref()));
-                    wb.put_cf(self.handle(cf::ORDER_SEQ), o.id.as_bytes(), seq);
-                    wb.put_cf(self.handle(cf::OPEN_BY_OWNER), by_owner, o.id.as_bytes());
+                    if *stored == Stored::New {
+                        wb.put_cf(self.handle(cf::ORDER_SEQ), o.id.as_bytes(), seq);
+                        wb.put_cf(self.handle(cf::OPEN_BY_OWNER), keys::owner_seq(&o.owner, o.seq), o.id.as_bytes());
+                    }
                 } else {
                     wb.put_cf(self.handle(cf::ORDERS), o.id.as_bytes(), encode(o.as_ref()));
-                    wb.delete_cf(self.handle(cf::LIVE_ORDERS), seq);
-                    wb.delete_cf(self.handle(cf::ORDER_SEQ), o.id.as_bytes());
-                    wb.delete_cf(self.handle(cf::OPEN_BY_OWNER), by_owner);
+                    if *stored == Stored::Open {
+                        wb.delete_cf(self.handle(cf::LIVE_ORDERS), seq);
+                        wb.delete_cf(self.handle(cf::ORDER_SEQ), o.id.as_bytes());
+                        wb.delete_cf(self.handle(cf::OPEN_BY_OWNER), keys::owner_seq(&o.owner, o.seq));
+                    }
                 }
             }
             Op::Trade(t) => {
                 wb.put_cf(self.handle(cf::TRADES), t.id.as_bytes(), encode(t.as_ref()));
-                for o in t.owners() {
-                    wb.put_cf(self.handle(cf::TRADES_BY_OWNER), keys::owner_seq(&o, t.seq), t.id.as_bytes());
-                }
+                // A trade is first written PENDING, with its index entries and its place in
+                // the settlement queue; a later status rewrites the record and leaves the
+                // queue (the index entries do not change).
                 if t.status == TradeStatus::Pending {
+                    for o in t.owners() {
+                        wb.put_cf(self.handle(cf::TRADES_BY_OWNER), keys::owner_seq(&o, t.seq), t.id.as_bytes());
+                    }
                     self.index_trade(wb, t);
-                }
-                for (c, k, v) in index::trade_counters(t) {
-                    wb.merge_cf(self.handle(c), k, v);
-                }
-                // The settlement queue follows the status, like the open-order indexes.
-                if t.status == TradeStatus::Pending {
                     wb.put_cf(self.handle(cf::PENDING_TRADES), t.seq.to_be_bytes(), t.id.as_bytes());
                 } else {
                     wb.delete_cf(self.handle(cf::PENDING_TRADES), t.seq.to_be_bytes());
+                }
+                for (c, k, v) in index::trade_counters(t) {
+                    wb.merge_cf(self.handle(c), k, v);
                 }
             }
             Op::Balance(addr, asset, bal) => {
@@ -577,26 +592,31 @@ impl Store {
         Ok(self.all::<Market>(cf::MARKETS)?.into_iter().map(|(_, m)| m).collect())
     }
 
-    /// The LIVE and DEFERRED orders, in their original priority (acceptance sequence).
-    /// Hands every LIVE and DEFERRED order to `each`, in priority order: one ordered scan of
-    /// `live_orders`, decoded on a second thread while `each` runs, so startup costs about
-    /// the larger of the two, not their sum.
+    /// Hands every LIVE and DEFERRED order to `each`, in priority order (acceptance
+    /// sequence): one ordered scan of `live_orders`, decoded on a second thread while `each`
+    /// runs, so startup costs about the larger of the two, not their sum.
+    ///
+    /// Open orders of the earlier layout (the id under the priority, the record in `orders`,
+    /// no `order_seq` entry) are rewritten in the current one once the scan is done: a fill
+    /// leaves an open order's index entries alone, so it must find them written.
     pub fn for_each_open_order(&self, mut each: impl FnMut(OrderRecord)) -> Result<(), StoreError> {
         const CHUNK: usize = 4096;
         let (tx, rx) = crossbeam_channel::bounded::<Result<Vec<OrderRecord>, StoreError>>(8);
+        let mut upgrade = Batch::default();
         std::thread::scope(|sc| {
-            sc.spawn(move || {
+            let scan = sc.spawn(move || {
                 let mut interner = Interner::default();
                 let mut chunk = Vec::with_capacity(CHUNK);
+                let mut earlier = Vec::new();
                 let mut it = self.db.raw_iterator_cf(self.handle(cf::LIVE_ORDERS));
                 it.seek_to_first();
                 while let Some(v) = it.value() {
                     let r = if v.len() == 16 {
-                        // Earlier layout: the index holds the id, the record is in `orders`.
                         Uuid::from_slice(v)
                             .map_err(|e| StoreError::Corrupt { cf: cf::LIVE_ORDERS, msg: e.to_string() })
                             .and_then(|id| self.get_raw(cf::ORDERS, id.as_bytes()))
                             .and_then(|v| v.map(|v| decode_order(&v, &mut interner)).transpose())
+                            .inspect(|o| earlier.extend(o.clone()))
                     } else {
                         decode_order(v, &mut interner).map(Some)
                     };
@@ -605,26 +625,35 @@ impl Store {
                         Ok(None) => {}
                         Err(e) => {
                             let _ = tx.send(Err(e));
-                            return;
+                            return earlier;
                         }
                     }
                     if chunk.len() == CHUNK
                         && tx.send(Ok(std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK)))).is_err()
                     {
-                        return;
+                        return earlier;
                     }
                     it.next();
                 }
                 let r = it.status().map_err(StoreError::from).map(|_| chunk);
                 let _ = tx.send(r);
+                earlier
             });
             for chunk in rx {
                 for o in chunk? {
                     each(o);
                 }
             }
-            Ok(())
-        })
+            for o in scan.join().expect("the open-order scan does not panic") {
+                upgrade.put_order(&Arc::new(o), Stored::New);
+            }
+            Ok::<_, StoreError>(())
+        })?;
+        if !upgrade.is_empty() {
+            tracing::info!(orders = upgrade.ops.len(), "open orders rewritten in the current layout");
+            self.write([&upgrade], true)?;
+        }
+        Ok(())
     }
 
     /// RocksDB's estimate of the open orders (to size maps; may be off either way).
@@ -770,9 +799,10 @@ mod tests {
         let mut b = a.clone();
         b.id = Uuid::from_u128(43);
         b.seq = 8;
+        b.owner = Uuid::from_u128(7);
         let mut batch = Batch::default();
-        batch.put_order(&Arc::new(a.clone()));
-        batch.put_order(&Arc::new(b.clone()));
+        batch.put_order(&Arc::new(a.clone()), Stored::New);
+        batch.put_order(&Arc::new(b.clone()), Stored::New);
         store.write([&batch], true).unwrap();
         assert_eq!(scan(&store), vec![b.clone(), a.clone()]);
         assert_eq!(store.get_order(&a.id).unwrap(), Some(a.clone()));
@@ -780,13 +810,35 @@ mod tests {
         // Cancelled: it leaves the priority index and is found by id.
         a.status = OrderStatus::Canceled;
         let mut batch = Batch::default();
-        batch.put_order(&Arc::new(a.clone()));
+        batch.put_order(&Arc::new(a.clone()), Stored::Open);
         store.write([&batch], true).unwrap();
         assert_eq!(scan(&store), vec![b.clone()]);
         assert_eq!(store.get_order(&a.id).unwrap(), Some(a.clone()));
         assert!(store.get_raw(cf::ORDER_SEQ, a.id.as_bytes()).unwrap().is_none());
-        // The earlier layout (id in `live_orders`, record in `orders`) is still read, and an
-        // update under the new layout supersedes it.
+        let by_owner =
+            |s: &Store, o: &OrderRecord| s.get_raw(cf::OPEN_BY_OWNER, &keys::owner_seq(&o.owner, o.seq)).unwrap();
+        assert!(by_owner(&store, &a).is_none());
+        // A fill of an open order rewrites its record and keeps its index entries.
+        b.size_matched += 1_000_000;
+        let mut batch = Batch::default();
+        batch.put_order(&Arc::new(b.clone()), Stored::Open);
+        store.write([&batch], true).unwrap();
+        assert_eq!(scan(&store), vec![b.clone()]);
+        assert_eq!(store.get_order(&b.id).unwrap(), Some(b.clone()));
+        assert_eq!(by_owner(&store, &b).as_deref(), Some(&b.id.as_bytes()[..]));
+        // An order closed on arrival is stored by id only.
+        let mut d = a.clone();
+        d.id = Uuid::from_u128(45);
+        d.seq = 11;
+        d.status = OrderStatus::Matched;
+        let mut batch = Batch::default();
+        batch.put_order(&Arc::new(d.clone()), Stored::New);
+        store.write([&batch], true).unwrap();
+        assert_eq!(scan(&store), vec![b.clone()]);
+        assert_eq!(store.get_order(&d.id).unwrap(), Some(d.clone()));
+        assert!(store.get_raw(cf::LIVE_ORDERS, &d.seq.to_be_bytes()).unwrap().is_none());
+        // The earlier layout (id in `live_orders`, record in `orders`) is read, and the
+        // scan rewrites it in the current one, so later fills find its index entries.
         let mut c = b.clone();
         c.id = Uuid::from_u128(44);
         c.seq = 10;
@@ -796,9 +848,10 @@ mod tests {
         store.write([&batch], true).unwrap();
         assert_eq!(scan(&store), vec![b.clone(), c.clone()]);
         assert_eq!(store.get_order(&c.id).unwrap(), Some(c.clone()));
+        assert!(store.get_raw(cf::ORDER_SEQ, c.id.as_bytes()).unwrap().is_some(), "the scan upgraded it");
         c.size_matched += 1_000_000;
         let mut batch = Batch::default();
-        batch.put_order(&Arc::new(c.clone()));
+        batch.put_order(&Arc::new(c.clone()), Stored::Open);
         store.write([&batch], true).unwrap();
         assert_eq!(scan(&store), vec![b, c.clone()]);
         assert_eq!(store.get_order(&c.id).unwrap(), Some(c));
@@ -915,6 +968,14 @@ mod index_tests {
             })
             .unwrap();
         assert_eq!(n, 3);
+        // Every party's index keeps its trades whatever their status; only the PENDING
+        // one waits for settlement.
+        for owner in trade(1, TradeStatus::Pending).owners() {
+            let ids = store.scan_prefix(cf::TRADES_BY_OWNER, owner.as_bytes(), &[], usize::MAX).unwrap();
+            assert_eq!(ids.len(), 3);
+        }
+        let pending = store.scan_prefix(cf::PENDING_TRADES, &[], &[], usize::MAX).unwrap();
+        assert_eq!(pending.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(), vec![3u64.to_be_bytes().to_vec()]);
         // Counters survive a restart (merge operands replayed or compacted).
         drop(store);
         let store = Store::open(dir.path()).unwrap();
