@@ -309,10 +309,14 @@ impl Store {
         let cfs = cf::ALL.iter().map(|n| {
             let mut o = Options::default();
             o.set_block_based_table_factory(&table);
-            // The same for the memtables, where a fresh order's duplicate check (two point
-            // reads that miss) otherwise walks two skip lists.
-            o.set_memtable_prefix_bloom_ratio(0.02);
-            o.set_memtable_whole_key_filtering(true);
+            // The same for the memtables of the two families a fresh order's duplicate
+            // check reads (two point reads that miss, which would otherwise walk two skip
+            // lists). Elsewhere a memtable filter only costs: every write adds its key to
+            // it, and nothing on the request path reads those families by point.
+            if [cf::ORDER_SEQ, cf::ORDERS].contains(n) {
+                o.set_memtable_prefix_bloom_ratio(0.02);
+                o.set_memtable_whole_key_filtering(true);
+            }
             if cf::COUNTERS.contains(n) {
                 o.set_merge_operator_associative("sum_i64", index::sum_counters);
             }
