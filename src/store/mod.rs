@@ -606,8 +606,7 @@ impl Store {
     pub fn for_each_open_order(&self, mut each: impl FnMut(OrderRecord)) -> Result<(), StoreError> {
         const CHUNK: usize = 4096;
         let (tx, rx) = crossbeam_channel::bounded::<Result<Vec<OrderRecord>, StoreError>>(8);
-        let mut upgrade = Batch::default();
-        std::thread::scope(|sc| {
+        let earlier = std::thread::scope(|sc| {
             let scan = sc.spawn(move || {
                 let mut interner = Interner::default();
                 let mut chunk = Vec::with_capacity(CHUNK);
@@ -616,6 +615,7 @@ impl Store {
                 it.seek_to_first();
                 while let Some(v) = it.value() {
                     let r = if v.len() == 16 {
+                        // Earlier layout: the index holds the id, the record is in `orders`.
                         Uuid::from_slice(v)
                             .map_err(|e| StoreError::Corrupt { cf: cf::LIVE_ORDERS, msg: e.to_string() })
                             .and_then(|id| self.get_raw(cf::ORDERS, id.as_bytes()))
@@ -648,13 +648,14 @@ impl Store {
                     each(o);
                 }
             }
-            for o in scan.join().expect("the open-order scan does not panic") {
+            Ok::<_, StoreError>(scan.join().expect("the open-order scan does not panic"))
+        })?;
+        if !earlier.is_empty() {
+            tracing::info!(orders = earlier.len(), "open orders rewritten in the current layout");
+            let mut upgrade = Batch::default();
+            for o in earlier {
                 upgrade.put_order(&Arc::new(o), Stored::New);
             }
-            Ok::<_, StoreError>(())
-        })?;
-        if !upgrade.is_empty() {
-            tracing::info!(orders = upgrade.ops.len(), "open orders rewritten in the current layout");
             self.write([&upgrade], true)?;
         }
         Ok(())
