@@ -5,7 +5,7 @@
 //! trade with its per-owner index, and four balances.
 //!
 //! Reports criterion's time per fill and, from a separate timed run, durable fills/s,
-//! commit latency p50/p99/max (enqueue → durable) and the mean group size.
+//! commit latency p50/p99/max (enqueue → durable), the mean group size and the WAL bytes per fill.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -163,6 +163,7 @@ fn bench(c: &mut Criterion) {
     // A longer timed run for the figures the README states.
     let (c0, j0) = (metrics.commits.load(Ordering::Relaxed), metrics.jobs.load(Ordering::Relaxed));
     let s0 = metrics.sync_micros_total.load(Ordering::Relaxed);
+    let b0 = metrics.bytes.get();
     const N: usize = 200_000;
     let (el, mut lat) = run(&tx, seq, N);
     lat.sort_unstable();
@@ -170,8 +171,9 @@ fn bench(c: &mut Criterion) {
     let commits = metrics.commits.load(Ordering::Relaxed) - c0;
     let jobs = metrics.jobs.load(Ordering::Relaxed) - j0;
     let sync = metrics.sync_micros_total.load(Ordering::Relaxed) - s0;
+    let bytes = metrics.bytes.get() - b0;
     println!(
-        "store/commit: {:.0} durable fills/s with {} in flight; commit latency p50 {} µs, p99 {} µs, max {} µs; {} groups, mean {:.1} fills/group, mean write+sync {} µs",
+        "store/commit: {:.0} durable fills/s with {} in flight; commit latency p50 {} µs, p99 {} µs, max {} µs; {} groups, mean {:.1} fills/group, mean write+sync {} µs; {} WAL bytes/fill",
         N as f64 / el.as_secs_f64(),
         in_flight(),
         p(0.5),
@@ -179,7 +181,8 @@ fn bench(c: &mut Criterion) {
         lat[lat.len() - 1],
         commits,
         jobs as f64 / commits.max(1) as f64,
-        sync / commits.max(1)
+        sync / commits.max(1),
+        bytes / jobs.max(1)
     );
 }
 

@@ -56,9 +56,11 @@ pub struct Metrics {
     pub books: Gauge,
     /// Trades waiting for settlement.
     pub pending_trades: Gauge,
-    /// Persister: jobs per group commit, and seconds per synced write.
+    /// Persister: jobs per group commit, seconds per synced write, bytes written (the
+    /// WAL's growth).
     pub batch_jobs: Histogram,
     pub sync_seconds: Histogram,
+    pub write_bytes: Counter,
     /// Open WebSocket connections, and those cut off because their queue was full.
     pub ws_connections: Gauge,
     pub ws_too_slow: Counter,
@@ -85,6 +87,7 @@ impl Metrics {
             pending_trades: Gauge::default(),
             batch_jobs: Histogram::new(exponential_buckets(1.0, 2.0, 13)),
             sync_seconds: latency(),
+            write_bytes: Counter::default(),
             ws_connections: Gauge::default(),
             ws_too_slow: Counter::default(),
             registry: Registry::default(),
@@ -104,6 +107,7 @@ impl Metrics {
         registry.register("pending_trades", "Trades matched and not yet settled", m.pending_trades.clone());
         registry.register("persister_batch_jobs", "Commands per group commit", m.batch_jobs.clone());
         registry.register("persister_sync_seconds", "Synced RocksDB write per group commit", m.sync_seconds.clone());
+        registry.register("persister_write_bytes", "Bytes of the synced RocksDB writes", m.write_bytes.clone());
         registry.register("ws_connections", "Open WebSocket connections", m.ws_connections.clone());
         registry.register(
             "ws_too_slow",

@@ -52,6 +52,7 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
             "sync_micros_total": m.sync_micros_total.load(Relaxed),
             "last_batch_jobs": m.last_batch_jobs.load(Relaxed),
             "last_sync_micros": m.last_sync_micros.load(Relaxed),
+            "bytes": m.bytes.get(),
         }))
         .into_response()
     });

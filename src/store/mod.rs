@@ -265,16 +265,26 @@ impl Batch {
     }
 }
 
+/// Batches encoded into one RocksDB WriteBatch, ready for [`Store::commit`].
+pub struct Prepared(WriteBatch);
+
+impl Prepared {
+    /// The bytes the write appends to the WAL (RocksDB's batch representation).
+    pub fn bytes(&self) -> usize {
+        self.0.size_in_bytes()
+    }
+}
+
 /// Raw (key, value) pairs of a scan.
 pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
-/// The embedded database.
 /// Shared RocksDB block cache.
 const BLOCK_CACHE_BYTES: usize = 256 << 20;
 
+/// The embedded database.
 pub struct Store {
     db: DB,
-    /// Highest order and trade sequence persisted (next-seq values in `meta`), so each
+    /// Highest next-sequence values written to `meta` (or prepared for writing), so each
     /// group commit advances them once, only when they grow.
     next_order_seq: AtomicU64,
     next_trade_seq: AtomicU64,
@@ -340,6 +350,15 @@ impl Store {
 
     /// Applies one or more batches as a single atomic WriteBatch; `sync` waits for the WAL.
     pub fn write<'a>(&self, batches: impl IntoIterator<Item = &'a Batch>, sync: bool) -> Result<(), StoreError> {
+        self.commit(self.prepare(batches), sync)
+    }
+
+    /// Encodes batches into one WriteBatch, to be written by [`Store::commit`]. Prepared
+    /// batches must be committed in the order they were prepared (the persister prepares
+    /// the next group while the previous one is being written): a later one may build on
+    /// an earlier one's keys, and each advances the next-sequence values in `meta` only
+    /// past what an earlier one already wrote.
+    pub fn prepare<'a>(&self, batches: impl IntoIterator<Item = &'a Batch>) -> Prepared {
         let mut wb = WriteBatch::default();
         let (mut order_seq, mut trade_seq) = (0u64, 0u64);
         for b in batches {
@@ -352,18 +371,21 @@ impl Store {
                 self.apply(&mut wb, op);
             }
         }
-        // Sequences only grow; batches are written by one thread, in order.
-        if order_seq > self.next_order_seq.load(Ordering::Relaxed) {
+        // Sequences only grow; batches are prepared by one thread, in commit order.
+        if self.next_order_seq.fetch_max(order_seq, Ordering::Relaxed) < order_seq {
             wb.put_cf(self.handle(cf::META), meta::NEXT_ORDER_SEQ, order_seq.to_be_bytes());
         }
-        if trade_seq > self.next_trade_seq.load(Ordering::Relaxed) {
+        if self.next_trade_seq.fetch_max(trade_seq, Ordering::Relaxed) < trade_seq {
             wb.put_cf(self.handle(cf::META), meta::NEXT_TRADE_SEQ, trade_seq.to_be_bytes());
         }
+        Prepared(wb)
+    }
+
+    /// Writes a prepared batch atomically; `sync` returns only once the WAL is on disk.
+    pub fn commit(&self, prepared: Prepared, sync: bool) -> Result<(), StoreError> {
         let mut wo = WriteOptions::default();
         wo.set_sync(sync);
-        self.db.write_opt(wb, &wo)?;
-        self.next_order_seq.fetch_max(order_seq, Ordering::Relaxed);
-        self.next_trade_seq.fetch_max(trade_seq, Ordering::Relaxed);
+        self.db.write_opt(prepared.0, &wo)?;
         Ok(())
     }
 

@@ -77,6 +77,11 @@ fn settlement_worker_confirms_and_fails_trades_and_notifies() {
     assert!(text.contains("predex_pending_trades 0"), "{text}");
     assert!(text.contains(r#"predex_worker_runs_total{worker="settlement"}"#), "{text}");
     assert!(text.contains("predex_persister_sync_seconds_count"), "{text}");
+    let written = text
+        .lines()
+        .find_map(|l| l.strip_prefix("predex_persister_write_bytes_total "))
+        .and_then(|v| v.parse::<u64>().ok());
+    assert!(written.is_some_and(|b| b > 0), "{text}");
     s.check();
 }
 
