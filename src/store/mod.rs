@@ -265,6 +265,54 @@ impl Batch {
     }
 }
 
+/// What one write does to one key, before it goes into the WriteBatch.
+#[derive(Clone, Copy)]
+enum Kind {
+    Put,
+    Delete,
+    Merge,
+}
+
+struct Entry {
+    key: Vec<u8>,
+    kind: Kind,
+    value: Vec<u8>,
+}
+
+/// A group's writes by column family, collected so each family's can be put in key order
+/// before they reach the WriteBatch.
+#[derive(Default)]
+struct Entries {
+    families: Vec<(&'static str, Vec<Entry>)>,
+    last: usize,
+}
+
+impl Entries {
+    fn family(&mut self, cf: &'static str) -> &mut Vec<Entry> {
+        // Consecutive writes mostly go to one family, and a group touches a dozen or two.
+        let same = |n: &&str| n.as_ptr() == cf.as_ptr() || *n == cf;
+        if !self.families.get(self.last).is_some_and(|(n, _)| same(n)) {
+            self.last = match self.families.iter().position(|(n, _)| same(n)) {
+                Some(i) => i,
+                None => {
+                    self.families.push((cf, Vec::new()));
+                    self.families.len() - 1
+                }
+            };
+        }
+        &mut self.families[self.last].1
+    }
+    fn put(&mut self, cf: &'static str, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) {
+        self.family(cf).push(Entry { key: key.into(), kind: Kind::Put, value: value.into() });
+    }
+    fn delete(&mut self, cf: &'static str, key: impl Into<Vec<u8>>) {
+        self.family(cf).push(Entry { key: key.into(), kind: Kind::Delete, value: Vec::new() });
+    }
+    fn merge(&mut self, cf: &'static str, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) {
+        self.family(cf).push(Entry { key: key.into(), kind: Kind::Merge, value: value.into() });
+    }
+}
+
 /// Batches encoded into one RocksDB WriteBatch, ready for [`Store::commit`].
 pub struct Prepared(WriteBatch);
 
@@ -359,7 +407,7 @@ impl Store {
     /// an earlier one's keys, and each advances the next-sequence values in `meta` only
     /// past what an earlier one already wrote.
     pub fn prepare<'a>(&self, batches: impl IntoIterator<Item = &'a Batch>) -> Prepared {
-        let mut wb = WriteBatch::default();
+        let mut entries = Entries::default();
         let (mut order_seq, mut trade_seq) = (0u64, 0u64);
         for b in batches {
             for op in &b.ops {
@@ -368,15 +416,31 @@ impl Store {
                     Op::Trade(t) => trade_seq = trade_seq.max(t.seq + 1),
                     _ => {}
                 }
-                self.apply(&mut wb, op);
+                Self::apply(&mut entries, op);
             }
         }
         // Sequences only grow; batches are prepared by one thread, in commit order.
         if self.next_order_seq.fetch_max(order_seq, Ordering::Relaxed) < order_seq {
-            wb.put_cf(self.handle(cf::META), meta::NEXT_ORDER_SEQ, order_seq.to_be_bytes());
+            entries.put(cf::META, meta::NEXT_ORDER_SEQ, order_seq.to_be_bytes());
         }
         if self.next_trade_seq.fetch_max(trade_seq, Ordering::Relaxed) < trade_seq {
-            wb.put_cf(self.handle(cf::META), meta::NEXT_TRADE_SEQ, trade_seq.to_be_bytes());
+            entries.put(cf::META, meta::NEXT_TRADE_SEQ, trade_seq.to_be_bytes());
+        }
+        // In key order within each family, so each memtable insert starts from where the
+        // previous one ended instead of searching the skip list from the top. The sort is
+        // stable: writes to the same key keep their order (a put, then merges onto it).
+        // Order across keys means nothing inside one batch: it becomes visible at once.
+        let mut wb = WriteBatch::default();
+        for (cf, mut family) in entries.families {
+            family.sort_by(|a, b| a.key.cmp(&b.key));
+            let h = self.handle(cf);
+            for e in &family {
+                match e.kind {
+                    Kind::Put => wb.put_cf(h, &e.key, &e.value),
+                    Kind::Delete => wb.delete_cf(h, &e.key),
+                    Kind::Merge => wb.merge_cf(h, &e.key, &e.value),
+                }
+            }
         }
         Prepared(wb)
     }
@@ -389,72 +453,64 @@ impl Store {
         Ok(())
     }
 
-    /// Expands one op into WriteBatch entries (encoding records here, off the engine).
-    fn apply(&self, wb: &mut WriteBatch, op: &Op) {
+    /// Expands one op into the writes it stands for (encoding records here, off the engine).
+    fn apply(out: &mut Entries, op: &Op) {
         match op {
-            Op::Put(c, k, v) => wb.put_cf(self.handle(c), k, v),
-            Op::Delete(c, k) => wb.delete_cf(self.handle(c), k),
-            Op::Merge(c, k, v) => wb.merge_cf(self.handle(c), k, v),
+            Op::Put(c, k, v) => out.put(c, k.as_slice(), v.as_slice()),
+            Op::Delete(c, k) => out.delete(c, k.as_slice()),
+            Op::Merge(c, k, v) => out.merge(c, k.as_slice(), v.as_slice()),
             Op::Order(o, stored) => {
                 // An open order's record lives under its priority; once closed it moves
                 // to `orders` for good (an order never reopens).
                 let open = matches!(o.status, OrderStatus::Live | OrderStatus::Deferred) && o.remaining() > 0;
                 let seq = o.seq.to_be_bytes();
                 if open {
-                    wb.put_cf(self.handle(cf::LIVE_ORDERS), seq, encode(o.as_ref()));
+                    out.put(cf::LIVE_ORDERS, seq, encode(o.as_ref()));
                     if *stored == Stored::New {
-                        wb.put_cf(self.handle(cf::ORDER_SEQ), o.id.as_bytes(), seq);
-                        wb.put_cf(self.handle(cf::OPEN_BY_OWNER), keys::owner_seq(&o.owner, o.seq), o.id.as_bytes());
+                        out.put(cf::ORDER_SEQ, o.id.as_bytes(), seq);
+                        out.put(cf::OPEN_BY_OWNER, keys::owner_seq(&o.owner, o.seq), o.id.as_bytes());
                     }
                 } else {
-                    wb.put_cf(self.handle(cf::ORDERS), o.id.as_bytes(), encode(o.as_ref()));
+                    out.put(cf::ORDERS, o.id.as_bytes(), encode(o.as_ref()));
                     if *stored == Stored::Open {
-                        wb.delete_cf(self.handle(cf::LIVE_ORDERS), seq);
-                        wb.delete_cf(self.handle(cf::ORDER_SEQ), o.id.as_bytes());
-                        wb.delete_cf(self.handle(cf::OPEN_BY_OWNER), keys::owner_seq(&o.owner, o.seq));
+                        out.delete(cf::LIVE_ORDERS, seq);
+                        out.delete(cf::ORDER_SEQ, o.id.as_bytes());
+                        out.delete(cf::OPEN_BY_OWNER, keys::owner_seq(&o.owner, o.seq));
                     }
                 }
             }
             Op::Trade(t) => {
-                wb.put_cf(self.handle(cf::TRADES), t.id.as_bytes(), encode(t.as_ref()));
+                out.put(cf::TRADES, t.id.as_bytes(), encode(t.as_ref()));
                 // A trade is first written PENDING, with its index entries and its place in
                 // the settlement queue; a later status rewrites the record and leaves the
                 // queue (the index entries do not change).
                 if t.status == TradeStatus::Pending {
                     for o in t.owners() {
-                        wb.put_cf(self.handle(cf::TRADES_BY_OWNER), keys::owner_seq(&o, t.seq), t.id.as_bytes());
+                        out.put(cf::TRADES_BY_OWNER, keys::owner_seq(&o, t.seq), t.id.as_bytes());
                     }
-                    self.index_trade(wb, t);
-                    wb.put_cf(self.handle(cf::PENDING_TRADES), t.seq.to_be_bytes(), t.id.as_bytes());
+                    Self::index_trade(out, t);
+                    out.put(cf::PENDING_TRADES, t.seq.to_be_bytes(), t.id.as_bytes());
                 } else {
-                    wb.delete_cf(self.handle(cf::PENDING_TRADES), t.seq.to_be_bytes());
+                    out.delete(cf::PENDING_TRADES, t.seq.to_be_bytes());
                 }
                 for (c, k, v) in index::trade_counters(t) {
-                    wb.merge_cf(self.handle(c), k, v);
+                    out.merge(c, k, v);
                 }
             }
             Op::Balance(addr, asset, bal) => {
-                wb.put_cf(self.handle(cf::LEDGER), keys::ledger(addr, asset), bal.to_be_bytes());
+                out.put(cf::LEDGER, keys::ledger(addr, asset), bal.to_be_bytes());
             }
         }
     }
 
     /// The trade's entries in `trades_by_market` and `trades_by_wallet` (written once, with
     /// the PENDING record).
-    fn index_trade(&self, wb: &mut WriteBatch, t: &TradeRecord) {
+    fn index_trade(out: &mut Entries, t: &TradeRecord) {
         let tick =
             index::Tick { id: t.id, asset_id: t.asset_id.to_string(), price: t.price, size: t.size, side: t.side };
-        wb.put_cf(
-            self.handle(cf::TRADES_BY_MARKET),
-            index::market_time_seq(t.market_idx, t.match_time, t.seq),
-            encode(&tick),
-        );
+        out.put(cf::TRADES_BY_MARKET, index::market_time_seq(t.market_idx, t.match_time, t.seq), encode(&tick));
         for (role, leg) in t.legs().iter().enumerate() {
-            wb.put_cf(
-                self.handle(cf::TRADES_BY_WALLET),
-                index::wallet_trade(&leg.address, t.seq, role as u8),
-                t.id.as_bytes(),
-            );
+            out.put(cf::TRADES_BY_WALLET, index::wallet_trade(&leg.address, t.seq, role as u8), t.id.as_bytes());
         }
     }
 
@@ -945,6 +1001,45 @@ mod index_tests {
             error_msg: None,
             match_type: MatchType::Complementary,
         }
+    }
+
+    /// A group's writes reach RocksDB sorted by family and key; writes to one key keep
+    /// the order they were made in, within a batch and across the batches of a group.
+    #[test]
+    fn writes_to_one_key_keep_their_order_in_a_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let one = |ops: Vec<(bool, i64)>| {
+            // (true, v): put v; (false, v): add v by merge.
+            let mut b = Batch::default();
+            for (put, v) in ops {
+                let v = index::encode_counters(&[v]);
+                if put {
+                    b.put(cf::MARKET_STATS, b"k".to_vec(), v);
+                } else {
+                    b.merge(cf::MARKET_STATS, b"k".to_vec(), v);
+                }
+                // Other keys in between, before and after it in key order.
+                b.put(cf::MARKET_STATS, b"a".to_vec(), index::encode_counters(&[0]));
+                b.put(cf::MARKET_STATS, b"z".to_vec(), index::encode_counters(&[0]));
+            }
+            b
+        };
+        let sum = |store: &Store| store.counters(cf::MARKET_STATS, b"k").unwrap();
+        // Put, then merge: 5 + 2. Merge, then put: the put wins.
+        store.write([&one(vec![(true, 5), (false, 2)])], true).unwrap();
+        assert_eq!(sum(&store), vec![7]);
+        store.write([&one(vec![(false, 2), (true, 5)])], true).unwrap();
+        assert_eq!(sum(&store), vec![5]);
+        // The same across batches of one group, and a delete then a put.
+        store.write([&one(vec![(true, 1)]), &one(vec![(false, 3)]), &one(vec![(true, 9)])], true).unwrap();
+        assert_eq!(sum(&store), vec![9]);
+        let mut del = Batch::default();
+        del.delete(cf::MARKET_STATS, b"k".to_vec());
+        store.write([&one(vec![(true, 4)]), &del], true).unwrap();
+        assert_eq!(store.get_raw(cf::MARKET_STATS, b"k").unwrap(), None);
+        store.write([&del, &one(vec![(true, 4)])], true).unwrap();
+        assert_eq!(sum(&store), vec![4]);
     }
 
     fn write(store: &Store, t: TradeRecord) {
