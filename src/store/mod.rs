@@ -290,9 +290,8 @@ struct Entries {
 impl Entries {
     fn family(&mut self, cf: &'static str) -> &mut Vec<Entry> {
         // Consecutive writes mostly go to one family, and a group touches a dozen or two.
-        let same = |n: &&str| n.as_ptr() == cf.as_ptr() || *n == cf;
-        if !self.families.get(self.last).is_some_and(|(n, _)| same(n)) {
-            self.last = match self.families.iter().position(|(n, _)| same(n)) {
+        if self.families.get(self.last).is_none_or(|(n, _)| *n != cf) {
+            self.last = match self.families.iter().position(|(n, _)| *n == cf) {
                 Some(i) => i,
                 None => {
                     self.families.push((cf, Vec::new()));
@@ -875,6 +874,13 @@ mod tests {
             s.for_each_open_order(|o| v.push(o)).unwrap();
             v
         };
+        let put = |s: &Store, orders: &[&OrderRecord], stored: Stored| {
+            let mut batch = Batch::default();
+            for o in orders {
+                batch.put_order(&Arc::new((*o).clone()), stored);
+            }
+            s.write([&batch], true).unwrap();
+        };
         // Two open orders, written out of priority order: the scan returns them by seq.
         let mut a = sample_order();
         a.status = OrderStatus::Live;
@@ -883,18 +889,13 @@ mod tests {
         b.id = Uuid::from_u128(43);
         b.seq = 8;
         b.owner = Uuid::from_u128(7);
-        let mut batch = Batch::default();
-        batch.put_order(&Arc::new(a.clone()), Stored::New);
-        batch.put_order(&Arc::new(b.clone()), Stored::New);
-        store.write([&batch], true).unwrap();
+        put(&store, &[&a, &b], Stored::New);
         assert_eq!(scan(&store), vec![b.clone(), a.clone()]);
         assert_eq!(store.get_order(&a.id).unwrap(), Some(a.clone()));
         assert!(store.get_raw(cf::ORDERS, a.id.as_bytes()).unwrap().is_none());
         // Cancelled: it leaves the priority index and is found by id.
         a.status = OrderStatus::Canceled;
-        let mut batch = Batch::default();
-        batch.put_order(&Arc::new(a.clone()), Stored::Open);
-        store.write([&batch], true).unwrap();
+        put(&store, &[&a], Stored::Open);
         assert_eq!(scan(&store), vec![b.clone()]);
         assert_eq!(store.get_order(&a.id).unwrap(), Some(a.clone()));
         assert!(store.get_raw(cf::ORDER_SEQ, a.id.as_bytes()).unwrap().is_none());
@@ -903,9 +904,7 @@ mod tests {
         assert!(by_owner(&store, &a).is_none());
         // A fill of an open order rewrites its record and keeps its index entries.
         b.size_matched += 1_000_000;
-        let mut batch = Batch::default();
-        batch.put_order(&Arc::new(b.clone()), Stored::Open);
-        store.write([&batch], true).unwrap();
+        put(&store, &[&b], Stored::Open);
         assert_eq!(scan(&store), vec![b.clone()]);
         assert_eq!(store.get_order(&b.id).unwrap(), Some(b.clone()));
         assert_eq!(by_owner(&store, &b).as_deref(), Some(&b.id.as_bytes()[..]));
@@ -914,9 +913,7 @@ mod tests {
         d.id = Uuid::from_u128(45);
         d.seq = 11;
         d.status = OrderStatus::Matched;
-        let mut batch = Batch::default();
-        batch.put_order(&Arc::new(d.clone()), Stored::New);
-        store.write([&batch], true).unwrap();
+        put(&store, &[&d], Stored::New);
         assert_eq!(scan(&store), vec![b.clone()]);
         assert_eq!(store.get_order(&d.id).unwrap(), Some(d.clone()));
         assert!(store.get_raw(cf::LIVE_ORDERS, &d.seq.to_be_bytes()).unwrap().is_none());
@@ -933,9 +930,7 @@ mod tests {
         assert_eq!(store.get_order(&c.id).unwrap(), Some(c.clone()));
         assert!(store.get_raw(cf::ORDER_SEQ, c.id.as_bytes()).unwrap().is_some(), "the scan upgraded it");
         c.size_matched += 1_000_000;
-        let mut batch = Batch::default();
-        batch.put_order(&Arc::new(c.clone()), Stored::Open);
-        store.write([&batch], true).unwrap();
+        put(&store, &[&c], Stored::Open);
         assert_eq!(scan(&store), vec![b, c.clone()]);
         assert_eq!(store.get_order(&c.id).unwrap(), Some(c));
     }
