@@ -22,8 +22,13 @@ fn in_flight() -> usize {
     std::env::var("PREDEX_BENCH_IN_FLIGHT").ok().and_then(|v| v.parse().ok()).unwrap_or(96)
 }
 
+/// A market's ids, shaped like real ones (the demo catalogue's): they are most of the bytes
+/// of the keys and records a fill writes.
+const CONDITION: &str = "0xa9b44c58ef9f0915685744c2cb0b78af2dc08a716ac38dd828880a79204f758f";
+const TOKEN: &str = "2533125062127029072497033382062890715058177690830198673817386145166809525645";
+
 fn order(seq: u64, maker: &Arc<str>) -> Arc<OrderRecord> {
-    let s: Arc<str> = "1".into();
+    let s: Arc<str> = TOKEN.into();
     Arc::new(OrderRecord {
         id: Uuid::from_u128(seq as u128),
         seq,
@@ -33,7 +38,7 @@ fn order(seq: u64, maker: &Arc<str>) -> Arc<OrderRecord> {
         signer: maker.clone(),
         taker: "0x0000000000000000000000000000000000000000".into(),
         market_idx: 0,
-        condition_id: "0xc0ffee".into(),
+        condition_id: CONDITION.into(),
         token_id: s,
         outcome_index: 0,
         outcome: "Yes".into(),
@@ -100,7 +105,7 @@ fn fill(seq: u64, maker: &Arc<str>, taker: &Arc<str>) -> Batch {
     b.put_order(&m, Stored::Open);
     b.put_order(&t, Stored::New);
     b.put_trade(&trade);
-    for (a, asset) in [(maker, "USDC"), (maker, "1"), (taker, "USDC"), (taker, "1")] {
+    for (a, asset) in [(maker, "USDC"), (maker, TOKEN), (taker, "USDC"), (taker, TOKEN)] {
         b.put_balance(a.clone(), asset.into(), seq);
     }
     b
