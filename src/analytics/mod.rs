@@ -404,7 +404,7 @@ fn scan_positions(s: &AppState, family: &'static str, prefix: &[u8]) -> Result<V
     let mut raw = Vec::new();
     s.store.walk(family, prefix, None, false, |k, v| {
         if let Some((w, t)) = index::split_position(&k[strip..]) {
-            raw.push((w.to_string(), t.to_string(), Position::decode(v)));
+            raw.push((w, t, Position::decode(v)));
         }
         ControlFlow::Continue(())
     })?;
@@ -517,7 +517,7 @@ fn position_json(r: &PosRow) -> Value {
 fn wallet_rows(s: &AppState, p: &Params) -> Result<(String, Vec<PosRow>), ApiError> {
     let user = user_param(p, true)?.expect("required");
     let markets: Vec<u32> = markets_param(s, p.list("market"))?.iter().map(|v| v.market.idx).collect();
-    let rows = scan_positions(s, cf::POSITIONS, &index::wallet_prefix(&user))?
+    let rows = scan_positions(s, cf::POSITIONS, &index::holder_prefix(&user))?
         .into_iter()
         .filter(|r| markets.is_empty() || markets.contains(&r.ctx.view.market.idx))
         .collect();
@@ -756,7 +756,7 @@ fn leaderboard(s: Arc<AppState>, r: Req) -> ApiResult {
     let mut sums: HashMap<(String, String), Position> = HashMap::new();
     let mut add = |k: &[u8], v: &[u8]| {
         if let Some((w, t)) = index::split_position(k) {
-            sums.entry((w.to_string(), t.to_string())).or_default().add(&Position::decode(v));
+            sums.entry((w, t)).or_default().add(&Position::decode(v));
         }
     };
     if period == "ALL" {

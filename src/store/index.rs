@@ -5,9 +5,10 @@
 //!   a market's trades, in time order.
 //! - `trades_by_wallet`: address + `/` + seq (8) + role (1) → trade id: a wallet's trades.
 //! - Counters, kept by RocksDB's merge operator (each write adds, nothing is read back):
-//!   `positions` (address + `/` + token), `market_holders` (market (4) + address + `/` +
-//!   token) and `wallet_days` (UTC day (4) + address + `/` + token) hold [`Position`] sums;
-//!   `market_stats` (market (4)) holds volume and trade count.
+//!   `positions` (holder), `market_holders` (market (4) + holder) and `wallet_days` (UTC
+//!   day (4) + holder) hold [`Position`] sums, where a holder is a wallet and a token in
+//!   the compact form of [`position`]; `market_stats` (market (4)) holds volume and trade
+//!   count.
 //!
 //! A trade adds its counters when first written (PENDING) and takes them back if its
 //! settlement FAILS, so the sums follow the trades that stand.
@@ -128,10 +129,63 @@ pub fn wallet_trade(address: &str, seq: u64, role: u8) -> Vec<u8> {
     k
 }
 
+/// The key of a wallet's position in a token, the part of the counter families' keys
+/// after their 4-byte prefix. A fill writes six, so they are kept short: a lowercase 0x
+/// address is its 20 bytes after a 0 tag, then a token id in decimal (as the exchange's
+/// are) is 0 and its 32 big-endian bytes, any other token 1 and its text — 54 bytes where
+/// the text was 121. Any other address keeps the text layout, address + `/` + token, in
+/// which keys written before the compact one were (text never starts with a 0 byte;
+/// [`Store::open`](super::Store::open) moves such keys to the compact one).
 pub fn position(address: &str, token: &str) -> Vec<u8> {
-    let mut k = wallet_prefix(address);
-    k.extend_from_slice(token.as_bytes());
+    let mut k = holder_prefix(address);
+    if k[0] == COMPACT {
+        match decimal_u256(token) {
+            Some(t) => {
+                k.push(COMPACT);
+                k.extend_from_slice(&t);
+            }
+            None => {
+                k.push(1);
+                k.extend_from_slice(token.as_bytes());
+            }
+        }
+    } else {
+        k.extend_from_slice(token.as_bytes());
+    }
     k
+}
+
+/// The first byte of a compact holder key.
+const COMPACT: u8 = 0;
+
+/// What every [`position`] key of a wallet starts with.
+pub fn holder_prefix(address: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(54);
+    match address
+        .strip_prefix("0x")
+        .filter(|h| h.len() == 40 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+    {
+        Some(hex) => {
+            k.push(COMPACT);
+            k.resize(21, 0);
+            alloy_primitives::hex::decode_to_slice(hex, &mut k[1..]).expect("checked hex");
+        }
+        None => {
+            k.extend_from_slice(address.as_bytes());
+            k.push(b'/');
+        }
+    }
+    k
+}
+
+/// A token id written in canonical decimal (no sign, no leading zero) that fits 256 bits,
+/// as big-endian bytes; None for any other text, so decoding gives back the same string.
+fn decimal_u256(token: &str) -> Option<[u8; 32]> {
+    let canonical = !token.is_empty()
+        && token.len() <= 78
+        && token.bytes().all(|b| b.is_ascii_digit())
+        && (token == "0" || !token.starts_with('0'));
+    canonical.then(|| alloy_primitives::U256::from_str_radix(token, 10).ok()).flatten().map(|v| v.to_be_bytes())
 }
 
 pub fn market_holder(market: u32, address: &str, token: &str) -> Vec<u8> {
@@ -146,11 +200,35 @@ pub fn wallet_day(day: u32, address: &str, token: &str) -> Vec<u8> {
     k
 }
 
-/// (address, token) of a `positions` key; the same after the 4-byte prefix of
-/// `market_holders` and `wallet_days` keys.
-pub fn split_position(k: &[u8]) -> Option<(&str, &str)> {
-    let s = std::str::from_utf8(k).ok()?;
-    s.split_once('/')
+/// (address, token) of a [`position`] key: a `positions` key, or what follows the 4-byte
+/// prefix of a `market_holders` or `wallet_days` key.
+pub fn split_position(k: &[u8]) -> Option<(String, String)> {
+    match k.split_first()? {
+        (&COMPACT, rest) if rest.len() > 20 => {
+            let address = format!("0x{}", alloy_primitives::hex::encode(&rest[..20]));
+            let token = match rest[20..].split_first()? {
+                (&COMPACT, t) => alloy_primitives::U256::try_from_be_slice(t).filter(|_| t.len() == 32)?.to_string(),
+                (1, t) => std::str::from_utf8(t).ok()?.to_string(),
+                _ => return None,
+            };
+            Some((address, token))
+        }
+        _ => {
+            let (a, t) = std::str::from_utf8(k).ok()?.split_once('/')?;
+            Some((a.to_string(), t.to_string()))
+        }
+    }
+}
+
+/// The compact key of a text-layout [`position`] key whose address has one; None for a
+/// key that is compact already or must stay text.
+pub fn compact_position(k: &[u8]) -> Option<Vec<u8>> {
+    if k.first() == Some(&COMPACT) {
+        return None;
+    }
+    let (address, token) = split_position(k)?;
+    let compact = position(&address, &token);
+    (compact[0] == COMPACT).then_some(compact)
 }
 
 /// Merge operands: (family, key, operand).
@@ -258,6 +336,42 @@ pub fn trade_counters(t: &TradeRecord) -> CounterOps {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn holder_keys_are_compact_for_real_ids_and_give_back_the_same_strings() {
+        let addr = "0x9d84ce0306f8551e02efef1680475fc0f1dc1344";
+        let token = "52114319501245915516055106046884209969926127482827954674443846427813813222426";
+        let k = position(addr, token);
+        assert_eq!(k.len(), 54);
+        assert!(k.starts_with(&holder_prefix(addr)));
+        assert_eq!(split_position(&k), Some((addr.to_string(), token.to_string())));
+        // Tokens that are not canonical decimal u256s stay text after a compact address.
+        let max = alloy_primitives::U256::MAX.to_string();
+        let over = format!("{max}0");
+        for t in ["0", "7", max.as_str(), "yes", "0123", "", "-1", over.as_str()] {
+            let k = position(addr, t);
+            assert!(k.starts_with(&holder_prefix(addr)), "{t}");
+            assert_eq!(split_position(&k), Some((addr.to_string(), t.to_string())), "{t}");
+        }
+        assert_eq!(position(addr, "7").len(), 54);
+        assert_eq!(position(addr, "0123").len(), 26);
+        // Addresses that are not lowercase 0x hex keep the text layout.
+        for a in ["0xtaker", "0x9D84CE0306F8551E02EFEF1680475FC0F1DC1344", "9d84ce0306f8551e02efef1680475fc0f1dc1344"] {
+            let k = position(a, token);
+            assert_eq!(k, format!("{a}/{token}").into_bytes());
+            assert!(k.starts_with(&holder_prefix(a)));
+            assert_eq!(split_position(&k), Some((a.to_string(), token.to_string())));
+            assert_eq!(compact_position(&k), None);
+        }
+        // A text-layout key moves to the compact one when its address allows.
+        assert_eq!(compact_position(format!("{addr}/{token}").as_bytes()), Some(k.clone()));
+        assert_eq!(compact_position(format!("{addr}/yes").as_bytes()), Some(position(addr, "yes")));
+        assert_eq!(compact_position(&k), None);
+        // Truncated or unknown compact keys read as nothing rather than panicking.
+        assert_eq!(split_position(&k[..30]), None);
+        assert_eq!(split_position(&[COMPACT; 22]), None);
+        assert_eq!(split_position(&[COMPACT, 1]), None);
+    }
 
     #[test]
     fn counters_round_trip_and_sum() {

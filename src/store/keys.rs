@@ -10,15 +10,14 @@ pub fn owner_seq(owner: &Uuid, seq: u64) -> Vec<u8> {
     k
 }
 
-/// Ledger key: lowercase address, `/`, asset key.
+/// Ledger key: the wallet and the asset key (`USDC` or a token id), in the compact form of
+/// the position keys ([`super::index::position`]): a fill writes four.
 pub fn ledger(address: &str, asset: &str) -> Vec<u8> {
-    format!("{address}/{asset}").into_bytes()
+    super::index::position(address, asset)
 }
 
 pub fn split_ledger(k: &[u8]) -> Option<(String, String)> {
-    let s = std::str::from_utf8(k).ok()?;
-    let (a, b) = s.split_once('/')?;
-    Some((a.to_string(), b.to_string()))
+    super::index::split_position(k)
 }
 
 /// address + nonce (BE): the key of an API key by its wallet.

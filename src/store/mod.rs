@@ -46,7 +46,7 @@ pub mod cf {
     pub const API_KEYS: &str = "api_keys";
     /// address (20) + nonce (8) → api key.
     pub const KEYS_BY_ADDRESS: &str = "keys_by_address";
-    /// address (20) + asset → balance (u64 BE).
+    /// wallet + asset (`keys::ledger`) → balance (u64 BE).
     pub const LEDGER: &str = "ledger";
     pub const MARKETS: &str = "markets";
     pub const INVITES: &str = "invites";
@@ -155,6 +155,9 @@ pub mod meta {
     pub const MODE: &[u8] = b"mode";
     pub const CATALOGUE_LOADED: &[u8] = b"catalogue_loaded";
     pub const EVENTS_LOADED: &[u8] = b"events_loaded";
+    /// Set once the ledger's and the position counters' keys of the text layout were moved
+    /// to the compact one (see `index::position`).
+    pub const COMPACT_WALLET_KEYS: &[u8] = b"compact_wallet_keys";
     /// The last UTC day (u32) whose rewards and rebates were paid.
     pub const PAYOUTS_THROUGH: &[u8] = b"payouts_through";
 
@@ -422,7 +425,51 @@ impl Store {
         };
         s.next_order_seq.store(s.meta_u64(meta::NEXT_ORDER_SEQ)?.unwrap_or(1), Ordering::Relaxed);
         s.next_trade_seq.store(s.meta_u64(meta::NEXT_TRADE_SEQ)?.unwrap_or(1), Ordering::Relaxed);
+        s.compact_wallet_keys()?;
         Ok(s)
+    }
+
+    /// Moves the keys of the ledger and of the position counters written in the text
+    /// layout to the compact one (`index::position`), once per store. Each moved key's value
+    /// goes to its new key (merged into it for counters) and the old key is deleted in the
+    /// same write, so a crash part-way leaves every key in exactly one place and the next
+    /// start finishes the job.
+    fn compact_wallet_keys(&self) -> Result<(), StoreError> {
+        if self.get_raw(cf::META, meta::COMPACT_WALLET_KEYS)?.is_some() {
+            return Ok(());
+        }
+        const CHUNK: usize = 10_000;
+        let mut moved = 0usize;
+        let mut batch = Batch::default();
+        for (family, prefix) in [(cf::LEDGER, 0), (cf::POSITIONS, 0), (cf::MARKET_HOLDERS, 4), (cf::WALLET_DAYS, 4)] {
+            // The iterator reads a snapshot: the keys written meanwhile are not seen again.
+            let mut it = self.db.raw_iterator_cf(self.handle(family));
+            it.seek_to_first();
+            while let (Some(k), Some(v)) = (it.key(), it.value()) {
+                if let Some(compact) = k.get(prefix..).and_then(index::compact_position) {
+                    let mut to = k[..prefix].to_vec();
+                    to.extend_from_slice(&compact);
+                    if family == cf::LEDGER {
+                        batch.put(family, to, v.to_vec());
+                    } else {
+                        batch.merge(family, to, v.to_vec());
+                    }
+                    batch.delete(family, k.to_vec());
+                    moved += 1;
+                    if batch.ops.len() >= 2 * CHUNK {
+                        self.write([&std::mem::take(&mut batch)], true)?;
+                    }
+                }
+                it.next();
+            }
+            it.status()?;
+        }
+        batch.put(cf::META, meta::COMPACT_WALLET_KEYS.to_vec(), vec![1]);
+        self.write([&batch], true)?;
+        if moved > 0 {
+            tracing::info!(keys = moved, "ledger and position keys moved to the compact layout");
+        }
+        Ok(())
     }
 
     fn handle(&self, name: &str) -> &rocksdb::ColumnFamily {
@@ -1183,5 +1230,83 @@ mod index_tests {
         drop(store);
         let store = Store::open(dir.path()).unwrap();
         assert_eq!(store.counters(cf::MARKET_STATS, &2u32.to_be_bytes()).unwrap(), vec![8_000_000, 2]);
+    }
+
+    /// Balances and position counters written under text keys (address + `/` + asset,
+    /// before the compact layout) move to compact keys at the next start, values intact,
+    /// and later writes go to the same keys.
+    #[test]
+    fn text_wallet_keys_move_to_compact_ones_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (addr, token) = (
+            "0x9d84ce0306f8551e02efef1680475fc0f1dc1344",
+            "2533125062127029072497033382062890715058177690830198673817386145166809525645",
+        );
+        let text = format!("{addr}/{token}").into_bytes();
+        let with = |prefix: &[u8], rest: &[u8]| [prefix, rest].concat();
+        let day = 19_700u32.to_be_bytes();
+        let p = index::Position { size: 5, bought: 5, cost: 2, sold: 0, proceeds: 0 };
+        let old = |b: &mut Batch| {
+            // As an earlier version wrote them: the text layout, under each prefix, as
+            // merges; one key whose address stays text.
+            b.delete(cf::META, meta::COMPACT_WALLET_KEYS.to_vec());
+            b.merge(cf::POSITIONS, text.clone(), p.encode());
+            b.merge(cf::MARKET_HOLDERS, with(&2u32.to_be_bytes(), &text), p.encode());
+            b.merge(cf::WALLET_DAYS, with(&day, &text), p.encode());
+            b.merge(cf::POSITIONS, b"0xtaker/11".to_vec(), p.encode());
+            b.put(cf::LEDGER, format!("{addr}/USDC").into_bytes(), 7u64.to_be_bytes().to_vec());
+            b.put(cf::LEDGER, text.clone(), 8u64.to_be_bytes().to_vec());
+            b.put(cf::LEDGER, b"0xtaker/USDC".to_vec(), 9u64.to_be_bytes().to_vec());
+        };
+        let mut b = Batch::default();
+        old(&mut b);
+        old(&mut b);
+        store.write([&b], true).unwrap();
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        let get =
+            |s: &Store, cf: &'static str, k: &[u8]| s.get_raw(cf, k).unwrap().map(|v| index::Position::decode(&v));
+        let twice = index::Position { size: 10, bought: 10, cost: 4, sold: 0, proceeds: 0 };
+        let compact = index::position(addr, token);
+        assert_eq!(compact.len(), 54);
+        assert_eq!(get(&store, cf::POSITIONS, &compact), Some(twice));
+        assert_eq!(get(&store, cf::MARKET_HOLDERS, &index::market_holder(2, addr, token)), Some(twice));
+        assert_eq!(get(&store, cf::WALLET_DAYS, &index::wallet_day(19_700, addr, token)), Some(twice));
+        assert_eq!(get(&store, cf::POSITIONS, &text), None);
+        assert_eq!(get(&store, cf::MARKET_HOLDERS, &with(&2u32.to_be_bytes(), &text)), None);
+        assert_eq!(get(&store, cf::WALLET_DAYS, &with(&day, &text)), None);
+        assert_eq!(get(&store, cf::POSITIONS, b"0xtaker/11"), Some(twice));
+        let mut balances = store.balances().unwrap();
+        balances.sort();
+        let want = [(addr, token, 8), (addr, "USDC", 7), ("0xtaker", "USDC", 9)];
+        assert_eq!(balances, want.map(|(a, t, v)| (a.to_string(), t.to_string(), v)));
+        assert_eq!(store.get_raw(cf::LEDGER, &keys::ledger(addr, "USDC")).unwrap(), Some(7u64.to_be_bytes().to_vec()));
+        assert_eq!(keys::ledger(addr, "USDC").len(), 26);
+        assert_eq!(store.get_raw(cf::LEDGER, &text).unwrap(), None);
+        // New sums land on the compact key; the move is not made twice.
+        let mut ops = Vec::new();
+        index::position_ops(2, 19_700, addr, token, &p, &mut ops);
+        let mut b = Batch::default();
+        for (c, k, v) in ops {
+            b.merge(c, k, v);
+        }
+        b.put_balance(addr.into(), "USDC".into(), 10);
+        store.write([&b], true).unwrap();
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        let thrice = index::Position { size: 15, bought: 15, cost: 6, sold: 0, proceeds: 0 };
+        assert!(store.balances().unwrap().contains(&(addr.to_string(), "USDC".to_string(), 10)));
+        assert_eq!(store.balances().unwrap().len(), 3);
+        assert_eq!(get(&store, cf::POSITIONS, &compact), Some(thrice));
+        assert_eq!(get(&store, cf::WALLET_DAYS, &index::wallet_day(19_700, addr, token)), Some(thrice));
+        let mut seen = Vec::new();
+        store
+            .walk(cf::POSITIONS, &index::holder_prefix(addr), None, false, |k, _| {
+                seen.push(index::split_position(k).unwrap());
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+        assert_eq!(seen, vec![(addr.to_string(), token.to_string())]);
     }
 }

@@ -148,21 +148,25 @@ fn stop_under_load(sigterm: bool) {
     let s = &p2.server;
     s.check();
 
-    let mut all_trades: HashMap<String, Value> = HashMap::new();
-    for t in &traders {
-        let mut cursor = String::from("MA==");
-        loop {
-            let (st, page) = t.l2(s, "GET", &format!("/data/trades?next_cursor={cursor}"), None);
-            assert_eq!(st, 200);
-            for tr in page["data"].as_array().unwrap() {
-                all_trades.insert(tr["id"].as_str().unwrap().to_string(), tr.clone());
-            }
-            cursor = page["next_cursor"].as_str().unwrap().to_string();
-            if cursor == "LTE=" {
-                break;
+    let trades_now = || {
+        let mut all: HashMap<String, Value> = HashMap::new();
+        for t in &traders {
+            let mut cursor = String::from("MA==");
+            loop {
+                let (st, page) = t.l2(s, "GET", &format!("/data/trades?next_cursor={cursor}"), None);
+                assert_eq!(st, 200);
+                for tr in page["data"].as_array().unwrap() {
+                    all.insert(tr["id"].as_str().unwrap().to_string(), tr.clone());
+                }
+                cursor = page["next_cursor"].as_str().unwrap().to_string();
+                if cursor == "LTE=" {
+                    break;
+                }
             }
         }
-    }
+        all
+    };
+    let all_trades = trades_now();
     let owner_of =
         |id: &str| traders.iter().find(|t| t.l2(s, "GET", &format!("/data/order/{id}"), None).0 == 200).cloned();
 
@@ -221,7 +225,14 @@ fn stop_under_load(sigterm: bool) {
         }
     }
     assert_eq!(got, want);
-    // Conservation: complementary trades move USDC and YES between traders only.
+    // Conservation: complementary trades move USDC and YES between traders only. Read
+    // once every trade is settled: the settlement worker runs meanwhile, and balances
+    // read one trader after another around one of its passes would not add up.
+    let start = Instant::now();
+    while trades_now().values().any(|t| !["CONFIRMED", "FAILED"].contains(&t["status"].as_str().unwrap())) {
+        assert!(start.elapsed() < Duration::from_secs(30), "trades still unsettled after 30 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let (mut usdc, mut yes) = (0, 0);
     for t in &traders {
         usdc += t.balance(s, "USDC");
