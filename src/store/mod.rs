@@ -33,8 +33,8 @@ pub mod cf {
     /// order id here and the record in `orders`; both are read.)
     pub const LIVE_ORDERS: &str = "live_orders";
     /// seq (u64 BE) → what changed of an open order since its record was written (status,
-    /// fills, reserve), so a fill rewrites a few dozen bytes instead
-    /// of the order's signed fields. Deleted with the record when the order closes.
+    /// fills, reserve), so a fill rewrites a few dozen bytes instead of the order's signed
+    /// fields. Deleted with the record when the order closes.
     pub const OPEN_STATE: &str = "open_state";
     /// order id → seq (u64 BE) of an open order: finds its record in `live_orders`.
     pub const ORDER_SEQ: &str = "order_seq";
@@ -449,10 +449,10 @@ impl Store {
                 if let Some(compact) = k.get(prefix..).and_then(index::compact_position) {
                     let mut to = k[..prefix].to_vec();
                     to.extend_from_slice(&compact);
-                    if family == cf::LEDGER {
-                        batch.put(family, to, v.to_vec());
-                    } else {
+                    if cf::COUNTERS.contains(&family) {
                         batch.merge(family, to, v.to_vec());
+                    } else {
+                        batch.put(family, to, v.to_vec());
                     }
                     batch.delete(family, k.to_vec());
                     moved += 1;
