@@ -16,6 +16,11 @@ fn env(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
+/// A token id of the length of the exchange's (77 decimal digits).
+fn token_id(n: u64) -> String {
+    format!("71321045679252212594626385532706912750332728571942532289631379312455{n:09}")
+}
+
 fn main() {
     // `cargo bench` passes "--bench"; a filter that names another bench skips this one.
     if std::env::args().skip(1).any(|a| !a.starts_with('-') && !"reload".contains(a.as_str())) {
@@ -30,8 +35,8 @@ fn main() {
     for i in 0..markets {
         let mut m = Market::binary(
             &format!("0x{i:064x}"),
-            Token { token_id: (2 * i + 1).to_string(), outcome: "Yes".into() },
-            Token { token_id: (2 * i + 2).to_string(), outcome: "No".into() },
+            Token { token_id: token_id(2 * i + 1), outcome: "Yes".into() },
+            Token { token_id: token_id(2 * i + 2), outcome: "No".into() },
             100,
             5_000_000,
         );
@@ -45,7 +50,7 @@ fn main() {
     store.write([&b], false).unwrap();
     let sig: Arc<str> = format!("0x{}", "ab".repeat(65)).into();
     let (cond, yes): (Vec<Arc<str>>, Vec<Arc<str>>) =
-        (0..markets).map(|i| (Arc::from(format!("0x{i:064x}")), Arc::from((2 * i + 1).to_string()))).unzip();
+        (0..markets).map(|i| (Arc::from(format!("0x{i:064x}")), Arc::from(token_id(2 * i + 1)))).unzip();
     let outcome: Arc<str> = "Yes".into();
     let zero: Arc<str> = "0x0000000000000000000000000000000000000000".into();
     let mut b = Batch::default();

@@ -4,6 +4,7 @@
 //! `u32` in 1e-4 units (`PRICE_ONE` = 1.0). Nothing here does I/O.
 
 pub mod num;
+pub mod packed;
 pub mod records;
 
 pub use num::*;

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::num::Side;
+use super::packed::PackedRef;
 
 /// One outcome token of a binary market.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,11 +133,16 @@ pub struct OrderRecord {
     pub status: OrderStatus,
     /// API key that placed the order.
     pub owner: Uuid,
+    #[serde(with = "super::packed")]
     pub maker: Arc<str>,
+    #[serde(with = "super::packed")]
     pub signer: Arc<str>,
+    #[serde(with = "super::packed")]
     pub taker: Arc<str>,
     pub market_idx: u32,
+    #[serde(with = "super::packed")]
     pub condition_id: Arc<str>,
+    #[serde(with = "super::packed")]
     pub token_id: Arc<str>,
     pub outcome_index: u8,
     pub outcome: Arc<str>,
@@ -153,6 +159,7 @@ pub struct OrderRecord {
     pub nonce: u64,
     pub salt: u64,
     pub signature_type: u8,
+    #[serde(with = "super::packed")]
     pub signature: Arc<str>,
     pub order_type: OrderType,
     pub post_only: bool,
@@ -173,12 +180,12 @@ pub struct OrderRecordRef<'a> {
     seq: u64,
     status: OrderStatus,
     owner: Uuid,
-    maker: &'a str,
-    signer: &'a str,
-    taker: &'a str,
+    maker: PackedRef<'a>,
+    signer: PackedRef<'a>,
+    taker: PackedRef<'a>,
     market_idx: u32,
-    condition_id: &'a str,
-    token_id: &'a str,
+    condition_id: PackedRef<'a>,
+    token_id: PackedRef<'a>,
     outcome_index: u8,
     outcome: &'a str,
     side: Side,
@@ -192,7 +199,7 @@ pub struct OrderRecordRef<'a> {
     nonce: u64,
     salt: u64,
     signature_type: u8,
-    signature: &'a str,
+    signature: PackedRef<'a>,
     order_type: OrderType,
     post_only: bool,
     reserved: u64,
@@ -200,17 +207,18 @@ pub struct OrderRecordRef<'a> {
     created_at: u64,
 }
 
-/// One shared `Arc<str>` per distinct string.
+/// One shared `Arc<str>` per distinct string, found by its stored bytes, so a repeated
+/// token id is unpacked from its 32 bytes to decimal once, not once per order.
 #[derive(Default)]
-pub struct Interner(std::collections::HashSet<Arc<str>, foldhash::fast::RandomState>);
+pub struct Interner(std::collections::HashMap<Box<[u8]>, Arc<str>, foldhash::fast::RandomState>);
 
 impl Interner {
-    pub fn get(&mut self, s: &str) -> Arc<str> {
-        if let Some(a) = self.0.get(s) {
+    pub fn get(&mut self, s: PackedRef) -> Arc<str> {
+        if let Some(a) = self.0.get(s.0) {
             return a.clone();
         }
-        let a: Arc<str> = s.into();
-        self.0.insert(a.clone());
+        let a: Arc<str> = s.unpack().as_ref().into();
+        self.0.insert(s.0.into(), a.clone());
         a
     }
 }
@@ -229,7 +237,7 @@ impl OrderRecordRef<'_> {
             condition_id: i.get(self.condition_id),
             token_id: i.get(self.token_id),
             outcome_index: self.outcome_index,
-            outcome: i.get(self.outcome),
+            outcome: i.get(PackedRef(self.outcome.as_bytes())),
             side: self.side,
             price: self.price,
             original_size: self.original_size,
@@ -242,7 +250,7 @@ impl OrderRecordRef<'_> {
             salt: self.salt,
             signature_type: self.signature_type,
             // Unique per order: nothing to share.
-            signature: self.signature.into(),
+            signature: self.signature.unpack().as_ref().into(),
             order_type: self.order_type,
             post_only: self.post_only,
             reserved: self.reserved,
@@ -326,11 +334,13 @@ impl TradeStatus {
 pub struct MakerFill {
     pub order_id: Uuid,
     pub owner: Uuid,
+    #[serde(with = "super::packed")]
     pub maker_address: Arc<str>,
     /// Tokens of the maker's own asset that changed hands.
     pub matched_amount: u64,
     /// Execution price in the maker's own token.
     pub price: u32,
+    #[serde(with = "super::packed")]
     pub asset_id: Arc<str>,
     pub outcome: Arc<str>,
     pub side: Side,
@@ -345,8 +355,10 @@ pub struct TradeRecord {
     pub seq: u64,
     pub taker_order_id: Uuid,
     pub market_idx: u32,
+    #[serde(with = "super::packed")]
     pub condition_id: Arc<str>,
     /// The taker's token.
+    #[serde(with = "super::packed")]
     pub asset_id: Arc<str>,
     pub side: Side,
     pub size: u64,
@@ -361,9 +373,11 @@ pub struct TradeRecord {
     pub bucket_index: u32,
     /// Taker's API key.
     pub owner: Uuid,
+    #[serde(with = "super::packed")]
     pub maker_address: Arc<str>,
     pub maker_orders: Vec<MakerFill>,
     /// Empty in ledger mode, where [`TradeRecord::tx_hash`] derives the hash on display.
+    #[serde(with = "super::packed")]
     pub transaction_hash: String,
     pub taker_fee: u64,
     pub error_msg: Option<String>,
@@ -553,7 +567,9 @@ pub struct NotificationRecord {
     pub owner: Uuid,
     pub trade_id: Uuid,
     pub trade_seq: u64,
+    #[serde(with = "super::packed")]
     pub market: Arc<str>,
+    #[serde(with = "super::packed")]
     pub asset_id: Arc<str>,
     /// The notified key's own side, size and price in the trade.
     pub side: Side,

@@ -139,7 +139,7 @@ pub fn wallet_trade(address: &str, seq: u64, role: u8) -> Vec<u8> {
 pub fn position(address: &str, token: &str) -> Vec<u8> {
     let mut k = holder_prefix(address);
     if k[0] == COMPACT {
-        match decimal_u256(token) {
+        match crate::domain::packed::decimal_u256(token) {
             Some(t) => {
                 k.push(COMPACT);
                 k.extend_from_slice(&t);
@@ -176,16 +176,6 @@ pub fn holder_prefix(address: &str) -> Vec<u8> {
         }
     }
     k
-}
-
-/// A token id written in canonical decimal (no sign, no leading zero) that fits 256 bits,
-/// as big-endian bytes; None for any other text, so decoding gives back the same string.
-fn decimal_u256(token: &str) -> Option<[u8; 32]> {
-    let canonical = !token.is_empty()
-        && token.len() <= 78
-        && token.bytes().all(|b| b.is_ascii_digit())
-        && (token == "0" || !token.starts_with('0'));
-    canonical.then(|| alloy_primitives::U256::from_str_radix(token, 10).ok()).flatten().map(|v| v.to_be_bytes())
 }
 
 pub fn market_holder(market: u32, address: &str, token: &str) -> Vec<u8> {

@@ -1,0 +1,253 @@
+//! The stored form of the hex and decimal strings records carry. Addresses, condition ids,
+//! signatures and token ids are most of an order's and a trade's bytes as text (a 77-digit
+//! token id, a 132-character signature); the write-ahead log bounds durable throughput, so
+//! the binary store form keeps them as bytes:
+//!
+//! - `0x` and lowercase hex of an even length up to 2·[`MAX_HEX`] digits: [`HEX`] and the
+//!   bytes;
+//! - a decimal number in canonical form (no sign, no leading zero) below 2^256: [`DECIMAL`]
+//!   and its big-endian bytes without leading zeros;
+//! - anything else: its UTF-8 text as it is.
+//!
+//! The two tags are bytes that never occur in UTF-8, so a plain string (and every value
+//! written before this form, whose strings postcard wrote as length + UTF-8, the same wire
+//! shape as bytes) is read as itself, and every value unpacks to exactly the string it was
+//! packed from. Human-readable formats (JSON) keep the plain string.
+
+use std::borrow::Cow;
+
+use alloy_primitives::{hex, U256};
+use serde::{de, Deserializer, Serializer};
+
+/// Tag of lowercase `0x` hex.
+pub const HEX: u8 = 0xFF;
+/// Tag of a canonical decimal below 2^256.
+pub const DECIMAL: u8 = 0xFE;
+/// The longest hex string packed, in bytes (a signature is 65).
+pub const MAX_HEX: usize = 96;
+
+/// A string's stored form, on the stack.
+pub struct Packed {
+    buf: [u8; MAX_HEX + 1],
+    len: usize,
+}
+
+impl Packed {
+    /// The packed form, or None when `s` is kept as text.
+    pub fn new(s: &str) -> Option<Packed> {
+        let mut p = Packed { buf: [0; MAX_HEX + 1], len: 0 };
+        if let Some(h) = s.strip_prefix("0x").filter(|h| lower_hex(h) && h.len() / 2 <= MAX_HEX) {
+            p.buf[0] = HEX;
+            p.len = 1 + h.len() / 2;
+            hex::decode_to_slice(h, &mut p.buf[1..p.len]).expect("checked hex");
+            return Some(p);
+        }
+        let v = decimal_u256(s)?;
+        let skip = v.iter().take_while(|&&b| b == 0).count();
+        p.buf[0] = DECIMAL;
+        p.len = 1 + 32 - skip;
+        p.buf[1..p.len].copy_from_slice(&v[skip..]);
+        Some(p)
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+/// Even-length lowercase hex digits (empty included).
+fn lower_hex(h: &str) -> bool {
+    h.len().is_multiple_of(2) && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// A number written in canonical decimal (no sign, no leading zero) that fits 256 bits, as
+/// big-endian bytes; None for any other text, so the bytes give back the same string.
+pub fn decimal_u256(s: &str) -> Option<[u8; 32]> {
+    let canonical =
+        !s.is_empty() && s.len() <= 78 && s.bytes().all(|b| b.is_ascii_digit()) && (s == "0" || !s.starts_with('0'));
+    canonical.then(|| U256::from_str_radix(s, 10).ok()).flatten().map(|v| v.to_be_bytes())
+}
+
+/// Whether `b` is a stored form: what [`Packed`] gives or a string's UTF-8.
+pub fn valid(b: &[u8]) -> bool {
+    match b.split_first() {
+        Some((&HEX, _)) => true,
+        Some((&DECIMAL, bytes)) => bytes.len() <= 32 && bytes.first() != Some(&0),
+        _ => std::str::from_utf8(b).is_ok(),
+    }
+}
+
+/// The string a stored form holds; None for bytes that are not one ([`valid`]).
+pub fn unpack(b: &[u8]) -> Option<Cow<'_, str>> {
+    if !valid(b) {
+        return None;
+    }
+    Some(match b.split_first() {
+        Some((&HEX, bytes)) => Cow::Owned(format!("0x{}", hex::encode(bytes))),
+        Some((&DECIMAL, bytes)) => Cow::Owned(U256::from_be_slice(bytes).to_string()),
+        _ => Cow::Borrowed(std::str::from_utf8(b).expect("valid")),
+    })
+}
+
+/// `#[serde(with = "packed")]` for a string field (`Arc<str>`, `String`).
+pub fn serialize<T: AsRef<str>, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+    let v = v.as_ref();
+    if s.is_human_readable() {
+        return s.serialize_str(v);
+    }
+    match Packed::new(v) {
+        Some(p) => s.serialize_bytes(p.as_bytes()),
+        None => s.serialize_bytes(v.as_bytes()),
+    }
+}
+
+/// See [`serialize`].
+pub fn deserialize<'de, T: for<'a> From<&'a str>, D: Deserializer<'de>>(d: D) -> Result<T, D::Error> {
+    if d.is_human_readable() {
+        d.deserialize_str(Visit(std::marker::PhantomData))
+    } else {
+        d.deserialize_bytes(Visit(std::marker::PhantomData))
+    }
+}
+
+struct Visit<T>(std::marker::PhantomData<T>);
+
+impl<T: for<'a> From<&'a str>> de::Visitor<'_> for Visit<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a string or its packed bytes")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+        Ok(T::from(v))
+    }
+
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<T, E> {
+        let s = unpack(v).ok_or_else(|| E::custom("malformed packed string"))?;
+        Ok(T::from(s.as_ref()))
+    }
+}
+
+/// A packed string borrowed from the encoded bytes, unpacked later (startup decodes a
+/// million orders and shares their repeated strings by these bytes; see `Interner`).
+#[derive(Clone, Copy)]
+pub struct PackedRef<'a>(pub &'a [u8]);
+
+impl<'a> PackedRef<'a> {
+    pub fn unpack(self) -> Cow<'a, str> {
+        unpack(self.0).expect("checked when decoded")
+    }
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for PackedRef<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> de::Visitor<'de> for V {
+            type Value = PackedRef<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("packed string bytes")
+            }
+            fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<Self::Value, E> {
+                if !valid(v) {
+                    return Err(E::custom("malformed packed string"));
+                }
+                Ok(PackedRef(v))
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(PackedRef(v.as_bytes()))
+            }
+        }
+        d.deserialize_bytes(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(s: &str) -> Vec<u8> {
+        Packed::new(s).map(|p| p.as_bytes().to_vec()).unwrap_or_else(|| s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn every_string_unpacks_to_itself() {
+        let sig = format!("0x{}", "ab".repeat(65));
+        let long_hex = format!("0x{}", "0f".repeat(MAX_HEX + 1));
+        let max = U256::MAX.to_string();
+        let over = "115792089237316195423570985008687907853269984665640564039457584007913129639936";
+        for s in [
+            "0x8ba1f109551bd432803012645ac136ddd64dba72",
+            "0x0000000000000000000000000000000000000000",
+            "0x5f65177b394277fd294cd75650044e32ba009a95022d88a0c1d565897d72f8f1",
+            "71321045679252212594626385532706912750332728571942532289631379312455583992563",
+            "0",
+            "1",
+            "256",
+            &max,
+            over,
+            "007",
+            "-1",
+            "+1",
+            "",
+            "0x",
+            "0x0",
+            "0xABCD",
+            "0XAB",
+            "Yes",
+            "USDC",
+            "héllo",
+            &sig,
+            &long_hex,
+        ] {
+            let b = stored(s);
+            assert_eq!(unpack(&b).as_deref(), Some(s), "{s}");
+        }
+        assert_eq!(stored("0x8ba1f109551bd432803012645ac136ddd64dba72").len(), 21);
+        assert_eq!(stored(&sig).len(), 66);
+        assert_eq!(stored("71321045679252212594626385532706912750332728571942532289631379312455583992563").len(), 33);
+        assert_eq!(stored("256"), [DECIMAL, 1, 0]);
+        assert_eq!(stored("0"), [DECIMAL]);
+        // Kept as text: not canonical, too big, upper case, odd length, too long.
+        for s in ["007", over, "0xABCD", "0x0", &long_hex] {
+            assert_eq!(stored(s), s.as_bytes(), "{s}");
+        }
+    }
+
+    #[test]
+    fn malformed_bytes_are_refused() {
+        assert_eq!(unpack(&[DECIMAL, 0, 1]), None);
+        assert_eq!(unpack(&[DECIMAL; 34]), None);
+        assert_eq!(unpack(&[0xC3]), None);
+    }
+
+    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Rec {
+        #[serde(with = "super")]
+        a: std::sync::Arc<str>,
+        #[serde(with = "super")]
+        b: String,
+    }
+
+    #[derive(serde::Serialize)]
+    struct Plain {
+        a: String,
+        b: String,
+    }
+
+    #[test]
+    fn serde_packs_binary_formats_only() {
+        let r = Rec { a: "0x8ba1f109551bd432803012645ac136ddd64dba72".into(), b: "Yes".into() };
+        let bin = postcard::to_allocvec(&r).unwrap();
+        assert_eq!(bin.len(), 1 + 21 + 1 + 3);
+        assert_eq!(postcard::from_bytes::<Rec>(&bin).unwrap(), r);
+        let json = serde_json::to_string(&r).unwrap();
+        assert_eq!(json, r#"{"a":"0x8ba1f109551bd432803012645ac136ddd64dba72","b":"Yes"}"#);
+        assert_eq!(serde_json::from_str::<Rec>(&json).unwrap(), r);
+        // Values written as plain strings before the packed form read the same.
+        let old = postcard::to_allocvec(&Plain { a: r.a.to_string(), b: r.b.clone() }).unwrap();
+        assert_eq!(postcard::from_bytes::<Rec>(&old).unwrap(), r);
+        // A tag with bytes no string packs to is an error, not a wrong string.
+        assert!(postcard::from_bytes::<Rec>(&[2, DECIMAL, 0, 0]).is_err());
+    }
+}
