@@ -229,7 +229,7 @@ fn walk_rows(
     mut each: impl FnMut(&TradeRecord, u8) -> Result<ControlFlow<()>, ApiError>,
 ) -> Result<(), ApiError> {
     if let Some(u) = user {
-        s.store.try_walk(cf::TRADES_BY_WALLET, &index::wallet_prefix(u), None, true, |k, v| {
+        s.store.try_walk(cf::TRADES_BY_WALLET, &index::holder_prefix(u), None, true, |k, v| {
             let role = k.last().copied().unwrap_or(0);
             if taker_only && role != 0 {
                 return Ok(ControlFlow::Continue(()));

@@ -122,11 +122,29 @@ pub fn wallet_prefix(address: &str) -> Vec<u8> {
     k
 }
 
+/// `trades_by_wallet` key: the wallet's [`holder_prefix`] (two per fill, so compact like the
+/// position keys), the trade's seq and the wallet's role in it. Walk a wallet's trades
+/// with its `holder_prefix`.
 pub fn wallet_trade(address: &str, seq: u64, role: u8) -> Vec<u8> {
-    let mut k = wallet_prefix(address);
+    let mut k = holder_prefix(address);
     k.extend_from_slice(&seq.to_be_bytes());
     k.push(role);
     k
+}
+
+/// The compact key of a text-layout [`wallet_trade`] key (address + `/` + seq + role)
+/// whose address has one; None for a key that is compact already or must stay text.
+pub fn compact_wallet_trade(k: &[u8]) -> Option<Vec<u8>> {
+    if k.first() == Some(&COMPACT) || k.len() < 10 {
+        return None;
+    }
+    let (text, tail) = k.split_at(k.len() - 9);
+    let address = std::str::from_utf8(text.strip_suffix(b"/")?).ok()?;
+    let mut compact = holder_prefix(address);
+    (compact[0] == COMPACT).then(|| {
+        compact.extend_from_slice(tail);
+        compact
+    })
 }
 
 /// The key of a wallet's position in a token, the part of the counter families' keys
@@ -158,7 +176,7 @@ pub fn position(address: &str, token: &str) -> Vec<u8> {
 /// The first byte of a compact holder key.
 const COMPACT: u8 = 0;
 
-/// What every [`position`] key of a wallet starts with.
+/// What every [`position`] and [`wallet_trade`] key of a wallet starts with.
 pub fn holder_prefix(address: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(54);
     match address

@@ -158,6 +158,8 @@ pub mod meta {
     /// Set once the ledger's and the position counters' keys of the text layout were moved
     /// to the compact one (see `index::position`).
     pub const COMPACT_WALLET_KEYS: &[u8] = b"compact_wallet_keys";
+    /// Set once `trades_by_wallet` keys of the text layout have moved to compact ones.
+    pub const COMPACT_WALLET_TRADES: &[u8] = b"compact_wallet_trades";
     /// The last UTC day (u32) whose rewards and rebates were paid.
     pub const PAYOUTS_THROUGH: &[u8] = b"payouts_through";
 
@@ -433,24 +435,46 @@ impl Store {
         Ok(s)
     }
 
-    /// Moves the keys of the ledger and of the position counters written in the text
-    /// layout to the compact one (`index::position`), once per store. Each moved key's value
-    /// goes to its new key (merged into it for counters) and the old key is deleted in the
-    /// same write, so a crash part-way leaves every key in exactly one place and the next
-    /// start finishes the job.
+    /// Moves the keys of the ledger, of the position counters (`index::position`) and of
+    /// `trades_by_wallet` (`index::wallet_trade`) written in the text layout to the compact
+    /// one, once per store. Each moved key's value goes to its new key (merged into it for
+    /// counters) and the old key is deleted in the same write, so a crash part-way leaves
+    /// every key in exactly one place and the next start finishes the job.
     fn compact_wallet_keys(&self) -> Result<(), StoreError> {
-        if self.get_raw(cf::META, meta::COMPACT_WALLET_KEYS)?.is_some() {
+        let positions: fn(&[u8]) -> Option<Vec<u8>> = index::compact_position;
+        self.move_keys(
+            meta::COMPACT_WALLET_KEYS,
+            &[
+                (cf::LEDGER, 0, positions),
+                (cf::POSITIONS, 0, positions),
+                (cf::MARKET_HOLDERS, 4, positions),
+                (cf::WALLET_DAYS, 4, positions),
+            ],
+        )?;
+        self.move_keys(meta::COMPACT_WALLET_TRADES, &[(cf::TRADES_BY_WALLET, 0, index::compact_wallet_trade)])
+    }
+
+    /// Moves the keys of each (family, prefix length, new key of what follows the prefix)
+    /// whose new key differs, once: each key is written anew and deleted in one write (a
+    /// counter family's sums merged into what the new key may hold), in chunks, and `flag`
+    /// set in `meta` at the end, so an interrupted move resumes at the next start.
+    fn move_keys(
+        &self,
+        flag: &[u8],
+        families: &[(&'static str, usize, fn(&[u8]) -> Option<Vec<u8>>)],
+    ) -> Result<(), StoreError> {
+        if self.get_raw(cf::META, flag)?.is_some() {
             return Ok(());
         }
         const CHUNK: usize = 10_000;
         let mut moved = 0usize;
         let mut batch = Batch::default();
-        for (family, prefix) in [(cf::LEDGER, 0), (cf::POSITIONS, 0), (cf::MARKET_HOLDERS, 4), (cf::WALLET_DAYS, 4)] {
+        for &(family, prefix, compact) in families {
             // The iterator reads a snapshot: the keys written meanwhile are not seen again.
             let mut it = self.db.raw_iterator_cf(self.handle(family));
             it.seek_to_first();
             while let (Some(k), Some(v)) = (it.key(), it.value()) {
-                if let Some(compact) = k.get(prefix..).and_then(index::compact_position) {
+                if let Some(compact) = k.get(prefix..).and_then(compact) {
                     let mut to = k[..prefix].to_vec();
                     to.extend_from_slice(&compact);
                     if cf::COUNTERS.contains(&family) {
@@ -468,10 +492,10 @@ impl Store {
             }
             it.status()?;
         }
-        batch.put(cf::META, meta::COMPACT_WALLET_KEYS.to_vec(), vec![1]);
+        batch.put(cf::META, flag.to_vec(), vec![1]);
         self.write([&batch], true)?;
         if moved > 0 {
-            tracing::info!(keys = moved, "ledger and position keys moved to the compact layout");
+            tracing::info!(keys = moved, flag = %String::from_utf8_lossy(flag), "wallet keys moved to the compact layout");
         }
         Ok(())
     }
@@ -1241,7 +1265,7 @@ mod index_tests {
         assert_eq!(seqs, vec![3, 2, 1]);
         let mut n = 0;
         store
-            .walk(cf::TRADES_BY_WALLET, &index::wallet_prefix("0xmaker"), None, false, |_, _| {
+            .walk(cf::TRADES_BY_WALLET, &index::holder_prefix("0xmaker"), None, false, |_, _| {
                 n += 1;
                 ControlFlow::Continue(())
             })
@@ -1276,6 +1300,9 @@ mod index_tests {
         let with = |prefix: &[u8], rest: &[u8]| [prefix, rest].concat();
         let day = 19_700u32.to_be_bytes();
         let p = index::Position { size: 5, bought: 5, cost: 2, sold: 0, proceeds: 0 };
+        // A trade's seq ending in `/`, which the text layout's parse must not split at.
+        let seq_role = [&0x2f2f_u64.to_be_bytes()[..], &[1]].concat();
+        let trade_id = *Uuid::from_u128(77).as_bytes();
         let old = |b: &mut Batch| {
             // As an earlier version wrote them: the text layout, under each prefix, as
             // merges; one key whose address stays text.
@@ -1287,6 +1314,9 @@ mod index_tests {
             b.put(cf::LEDGER, format!("{addr}/USDC").into_bytes(), 7u64.to_be_bytes().to_vec());
             b.put(cf::LEDGER, text.clone(), 8u64.to_be_bytes().to_vec());
             b.put(cf::LEDGER, b"0xtaker/USDC".to_vec(), 9u64.to_be_bytes().to_vec());
+            b.delete(cf::META, meta::COMPACT_WALLET_TRADES.to_vec());
+            b.put(cf::TRADES_BY_WALLET, with(format!("{addr}/").as_bytes(), &seq_role), trade_id.to_vec());
+            b.put(cf::TRADES_BY_WALLET, with(b"0xtaker/", &seq_role), trade_id.to_vec());
         };
         let mut b = Batch::default();
         old(&mut b);
@@ -1313,6 +1343,20 @@ mod index_tests {
         assert_eq!(store.get_raw(cf::LEDGER, &keys::ledger(addr, "USDC")).unwrap(), Some(7u64.to_be_bytes().to_vec()));
         assert_eq!(keys::ledger(addr, "USDC").len(), 26);
         assert_eq!(store.get_raw(cf::LEDGER, &text).unwrap(), None);
+        let wallet_trades = |s: &Store, address: &str| {
+            let mut v = Vec::new();
+            s.walk(cf::TRADES_BY_WALLET, &index::holder_prefix(address), None, false, |k, id| {
+                v.push((k.to_vec(), id.to_vec()));
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+            v
+        };
+        let moved = index::wallet_trade(addr, 0x2f2f, 1);
+        assert_eq!(moved.len(), 30);
+        assert_eq!(wallet_trades(&store, addr), vec![(moved, trade_id.to_vec())]);
+        assert_eq!(wallet_trades(&store, "0xtaker").len(), 1);
+        assert_eq!(store.get_raw(cf::TRADES_BY_WALLET, &with(format!("{addr}/").as_bytes(), &seq_role)).unwrap(), None);
         // New sums land on the compact key; the move is not made twice.
         let mut ops = Vec::new();
         index::position_ops(2, 19_700, addr, token, &p, &mut ops);
