@@ -365,6 +365,9 @@ impl Prepared {
     }
 }
 
+/// The key a key moves to in a layout change (`Store::move_keys`); None to stay.
+type NewKey = fn(&[u8]) -> Option<Vec<u8>>;
+
 /// Raw (key, value) pairs of a scan.
 pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -441,7 +444,7 @@ impl Store {
     /// counters) and the old key is deleted in the same write, so a crash part-way leaves
     /// every key in exactly one place and the next start finishes the job.
     fn compact_wallet_keys(&self) -> Result<(), StoreError> {
-        let positions: fn(&[u8]) -> Option<Vec<u8>> = index::compact_position;
+        let positions: NewKey = index::compact_position;
         self.move_keys(
             meta::COMPACT_WALLET_KEYS,
             &[
@@ -458,11 +461,7 @@ impl Store {
     /// whose new key differs, once: each key is written anew and deleted in one write (a
     /// counter family's sums merged into what the new key may hold), in chunks, and `flag`
     /// set in `meta` at the end, so an interrupted move resumes at the next start.
-    fn move_keys(
-        &self,
-        flag: &[u8],
-        families: &[(&'static str, usize, fn(&[u8]) -> Option<Vec<u8>>)],
-    ) -> Result<(), StoreError> {
+    fn move_keys(&self, flag: &[u8], families: &[(&'static str, usize, NewKey)]) -> Result<(), StoreError> {
         if self.get_raw(cf::META, flag)?.is_some() {
             return Ok(());
         }
