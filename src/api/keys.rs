@@ -14,7 +14,7 @@ use warp::Filter;
 use super::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req, MAX_DRIFT_SECS};
 use crate::auth;
 use crate::domain::{now_secs, AddressStatus, ApiKeyRecord, InviteRecord};
-use crate::store::{cf, encode, keys, Batch};
+use crate::store::{cf, encode, index, keys, Batch};
 
 pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
     let s = move || with_state(state.clone());
@@ -146,7 +146,7 @@ async fn create_key_locked(s: &AppState, r: &Req) -> ApiResult {
     if s.store.get_raw(cf::KEYS_BY_ADDRESS, &keys::address_nonce(&l.address, l.nonce))?.is_some() {
         return Err(ApiError::new(StatusCode::CONFLICT, "API key already exists for this address and nonce"));
     }
-    let first = s.store.scan_prefix(cf::KEYS_BY_ADDRESS, &keys::address_prefix(&l.address), &[], 1)?.is_empty();
+    let first = s.store.scan_prefix(cf::KEYS_BY_ADDRESS, &index::wallet_prefix(&l.address), &[], 1)?.is_empty();
     let mut batch = Batch::default();
     if first {
         let code = r.header("SERVICE_INVITATION_CODE").ok_or_else(|| ApiError::bad(INVALID_ADDRESS_HEADER))?;
@@ -197,7 +197,7 @@ async fn delete_key(s: Arc<AppState>, r: Req) -> ApiResult {
 
 fn list_keys(s: Arc<AppState>, r: Req) -> ApiResult {
     let k = authenticate(&s, &r)?;
-    let rows = s.store.scan_prefix(cf::KEYS_BY_ADDRESS, &keys::address_prefix(&k.address), &[], usize::MAX)?;
+    let rows = s.store.scan_prefix(cf::KEYS_BY_ADDRESS, &index::wallet_prefix(&k.address), &[], usize::MAX)?;
     let ids: Vec<String> = rows.iter().filter_map(|(_, v)| Uuid::from_slice(v).ok()).map(|u| u.to_string()).collect();
     json(&serde_json::json!({ "apiKeys": ids }))
 }

@@ -56,7 +56,7 @@ impl Packed {
 }
 
 /// Even-length lowercase hex digits (empty included).
-fn lower_hex(h: &str) -> bool {
+pub fn lower_hex(h: &str) -> bool {
     h.len().is_multiple_of(2) && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 

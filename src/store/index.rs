@@ -179,10 +179,7 @@ const COMPACT: u8 = 0;
 /// What every [`position`] and [`wallet_trade`] key of a wallet starts with.
 pub fn holder_prefix(address: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(54);
-    match address
-        .strip_prefix("0x")
-        .filter(|h| h.len() == 40 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
-    {
+    match address.strip_prefix("0x").filter(|h| h.len() == 40 && crate::domain::packed::lower_hex(h)) {
         Some(hex) => {
             k.push(COMPACT);
             k.resize(21, 0);

@@ -10,27 +10,10 @@ pub fn owner_seq(owner: &Uuid, seq: u64) -> Vec<u8> {
     k
 }
 
-/// Ledger key: the wallet and the asset key (`USDC` or a token id), in the compact form of
-/// the position keys ([`super::index::position`]): a fill writes four.
-pub fn ledger(address: &str, asset: &str) -> Vec<u8> {
-    super::index::position(address, asset)
-}
-
-pub fn split_ledger(k: &[u8]) -> Option<(String, String)> {
-    super::index::split_position(k)
-}
-
 /// address + nonce (BE): the key of an API key by its wallet.
 pub fn address_nonce(address: &str, nonce: u64) -> Vec<u8> {
-    let mut k = address.as_bytes().to_vec();
-    k.push(b'/');
+    let mut k = super::index::wallet_prefix(address);
     k.extend_from_slice(&nonce.to_be_bytes());
-    k
-}
-
-pub fn address_prefix(address: &str) -> Vec<u8> {
-    let mut k = address.as_bytes().to_vec();
-    k.push(b'/');
     k
 }
 

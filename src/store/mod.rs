@@ -46,7 +46,8 @@ pub mod cf {
     pub const API_KEYS: &str = "api_keys";
     /// address (20) + nonce (8) → api key.
     pub const KEYS_BY_ADDRESS: &str = "keys_by_address";
-    /// wallet + asset (`keys::ledger`) → balance (u64 BE).
+    /// wallet + asset (`index::position`: the ledger's keys have the compact form of the
+    /// position keys; a fill writes four) → balance (u64 BE).
     pub const LEDGER: &str = "ledger";
     pub const MARKETS: &str = "markets";
     pub const INVITES: &str = "invites";
@@ -610,7 +611,7 @@ impl Store {
                 }
             }
             Op::Balance(addr, asset, bal) => {
-                out.put(cf::LEDGER, keys::ledger(addr, asset), bal.to_be_bytes());
+                out.put(cf::LEDGER, index::position(addr, asset), bal.to_be_bytes());
             }
         }
     }
@@ -918,7 +919,7 @@ impl Store {
         let mut out = Vec::new();
         for (k, v) in self.all_raw(cf::LEDGER)? {
             let (addr, asset) =
-                keys::split_ledger(&k).ok_or(StoreError::Corrupt { cf: cf::LEDGER, msg: "key".into() })?;
+                index::split_position(&k).ok_or(StoreError::Corrupt { cf: cf::LEDGER, msg: "key".into() })?;
             let bal = v
                 .try_into()
                 .map(u64::from_be_bytes)
@@ -1339,8 +1340,11 @@ mod index_tests {
         balances.sort();
         let want = [(addr, token, 8), (addr, "USDC", 7), ("0xtaker", "USDC", 9)];
         assert_eq!(balances, want.map(|(a, t, v)| (a.to_string(), t.to_string(), v)));
-        assert_eq!(store.get_raw(cf::LEDGER, &keys::ledger(addr, "USDC")).unwrap(), Some(7u64.to_be_bytes().to_vec()));
-        assert_eq!(keys::ledger(addr, "USDC").len(), 26);
+        assert_eq!(
+            store.get_raw(cf::LEDGER, &index::position(addr, "USDC")).unwrap(),
+            Some(7u64.to_be_bytes().to_vec())
+        );
+        assert_eq!(index::position(addr, "USDC").len(), 26);
         assert_eq!(store.get_raw(cf::LEDGER, &text).unwrap(), None);
         let wallet_trades = |s: &Store, address: &str| {
             let mut v = Vec::new();
