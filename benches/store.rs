@@ -22,6 +22,14 @@ fn in_flight() -> usize {
     std::env::var("PREDEX_BENCH_IN_FLIGHT").ok().and_then(|v| v.parse().ok()).unwrap_or(96)
 }
 
+/// Distinct makers and as many takers the fills rotate through; `PREDEX_BENCH_WALLETS`
+/// overrides. With one of each (the default) every fill of a group writes the same balances
+/// and position counters, which the persister writes once per group; with many, few keys
+/// repeat within a group.
+fn wallets() -> usize {
+    std::env::var("PREDEX_BENCH_WALLETS").ok().and_then(|v| v.parse().ok()).unwrap_or(1).max(1)
+}
+
 /// A market's ids, shaped like real ones (the demo catalogue's): they are most of the bytes
 /// of the keys and records a fill writes.
 const CONDITION: &str = "0xa9b44c58ef9f0915685744c2cb0b78af2dc08a716ac38dd828880a79204f758f";
@@ -113,8 +121,9 @@ fn fill(seq: u64, maker: &Arc<str>, taker: &Arc<str>) -> Batch {
 
 /// Commits `n` fills with `IN_FLIGHT` outstanding; returns elapsed time and per-fill latencies.
 fn run(tx: &crossbeam_channel::Sender<Job>, start_seq: u64, n: usize) -> (Duration, Vec<u64>) {
-    let maker: Arc<str> = "0x1111111111111111111111111111111111111111".into();
-    let taker: Arc<str> = "0x2222222222222222222222222222222222222222".into();
+    let w = wallets();
+    let makers: Vec<Arc<str>> = (0..w).map(|i| format!("0x11111111{i:032x}").into()).collect();
+    let takers: Vec<Arc<str>> = (0..w).map(|i| format!("0x22222222{i:032x}").into()).collect();
     let (done_tx, done_rx) = crossbeam_channel::unbounded::<u64>();
     let mut lat = Vec::with_capacity(n);
     let t0 = Instant::now();
@@ -122,7 +131,8 @@ fn run(tx: &crossbeam_channel::Sender<Job>, start_seq: u64, n: usize) -> (Durati
     let send = |seq: u64| {
         let done = done_tx.clone();
         let enq = Instant::now();
-        let batch = fill(seq, &maker, &taker);
+        let (m, t) = (seq as usize % w, (seq as usize / w + seq as usize) % w);
+        let batch = fill(seq, &makers[m], &takers[t]);
         tx.send(Job {
             batch,
             done: Box::new(move |ok| {
@@ -178,9 +188,10 @@ fn bench(c: &mut Criterion) {
     let sync = metrics.sync_micros_total.load(Ordering::Relaxed) - s0;
     let bytes = metrics.bytes.get() - b0;
     println!(
-        "store/commit: {:.0} durable fills/s with {} in flight; commit latency p50 {} µs, p99 {} µs, max {} µs; {} groups, mean {:.1} fills/group, mean write+sync {} µs; {} WAL bytes/fill",
+        "store/commit: {:.0} durable fills/s with {} in flight, {} wallets a side; commit latency p50 {} µs, p99 {} µs, max {} µs; {} groups, mean {:.1} fills/group, mean write+sync {} µs; {} WAL bytes/fill",
         N as f64 / el.as_secs_f64(),
         in_flight(),
+        wallets(),
         p(0.5),
         p(0.99),
         lat[lat.len() - 1],

@@ -65,7 +65,24 @@ pub fn lower_hex(h: &str) -> bool {
 pub fn decimal_u256(s: &str) -> Option<[u8; 32]> {
     let canonical =
         !s.is_empty() && s.len() <= 78 && s.bytes().all(|b| b.is_ascii_digit()) && (s == "0" || !s.starts_with('0'));
-    canonical.then(|| U256::from_str_radix(s, 10).ok()).flatten().map(|v| v.to_be_bytes())
+    if !canonical {
+        return None;
+    }
+    // Nineteen digits at a time into a u64, then one 256-bit multiply-add per chunk: the
+    // persister packs a dozen token ids per fill, and digit-by-digit parsing (ruint's
+    // `from_str_radix`) was 6% of its CPU.
+    let digits = s.as_bytes();
+    let first = match digits.len() % 19 {
+        0 => 19,
+        r => r,
+    };
+    let mut v = U256::ZERO;
+    for chunk in std::iter::once(&digits[..first]).chain(digits[first..].chunks(19)) {
+        let n = chunk.iter().fold(0u64, |n, d| n * 10 + (d - b'0') as u64);
+        let scale = U256::from(10u64.pow(chunk.len() as u32));
+        v = v.checked_mul(scale)?.checked_add(U256::from(n))?;
+    }
+    Some(v.to_be_bytes())
 }
 
 /// Whether `b` is a stored form: what [`Packed`] gives or a string's UTF-8.
@@ -212,6 +229,29 @@ mod tests {
         for s in ["007", over, "0xABCD", "0x0", &long_hex] {
             assert_eq!(stored(s), s.as_bytes(), "{s}");
         }
+    }
+
+    proptest::proptest! {
+        /// The chunked decimal parse agrees with ruint's on every digit string up to 78
+        /// digits (the largest overflow 2^256, which ruint refuses too).
+        #[test]
+        fn decimal_parse_agrees_with_ruint(s in "[1-9][0-9]{0,77}|0") {
+            let ours = decimal_u256(&s);
+            let theirs = U256::from_str_radix(&s, 10).ok().map(|v| v.to_be_bytes::<32>());
+            proptest::prop_assert_eq!(ours, theirs);
+        }
+    }
+
+    #[test]
+    fn decimal_parse_edges() {
+        let max = U256::MAX.to_string();
+        assert_eq!(decimal_u256(&max), Some([0xFF; 32]));
+        let over = "115792089237316195423570985008687907853269984665640564039457584007913129639936";
+        assert_eq!(decimal_u256(over), None);
+        assert_eq!(decimal_u256(&"9".repeat(78)), None);
+        let two_64 = (U256::from(u64::MAX) + U256::from(1u8)).to_string();
+        assert_eq!(U256::from_be_bytes(decimal_u256(&two_64).unwrap()), U256::from(u64::MAX) + U256::from(1u8));
+        assert_eq!(U256::from_be_bytes(decimal_u256("10000000000000000000").unwrap()), U256::from(10u64.pow(19)));
     }
 
     #[test]

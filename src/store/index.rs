@@ -24,6 +24,7 @@ use crate::domain::{Side, TradeRecord, TradeStatus, PRICE_ONE};
 pub struct Tick {
     pub id: Uuid,
     /// The taker's token, price (1e-4) and side.
+    #[serde(with = "crate::domain::packed")]
     pub asset_id: String,
     pub price: u32,
     pub size: u64,
@@ -80,13 +81,23 @@ impl Position {
     }
 }
 
-/// Counters: big-endian i64s, concatenated.
+/// Counters: postcard's encoding of the slice (a count, then zigzag varints: a fill's
+/// position change takes 15 bytes instead of 40), with a zero byte after it when its length
+/// would be a multiple of 8. A length that is a multiple of 8 marks the first layout,
+/// big-endian i64s concatenated, which is still read: values of both layouts sum together.
 pub fn encode_counters(c: &[i64]) -> Vec<u8> {
-    c.iter().flat_map(|v| v.to_be_bytes()).collect()
+    let mut v = postcard::to_extend(c, Vec::new()).expect("counters serialize");
+    if v.len().is_multiple_of(8) {
+        v.push(0);
+    }
+    v
 }
 
 pub fn decode_counters(v: &[u8]) -> Vec<i64> {
-    v.chunks_exact(8).map(|c| i64::from_be_bytes(c.try_into().expect("8 bytes"))).collect()
+    if v.len().is_multiple_of(8) {
+        return v.chunks_exact(8).map(|c| i64::from_be_bytes(c.try_into().expect("8 bytes"))).collect();
+    }
+    postcard::take_from_bytes::<Vec<i64>>(v).map(|(c, _)| c).unwrap_or_default()
 }
 
 /// The merge operator of the counter families: element-wise sum (associative, so RocksDB
@@ -94,15 +105,27 @@ pub fn decode_counters(v: &[u8]) -> Vec<i64> {
 pub fn sum_counters(_key: &[u8], existing: Option<&[u8]>, operands: &rocksdb::MergeOperands) -> Option<Vec<u8>> {
     let mut acc = existing.map(decode_counters).unwrap_or_default();
     for op in operands.iter() {
-        let c = decode_counters(op);
-        if acc.len() < c.len() {
-            acc.resize(c.len(), 0);
-        }
-        for (a, b) in acc.iter_mut().zip(c) {
-            *a = a.wrapping_add(b);
-        }
+        add_to(&mut acc, op);
     }
     Some(encode_counters(&acc))
+}
+
+/// Two counter values summed into one, as the merge operator would: the persister combines
+/// a group's operands for one key before they reach RocksDB.
+pub fn add_counters(a: &[u8], b: &[u8]) -> Vec<u8> {
+    let mut acc = decode_counters(a);
+    add_to(&mut acc, b);
+    encode_counters(&acc)
+}
+
+fn add_to(acc: &mut Vec<i64>, operand: &[u8]) {
+    let c = decode_counters(operand);
+    if acc.len() < c.len() {
+        acc.resize(c.len(), 0);
+    }
+    for (a, b) in acc.iter_mut().zip(c) {
+        *a = a.wrapping_add(b);
+    }
 }
 
 /// Seconds in a UTC day.
@@ -386,5 +409,58 @@ mod tests {
         q.add(&p.negated());
         assert_eq!(q, Position::default());
         assert_eq!(decode_counters(&encode_counters(&[i64::MIN, 0, 7])), vec![i64::MIN, 0, 7]);
+        // A fill's change is a fraction of the first layout's 40 bytes.
+        let buy = Position { size: 10_000_000, bought: 10_000_000, cost: 5_000_000, ..Default::default() };
+        assert_eq!(buy.encode().len(), 15);
+        // A value whose varints would fill a multiple of 8 bytes gets a pad byte.
+        let eight = [1i64 << 40, 0];
+        assert_eq!(postcard::to_extend(&eight[..], Vec::new()).unwrap().len(), 8);
+        assert_eq!(encode_counters(&eight).len(), 9);
+        assert_eq!(decode_counters(&encode_counters(&eight)), eight);
+        for c in [&[][..], &[0], &[-1, 1 << 62, i64::MAX]] {
+            assert_eq!(decode_counters(&encode_counters(c)), c);
+            assert_ne!(encode_counters(c).len() % 8, 0);
+        }
+    }
+
+    /// Values of the first layout (big-endian i64s) still read, and sum with new ones.
+    #[test]
+    fn counters_of_the_first_layout_read_and_sum_with_new_ones() {
+        let old = |c: &[i64]| c.iter().flat_map(|v| v.to_be_bytes()).collect::<Vec<u8>>();
+        assert_eq!(decode_counters(&old(&[5, -3])), vec![5, -3]);
+        assert_eq!(decode_counters(&[]), Vec::<i64>::new());
+        let dir = tempfile::tempdir().unwrap();
+        let store = super::super::Store::open(dir.path()).unwrap();
+        let cf = super::super::cf::POSITIONS;
+        let mut b = super::super::Batch::default();
+        b.put(cf, b"k".to_vec(), old(&[10, -4, 1, 2, 3]));
+        b.merge(cf, b"k".to_vec(), encode_counters(&[1, 1, 1, 1, 1]));
+        b.merge(cf, b"k".to_vec(), old(&[-1, 0, 0, 0, 0]));
+        store.write([&b], true).unwrap();
+        assert_eq!(store.counters(cf, b"k").unwrap(), vec![10, -3, 2, 3, 4]);
+    }
+
+    /// A tick keeps its token id as bytes; ticks written with it as text still read.
+    #[test]
+    fn ticks_keep_the_token_as_bytes_and_read_text_ones() {
+        #[derive(Serialize)]
+        struct TextTick<'a> {
+            id: Uuid,
+            asset_id: &'a str,
+            price: u32,
+            size: u64,
+            side: Side,
+        }
+        let token = "52114319501245915516055106046884209969926127482827954674443846427813813222426";
+        let t = Tick { id: Uuid::from_u128(3), asset_id: token.into(), price: 4200, size: 7, side: Side::Sell };
+        let v = super::super::encode(&t);
+        assert!(v.len() < 60, "{} bytes", v.len());
+        let cf = super::super::cf::TRADES_BY_MARKET;
+        assert_eq!(super::super::Store::decode_value::<Tick>(cf, &v).unwrap(), t);
+        let text = TextTick { id: t.id, asset_id: token, price: 4200, size: 7, side: Side::Sell };
+        let mut old = vec![2];
+        old.extend(postcard::to_extend(&text, Vec::new()).unwrap());
+        assert!(old.len() > 90);
+        assert_eq!(super::super::Store::decode_value::<Tick>(cf, &old).unwrap(), t);
     }
 }
