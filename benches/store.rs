@@ -17,9 +17,20 @@ use predex::store::persister::{self, Job, PersistMetrics};
 use predex::store::{Batch, Store, Stored};
 use uuid::Uuid;
 
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
 /// Outstanding fills (requests awaiting acknowledgement); `PREDEX_BENCH_IN_FLIGHT` overrides.
 fn in_flight() -> usize {
-    std::env::var("PREDEX_BENCH_IN_FLIGHT").ok().and_then(|v| v.parse().ok()).unwrap_or(96)
+    env_or("PREDEX_BENCH_IN_FLIGHT", 96)
+}
+
+/// Fills of the timed run after criterion's samples; `PREDEX_BENCH_FILLS` overrides. The
+/// default run is short enough that most families' memtables never flush; a few million
+/// fills measure the store with its flushes and compactions running.
+fn timed_fills() -> usize {
+    env_or("PREDEX_BENCH_FILLS", 200_000)
 }
 
 /// Distinct makers and as many takers the fills rotate through; `PREDEX_BENCH_WALLETS`
@@ -27,7 +38,7 @@ fn in_flight() -> usize {
 /// and position counters, which the persister writes once per group; with many, few keys
 /// repeat within a group.
 fn wallets() -> usize {
-    std::env::var("PREDEX_BENCH_WALLETS").ok().and_then(|v| v.parse().ok()).unwrap_or(1).max(1)
+    env_or("PREDEX_BENCH_WALLETS", 1).max(1)
 }
 
 /// A market's ids, shaped like real ones (the demo catalogue's): they are most of the bytes
@@ -179,8 +190,8 @@ fn bench(c: &mut Criterion) {
     let (c0, j0) = (metrics.commits.load(Ordering::Relaxed), metrics.jobs.load(Ordering::Relaxed));
     let s0 = metrics.sync_micros_total.load(Ordering::Relaxed);
     let b0 = metrics.bytes.get();
-    const N: usize = 200_000;
-    let (el, mut lat) = run(&tx, seq, N);
+    let n = timed_fills();
+    let (el, mut lat) = run(&tx, seq, n);
     lat.sort_unstable();
     let p = |q: f64| lat[((lat.len() as f64 * q) as usize).min(lat.len() - 1)];
     let commits = metrics.commits.load(Ordering::Relaxed) - c0;
@@ -189,7 +200,7 @@ fn bench(c: &mut Criterion) {
     let bytes = metrics.bytes.get() - b0;
     println!(
         "store/commit: {:.0} durable fills/s with {} in flight, {} wallets a side; commit latency p50 {} µs, p99 {} µs, max {} µs; {} groups, mean {:.1} fills/group, mean write+sync {} µs; {} WAL bytes/fill",
-        N as f64 / el.as_secs_f64(),
+        n as f64 / el.as_secs_f64(),
         in_flight(),
         wallets(),
         p(0.5),
