@@ -109,7 +109,8 @@ pub mod cf {
 
     /// Families whose keys a fill writes scattered over the key space (by order id, owner,
     /// wallet) rather than appended (by sequence): their memtables are kept small
-    /// (`SCATTERED_WRITE_BUFFER_BYTES`).
+    /// (`SCATTERED_WRITE_BUFFER_BYTES`; `REWRITTEN_WRITE_BUFFER_BYTES` for the counters and
+    /// the ledger).
     pub const SCATTERED: &[&str] = &[
         ORDER_SEQ,
         ORDERS,
