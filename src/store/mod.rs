@@ -108,21 +108,11 @@ pub mod cf {
     pub const COUNTERS: &[&str] = &[POSITIONS, MARKET_HOLDERS, WALLET_DAYS, MARKET_STATS, REWARDS];
 
     /// Families whose keys a fill writes scattered over the key space (by order id, owner,
-    /// wallet) rather than appended (by sequence): their memtables are kept small
-    /// (`SCATTERED_WRITE_BUFFER_BYTES`; `REWRITTEN_WRITE_BUFFER_BYTES` for the counters and
-    /// the ledger).
-    pub const SCATTERED: &[&str] = &[
-        ORDER_SEQ,
-        ORDERS,
-        OPEN_BY_OWNER,
-        TRADES_BY_OWNER,
-        NOTIFICATIONS,
-        LEDGER,
-        TRADES_BY_WALLET,
-        POSITIONS,
-        MARKET_HOLDERS,
-        WALLET_DAYS,
-    ];
+    /// wallet) rather than appended (by sequence), each key once: their memtables are kept
+    /// small (`SCATTERED_WRITE_BUFFER_BYTES`). The counters and the ledger are scattered too
+    /// but rewrite their few keys, and are sized apart (`REWRITTEN_WRITE_BUFFER_BYTES`).
+    pub const SCATTERED: &[&str] =
+        &[ORDER_SEQ, ORDERS, OPEN_BY_OWNER, TRADES_BY_OWNER, NOTIFICATIONS, TRADES_BY_WALLET];
 
     pub const ALL: &[&str] = &[
         ORDERS,
@@ -424,14 +414,13 @@ pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 /// Shared RocksDB block cache.
 const BLOCK_CACHE_BYTES: usize = 256 << 20;
 
-/// Memtable size of the families in `cf::SCATTERED` other than the counters and the ledger
-/// (RocksDB's default, kept by the families keyed by sequence, is 64 MB). An insert of a
-/// scattered key walks the skip list's levels through cache misses, and fills spread over
-/// many wallets are mostly such inserts: 16 MB gave ≈ 40% more durable fills than 64 MB
-/// over 1,000 wallets a side and the same for one hot pair, flushes and compactions
-/// included (docs/performance.md, "Smaller memtables for scattered keys"). 4 MB did no
-/// better spread and worse for the hot pair: these keys are all distinct, so every flush
-/// adds its whole size to the compactions.
+/// Memtable size of the families in `cf::SCATTERED` (RocksDB's default, kept by the
+/// families keyed by sequence, is 64 MB). An insert of a scattered key walks the skip list's
+/// levels through cache misses, and fills spread over many wallets are mostly such inserts:
+/// 16 MB gave ≈ 40% more durable fills than 64 MB over 1,000 wallets a side and the same for
+/// one hot pair, flushes and compactions included (docs/performance.md, "Smaller memtables
+/// for scattered keys"). 4 MB did no better spread and worse for the hot pair: these keys
+/// are all distinct, so every flush adds its whole size to the compactions.
 const SCATTERED_WRITE_BUFFER_BYTES: usize = 16 << 20;
 
 /// Memtable size of the counter families and the ledger, whose few keys (a wallet's balance
