@@ -46,10 +46,23 @@ fn wallets() -> usize {
 const CONDITION: &str = "0xa9b44c58ef9f0915685744c2cb0b78af2dc08a716ac38dd828880a79204f758f";
 const TOKEN: &str = "2533125062127029072497033382062890715058177690830198673817386145166809525645";
 
+/// An order id as scattered as a real one (the exchange derives it from the order's EIP-712
+/// hash), so `order_seq` and `orders` inserts land all over their memtables rather than
+/// appending: splitmix64 of the sequence, twice.
+fn order_id(seq: u64) -> Uuid {
+    fn mix(mut z: u64) -> u64 {
+        z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    Uuid::from_u64_pair(mix(seq), mix(!seq))
+}
+
 fn order(seq: u64, maker: &Arc<str>) -> Arc<OrderRecord> {
     let s: Arc<str> = TOKEN.into();
     Arc::new(OrderRecord {
-        id: Uuid::from_u128(seq as u128),
+        id: order_id(seq),
         seq,
         status: OrderStatus::Live,
         owner: Uuid::from_u128(7),
