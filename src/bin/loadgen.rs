@@ -483,6 +483,9 @@ struct PhaseResult {
     /// CPU seconds the whole process (server, clients, subscribers) spent in the measured
     /// window; `None` where /proc is not readable.
     cpu_s: Option<f64>,
+    /// CPU seconds the hypervisor took from this machine's vCPUs in the measured window
+    /// (steal time, all CPUs); `None` where /proc/stat is not readable.
+    steal_s: Option<f64>,
 }
 
 /// CPU time (user + system) this process has used, from /proc/self/stat: every thread,
@@ -498,6 +501,25 @@ fn process_cpu_s() -> Option<f64> {
     let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
     // USER_HZ: 100 on every Linux ABI this runs on.
     Some(ticks as f64 / 100.0)
+}
+
+/// Steal time of the whole machine so far, in seconds: the time its vCPUs were runnable but
+/// the hypervisor ran something else (the 8th value of /proc/stat's `cpu` line). On a shared
+/// VM it comes in freezes of every vCPU at once, which no thread can schedule around, so a
+/// phase's tail is read beside it.
+fn machine_steal_s() -> Option<f64> {
+    steal_ticks(&std::fs::read_to_string("/proc/stat").ok()?).map(|t| t as f64 / 100.0)
+}
+
+fn steal_ticks(stat: &str) -> Option<u64> {
+    let cpu = stat.lines().next()?.strip_prefix("cpu ")?;
+    cpu.split_whitespace().nth(7)?.parse().ok()
+}
+
+/// Steal time of a phase as a percentage of all the machine's CPU time in its window.
+fn steal_pct(r: &PhaseResult) -> Option<f64> {
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
+    r.steal_s.map(|s| (s * 1000.0 / (r.seconds * cpus)).round() / 10.0)
 }
 
 /// CPU microseconds per request of a phase.
@@ -596,20 +618,22 @@ async fn phase(
         let n = h.len();
         Some((h, n))
     };
-    let cpu_s = cpu.join().expect("cpu window thread");
-    let r = PhaseResult { name: name.to_string(), mode, seconds: args.duration, tally, feed, cpu_s };
+    let (cpu_s, steal_s) = cpu.join().expect("cpu window thread");
+    let r = PhaseResult { name: name.to_string(), mode, seconds: args.duration, tally, feed, cpu_s, steal_s };
     eprintln!("{}", line(&r));
     r
 }
 
-/// The process's CPU seconds between `start + warm` and `start + end`, read by a thread of
-/// its own so the reading is on time whatever the runtimes are doing.
-fn cpu_window(start: Instant, warm: Duration, end: Duration) -> std::thread::JoinHandle<Option<f64>> {
+/// The process's CPU seconds and the machine's steal seconds between `start + warm` and
+/// `start + end`, read by a thread of its own so the reading is on time whatever the
+/// runtimes are doing.
+fn cpu_window(start: Instant, warm: Duration, end: Duration) -> std::thread::JoinHandle<(Option<f64>, Option<f64>)> {
     std::thread::spawn(move || {
         std::thread::sleep((start + warm).saturating_duration_since(Instant::now()));
-        let a = process_cpu_s()?;
+        let (cpu, steal) = (process_cpu_s(), machine_steal_s());
         std::thread::sleep((start + end).saturating_duration_since(Instant::now()));
-        Some(process_cpu_s()? - a)
+        let delta = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| b - a);
+        (delta(cpu, process_cpu_s()), delta(steal, machine_steal_s()))
     })
 }
 
@@ -646,6 +670,9 @@ fn line(r: &PhaseResult) -> String {
     let mut s = row(&r.name, "orders/s", t.orders_done as f64 / r.seconds, &t.orders);
     if let Some(us) = cpu_us_per_request(r) {
         s += &format!("  cpu {us:.0} µs/req");
+    }
+    if let Some(p) = steal_pct(r) {
+        s += &format!("  steal {p:.1}%");
     }
     if t.cancels_done > 0 {
         s += "\n";
@@ -686,6 +713,8 @@ fn summary(args: &Args, results: &[PhaseResult]) -> Value {
                 "corpus_exhausted": r.tally.exhausted,
                 "cpu_s": r.cpu_s,
                 "cpu_us_per_request": cpu_us_per_request(r),
+                "steal_s": r.steal_s,
+                "steal_pct": steal_pct(r),
                 "feed": r.feed.as_ref().map(|(h, n)| json!({
                     "subscribers": args.subscribers, "frames": n, "frames_per_s": *n as f64 / r.seconds,
                     "delivery_latency": pct(h),
@@ -870,6 +899,7 @@ fn fanout_ceiling(feed_rt: &tokio::runtime::Handle, args: &Args, per_sec: f64) -
         tally: Tally::new(),
         feed: Some((h, frames)),
         cpu_s: None,
+        steal_s: None,
     };
     eprintln!("{}", line(&r));
     Ok(r)
@@ -1006,4 +1036,18 @@ fn main() -> anyhow::Result<()> {
     drop(rt);
     drop(local);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::steal_ticks;
+
+    #[test]
+    fn steal_is_the_eighth_value_of_the_machine_line() {
+        let stat = "cpu  424155 0 42491 111535 15634 0 3015 3221 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n";
+        assert_eq!(steal_ticks(stat), Some(3221));
+        // A kernel too old to report steal, or not the machine line first: no reading.
+        assert_eq!(steal_ticks("cpu  1 2 3 4 5 6 7\n"), None);
+        assert_eq!(steal_ticks("cpu0 1 2 3 4 5 6 7 8 0 0\n"), None);
+    }
 }

@@ -26,6 +26,8 @@ fn loadgen_runs_every_phase_and_writes_its_summary() {
         assert_eq!(p["corpus_exhausted"], false, "{p}");
         assert!(p["orders_per_s"].as_f64().unwrap() > 0.0, "{p}");
         assert!(p["order_latency"]["p99_ms"].as_f64().unwrap() > 0.0, "{p}");
+        // The machine's steal time over the window is read beside the latencies.
+        assert!(p["steal_pct"].as_f64().unwrap() >= 0.0, "{p}");
         // Only 200s: every order is valid, every cancel names an acknowledged order.
         let statuses = p["statuses"].as_object().unwrap();
         assert_eq!(statuses.keys().collect::<Vec<_>>(), ["200"], "{p}");
