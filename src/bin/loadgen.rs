@@ -488,6 +488,9 @@ struct PhaseResult {
     steal_s: Option<f64>,
 }
 
+/// Clock ticks per second of /proc's CPU times: 100 on every Linux ABI this runs on.
+const USER_HZ: f64 = 100.0;
+
 /// CPU time (user + system) this process has used, from /proc/self/stat: every thread,
 /// so a phase's figure covers the server and its clients alike. Per request, it is what a
 /// change costs or saves even where the rate is fixed (the open loop) or the cores were
@@ -499,8 +502,7 @@ fn process_cpu_s() -> Option<f64> {
     let rest = &stat[stat.rfind(')')? + 2..];
     let f: Vec<&str> = rest.split(' ').collect();
     let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    // USER_HZ: 100 on every Linux ABI this runs on.
-    Some(ticks as f64 / 100.0)
+    Some(ticks as f64 / USER_HZ)
 }
 
 /// Steal time of the whole machine so far, in seconds: the time its vCPUs were runnable but
@@ -508,7 +510,7 @@ fn process_cpu_s() -> Option<f64> {
 /// VM it comes in freezes of every vCPU at once, which no thread can schedule around, so a
 /// phase's tail is read beside it.
 fn machine_steal_s() -> Option<f64> {
-    steal_ticks(&std::fs::read_to_string("/proc/stat").ok()?).map(|t| t as f64 / 100.0)
+    steal_ticks(&std::fs::read_to_string("/proc/stat").ok()?).map(|t| t as f64 / USER_HZ)
 }
 
 fn steal_ticks(stat: &str) -> Option<u64> {
