@@ -852,73 +852,54 @@ impl Store {
     }
 
     /// Hands every LIVE and DEFERRED order to `each`, in priority order (acceptance
-    /// sequence): one ordered scan of `live_orders` (with `open_state`, keyed alike, walked
-    /// in step), decoded on a second thread while `each` runs, so startup costs about the
-    /// larger of the two, not their sum.
+    /// sequence): an ordered scan of `live_orders` (with `open_state`, keyed alike, walked
+    /// in step), split at the middle sequence into two halves decoded on two threads while
+    /// `each` runs on this one. `each` takes the first half's orders, then the second's
+    /// (which wait decoded meanwhile), so the order is the scan's, and startup costs about
+    /// the largest of the three, not their sum: decoding is most of it.
     ///
     /// Open orders of the earlier layout (the id under the priority, the record in `orders`,
     /// no `order_seq` entry) are rewritten in the current one once the scan is done: a fill
     /// leaves an open order's index entries alone, so it must find them written.
     pub fn for_each_open_order(&self, mut each: impl FnMut(OrderRecord)) -> Result<(), StoreError> {
-        const CHUNK: usize = 4096;
-        let (tx, rx) = crossbeam_channel::bounded::<Result<Vec<OrderRecord>, StoreError>>(8);
+        let first_last = |it: &mut rocksdb::DBRawIterator<'_>| {
+            it.key().and_then(|k| <[u8; 8]>::try_from(k).ok()).map(u64::from_be_bytes)
+        };
+        let mut it = self.db.raw_iterator_cf(self.handle(cf::LIVE_ORDERS));
+        it.seek_to_first();
+        let first = first_last(&mut it);
+        it.seek_to_last();
+        let last = first_last(&mut it);
+        drop(it);
+        // Sequences are dense enough that their middle halves the work; any split is
+        // correct, a lopsided one only slower.
+        let mid = match (first, last) {
+            (Some(a), Some(b)) if b > a => Some((a + (b - a) / 2 + 1).to_be_bytes()),
+            _ => None,
+        };
+        let (tx_a, rx_a) = crossbeam_channel::bounded::<Result<Vec<OrderRecord>, StoreError>>(8);
+        let (tx_b, rx_b) = crossbeam_channel::unbounded::<Result<Vec<OrderRecord>, StoreError>>();
         let earlier = std::thread::scope(|sc| {
-            let scan = sc.spawn(move || {
-                let mut interner = Interner::default();
-                let mut chunk = Vec::with_capacity(CHUNK);
-                let mut earlier = Vec::new();
-                let mut it = self.db.raw_iterator_cf(self.handle(cf::LIVE_ORDERS));
-                it.seek_to_first();
-                // `open_state` is keyed like `live_orders`: walked in step with it.
-                let mut state = self.db.raw_iterator_cf(self.handle(cf::OPEN_STATE));
-                state.seek_to_first();
-                while let (Some(seq), Some(v)) = (it.key(), it.value()) {
-                    while state.key().is_some_and(|k| k < seq) {
-                        state.next();
-                    }
-                    let changed = state.key().filter(|k| *k == seq).and(state.value());
-                    let r = if v.len() == 16 {
-                        // Earlier layout: the index holds the id, the record is in `orders`.
-                        Uuid::from_slice(v)
-                            .map_err(|e| StoreError::Corrupt { cf: cf::LIVE_ORDERS, msg: e.to_string() })
-                            .and_then(|id| self.get_raw(cf::ORDERS, id.as_bytes()))
-                            .and_then(|v| v.map(|v| decode_order(&v, &mut interner)).transpose())
-                            .inspect(|o| earlier.extend(o.clone()))
-                    } else {
-                        decode_order(v, &mut interner).map(Some)
-                    };
-                    let r = r.and_then(|o| match (o, changed) {
-                        (Some(mut o), Some(c)) => {
-                            decode::<OpenState>(cf::OPEN_STATE, c)?.lay_over(&mut o);
-                            Ok(Some(o))
-                        }
-                        (o, _) => Ok(o),
-                    });
-                    match r {
-                        Ok(Some(o)) => chunk.push(o),
-                        Ok(None) => {}
+            let a = sc.spawn(move || self.scan_open_orders(None, mid, tx_a));
+            let b = mid.map(|mid| sc.spawn(move || self.scan_open_orders(Some(mid), None, tx_b)));
+            let mut result = Ok(());
+            'halves: for rx in [rx_a, rx_b] {
+                for chunk in rx {
+                    match chunk {
+                        Ok(chunk) => chunk.into_iter().for_each(&mut each),
                         Err(e) => {
-                            let _ = tx.send(Err(e));
-                            return earlier;
+                            result = Err(e);
+                            break 'halves;
                         }
                     }
-                    if chunk.len() == CHUNK
-                        && tx.send(Ok(std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK)))).is_err()
-                    {
-                        return earlier;
-                    }
-                    it.next();
-                }
-                let r = it.status().map_err(StoreError::from).map(|_| chunk);
-                let _ = tx.send(r);
-                earlier
-            });
-            for chunk in rx {
-                for o in chunk? {
-                    each(o);
                 }
             }
-            Ok::<_, StoreError>(scan.join().expect("the open-order scan does not panic"))
+            // On an error the receivers are gone, so the scans stop at their next send.
+            let mut earlier = a.join().expect("the open-order scan does not panic");
+            if let Some(b) = b {
+                earlier.extend(b.join().expect("the open-order scan does not panic"));
+            }
+            result.map(|_| earlier)
         })?;
         if !earlier.is_empty() {
             tracing::info!(orders = earlier.len(), "open orders rewritten in the current layout");
@@ -929,6 +910,76 @@ impl Store {
             self.write([&upgrade], true)?;
         }
         Ok(())
+    }
+
+    /// The open orders whose sequence is in `[from, to)` (unbounded where None), decoded in
+    /// chunks sent to `tx` in scan order; returns those of the earlier layout. Bypasses the
+    /// block cache: a one-time scan of every open order would only evict what readers use.
+    fn scan_open_orders(
+        &self,
+        from: Option<[u8; 8]>,
+        to: Option<[u8; 8]>,
+        tx: crossbeam_channel::Sender<Result<Vec<OrderRecord>, StoreError>>,
+    ) -> Vec<OrderRecord> {
+        const CHUNK: usize = 4096;
+        let opts = || {
+            let mut o = rocksdb::ReadOptions::default();
+            o.fill_cache(false);
+            if let Some(to) = to {
+                o.set_iterate_upper_bound(to.to_vec());
+            }
+            o
+        };
+        let seek = |it: &mut rocksdb::DBRawIterator<'_>| match from {
+            Some(from) => it.seek(from),
+            None => it.seek_to_first(),
+        };
+        let mut interner = Interner::default();
+        let mut chunk = Vec::with_capacity(CHUNK);
+        let mut earlier = Vec::new();
+        let mut it = self.db.raw_iterator_cf_opt(self.handle(cf::LIVE_ORDERS), opts());
+        seek(&mut it);
+        // `open_state` is keyed like `live_orders`: walked in step with it.
+        let mut state = self.db.raw_iterator_cf_opt(self.handle(cf::OPEN_STATE), opts());
+        seek(&mut state);
+        while let (Some(seq), Some(v)) = (it.key(), it.value()) {
+            while state.key().is_some_and(|k| k < seq) {
+                state.next();
+            }
+            let changed = state.key().filter(|k| *k == seq).and(state.value());
+            let r = if v.len() == 16 {
+                // Earlier layout: the index holds the id, the record is in `orders`.
+                Uuid::from_slice(v)
+                    .map_err(|e| StoreError::Corrupt { cf: cf::LIVE_ORDERS, msg: e.to_string() })
+                    .and_then(|id| self.get_raw(cf::ORDERS, id.as_bytes()))
+                    .and_then(|v| v.map(|v| decode_order(&v, &mut interner)).transpose())
+                    .inspect(|o| earlier.extend(o.clone()))
+            } else {
+                decode_order(v, &mut interner).map(Some)
+            };
+            let r = r.and_then(|o| match (o, changed) {
+                (Some(mut o), Some(c)) => {
+                    decode::<OpenState>(cf::OPEN_STATE, c)?.lay_over(&mut o);
+                    Ok(Some(o))
+                }
+                (o, _) => Ok(o),
+            });
+            match r {
+                Ok(Some(o)) => chunk.push(o),
+                Ok(None) => {}
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return earlier;
+                }
+            }
+            if chunk.len() == CHUNK && tx.send(Ok(std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK)))).is_err() {
+                return earlier;
+            }
+            it.next();
+        }
+        let r = it.status().map_err(StoreError::from).map(|_| chunk);
+        let _ = tx.send(r);
+        earlier
     }
 
     /// RocksDB's estimate of the open orders (to size maps; may be off either way).
@@ -1056,6 +1107,44 @@ mod tests {
             associate_trades: vec![Uuid::from_u128(5), Uuid::from_u128(6)],
             created_at: 1_700_000_000,
         }
+    }
+
+    /// The startup scan reads the two halves of the sequence range on two threads; what
+    /// it hands over is still every open order once, in priority order, with its changes
+    /// laid over, on both sides of the split and at it.
+    #[test]
+    fn the_open_order_scan_splits_the_sequences_and_keeps_their_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let scan = |s: &Store| {
+            let mut v = Vec::new();
+            s.for_each_open_order(|o| v.push(o)).unwrap();
+            v
+        };
+        assert!(scan(&store).is_empty());
+        // Sequences 1..=9,999 with gaps; the split falls at 5,001.
+        let mut expected = Vec::new();
+        let (mut opened, mut changed) = (Batch::default(), Batch::default());
+        for seq in (1..10_000u64).filter(|s| s % 3 != 0 || (4_998..=5_003).contains(s) || *s == 9_999) {
+            let mut o = sample_order();
+            o.id = Uuid::from_u128(seq as u128);
+            o.seq = seq;
+            o.status = OrderStatus::Live;
+            o.associate_trades.clear();
+            opened.put_order(&Arc::new(o.clone()), Stored::New);
+            if seq % 7 == 0 || (5_000..=5_002).contains(&seq) {
+                o.size_matched += seq;
+                changed.put_order(&Arc::new(o.clone()), Stored::Open);
+            }
+            expected.push(o);
+        }
+        store.write([&opened], true).unwrap();
+        store.write([&changed], true).unwrap();
+        // From the memtables, then from tables after a restart.
+        assert_eq!(scan(&store), expected);
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(scan(&store), expected);
     }
 
     #[test]
