@@ -483,9 +483,19 @@ struct PhaseResult {
     /// CPU seconds the whole process (server, clients, subscribers) spent in the measured
     /// window; `None` where /proc is not readable.
     cpu_s: Option<f64>,
-    /// CPU seconds the hypervisor took from this machine's vCPUs in the measured window
-    /// (steal time, all CPUs); `None` where /proc/stat is not readable.
-    steal_s: Option<f64>,
+    /// The machine's CPU seconds in the measured window (every CPU, busy or idle), and those
+    /// the hypervisor took from its vCPUs (steal time); `None` where /proc/stat is not
+    /// readable.
+    machine: Option<MachineTime>,
+}
+
+/// CPU time of the whole machine, from /proc/stat's `cpu` line.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct MachineTime {
+    /// Every state's time summed (user through steal): wall time × the CPUs the kernel
+    /// counts, whatever this process's affinity mask allows.
+    total_s: f64,
+    steal_s: f64,
 }
 
 /// Clock ticks per second of /proc's CPU times: 100 on every Linux ABI this runs on.
@@ -505,23 +515,26 @@ fn process_cpu_s() -> Option<f64> {
     Some(ticks as f64 / USER_HZ)
 }
 
-/// Steal time of the whole machine so far, in seconds: the time its vCPUs were runnable but
-/// the hypervisor ran something else (the 8th value of /proc/stat's `cpu` line). On a shared
-/// VM it comes in freezes of every vCPU at once, which no thread can schedule around, so a
+/// The machine's CPU time so far. Steal is the time its vCPUs were runnable but the
+/// hypervisor ran something else (the 8th value of /proc/stat's `cpu` line); on a shared VM
+/// it comes in freezes of every vCPU at once, which no thread can schedule around, so a
 /// phase's tail is read beside it.
-fn machine_steal_s() -> Option<f64> {
-    steal_ticks(&std::fs::read_to_string("/proc/stat").ok()?).map(|t| t as f64 / USER_HZ)
+fn machine_time() -> Option<MachineTime> {
+    machine_ticks(&std::fs::read_to_string("/proc/stat").ok()?)
+        .map(|(total, steal)| MachineTime { total_s: total as f64 / USER_HZ, steal_s: steal as f64 / USER_HZ })
 }
 
-fn steal_ticks(stat: &str) -> Option<u64> {
+/// (all, steal) ticks of /proc/stat's machine line: the first eight values (user, nice,
+/// system, idle, iowait, irq, softirq, steal); guest time is already inside user and nice.
+fn machine_ticks(stat: &str) -> Option<(u64, u64)> {
     let cpu = stat.lines().next()?.strip_prefix("cpu ")?;
-    cpu.split_whitespace().nth(7)?.parse().ok()
+    let v: Vec<u64> = cpu.split_whitespace().take(8).map(|t| t.parse().ok()).collect::<Option<_>>()?;
+    (v.len() == 8).then(|| (v.iter().sum(), v[7]))
 }
 
 /// Steal time of a phase as a percentage of all the machine's CPU time in its window.
 fn steal_pct(r: &PhaseResult) -> Option<f64> {
-    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
-    r.steal_s.map(|s| (s * 1000.0 / (r.seconds * cpus)).round() / 10.0)
+    r.machine.filter(|m| m.total_s > 0.0).map(|m| (m.steal_s * 1000.0 / m.total_s).round() / 10.0)
 }
 
 /// CPU microseconds per request of a phase.
@@ -620,8 +633,8 @@ async fn phase(
         let n = h.len();
         Some((h, n))
     };
-    let (cpu_s, steal_s) = cpu.join().expect("cpu window thread");
-    let r = PhaseResult { name: name.to_string(), mode, seconds: args.duration, tally, feed, cpu_s, steal_s };
+    let (cpu_s, machine) = cpu.join().expect("cpu window thread");
+    let r = PhaseResult { name: name.to_string(), mode, seconds: args.duration, tally, feed, cpu_s, machine };
     eprintln!("{}", line(&r));
     r
 }
@@ -629,13 +642,20 @@ async fn phase(
 /// The process's CPU seconds and the machine's steal seconds between `start + warm` and
 /// `start + end`, read by a thread of its own so the reading is on time whatever the
 /// runtimes are doing.
-fn cpu_window(start: Instant, warm: Duration, end: Duration) -> std::thread::JoinHandle<(Option<f64>, Option<f64>)> {
+fn cpu_window(
+    start: Instant,
+    warm: Duration,
+    end: Duration,
+) -> std::thread::JoinHandle<(Option<f64>, Option<MachineTime>)> {
     std::thread::spawn(move || {
         std::thread::sleep((start + warm).saturating_duration_since(Instant::now()));
-        let (cpu, steal) = (process_cpu_s(), machine_steal_s());
+        let (cpu, machine) = (process_cpu_s(), machine_time());
         std::thread::sleep((start + end).saturating_duration_since(Instant::now()));
-        let delta = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| b - a);
-        (delta(cpu, process_cpu_s()), delta(steal, machine_steal_s()))
+        let cpu = cpu.zip(process_cpu_s()).map(|(a, b)| b - a);
+        let machine = machine
+            .zip(machine_time())
+            .map(|(a, b)| MachineTime { total_s: b.total_s - a.total_s, steal_s: b.steal_s - a.steal_s });
+        (cpu, machine)
     })
 }
 
@@ -715,7 +735,7 @@ fn summary(args: &Args, results: &[PhaseResult]) -> Value {
                 "corpus_exhausted": r.tally.exhausted,
                 "cpu_s": r.cpu_s,
                 "cpu_us_per_request": cpu_us_per_request(r),
-                "steal_s": r.steal_s,
+                "steal_s": r.machine.map(|m| m.steal_s),
                 "steal_pct": steal_pct(r),
                 "feed": r.feed.as_ref().map(|(h, n)| json!({
                     "subscribers": args.subscribers, "frames": n, "frames_per_s": *n as f64 / r.seconds,
@@ -901,7 +921,7 @@ fn fanout_ceiling(feed_rt: &tokio::runtime::Handle, args: &Args, per_sec: f64) -
         tally: Tally::new(),
         feed: Some((h, frames)),
         cpu_s: None,
-        steal_s: None,
+        machine: None,
     };
     eprintln!("{}", line(&r));
     Ok(r)
@@ -1042,14 +1062,29 @@ fn main() -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::steal_ticks;
+    use super::*;
 
     #[test]
-    fn steal_is_the_eighth_value_of_the_machine_line() {
-        let stat = "cpu  424155 0 42491 111535 15634 0 3015 3221 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n";
-        assert_eq!(steal_ticks(stat), Some(3221));
+    fn steal_is_the_eighth_value_of_the_machine_line_and_a_share_of_all_eight() {
+        let stat = "cpu  424155 0 42491 111535 15634 0 3015 3221 7 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n";
+        // Guest time (the 9th value) is inside user already: not counted twice.
+        assert_eq!(machine_ticks(stat), Some((424155 + 42491 + 111535 + 15634 + 3015 + 3221, 3221)));
         // A kernel too old to report steal, or not the machine line first: no reading.
-        assert_eq!(steal_ticks("cpu  1 2 3 4 5 6 7\n"), None);
-        assert_eq!(steal_ticks("cpu0 1 2 3 4 5 6 7 8 0 0\n"), None);
+        assert_eq!(machine_ticks("cpu  1 2 3 4 5 6 7\n"), None);
+        assert_eq!(machine_ticks("cpu0 1 2 3 4 5 6 7 8 0 0\n"), None);
+        assert_eq!(machine_ticks("cpu  1 2 3 4 x 6 7 8\n"), None);
+        // The percentage is of the machine's time in the window, whatever the CPU count.
+        let r = |total_s, steal_s| PhaseResult {
+            name: "p".into(),
+            mode: Mode::Closed,
+            seconds: 10.0,
+            tally: Tally::new(),
+            feed: None,
+            cpu_s: None,
+            machine: Some(MachineTime { total_s, steal_s }),
+        };
+        assert_eq!(steal_pct(&r(80.0, 4.0)), Some(5.0));
+        assert_eq!(steal_pct(&r(20.0, 0.25)), Some(1.3));
+        assert_eq!(steal_pct(&r(0.0, 0.0)), None);
     }
 }
