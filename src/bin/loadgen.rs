@@ -490,7 +490,7 @@ struct PhaseResult {
 }
 
 /// CPU time of the whole machine, from /proc/stat's `cpu` line.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug)]
 struct MachineTime {
     /// Every state's time summed (user through steal): wall time × the CPUs the kernel
     /// counts, whatever this process's affinity mask allows.
@@ -639,7 +639,7 @@ async fn phase(
     r
 }
 
-/// The process's CPU seconds and the machine's steal seconds between `start + warm` and
+/// The process's CPU seconds and the machine's CPU and steal time between `start + warm` and
 /// `start + end`, read by a thread of its own so the reading is on time whatever the
 /// runtimes are doing.
 fn cpu_window(

@@ -862,14 +862,14 @@ impl Store {
     /// no `order_seq` entry) are rewritten in the current one once the scan is done: a fill
     /// leaves an open order's index entries alone, so it must find them written.
     pub fn for_each_open_order(&self, mut each: impl FnMut(OrderRecord)) -> Result<(), StoreError> {
-        let first_last = |it: &mut rocksdb::DBRawIterator<'_>| {
+        let seq_at = |it: &rocksdb::DBRawIterator<'_>| {
             it.key().and_then(|k| <[u8; 8]>::try_from(k).ok()).map(u64::from_be_bytes)
         };
         let mut it = self.db.raw_iterator_cf(self.handle(cf::LIVE_ORDERS));
         it.seek_to_first();
-        let first = first_last(&mut it);
+        let first = seq_at(&it);
         it.seek_to_last();
-        let last = first_last(&mut it);
+        let last = seq_at(&it);
         drop(it);
         // Sequences are dense enough that their middle halves the work; any split is
         // correct, a lopsided one only slower.
