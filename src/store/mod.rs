@@ -1109,6 +1109,13 @@ mod tests {
         }
     }
 
+    /// Every open order, as startup's scan hands them over.
+    fn scan(s: &Store) -> Vec<OrderRecord> {
+        let mut v = Vec::new();
+        s.for_each_open_order(|o| v.push(o)).unwrap();
+        v
+    }
+
     /// The startup scan reads the two halves of the sequence range on two threads; what
     /// it hands over is still every open order once, in priority order, with its changes
     /// laid over, on both sides of the split and at it.
@@ -1116,11 +1123,6 @@ mod tests {
     fn the_open_order_scan_splits_the_sequences_and_keeps_their_order() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let scan = |s: &Store| {
-            let mut v = Vec::new();
-            s.for_each_open_order(|o| v.push(o)).unwrap();
-            v
-        };
         assert!(scan(&store).is_empty());
         // Sequences 1..=9,999 with gaps; the split falls at 5,001.
         let mut expected = Vec::new();
@@ -1151,11 +1153,6 @@ mod tests {
     fn open_orders_live_under_their_priority_and_move_when_closed() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let scan = |s: &Store| {
-            let mut v = Vec::new();
-            s.for_each_open_order(|o| v.push(o)).unwrap();
-            v
-        };
         let put = |s: &Store, orders: &[&OrderRecord], stored: Stored| {
             let mut batch = Batch::default();
             for o in orders {
