@@ -229,7 +229,7 @@ impl App {
         let (bridge_l, bridge) = bind(config.bridge_addr, "bridge")?;
         let (internal_l, internal) = bind(config.internal_addr, "internal")?;
         let workers = workers::Workers::start(&state);
-        servers.push(serve(clob_l, api::clob_routes(state.clone()), rx.clone()));
+        servers.push(api::front::serve(clob_l, api::clob_routes(state.clone()), Some(state.clone()), rx.clone()));
         servers.push(serve(gamma_l, catalogue::routes::routes(state.clone()), rx.clone()));
         servers.push(serve(data_l, analytics::routes(state.clone()), rx.clone()));
         servers.push(serve(bridge_l, bridge::routes(state.clone()), rx.clone()));
@@ -278,24 +278,17 @@ pub fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
     socket.listen(1024)
 }
 
+/// Serves `routes` on `listener` until `stop` turns true (see [`api::front::serve`]).
 pub fn serve<F>(
     listener: tokio::net::TcpListener,
     routes: F,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()>
 where
     F: warp::Filter + Clone + Send + Sync + 'static,
     F::Extract: warp::Reply,
 {
-    tokio::spawn(async move {
-        warp::serve(routes)
-            .incoming(listener)
-            .graceful(async move {
-                let _ = stop.wait_for(|s| *s).await;
-            })
-            .run()
-            .await;
-    })
+    api::front::serve(listener, routes, None, stop)
 }
 
 async fn load_catalogue(state: &api::AppState, config: &Config) -> anyhow::Result<()> {

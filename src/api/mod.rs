@@ -6,6 +6,7 @@ pub mod account;
 pub mod book;
 pub mod ceiling;
 pub mod ctf;
+pub mod front;
 pub mod internal;
 pub mod keys;
 pub mod orders;
@@ -344,6 +345,22 @@ pub fn req() -> impl Filter<Extract = (Req,), Error = warp::Rejection> + Clone {
         })
 }
 
+/// 413: a declared body over [`MAX_BODY`].
+fn too_large() -> ApiError {
+    ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload too large")
+}
+
+/// 429: over the client's request limit.
+fn too_many() -> ApiError {
+    ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate limit exceeded")
+}
+
+/// Counts a finished request under its route and status (`GET /metrics`).
+fn count_request(m: &crate::metrics::Metrics, path: &str, status: u16) {
+    let labels = crate::metrics::RouteLabels { route: crate::metrics::route_of(path, status), status };
+    m.requests.get_or_create(&labels).inc();
+}
+
 /// Refuses a declared body over [`MAX_BODY`]; bodiless requests (no Content-Length) pass,
 /// which warp's `content_length_limit` would refuse.
 fn body_limit() -> impl Filter<Extract = (), Error = warp::Rejection> + Clone {
@@ -367,7 +384,8 @@ impl warp::reject::Reject for RateLimited {}
 
 /// Counts the request against its client's rate limit; rejects it when over.
 fn rate_limit(state: Arc<AppState>) -> impl Filter<Extract = (), Error = warp::Rejection> + Clone {
-    warp::addr::remote()
+    warp::ext::optional::<front::Peer>()
+        .map(|p: Option<front::Peer>| p.map(|front::Peer(a)| a))
         .and(warp::header::optional::<String>("x-forwarded-for"))
         .and(warp::header::optional::<String>("x-real-ip"))
         .and_then(move |peer, xff: Option<String>, real: Option<String>| {
@@ -455,9 +473,9 @@ pub async fn recover(r: warp::Rejection) -> Result<Response, Infallible> {
     } else if r.find::<warp::reject::MethodNotAllowed>().is_some() {
         ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
     } else if r.find::<RateLimited>().is_some() {
-        ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate limit exceeded")
+        too_many()
     } else if r.find::<TooLarge>().is_some() {
-        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload too large")
+        too_large()
     } else {
         ApiError::bad("Invalid payload")
     };
@@ -500,10 +518,7 @@ pub fn clob_routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), E
     // The health probe is not counted (SPEC §8); everything else shares one counter, and
     // a request over the limit is refused before any route looks at it.
     let m = state.exported.clone();
-    let count = warp::log::custom(move |info: warp::log::Info<'_>| {
-        let status = info.status().as_u16();
-        let labels = crate::metrics::RouteLabels { route: crate::metrics::route_of(info.path(), status), status };
-        m.requests.get_or_create(&labels).inc();
-    });
+    let count =
+        warp::log::custom(move |info: warp::log::Info<'_>| count_request(&m, info.path(), info.status().as_u16()));
     ok.or(rate_limit(state).and(limited)).unify().recover(recover).unify().with(count).map(Reply::into_response)
 }

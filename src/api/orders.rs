@@ -12,7 +12,7 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::{json as j, Value};
 use uuid::Uuid;
-use warp::http::StatusCode;
+use warp::http::{Method, StatusCode};
 use warp::reply::Response;
 use warp::Filter;
 
@@ -30,38 +30,94 @@ pub const PAGE: usize = 100;
 /// Highest fee rate a signed order may carry (the exchange contract's limit).
 pub const MAX_FEE_BPS: u64 = 1000;
 
+/// The trading routes: what market makers send most. The order-book server's front
+/// ([`super::front`]) matches these on method and path ahead of warp's filter tree; the
+/// tree ([`routes`]) holds them too, so a wrong method still gets warp's 405.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trading {
+    Place,
+    PlaceMany,
+    Cancel,
+    CancelMany,
+    CancelAll,
+    CancelMarket,
+}
+
+impl Trading {
+    pub const ALL: [Trading; 6] = [
+        Trading::Place,
+        Trading::PlaceMany,
+        Trading::Cancel,
+        Trading::CancelMany,
+        Trading::CancelAll,
+        Trading::CancelMarket,
+    ];
+
+    /// Its method and path.
+    pub fn route(self) -> (Method, &'static str) {
+        match self {
+            Trading::Place => (Method::POST, "/order"),
+            Trading::PlaceMany => (Method::POST, "/orders"),
+            Trading::Cancel => (Method::DELETE, "/order"),
+            Trading::CancelMany => (Method::DELETE, "/orders"),
+            Trading::CancelAll => (Method::DELETE, "/cancel-all"),
+            Trading::CancelMarket => (Method::DELETE, "/cancel-market-orders"),
+        }
+    }
+
+    /// The trading route of a request's method and path, if it is one (an exact match, as
+    /// warp's `path!` makes).
+    pub fn of(method: &Method, path: &str) -> Option<Trading> {
+        Trading::ALL.into_iter().find(|t| {
+            let (m, p) = t.route();
+            m == method && p == path
+        })
+    }
+
+    pub async fn handle(self, s: Arc<AppState>, r: Req) -> ApiResult {
+        match self {
+            Trading::Place => post_order(s, r).await,
+            Trading::PlaceMany => post_orders(s, r).await,
+            Trading::Cancel => cancel_one(s, r).await,
+            Trading::CancelMany => cancel_many(s, r).await,
+            Trading::CancelAll => cancel_all(s, r).await,
+            Trading::CancelMarket => cancel_market(s, r).await,
+        }
+    }
+}
+
 pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
     let s = move || with_state(state.clone());
     let post_one = warp::path!("order")
         .and(warp::post())
         .and(req())
         .and(s())
-        .then(|r, s| async move { respond(post_order(s, r).await) });
+        .then(|r, s| async move { respond(Trading::Place.handle(s, r).await) });
     let post_many = warp::path!("orders")
         .and(warp::post())
         .and(req())
         .and(s())
-        .then(|r, s| async move { respond(post_orders(s, r).await) });
+        .then(|r, s| async move { respond(Trading::PlaceMany.handle(s, r).await) });
     let del_one = warp::path!("order")
         .and(warp::delete())
         .and(req())
         .and(s())
-        .then(|r, s| async move { respond(cancel_one(s, r).await) });
+        .then(|r, s| async move { respond(Trading::Cancel.handle(s, r).await) });
     let del_many = warp::path!("orders")
         .and(warp::delete())
         .and(req())
         .and(s())
-        .then(|r, s| async move { respond(cancel_many(s, r).await) });
+        .then(|r, s| async move { respond(Trading::CancelMany.handle(s, r).await) });
     let del_all = warp::path!("cancel-all")
         .and(warp::delete())
         .and(req())
         .and(s())
-        .then(|r, s| async move { respond(cancel_all(s, r).await) });
+        .then(|r, s| async move { respond(Trading::CancelAll.handle(s, r).await) });
     let del_market = warp::path!("cancel-market-orders")
         .and(warp::delete())
         .and(req())
         .and(s())
-        .then(|r, s| async move { respond(cancel_market(s, r).await) });
+        .then(|r, s| async move { respond(Trading::CancelMarket.handle(s, r).await) });
     let list = warp::path!("data" / "orders")
         .and(warp::get())
         .and(req())

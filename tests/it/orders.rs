@@ -262,3 +262,63 @@ fn deferred_orders_rest_outside_matching_until_released() {
     assert_eq!(b.balance(&s, "USDC"), m("5"));
     s.check();
 }
+
+/// Sends `head` (a request without its body) on a fresh connection and reads one reply:
+/// (status, JSON body).
+fn raw(s: &Server, head: &str) -> (u16, Value) {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(s.clob.trim_start_matches("http://")).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    c.write_all(head.as_bytes()).unwrap();
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&got).to_string();
+        if let Some((headers, body)) = text.split_once("\r\n\r\n") {
+            let len = headers
+                .lines()
+                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_string()))
+                .map(|v| v.parse::<usize>().unwrap())
+                .unwrap_or(0);
+            if body.len() >= len {
+                let status = headers.split(' ').nth(1).unwrap().parse().unwrap();
+                return (status, serde_json::from_str(&body[..len]).unwrap_or(Value::Null));
+            }
+        }
+        let n = c.read(&mut chunk).unwrap();
+        assert!(n > 0, "connection closed before a whole reply: {text}");
+        got.extend_from_slice(&chunk[..n]);
+    }
+}
+
+#[test]
+fn trading_routes_answer_like_the_rest_of_the_server() {
+    // The trading routes are dispatched before warp's filter tree (api::front): what the
+    // tree does around a route must happen there too.
+    let s = Server::start();
+    for (method, path) in
+        [("GET", "/order"), ("PUT", "/orders"), ("GET", "/cancel-all"), ("POST", "/cancel-market-orders")]
+    {
+        let r = send(ureq::request(method, &format!("{}{path}", s.clob)), None);
+        assert_eq!(err(r), (405, "method not allowed".into()), "{method} {path}");
+    }
+    let big =
+        "POST /order HTTP/1.1\r\nHost: predex\r\nContent-Type: application/json\r\nContent-Length: 1048577\r\n\r\n";
+    assert_eq!(err(raw(&s, big)), (413, "payload too large".into()));
+    let bad = "DELETE /order HTTP/1.1\r\nHost: predex\r\nContent-Length: 3\r\n\r\n{x}";
+    assert_eq!(err(raw(&s, bad)), (401, "L2 authentication failure".into()));
+    let t = s.trader(m("10"));
+    let r = t.l2_raw(&s, "POST", "/order", "{");
+    assert_eq!(err(r), (400, "Invalid order payload".into()));
+
+    let metrics = s.internal_get("/metrics").1;
+    let text = metrics.as_str().unwrap();
+    for line in [
+        r#"predex_http_requests_total{route="/order",status="405"} 1"#,
+        r#"predex_http_requests_total{route="/order",status="413"} 1"#,
+        r#"predex_http_requests_total{route="/order",status="401"} 1"#,
+        r#"predex_http_requests_total{route="/order",status="400"} 1"#,
+    ] {
+        assert!(text.contains(line), "{line} in {text}");
+    }
+}
