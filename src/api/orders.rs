@@ -32,7 +32,7 @@ pub const MAX_FEE_BPS: u64 = 1000;
 
 /// The trading routes: what market makers send most. The order-book server's front
 /// ([`super::front`]) matches these on method and path ahead of warp's filter tree; the
-/// tree ([`routes`]) holds them too, so a wrong method still gets warp's 405.
+/// tree ([`routes`]) is built from the same table, so a wrong method still gets warp's 405.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Trading {
     Place,
@@ -53,7 +53,7 @@ impl Trading {
         Trading::CancelMarket,
     ];
 
-    /// Its method and path.
+    /// Its method (POST or DELETE) and path.
     pub fn route(self) -> (Method, &'static str) {
         match self {
             Trading::Place => (Method::POST, "/order"),
@@ -88,36 +88,27 @@ impl Trading {
 
 pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
     let s = move || with_state(state.clone());
-    let post_one = warp::path!("order")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(Trading::Place.handle(s, r).await) });
-    let post_many = warp::path!("orders")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(Trading::PlaceMany.handle(s, r).await) });
-    let del_one = warp::path!("order")
-        .and(warp::delete())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(Trading::Cancel.handle(s, r).await) });
-    let del_many = warp::path!("orders")
-        .and(warp::delete())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(Trading::CancelMany.handle(s, r).await) });
-    let del_all = warp::path!("cancel-all")
-        .and(warp::delete())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(Trading::CancelAll.handle(s, r).await) });
-    let del_market = warp::path!("cancel-market-orders")
-        .and(warp::delete())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(Trading::CancelMarket.handle(s, r).await) });
+    // The trading routes, from their table (boxed: the order-book server's front answers
+    // them first, so this is not their hot path).
+    let trading = Trading::ALL
+        .into_iter()
+        .map(|t| {
+            let (method, path) = t.route();
+            let method = match method {
+                Method::POST => warp::post().boxed(),
+                _ => warp::delete().boxed(),
+            };
+            let path = path.strip_prefix('/').expect("trading paths are absolute");
+            warp::path(path)
+                .and(warp::path::end())
+                .and(method)
+                .and(req())
+                .and(s())
+                .then(move |r, s| async move { respond(t.handle(s, r).await) })
+                .boxed()
+        })
+        .reduce(|a, b| a.or(b).unify().boxed())
+        .expect("trading routes");
     let list = warp::path!("data" / "orders")
         .and(warp::get())
         .and(req())
@@ -133,23 +124,7 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .and(req())
         .and(s())
         .then(|r, s| async move { respond(list_trades(s, r)) });
-    post_one
-        .or(post_many)
-        .unify()
-        .or(del_one)
-        .unify()
-        .or(del_many)
-        .unify()
-        .or(del_all)
-        .unify()
-        .or(del_market)
-        .unify()
-        .or(list)
-        .unify()
-        .or(one)
-        .unify()
-        .or(trades)
-        .unify()
+    trading.or(list).unify().or(one).unify().or(trades).unify()
 }
 
 fn unavailable(msg: &str) -> ApiError {
