@@ -1,10 +1,14 @@
-//! `reload`: startup with 1,000,000 LIVE orders across 1,000 markets. Builds the data dir
-//! through the real store (orders, live index, markets, balances), then times
-//! `engine::recover` — the read-back and re-insertion of every order in priority order —
-//! three times. `PREDEX_BENCH_ORDERS` and `PREDEX_BENCH_MARKETS` change the sizes;
-//! `PREDEX_BENCH_CRASH=1` leaves the store unclosed (as kill -9 does), so the first run
-//! replays the WAL.
+//! `reload`: startup with 1,000,000 LIVE orders across 1,000 markets. A child process
+//! builds the data dir through the real store (orders, live index, markets, balances); then
+//! three fresh processes, one after the other, each time `Store::open` + `engine::recover`
+//! — the read-back and re-insertion of every order in priority order — as a restart does,
+//! memory first touched included. `PREDEX_BENCH_ORDERS` and `PREDEX_BENCH_MARKETS` change
+//! the sizes; with `PREDEX_BENCH_CRASH=1` the builder is killed with SIGKILL once its last
+//! write is synced, so the first start replays the write-ahead log.
 
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -21,15 +25,76 @@ fn token_id(n: u64) -> String {
     format!("71321045679252212594626385532706912750332728571942532289631379312455{n:09}")
 }
 
+/// The process's resident memory now and at its peak (Linux), for memory per open order.
+fn resident() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb = |field: &str| {
+        status.lines().find_map(|l| l.strip_prefix(field)?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
+    };
+    match (kb("VmRSS:"), kb("VmHWM:")) {
+        (Some(now), Some(peak)) => format!("resident {} MB (peak {} MB)", now / 1024, peak / 1024),
+        _ => "resident memory unknown".into(),
+    }
+}
+
+/// The role of this process (`PREDEX_RELOAD_ROLE`: `build` or `open`) and its data dir.
+const ROLE: &str = "PREDEX_RELOAD_ROLE";
+const DIR: &str = "PREDEX_RELOAD_DIR";
+
 fn main() {
+    if let (Ok(role), Ok(dir)) = (std::env::var(ROLE), std::env::var(DIR)) {
+        match role.as_str() {
+            "build" => build(Path::new(&dir)),
+            _ => open(Path::new(&dir)),
+        }
+        return;
+    }
     // `cargo bench` passes "--bench"; a filter that names another bench skips this one.
     if std::env::args().skip(1).any(|a| !a.starts_with('-') && !"reload".contains(a.as_str())) {
         return;
     }
+    let dir = tempfile::tempdir().unwrap();
+    let child = |role: &str| {
+        Command::new(std::env::current_exe().unwrap())
+            .env(ROLE, role)
+            .env(DIR, dir.path())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let crash = std::env::var("PREDEX_BENCH_CRASH").is_ok();
+    let mut builder = child("build");
+    for line in BufReader::new(builder.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        println!("{line}");
+        if line.starts_with("reload: built") && crash {
+            builder.kill().unwrap(); // SIGKILL: the memtables never reach the disk
+            break;
+        }
+    }
+    builder.wait().unwrap();
+    // What the first start replays after a crash (and what a clean close leaves).
+    let wal: u64 = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum();
+    println!("reload: {:.1} MB of write-ahead log in the data dir", wal as f64 / 1e6);
+    for run in 1..=3 {
+        let out = child("open").wait_with_output().unwrap();
+        assert!(out.status.success(), "run {run} failed");
+        print!("reload: run {run}: {}", String::from_utf8_lossy(&out.stdout));
+    }
+}
+
+/// Builds the data dir; after its last (synced) write, prints a line and waits to be killed
+/// when the parent simulates a crash, or closes the store cleanly.
+fn build(dir: &Path) {
     let orders = env("PREDEX_BENCH_ORDERS", 1_000_000);
     let markets = env("PREDEX_BENCH_MARKETS", 1_000);
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = Store::open(dir).unwrap();
     let t0 = Instant::now();
     let mut b = Batch::default();
     for i in 0..markets {
@@ -100,21 +165,28 @@ fn main() {
         }
     }
     store.write([&b], true).unwrap();
-    if std::env::var("PREDEX_BENCH_CRASH").is_ok() {
-        // As after kill -9: memtables never flushed, the first open replays the WAL.
-        store.close_like_a_crash();
-    } else {
-        drop(store); // a clean close flushes the memtables
-    }
     println!("reload: built {orders} LIVE orders across {markets} markets in {:.1} s", t0.elapsed().as_secs_f64());
-
-    for run in 1..=3 {
-        let t = Instant::now();
-        let store = Store::open(dir.path()).unwrap();
-        let core = predex::engine::recover(&store, "0xfee".into()).unwrap();
-        let el = t.elapsed();
-        let resting: usize = core.markets.iter().map(|m| m.book.len()).sum();
-        assert_eq!(resting as u64, orders);
-        println!("reload: run {run}: open + recover of {resting} orders in {:.3} s", el.as_secs_f64());
+    if std::env::var("PREDEX_BENCH_CRASH").is_ok() {
+        std::thread::park(); // until SIGKILL
     }
+    drop(store); // a clean close flushes the memtables
+}
+
+/// One start, timed in a fresh process: open the store, restore the engine.
+fn open(dir: &Path) {
+    let t = Instant::now();
+    let store = Store::open(dir).unwrap();
+    let opened = t.elapsed();
+    let core = predex::engine::recover(&store, "0xfee".into()).unwrap();
+    let el = t.elapsed();
+    let resting: usize = core.markets.iter().map(|m| m.book.len()).sum();
+    assert_eq!(resting as u64, env("PREDEX_BENCH_ORDERS", 1_000_000));
+    println!(
+        "open + recover of {resting} orders in {:.3} s (open {:.3} s); {}",
+        el.as_secs_f64(),
+        opened.as_secs_f64(),
+        resident()
+    );
+    std::mem::forget(core); // the process ends: freeing a million orders would only take time
+    drop(store); // a clean stop flushes what the open replayed
 }
