@@ -113,7 +113,7 @@ fn build(dir: &Path) {
         b.put_balance(u.clone(), "USDC".into(), u64::MAX / 256);
     }
     store.write([&b], false).unwrap();
-    let sig: Arc<str> = format!("0x{}", "ab".repeat(65)).into();
+    let sig = predex::domain::packed::PackedStr::new(&format!("0x{}", "ab".repeat(65)));
     let (cond, yes): (Vec<Arc<str>>, Vec<Arc<str>>) =
         (0..markets).map(|i| (Arc::from(format!("0x{i:064x}")), Arc::from(token_id(2 * i + 1)))).unzip();
     let outcome: Arc<str> = "Yes".into();

@@ -179,6 +179,97 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for PackedRef<'a> {
     }
 }
 
+/// A string held in its stored form (the [`Packed`] bytes, or its UTF-8 when it has none),
+/// for a field the exchange keeps per open order but never reads as text on the request
+/// path: the order's signature, 66 bytes instead of 132 characters. It is written to the
+/// store as it is (the same bytes `#[serde(with = "packed")]` writes for the string) and
+/// unpacked only when shown.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PackedStr(Box<[u8]>);
+
+impl PackedStr {
+    pub fn new(s: &str) -> PackedStr {
+        PackedStr(Packed::new(s).map(|p| p.as_bytes().into()).unwrap_or_else(|| s.as_bytes().into()))
+    }
+
+    /// The string it holds.
+    pub fn unpack(&self) -> Cow<'_, str> {
+        unpack(&self.0).expect("a stored form by construction")
+    }
+
+    /// The stored form.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// From stored bytes; None when they are not a stored form ([`valid`]). Text written
+    /// before the packed form is packed, so equal strings are equal bytes.
+    fn from_stored(b: &[u8]) -> Option<PackedStr> {
+        match b.first() {
+            Some(&HEX | &DECIMAL) => valid(b).then(|| PackedStr(b.into())),
+            _ => std::str::from_utf8(b).ok().map(PackedStr::new),
+        }
+    }
+}
+
+impl From<&str> for PackedStr {
+    fn from(s: &str) -> PackedStr {
+        PackedStr::new(s)
+    }
+}
+
+impl From<String> for PackedStr {
+    fn from(s: String) -> PackedStr {
+        PackedStr::new(&s)
+    }
+}
+
+/// The bytes were checked when decoded: a copy, no unpacking.
+impl From<PackedRef<'_>> for PackedStr {
+    fn from(r: PackedRef<'_>) -> PackedStr {
+        PackedStr::from_stored(r.0).expect("checked when decoded")
+    }
+}
+
+impl std::fmt::Debug for PackedStr {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.unpack(), f)
+    }
+}
+
+impl serde::Serialize for PackedStr {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            s.serialize_str(&self.unpack())
+        } else {
+            s.serialize_bytes(&self.0)
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PackedStr {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl de::Visitor<'_> for V {
+            type Value = PackedStr;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or its packed bytes")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<PackedStr, E> {
+                Ok(PackedStr::new(v))
+            }
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<PackedStr, E> {
+                PackedStr::from_stored(v).ok_or_else(|| E::custom("malformed packed string"))
+            }
+        }
+        if d.is_human_readable() {
+            d.deserialize_str(V)
+        } else {
+            d.deserialize_bytes(V)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,5 +380,35 @@ mod tests {
         assert_eq!(postcard::from_bytes::<Rec>(&old).unwrap(), r);
         // A tag with bytes no string packs to is an error, not a wrong string.
         assert!(postcard::from_bytes::<Rec>(&[2, DECIMAL, 0, 0]).is_err());
+    }
+
+    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Held {
+        a: PackedStr,
+        b: PackedStr,
+    }
+
+    /// A string held packed is stored exactly as `#[serde(with = "packed")]` stores it, so
+    /// either reads the other's bytes, and it shows as its string.
+    #[test]
+    fn packed_str_is_stored_like_a_packed_string() {
+        let sig = format!("0x{}", "ab".repeat(65));
+        for (a, b) in [(sig.as_str(), "Yes"), ("0xsig", ""), ("0xABCD", "256")] {
+            let held = Held { a: a.into(), b: b.to_string().into() };
+            assert_eq!(held.a.unpack(), a);
+            assert_eq!(format!("{:?}", held.b), format!("{b:?}"));
+            let as_string = Rec { a: a.into(), b: b.into() };
+            let bin = postcard::to_allocvec(&held).unwrap();
+            assert_eq!(bin, postcard::to_allocvec(&as_string).unwrap());
+            assert_eq!(postcard::from_bytes::<Held>(&bin).unwrap(), held);
+            assert_eq!(postcard::from_bytes::<Rec>(&bin).unwrap(), as_string);
+            let old = postcard::to_allocvec(&Plain { a: a.into(), b: b.into() }).unwrap();
+            assert_eq!(postcard::from_bytes::<Held>(&old).unwrap(), held);
+            let json = serde_json::to_string(&held).unwrap();
+            assert_eq!(json, serde_json::to_string(&Plain { a: a.into(), b: b.into() }).unwrap());
+            assert_eq!(serde_json::from_str::<Held>(&json).unwrap(), held);
+        }
+        assert_eq!(PackedStr::new(&sig).as_bytes().len(), 66);
+        assert!(postcard::from_bytes::<Held>(&[2, DECIMAL, 0, 0, 0]).is_err());
     }
 }

@@ -445,15 +445,10 @@ pub struct Store {
     /// group commit advances them once, only when they grow.
     next_order_seq: AtomicU64,
     next_trade_seq: AtomicU64,
-    /// Set to close like a crash would (benches of startup after kill -9).
-    no_flush_on_close: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for Store {
     fn drop(&mut self) {
-        if self.no_flush_on_close.load(Ordering::Relaxed) {
-            return;
-        }
         if let Err(e) = self.flush() {
             tracing::warn!(error = %e, "flush on close failed; the next start replays the WAL");
         }
@@ -496,12 +491,7 @@ impl Store {
             ColumnFamilyDescriptor::new(*n, o)
         });
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
-        let s = Store {
-            db,
-            next_order_seq: AtomicU64::new(1),
-            next_trade_seq: AtomicU64::new(1),
-            no_flush_on_close: Default::default(),
-        };
+        let s = Store { db, next_order_seq: AtomicU64::new(1), next_trade_seq: AtomicU64::new(1) };
         s.next_order_seq.store(s.meta_u64(meta::NEXT_ORDER_SEQ)?.unwrap_or(1), Ordering::Relaxed);
         s.next_trade_seq.store(s.meta_u64(meta::NEXT_TRADE_SEQ)?.unwrap_or(1), Ordering::Relaxed);
         s.compact_wallet_keys()?;
@@ -996,11 +986,6 @@ impl Store {
     pub fn estimate_open_orders(&self) -> usize {
         let cf = self.handle(cf::LIVE_ORDERS);
         self.db.property_int_value_cf(cf, "rocksdb.estimate-num-keys").ok().flatten().unwrap_or(0) as usize
-    }
-
-    /// Closes without flushing memtables, as a crash would: the next open replays the WAL.
-    pub fn close_like_a_crash(self) {
-        self.no_flush_on_close.store(true, Ordering::Relaxed);
     }
 
     /// Writes every memtable to disk, so the next start reads tables instead of replaying
