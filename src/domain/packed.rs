@@ -118,8 +118,19 @@ pub fn serialize<T: AsRef<str>, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::
     }
 }
 
+/// What a string field can be read back as: built from its string, or from its stored
+/// bytes (by default unpacked to the string first).
+pub trait FromStored: for<'a> From<&'a str> {
+    fn from_stored(b: &[u8]) -> Option<Self> {
+        unpack(b).map(|s| Self::from(s.as_ref()))
+    }
+}
+
+impl FromStored for String {}
+impl FromStored for std::sync::Arc<str> {}
+
 /// See [`serialize`].
-pub fn deserialize<'de, T: for<'a> From<&'a str>, D: Deserializer<'de>>(d: D) -> Result<T, D::Error> {
+pub fn deserialize<'de, T: FromStored, D: Deserializer<'de>>(d: D) -> Result<T, D::Error> {
     if d.is_human_readable() {
         d.deserialize_str(Visit(std::marker::PhantomData))
     } else {
@@ -129,7 +140,7 @@ pub fn deserialize<'de, T: for<'a> From<&'a str>, D: Deserializer<'de>>(d: D) ->
 
 struct Visit<T>(std::marker::PhantomData<T>);
 
-impl<T: for<'a> From<&'a str>> de::Visitor<'_> for Visit<T> {
+impl<T: FromStored> de::Visitor<'_> for Visit<T> {
     type Value = T;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -141,8 +152,7 @@ impl<T: for<'a> From<&'a str>> de::Visitor<'_> for Visit<T> {
     }
 
     fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<T, E> {
-        let s = unpack(v).ok_or_else(|| E::custom("malformed packed string"))?;
-        Ok(T::from(s.as_ref()))
+        T::from_stored(v).ok_or_else(|| E::custom("malformed packed string"))
     }
 }
 
@@ -201,9 +211,11 @@ impl PackedStr {
     pub fn as_bytes(&self) -> &[u8] {
         &self.0
     }
+}
 
-    /// From stored bytes; None when they are not a stored form ([`valid`]). Text written
-    /// before the packed form is packed, so equal strings are equal bytes.
+/// The stored bytes copied, not unpacked. Text written before the packed form is packed,
+/// so equal strings are equal bytes.
+impl FromStored for PackedStr {
     fn from_stored(b: &[u8]) -> Option<PackedStr> {
         match b.first() {
             Some(&HEX | &DECIMAL) => valid(b).then(|| PackedStr(b.into())),
@@ -249,24 +261,7 @@ impl serde::Serialize for PackedStr {
 
 impl<'de> serde::Deserialize<'de> for PackedStr {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl de::Visitor<'_> for V {
-            type Value = PackedStr;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a string or its packed bytes")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<PackedStr, E> {
-                Ok(PackedStr::new(v))
-            }
-            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<PackedStr, E> {
-                PackedStr::from_stored(v).ok_or_else(|| E::custom("malformed packed string"))
-            }
-        }
-        if d.is_human_readable() {
-            d.deserialize_str(V)
-        } else {
-            d.deserialize_bytes(V)
-        }
+        deserialize(d)
     }
 }
 
