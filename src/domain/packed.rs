@@ -236,7 +236,8 @@ impl From<String> for PackedStr {
     }
 }
 
-/// The bytes were checked when decoded: a copy, no unpacking.
+/// The bytes were checked when decoded: copied (text of the earlier form packed), never
+/// unpacked.
 impl From<PackedRef<'_>> for PackedStr {
     fn from(r: PackedRef<'_>) -> PackedStr {
         PackedStr::from_stored(r.0).expect("checked when decoded")
@@ -270,7 +271,7 @@ mod tests {
     use super::*;
 
     fn stored(s: &str) -> Vec<u8> {
-        Packed::new(s).map(|p| p.as_bytes().to_vec()).unwrap_or_else(|| s.as_bytes().to_vec())
+        PackedStr::new(s).as_bytes().to_vec()
     }
 
     #[test]

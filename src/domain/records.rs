@@ -159,7 +159,7 @@ pub struct OrderRecord {
     pub nonce: u64,
     pub salt: u64,
     pub signature_type: u8,
-    /// Held packed: 1 M open orders keep 80 MB less than as text (docs/performance.md).
+    /// Held packed: 1 M restored orders keep ≈ 95 MB less than as text (docs/performance.md).
     pub signature: super::packed::PackedStr,
     pub order_type: OrderType,
     pub post_only: bool,
