@@ -122,11 +122,34 @@ pub struct Open {
 
 /// The ledger accounts an order (or a trade's leg) touches: what it pays from, what it
 /// receives into, and the fee account of what it receives.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Accts {
     pay: Acct,
     recv: Acct,
     fee: Acct,
+}
+
+/// Startup's memo of the ledger accounts already resolved for restored orders, keyed by
+/// the addresses of the order's maker and token strings (the scan interns them, so a
+/// maker's orders in one market share both): a lookup hashes two pointers instead of a
+/// 42-character address and a 77-digit token id (docs/performance.md, "Startup —
+/// `reload`"). Each entry keeps its two strings alive, so an address cannot be reused by
+/// another string while the memo lives; equal strings at two addresses only make two
+/// entries.
+#[derive(Default)]
+pub struct RestoreMemo(HashMap<MemoKey, (Accts, [Arc<str>; 2])>);
+
+/// Where the maker's and the token's strings are, and the order's side.
+type MemoKey = (usize, usize, Side);
+
+impl RestoreMemo {
+    fn accts(&mut self, core: &mut Core, o: &OrderRecord) -> Accts {
+        let at = |s: &Arc<str>| Arc::as_ptr(s) as *const u8 as usize;
+        self.0
+            .entry((at(&o.maker), at(&o.token_id), o.side))
+            .or_insert_with(|| (core.accts_of(o), [o.maker.clone(), o.token_id.clone()]))
+            .0
+    }
 }
 
 /// What a taker's pass over the book produced: its trades, and what it gave and received.
@@ -373,8 +396,8 @@ impl Core {
     }
 
     /// Re-inserts an accepted open order at startup, in its original priority.
-    pub fn restore(&mut self, o: OrderRecord) {
-        let accts = self.accts_of(&o);
+    pub fn restore(&mut self, o: Arc<OrderRecord>, memo: &mut RestoreMemo) {
+        let accts = memo.accts(self, &o);
         self.ledger.reserve_at(accts.pay, o.reserved);
         let mut slot = NIL;
         if o.status == OrderStatus::Live {
@@ -389,7 +412,7 @@ impl Core {
         if o.expiration != 0 {
             self.expiries.push(Reverse((o.expiration, o.id)));
         }
-        self.orders.insert(o.id, Open { rec: Arc::new(o), slot, accts });
+        self.orders.insert(o.id, Open { rec: o, slot, accts });
     }
 
     /// Places an order: checks what only the engine can (duplicates, nonce, proxy binding,
@@ -1124,6 +1147,70 @@ mod tests {
         r.insert(c, 1_000 + 2 * RECENT_SECS); // rotates again: a is forgotten
         assert!(!r.contains(&a) && r.contains(&b) && r.contains(&c));
         assert_eq!(r.current.len() + r.previous.len(), 2, "bounded by two windows");
+    }
+
+    /// Startup's memo hands every restored order the accounts a lookup by its strings would,
+    /// whichever of its keys (maker, token, side) it shares with earlier orders, and when
+    /// equal strings arrive at two addresses (as from the two scan threads' interners).
+    #[test]
+    fn restored_orders_get_their_own_accounts_through_the_memo() {
+        let tok = |id: &str, outcome: &str| Token { token_id: id.into(), outcome: outcome.into() };
+        let mut core = Core::new("0xfee".into());
+        core.add_market(Market::binary("0xc", tok("1", "Yes"), tok("2", "No"), 100, 1));
+        let (a, b, a_again): (Arc<str>, Arc<str>, Arc<str>) = ("0xa".into(), "0xb".into(), "0xa".into());
+        let (yes, no, yes_again): (Arc<str>, Arc<str>, Arc<str>) = ("1".into(), "2".into(), "1".into());
+        let orders = [
+            (&a, &yes, Side::Buy, 10),
+            (&a, &yes, Side::Sell, 20),
+            (&a, &no, Side::Buy, 40),
+            (&b, &yes, Side::Buy, 80),
+            (&a_again, &yes_again, Side::Buy, 160),
+            (&a, &yes, Side::Buy, 320),
+        ];
+        let mut memo = RestoreMemo::default();
+        for (n, (maker, token, side, reserved)) in orders.into_iter().enumerate() {
+            let o = OrderRecord {
+                id: Uuid::from_u128(n as u128 + 1),
+                seq: n as u64 + 1,
+                status: OrderStatus::Live,
+                owner: Uuid::from_u128(7),
+                maker: maker.clone(),
+                signer: maker.clone(),
+                taker: "".into(),
+                market_idx: 0,
+                condition_id: "0xc".into(),
+                token_id: token.clone(),
+                outcome_index: (**token == *"2") as u8,
+                outcome: "".into(),
+                side,
+                price: 4_000,
+                original_size: 1_000_000,
+                size_matched: 0,
+                maker_amount: 400_000,
+                taker_amount: 1_000_000,
+                fee_rate_bps: 0,
+                expiration: 0,
+                nonce: 0,
+                salt: 0,
+                signature_type: 0,
+                signature: "".into(),
+                order_type: OrderType::Gtc,
+                post_only: false,
+                reserved,
+                associate_trades: vec![],
+                created_at: 0,
+            };
+            core.restore(Arc::new(o), &mut memo);
+        }
+        let restored: Vec<_> = core.orders.values().map(|o| (o.rec.clone(), o.accts)).collect();
+        for (rec, accts) in restored {
+            assert_eq!(accts, core.accts_of(&rec), "order {}", rec.id);
+        }
+        let reserved = |addr: &str, asset: &str| core.ledger.account(addr, asset).reserved;
+        assert_eq!(reserved("0xa", COLLATERAL), 10 + 40 + 160 + 320);
+        assert_eq!(reserved("0xa", "1"), 20);
+        assert_eq!(reserved("0xb", COLLATERAL), 80);
+        assert_eq!(memo.0.len(), 5, "the equal strings at other addresses took their own entry");
     }
 
     #[test]

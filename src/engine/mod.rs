@@ -282,7 +282,8 @@ pub fn recover(store: &Store, fee_address: String) -> Result<Core, StoreError> {
         core.restore_nonce(String::from_utf8_lossy(&k).into_owned(), n);
     }
     core.reserve(store.estimate_open_orders());
-    store.for_each_open_order(|o| core.restore(o))?;
+    let mut memo = self::core::RestoreMemo::default();
+    store.for_each_open_order(|o| core.restore(o, &mut memo))?;
     for t in store.pending_trades()? {
         core.restore_pending(t);
     }

@@ -856,12 +856,14 @@ impl Store {
     /// in step), split at the middle sequence into two halves decoded on two threads while
     /// `each` runs on this one. `each` takes the first half's orders, then the second's
     /// (which wait decoded meanwhile), so the order is the scan's, and startup costs about
-    /// the largest of the three, not their sum: decoding is most of it.
+    /// the largest of the three, not their sum. The decoding threads also allocate each
+    /// record's `Arc` (and first touch its memory), which would otherwise fall to `each`'s
+    /// thread, the slowest of the three (docs/performance.md, "Startup — `reload`").
     ///
     /// Open orders of the earlier layout (the id under the priority, the record in `orders`,
     /// no `order_seq` entry) are rewritten in the current one once the scan is done: a fill
     /// leaves an open order's index entries alone, so it must find them written.
-    pub fn for_each_open_order(&self, mut each: impl FnMut(OrderRecord)) -> Result<(), StoreError> {
+    pub fn for_each_open_order(&self, mut each: impl FnMut(Arc<OrderRecord>)) -> Result<(), StoreError> {
         let seq_at = |it: &rocksdb::DBRawIterator<'_>| {
             it.key().and_then(|k| <[u8; 8]>::try_from(k).ok()).map(u64::from_be_bytes)
         };
@@ -877,8 +879,8 @@ impl Store {
             (Some(a), Some(b)) if b > a => Some((a + (b - a) / 2 + 1).to_be_bytes()),
             _ => None,
         };
-        let (tx_a, rx_a) = crossbeam_channel::bounded::<Result<Vec<OrderRecord>, StoreError>>(8);
-        let (tx_b, rx_b) = crossbeam_channel::unbounded::<Result<Vec<OrderRecord>, StoreError>>();
+        let (tx_a, rx_a) = crossbeam_channel::bounded::<Result<Vec<Arc<OrderRecord>>, StoreError>>(8);
+        let (tx_b, rx_b) = crossbeam_channel::unbounded::<Result<Vec<Arc<OrderRecord>>, StoreError>>();
         let earlier = std::thread::scope(|sc| {
             let a = sc.spawn(move || self.scan_open_orders(None, mid, tx_a));
             let b = mid.map(|mid| sc.spawn(move || self.scan_open_orders(Some(mid), None, tx_b)));
@@ -919,7 +921,7 @@ impl Store {
         &self,
         from: Option<[u8; 8]>,
         to: Option<[u8; 8]>,
-        tx: crossbeam_channel::Sender<Result<Vec<OrderRecord>, StoreError>>,
+        tx: crossbeam_channel::Sender<Result<Vec<Arc<OrderRecord>>, StoreError>>,
     ) -> Vec<OrderRecord> {
         const CHUNK: usize = 4096;
         let opts = || {
@@ -965,7 +967,7 @@ impl Store {
                 (o, _) => Ok(o),
             });
             match r {
-                Ok(Some(o)) => chunk.push(o),
+                Ok(Some(o)) => chunk.push(Arc::new(o)),
                 Ok(None) => {}
                 Err(e) => {
                     let _ = tx.send(Err(e));
@@ -1107,7 +1109,7 @@ mod tests {
     /// Every open order, as startup's scan hands them over.
     fn scan(s: &Store) -> Vec<OrderRecord> {
         let mut v = Vec::new();
-        s.for_each_open_order(|o| v.push(o)).unwrap();
+        s.for_each_open_order(|o| v.push(Arc::unwrap_or_clone(o))).unwrap();
         v
     }
 
