@@ -224,7 +224,7 @@ impl Interner {
 }
 
 impl OrderRecordRef<'_> {
-    pub fn to_record(&self, i: &mut Interner) -> OrderRecord {
+    pub fn to_record(self, i: &mut Interner) -> OrderRecord {
         OrderRecord {
             id: self.id,
             seq: self.seq,
@@ -254,7 +254,7 @@ impl OrderRecordRef<'_> {
             order_type: self.order_type,
             post_only: self.post_only,
             reserved: self.reserved,
-            associate_trades: self.associate_trades.clone(),
+            associate_trades: self.associate_trades,
             created_at: self.created_at,
         }
     }
