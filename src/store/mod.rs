@@ -438,6 +438,9 @@ const REWRITTEN_WRITE_BUFFER_BYTES: usize = 4 << 20;
 /// ≈ 30% on its p99 (docs/performance.md, "Startup — `reload`").
 const MAX_WAL_BYTES: u64 = 256 << 20;
 
+/// What a startup scan thread sends: its next decoded open orders, or why it stopped.
+type ScanChunk = Result<Vec<Arc<OrderRecord>>, StoreError>;
+
 /// The embedded database.
 pub struct Store {
     db: DB,
@@ -879,8 +882,8 @@ impl Store {
             (Some(a), Some(b)) if b > a => Some((a + (b - a) / 2 + 1).to_be_bytes()),
             _ => None,
         };
-        let (tx_a, rx_a) = crossbeam_channel::bounded::<Result<Vec<Arc<OrderRecord>>, StoreError>>(8);
-        let (tx_b, rx_b) = crossbeam_channel::unbounded::<Result<Vec<Arc<OrderRecord>>, StoreError>>();
+        let (tx_a, rx_a) = crossbeam_channel::bounded::<ScanChunk>(8);
+        let (tx_b, rx_b) = crossbeam_channel::unbounded::<ScanChunk>();
         let earlier = std::thread::scope(|sc| {
             let a = sc.spawn(move || self.scan_open_orders(None, mid, tx_a));
             let b = mid.map(|mid| sc.spawn(move || self.scan_open_orders(Some(mid), None, tx_b)));
@@ -921,7 +924,7 @@ impl Store {
         &self,
         from: Option<[u8; 8]>,
         to: Option<[u8; 8]>,
-        tx: crossbeam_channel::Sender<Result<Vec<Arc<OrderRecord>>, StoreError>>,
+        tx: crossbeam_channel::Sender<ScanChunk>,
     ) -> Vec<OrderRecord> {
         const CHUNK: usize = 4096;
         let opts = || {
