@@ -542,6 +542,15 @@ impl TradeRecord {
         }
         v
     }
+
+    /// The notification its parties get once it has settled (none while it is PENDING).
+    pub fn notification_kind(&self) -> Option<NotificationKind> {
+        match self.status {
+            TradeStatus::Confirmed => Some(NotificationKind::TradeConfirmed),
+            TradeStatus::Failed => Some(NotificationKind::TradeFailed),
+            _ => None,
+        }
+    }
 }
 
 /// What a notification reports (SPEC §2.12 shows TRADE_CONFIRMED; the rest follow it).
@@ -579,6 +588,33 @@ pub struct NotificationRecord {
     pub error_msg: Option<String>,
     /// UNIX seconds.
     pub time: u64,
+}
+
+impl NotificationRecord {
+    /// `owner`'s notification of a settled trade, with its own side of the fill, dated when
+    /// the trade settled.
+    pub fn of(t: &TradeRecord, owner: Uuid, kind: NotificationKind) -> NotificationRecord {
+        let (side, size, price, asset, trader_side) = if owner == t.owner {
+            (t.side, t.size, t.price, t.asset_id.clone(), TraderSide::Taker)
+        } else {
+            let m = t.maker_orders.iter().find(|m| m.owner == owner).expect("owner took part");
+            (m.side, m.matched_amount, m.price, m.asset_id.clone(), TraderSide::Maker)
+        };
+        NotificationRecord {
+            kind,
+            owner,
+            trade_id: t.id,
+            trade_seq: t.seq,
+            market: t.condition_id.clone(),
+            asset_id: asset,
+            side,
+            size,
+            price,
+            trader_side,
+            error_msg: t.error_msg.clone(),
+            time: t.last_update,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

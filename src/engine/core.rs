@@ -31,7 +31,7 @@ use super::book::{crosses, Book, BookSide, NIL};
 use super::LedgerChange;
 use crate::domain::*;
 use crate::ledger::{Acct, Ledger};
-use crate::store::{cf, encode, keys, meta, Batch, Stored};
+use crate::store::{cf, encode, meta, Batch, Stored};
 
 /// Why the engine refused an order: an outcome, not an error.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -684,10 +684,11 @@ impl Core {
     pub fn settle(&mut self, now: u64, max: usize, batch: &mut Batch) -> Settled {
         let mut out = Settled::default();
         while out.confirmed.len() + out.failed.len() < max {
-            let Some(Pending { trade: t, accts }) = self.pending.pop_front() else { break };
-            let legs = t.legs();
-            let mut rec = Arc::unwrap_or_clone(t);
-            rec.last_update = now;
+            let Some(Pending { trade: mut rec, accts }) = self.pending.pop_front() else { break };
+            let legs = rec.legs();
+            // In place, unless a batch not yet written still holds the PENDING record.
+            let t = Arc::make_mut(&mut rec);
+            t.last_update = now;
             for (l, a) in legs.iter().zip(&accts) {
                 let (_, amount) = l.pays();
                 self.ledger.release_at(a.pay, amount);
@@ -695,14 +696,13 @@ impl Core {
                 self.ledger.unexpect_at(a.recv, net);
                 self.ledger.unexpect_at(a.fee, fee);
             }
-            let kind = match self.cannot_settle(&rec, &legs, &accts) {
+            match self.cannot_settle(t, &legs, &accts) {
                 Some(why) => {
-                    rec.status = TradeStatus::Failed;
-                    rec.error_msg = Some(why);
+                    t.status = TradeStatus::Failed;
+                    t.error_msg = Some(why);
                     for l in &legs {
                         self.cover(&l.address, l.receives().0, &mut out.canceled, batch);
                     }
-                    NotificationKind::TradeFailed
                 }
                 None => {
                     for (l, a) in legs.iter().zip(&accts) {
@@ -712,19 +712,15 @@ impl Core {
                         self.ledger.credit_at(a.recv, net);
                         self.ledger.credit_at(a.fee, fee);
                     }
-                    rec.status = TradeStatus::Confirmed;
-                    NotificationKind::TradeConfirmed
+                    t.status = TradeStatus::Confirmed;
                 }
-            };
-            for owner in rec.owners() {
-                let n = notification(&rec, owner, kind, now);
-                batch.put(cf::NOTIFICATIONS, keys::notification(&owner, rec.seq, kind as u8), encode(&n));
             }
-            let rec = Arc::new(rec);
+            // The persister writes each party's notification with the settled record.
             batch.put_trade(&rec);
-            match kind {
-                NotificationKind::TradeConfirmed => out.confirmed.push(rec),
-                NotificationKind::TradeFailed => out.failed.push(rec),
+            if rec.status == TradeStatus::Failed {
+                out.failed.push(rec);
+            } else {
+                out.confirmed.push(rec);
             }
         }
         self.flush_ledger(batch);
@@ -1106,30 +1102,6 @@ fn fill(ledger: &mut Ledger, pay_acct: Acct, o: &mut OrderRecord, q: u64, p: u32
     o.reserved -= pay;
     o.size_matched += q;
     f
-}
-
-/// A party's notification of a settled trade, with its own side of the fill.
-fn notification(t: &TradeRecord, owner: Uuid, kind: NotificationKind, now: u64) -> NotificationRecord {
-    let (side, size, price, asset, trader_side) = if owner == t.owner {
-        (t.side, t.size, t.price, t.asset_id.clone(), TraderSide::Taker)
-    } else {
-        let m = t.maker_orders.iter().find(|m| m.owner == owner).expect("owner took part");
-        (m.side, m.matched_amount, m.price, m.asset_id.clone(), TraderSide::Maker)
-    };
-    NotificationRecord {
-        kind,
-        owner,
-        trade_id: t.id,
-        trade_seq: t.seq,
-        market: t.condition_id.clone(),
-        asset_id: asset,
-        side,
-        size,
-        price,
-        trader_side,
-        error_msg: t.error_msg.clone(),
-        time: now,
-    }
 }
 
 #[cfg(test)]

@@ -234,7 +234,8 @@ pub enum Op {
     Merge(&'static str, Vec<u8>, Vec<u8>),
     /// An order and its open-order index entries.
     Order(Arc<OrderRecord>, Stored),
-    /// A trade and its per-owner index entries.
+    /// A trade and its per-owner index entries; once settled (CONFIRMED or FAILED), also a
+    /// notification for each API key that took part.
     Trade(Arc<TradeRecord>),
     /// A ledger balance: (address, asset, balance).
     Balance(Arc<str>, Arc<str>, u64),
@@ -668,6 +669,15 @@ impl Store {
                     out.put(cf::PENDING_TRADES, t.seq.to_be_bytes(), t.id.as_bytes());
                 } else {
                     out.delete(cf::PENDING_TRADES, t.seq.to_be_bytes());
+                }
+                // Once settled, a notification for every API key that took part (built and
+                // encoded here rather than on the matching thread: a fifth of a crossing
+                // order's cost there).
+                if let Some(kind) = t.notification_kind() {
+                    for owner in t.owners() {
+                        let n = NotificationRecord::of(t, owner, kind);
+                        out.put(cf::NOTIFICATIONS, keys::notification(&owner, t.seq, kind as u8), encode(&n));
+                    }
                 }
                 for (c, k, v) in index::trade_counters(t) {
                     out.merge(c, k, v);
@@ -1392,9 +1402,30 @@ mod index_tests {
         );
         assert_eq!((maker.size, maker.sold, maker.proceeds), (-30_000_000, 30_000_000, 12_000_000));
         assert_eq!(store.counters(cf::MARKET_STATS, &2u32.to_be_bytes()).unwrap(), vec![12_000_000, 3]);
+        // Nobody is notified of a PENDING trade.
+        let (taker_key, maker_key) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        assert!(store.notifications(&taker_key).unwrap().is_empty());
         // Confirmation changes no counter; failure takes the trade's share back.
         write(&store, trade(1, TradeStatus::Confirmed));
-        write(&store, trade(2, TradeStatus::Failed));
+        let mut failed = trade(2, TradeStatus::Failed);
+        (failed.last_update, failed.error_msg) = (1_800_000_000, Some("no longer holds".into()));
+        write(&store, failed);
+        // Each settled trade notifies both keys, each of its own side, dated at settlement.
+        let taker_n = store.notifications(&taker_key).unwrap();
+        let maker_n = store.notifications(&maker_key).unwrap();
+        let seen = |n: &[NotificationRecord]| {
+            n.iter().map(|n| (n.trade_seq, n.kind, n.side, n.trader_side, n.time)).collect::<Vec<_>>()
+        };
+        use crate::domain::{NotificationKind::*, TraderSide::*};
+        assert_eq!(
+            seen(&taker_n),
+            [(1, TradeConfirmed, Side::Buy, Taker, 0), (2, TradeFailed, Side::Buy, Taker, 1_800_000_000)]
+        );
+        assert_eq!(
+            seen(&maker_n),
+            [(1, TradeConfirmed, Side::Sell, Maker, 0), (2, TradeFailed, Side::Sell, Maker, 1_800_000_000)]
+        );
+        assert_eq!((taker_n[1].error_msg.as_deref(), &*maker_n[1].market), (Some("no longer holds"), "0xc"));
         assert_eq!(store.counters(cf::MARKET_STATS, &2u32.to_be_bytes()).unwrap(), vec![8_000_000, 2]);
         let taker =
             index::Position::decode(&store.get_raw(cf::POSITIONS, &index::position("0xtaker", "11")).unwrap().unwrap());
