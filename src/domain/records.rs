@@ -465,12 +465,14 @@ pub fn now_millis() -> u64 {
 /// One party's side of a fill, as settlement moves it: what the order pays and what it
 /// receives. Both are derived from the trade record alone, so the engine holds exactly what
 /// the settlement worker later transfers, and a restart rebuilds the holds from the record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Leg {
-    pub address: Arc<str>,
+/// It borrows the record's strings: the matching thread and the persister both derive legs,
+/// and cloning the shared strings would bounce their reference counts between the two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Leg<'a> {
+    pub address: &'a str,
     pub side: Side,
     /// The order's own token.
-    pub token: Arc<str>,
+    pub token: &'a str,
     /// Tokens of `token` that changed hands.
     pub size: u64,
     /// Collateral the order pays (BUY) or receives before its fee (SELL).
@@ -479,19 +481,19 @@ pub struct Leg {
     pub fee: u64,
 }
 
-impl Leg {
+impl<'a> Leg<'a> {
     /// The asset and amount this leg pays (held from the match until settlement).
-    pub fn pays(&self) -> (&str, u64) {
+    pub fn pays(&self) -> (&'a str, u64) {
         match self.side {
             Side::Buy => (COLLATERAL, self.amount),
-            Side::Sell => (&self.token, self.size),
+            Side::Sell => (self.token, self.size),
         }
     }
 
     /// The asset this leg receives, the amount net of the fee, and the fee.
-    pub fn receives(&self) -> (&str, u64, u64) {
+    pub fn receives(&self) -> (&'a str, u64, u64) {
         match self.side {
-            Side::Buy => (&self.token, self.size - self.fee, self.fee),
+            Side::Buy => (self.token, self.size - self.fee, self.fee),
             Side::Sell => (COLLATERAL, self.amount - self.fee, self.fee),
         }
     }
@@ -504,7 +506,7 @@ impl TradeRecord {
     /// The taker's leg and the maker's leg. The maker pays or receives `floor(q·p_maker)`;
     /// in a complementary fill the taker gets the same amount, in a mint or merge the rest
     /// of `q`, so collateral and tokens are conserved exactly.
-    pub fn legs(&self) -> [Leg; 2] {
+    pub fn legs(&self) -> [Leg<'_>; 2] {
         let m = &self.maker_orders[0];
         let q = self.size;
         let maker_amount = crate::domain::mul_div_floor(q, m.price as u64, crate::domain::PRICE_ONE as u64);
@@ -514,17 +516,17 @@ impl TradeRecord {
         };
         [
             Leg {
-                address: self.maker_address.clone(),
+                address: &self.maker_address,
                 side: self.side,
-                token: self.asset_id.clone(),
+                token: &self.asset_id,
                 size: q,
                 amount: taker_amount,
                 fee: self.taker_fee,
             },
             Leg {
-                address: m.maker_address.clone(),
+                address: &m.maker_address,
                 side: m.side,
-                token: m.asset_id.clone(),
+                token: &m.asset_id,
                 size: m.matched_amount,
                 amount: maker_amount,
                 fee: m.fee,

@@ -356,17 +356,17 @@ impl Core {
     }
 
     /// The ledger accounts a trade's leg pays from and receives into, and its fee account.
-    fn leg_accts(&mut self, l: &Leg) -> Accts {
+    fn leg_accts(&mut self, l: &Leg<'_>) -> Accts {
         let (recv, ..) = l.receives();
         Accts {
-            pay: self.ledger.acct(&l.address, l.pays().0),
-            recv: self.ledger.acct(&l.address, recv),
+            pay: self.ledger.acct(l.address, l.pays().0),
+            recv: self.ledger.acct(l.address, recv),
             fee: self.ledger.acct(&self.fee_address, recv),
         }
     }
 
     /// What a matched trade will deliver: usable at once, credited at settlement.
-    fn expect_receipts(&mut self, legs: &[Leg; 2], accts: &[Accts; 2]) {
+    fn expect_receipts(&mut self, legs: &[Leg<'_>; 2], accts: &[Accts; 2]) {
         for (l, a) in legs.iter().zip(accts) {
             let (_, net, fee) = l.receives();
             self.ledger.expect_at(a.recv, net);
@@ -685,10 +685,10 @@ impl Core {
         let mut out = Settled::default();
         while out.confirmed.len() + out.failed.len() < max {
             let Some(Pending { trade: mut rec, accts }) = self.pending.pop_front() else { break };
-            let legs = rec.legs();
             // In place, unless a batch not yet written still holds the PENDING record.
             let t = Arc::make_mut(&mut rec);
             t.last_update = now;
+            let legs = t.legs();
             for (l, a) in legs.iter().zip(&accts) {
                 let (_, amount) = l.pays();
                 self.ledger.release_at(a.pay, amount);
@@ -698,11 +698,11 @@ impl Core {
             }
             match self.cannot_settle(t, &legs, &accts) {
                 Some(why) => {
+                    for l in &legs {
+                        self.cover(l.address, l.receives().0, &mut out.canceled, batch);
+                    }
                     t.status = TradeStatus::Failed;
                     t.error_msg = Some(why);
-                    for l in &legs {
-                        self.cover(&l.address, l.receives().0, &mut out.canceled, batch);
-                    }
                 }
                 None => {
                     for (l, a) in legs.iter().zip(&accts) {
@@ -742,8 +742,8 @@ impl Core {
     }
 
     /// Why a trade's transfers cannot apply now, if they cannot.
-    fn cannot_settle(&self, t: &TradeRecord, legs: &[Leg; 2], accts: &[Accts; 2]) -> Option<String> {
-        if let Some(l) = legs.iter().find(|l| self.nonces.get(&*l.address).is_some_and(|n| n.since_trade > t.seq)) {
+    fn cannot_settle(&self, t: &TradeRecord, legs: &[Leg<'_>; 2], accts: &[Accts; 2]) -> Option<String> {
+        if let Some(l) = legs.iter().find(|l| self.nonces.get(l.address).is_some_and(|n| n.since_trade > t.seq)) {
             return Some(format!("order of {} was signed with a nonce invalidated before settlement", l.address));
         }
         // What each paying account owes; both legs may pay from one (a self-trade's mint).

@@ -354,7 +354,7 @@ pub fn trade_counters(t: &TradeRecord) -> CounterOps {
         if sign < 0 {
             p = p.negated();
         }
-        position_ops(t.market_idx, day, &leg.address, &leg.token, &p, &mut out);
+        position_ops(t.market_idx, day, leg.address, leg.token, &p, &mut out);
     }
     let notional = crate::domain::mul_div_floor(t.size, t.price as u64, PRICE_ONE as u64) as i64;
     out.push((super::cf::MARKET_STATS, t.market_idx.to_be_bytes().to_vec(), encode_counters(&[sign * notional, sign])));

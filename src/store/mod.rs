@@ -696,7 +696,7 @@ impl Store {
             index::Tick { id: t.id, asset_id: t.asset_id.to_string(), price: t.price, size: t.size, side: t.side };
         out.put(cf::TRADES_BY_MARKET, index::market_time_seq(t.market_idx, t.match_time, t.seq), encode(&tick));
         for (role, leg) in t.legs().iter().enumerate() {
-            out.put(cf::TRADES_BY_WALLET, index::wallet_trade(&leg.address, t.seq, role as u8), t.id.as_bytes());
+            out.put(cf::TRADES_BY_WALLET, index::wallet_trade(leg.address, t.seq, role as u8), t.id.as_bytes());
         }
     }
 
