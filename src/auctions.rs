@@ -19,10 +19,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{json as j, Value};
 use warp::http::StatusCode;
-use warp::reply::Response;
 use warp::Filter;
 
-use crate::api::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use crate::api::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
 use crate::catalogue::fmt_date;
 use crate::domain::{now_secs, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
@@ -86,7 +85,7 @@ fn auction_json(a: &Auction, bids: &[Bid]) -> Value {
     })
 }
 
-pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+pub fn routes(state: Arc<AppState>) -> Routes {
     let s = move || with_state(state.clone());
     let bid = warp::path!("auctions" / "bid")
         .and(warp::post())
@@ -97,7 +96,7 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .and(warp::get())
         .and(s())
         .map(|c: String, s: Arc<AppState>| respond(show(&s, &c)));
-    bid.or(show).unify()
+    bid.or(show).unify().boxed()
 }
 
 fn show(s: &AppState, condition_id: &str) -> ApiResult {

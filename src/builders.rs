@@ -20,11 +20,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json as j, Value};
 use uuid::Uuid;
 use warp::http::StatusCode;
-use warp::reply::Response;
 use warp::Filter;
 
 use crate::api::orders::{self, Submission};
-use crate::api::{authenticate, ct_eq, json, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use crate::api::{authenticate, ct_eq, json, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
 use crate::catalogue::fmt_date;
 use crate::domain::{
     fmt_amount, mul_div_floor, now_secs, OrderRecord, OrderStatus, TradeRecord, TradeStatus, PRICE_ONE,
@@ -103,7 +102,7 @@ fn valid_builder_id(b: &str) -> bool {
 
 // ---- HTTP ----------------------------------------------------------------------------
 
-pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+pub fn routes(state: Arc<AppState>) -> Routes {
     let s = move || with_state(state.clone());
     let keys = move |path: &'static str, kind: KeyKind, s: warp::filters::BoxedFilter<(Arc<AppState>,)>| {
         let seg = warp::path(path.split('/').next().expect("two segments"))
@@ -144,7 +143,7 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .and(req())
         .and(s())
         .map(|r, s: Arc<AppState>| respond(builder_volume(&s, &r)));
-    builder_keys.or(relayer_keys).unify().or(order).unify().or(cancel).unify().or(volume).unify()
+    builder_keys.or(relayer_keys).unify().or(order).unify().or(cancel).unify().or(volume).unify().boxed()
 }
 
 /// 500 with the endpoint's own message (SPEC §7.2) for a storage failure.

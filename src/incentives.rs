@@ -17,12 +17,11 @@ use std::sync::Arc;
 use alloy_primitives::{keccak256, U256};
 use serde::{Deserialize, Serialize};
 use serde_json::{json as j, Value};
-use warp::reply::Response;
 use warp::Filter;
 
 use crate::api::account::wallet;
 use crate::api::orders::{cursor_offset, page, StrOrNum};
-use crate::api::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use crate::api::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
 use crate::catalogue::routes::number;
 use crate::catalogue::{fmt_date, parse_date};
 use crate::config::RebateTier;
@@ -472,7 +471,7 @@ pub fn run_due(s: &AppState) -> Result<Vec<DayPaid>, String> {
 
 // ---- HTTP ----------------------------------------------------------------------------
 
-pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+pub fn routes(state: Arc<AppState>) -> Routes {
     let s = move || with_state(state.clone());
     let current = warp::path!("rewards" / "markets" / "current")
         .and(warp::get())
@@ -494,7 +493,7 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .and(req())
         .and(s())
         .then(|r, s| async move { respond(rebates(s, r).await) });
-    current.or(user).unify().or(total).unify().or(rebates).unify()
+    current.or(user).unify().or(total).unify().or(rebates).unify().boxed()
 }
 
 /// GET /rewards/markets/current: every market whose program runs now, in the paginated

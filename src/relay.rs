@@ -10,11 +10,10 @@ use std::sync::Arc;
 
 use serde_json::{json as j, Map, Value};
 use uuid::Uuid;
-use warp::reply::Response;
 use warp::Filter;
 
 use crate::api::ctf::{convert_for, operate_for, wallet_of, ConvertRequest, CtfRequest};
-use crate::api::{authenticate, json, orders, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use crate::api::{authenticate, json, orders, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
 use crate::auth::normalize_address;
 use crate::builders::{load_key, KeyKind};
 use crate::catalogue::fmt_date;
@@ -22,12 +21,13 @@ use crate::domain::{now_secs, OrderStatus};
 use crate::rfq::json_object;
 use crate::store::index::CtfKind;
 
-pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+pub fn routes(state: Arc<AppState>) -> Routes {
     warp::path!("submit")
         .and(warp::post())
         .and(req())
         .and(with_state(state))
         .then(|r, s| async move { respond(submit(s, r).await) })
+        .boxed()
 }
 
 /// Who the request acts for: relayer headers first, else L2 (with `address` naming the

@@ -16,10 +16,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{json as j, Value};
 use warp::http::StatusCode;
-use warp::reply::Response;
 use warp::Filter;
 
-use crate::api::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use crate::api::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
 use crate::catalogue::{fmt_date, MarketMeta, ResolutionStatus};
 use crate::domain::{fmt_amount, now_secs, COLLATERAL};
 use crate::engine::snapshot::MarketView;
@@ -137,7 +136,7 @@ pub fn is_closed(s: &AppState, view: &MarketView) -> bool {
 
 // ---- HTTP ----------------------------------------------------------------------------
 
-pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+pub fn routes(state: Arc<AppState>) -> Routes {
     let s = move || with_state(state.clone());
     let post = warp::path!("bonds" / "post")
         .and(warp::post())
@@ -166,7 +165,7 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .and(req())
         .and(s())
         .then(|r, s| async move { respond(dispute(s, r).await) });
-    post.or(agent).unify().or(by_market).unify().or(cluster).unify().or(propose).unify().or(dispute).unify()
+    post.or(agent).unify().or(by_market).unify().or(cluster).unify().or(propose).unify().or(dispute).unify().boxed()
 }
 
 #[derive(Deserialize)]

@@ -20,10 +20,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{json as j, Value};
 use uuid::Uuid;
-use warp::reply::Response;
 use warp::Filter;
 
-use crate::api::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use crate::api::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
 use crate::catalogue::fmt_date;
 use crate::domain::{fmt_amount, fmt_price, now_secs, parse_decimal, parse_price, Side, COLLATERAL, PRICE_ONE};
 use crate::engine::{BlockTrade, EngineError, Reject};
@@ -215,7 +214,7 @@ fn close(batch: &mut Batch, r: &RfqRequest, quotes: &[RfqQuote], quote_state: Qu
 
 // ---- HTTP ----------------------------------------------------------------------------
 
-pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+pub fn routes(state: Arc<AppState>) -> Routes {
     let s = move || with_state(state.clone());
     let request = warp::path!("rfq" / "request")
         .and(warp::post())
@@ -247,7 +246,7 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .and(req())
         .and(s())
         .map(|r, s: Arc<AppState>| respond(own_quotes(&s, &r)));
-    request.or(quote).unify().or(accept).unify().or(mine).unify().or(open).unify().or(quotes).unify()
+    request.or(quote).unify().or(accept).unify().or(mine).unify().or(open).unify().or(quotes).unify().boxed()
 }
 
 /// The body as a JSON object; 400 `invalid JSON: …` otherwise (SPEC §7.5).

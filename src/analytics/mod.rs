@@ -11,17 +11,15 @@
 //!   tokens sold × average; leaderboard PnL = proceeds − cost + size × current.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use serde_json::{json as j, Value};
 use warp::http::StatusCode;
-use warp::reply::Response;
 use warp::{Filter, Reply};
 
 use crate::api::params::Params;
-use crate::api::{json, recover, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use crate::api::{json, recover, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
 use crate::auth::normalize_address;
 use crate::catalogue::routes::number;
 use crate::catalogue::{current_price, live, Live, MarketMeta};
@@ -30,7 +28,7 @@ use crate::engine::snapshot::MarketView;
 use crate::store::index::{self, Position, Tick, DAY};
 use crate::store::{cf, Store, StoreError};
 
-pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = Infallible> + Clone {
+pub fn routes(state: Arc<AppState>) -> Routes {
     let s = move || with_state(state.clone());
     macro_rules! get {
         ($f:ident, $($path:tt)+) => {
@@ -56,15 +54,17 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .unify()
         .recover(recover)
         .unify()
+        .boxed()
 }
 
 /// GET /prices-history, mounted on the order-book server.
-pub fn clob_routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+pub fn clob_routes(state: Arc<AppState>) -> Routes {
     warp::path!("prices-history")
         .and(warp::get())
         .and(req())
         .and(with_state(state))
         .map(|r, s| respond(prices_history(s, r)))
+        .boxed()
 }
 
 fn params(r: &Req) -> Result<Params, ApiError> {

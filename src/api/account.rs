@@ -4,17 +4,16 @@
 use std::sync::Arc;
 
 use serde_json::{json as j, Map, Value};
-use warp::reply::Response;
 use warp::Filter;
 
-use super::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use super::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
 use crate::domain::{
     fmt_amount, fmt_price, ApiKeyRecord, NotificationKind, NotificationRecord, Side, TradeStatus, TraderSide,
     COLLATERAL,
 };
 use crate::store::{cf, keys, Batch};
 
-pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+pub fn routes(state: Arc<AppState>) -> Routes {
     let s = move || with_state(state.clone());
     let hb = warp::path!("v1" / "heartbeats")
         .and(warp::post())
@@ -46,7 +45,7 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .and(req())
         .and(s())
         .then(|r, s| async move { respond(delete_notifications(s, r).await) });
-    hb.or(hb_legacy).unify().or(balance).unify().or(update).unify().or(notes).unify().or(drop_notes).unify()
+    hb.or(hb_legacy).unify().or(balance).unify().or(update).unify().or(notes).unify().or(drop_notes).unify().boxed()
 }
 
 /// Enrols the key in heartbeat monitoring, or resets its countdown (SPEC §4.2).

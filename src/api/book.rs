@@ -7,18 +7,17 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{json as j, Value};
-use warp::reply::Response;
 use warp::Filter;
 
 use super::orders::page;
-use super::{json, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use super::{json, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
 use crate::domain::*;
 use crate::engine::snapshot::{BookSnapshot, MarketView};
 
 /// Token IDs per batch request.
 pub const MAX_TOKENS: usize = 500;
 
-pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+pub fn routes(state: Arc<AppState>) -> Routes {
     let s = move || with_state(state.clone());
     macro_rules! get {
         ($path:literal, $f:ident) => {
@@ -69,6 +68,7 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .unify()
         .or(get!("simplified-markets", simplified))
         .unify()
+        .boxed()
 }
 
 pub(crate) type Found = (Arc<MarketView>, u8, Arc<BookSnapshot>);

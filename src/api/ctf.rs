@@ -14,11 +14,10 @@ use std::sync::Arc;
 use alloy_primitives::keccak256;
 use serde::Deserialize;
 use serde_json::json as j;
-use warp::reply::Response;
 use warp::Filter;
 
 use super::orders::StrOrNum;
-use super::{acts_for, authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use super::{acts_for, authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
 use crate::auth::normalize_address;
 use crate::catalogue::ResolutionStatus;
 use crate::domain::ApiKeyRecord;
@@ -27,7 +26,7 @@ use crate::engine::{EngineError, LedgerChange};
 use crate::store::index::{self, CtfActivity, CtfKind, Position, DAY};
 use crate::store::{cf, encode, Batch};
 
-pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+pub fn routes(state: Arc<AppState>) -> Routes {
     let convert = warp::path!("ctf" / "convert")
         .and(warp::post())
         .and(req())
@@ -49,6 +48,7 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .unify()
         .or(convert)
         .unify()
+        .boxed()
 }
 
 #[derive(Deserialize)]

@@ -2,17 +2,15 @@
 //! faucet, invitations, platform mode, address restrictions, deferred-order release and
 //! an invariant check.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::json as j;
 use uuid::Uuid;
 use warp::http::StatusCode;
-use warp::reply::Response;
 use warp::Filter;
 
-use super::{json, recover, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use super::{json, recover, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
 use crate::auctions::open as open_auction;
 use crate::auth::normalize_address;
 use crate::bridge::transfers::{confirm_deposit, open_withdrawals, settle_withdrawal};
@@ -24,7 +22,7 @@ use crate::resolution::assign_cluster;
 use crate::store::cf;
 use crate::MarketSpec;
 
-pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = Infallible> + Clone {
+pub fn routes(state: Arc<AppState>) -> Routes {
     let s = move || with_state(state.clone());
     macro_rules! post {
         ($($seg:literal)/+, $f:ident) => {
@@ -168,6 +166,7 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .unify()
         .recover(recover)
         .unify()
+        .boxed()
 }
 
 async fn create_market(s: Arc<AppState>, r: Req) -> ApiResult {

@@ -11,12 +11,12 @@ use warp::http::StatusCode;
 use warp::reply::Response;
 use warp::Filter;
 
-use super::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req, MAX_DRIFT_SECS};
+use super::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes, MAX_DRIFT_SECS};
 use crate::auth;
 use crate::domain::{now_secs, AddressStatus, ApiKeyRecord, InviteRecord};
 use crate::store::{cf, encode, index, keys, Batch};
 
-pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+pub fn routes(state: Arc<AppState>) -> Routes {
     let s = move || with_state(state.clone());
     let waitlist = warp::path!("waitlist")
         .and(warp::post())
@@ -44,7 +44,7 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .and(req())
         .and(s())
         .then(|r, s| async move { respond(ban_status(s, r)) });
-    waitlist.or(create).unify().or(delete).unify().or(derive).unify().or(list).unify().or(ban).unify()
+    waitlist.or(create).unify().or(delete).unify().or(derive).unify().or(list).unify().or(ban).unify().boxed()
 }
 
 /// The catalogued message for a bad address header or a bad invitation code (SPEC §7.2).

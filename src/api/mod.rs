@@ -328,8 +328,17 @@ impl Req {
     }
 }
 
+/// A server's or a module's routes, behind one `dyn` call.
+///
+/// warp's combinators nest their types: a chain of twenty `.or()` over routes that each
+/// take [`req()`] made types whose names ran to megabytes, and monomorphizing them was most
+/// of this crate's compile time (≈ 150 s of the collector under `-Ztime-passes`). Boxing
+/// each module's routes, and `req()`, keeps the types small; a request pays one allocation
+/// per boxed layer it enters, outside the trading path (`front` serves it without the tree).
+pub type Routes = warp::filters::BoxedFilter<(Response,)>;
+
 /// Captures method, path, query, headers and body.
-pub fn req() -> impl Filter<Extract = (Req,), Error = warp::Rejection> + Clone {
+pub fn req() -> warp::filters::BoxedFilter<(Req,)> {
     warp::method()
         .and(warp::path::full())
         .and(warp::query::raw().or(warp::any().map(String::new)).unify())
@@ -343,6 +352,7 @@ pub fn req() -> impl Filter<Extract = (Req,), Error = warp::Rejection> + Clone {
             headers,
             body,
         })
+        .boxed()
 }
 
 /// 413: a declared body over [`MAX_BODY`].
@@ -483,7 +493,7 @@ pub async fn recover(r: warp::Rejection) -> Result<Response, Infallible> {
 }
 
 /// The order-book (CLOB) server.
-pub fn clob_routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = Infallible> + Clone {
+pub fn clob_routes(state: Arc<AppState>) -> Routes {
     let ok = warp::path!("ok").and(warp::get()).map(|| warp::reply::with_status("OK", StatusCode::OK).into_response());
     let time =
         warp::path!("time").and(warp::get()).map(|| warp::reply::json(&crate::domain::now_secs()).into_response());
@@ -520,5 +530,5 @@ pub fn clob_routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), E
     let m = state.exported.clone();
     let count =
         warp::log::custom(move |info: warp::log::Info<'_>| count_request(&m, info.path(), info.status().as_u16()));
-    ok.or(rate_limit(state).and(limited)).unify().recover(recover).unify().with(count).map(Reply::into_response)
+    ok.or(rate_limit(state).and(limited)).unify().recover(recover).unify().with(count).map(Reply::into_response).boxed()
 }

@@ -13,10 +13,9 @@ use serde::Deserialize;
 use serde_json::{json as j, Value};
 use uuid::Uuid;
 use warp::http::{Method, StatusCode};
-use warp::reply::Response;
 use warp::Filter;
 
-use super::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use super::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
 use crate::auth::{self, SignedOrderFields};
 use crate::domain::*;
 use crate::engine::{EngineError, Placed, Reject};
@@ -86,7 +85,7 @@ impl Trading {
     }
 }
 
-pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+pub fn routes(state: Arc<AppState>) -> Routes {
     let s = move || with_state(state.clone());
     // The trading routes, from their table (boxed: the order-book server's front answers
     // them first, so this is not their hot path).
@@ -124,7 +123,7 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .and(req())
         .and(s())
         .then(|r, s| async move { respond(list_trades(s, r)) });
-    trading.or(list).unify().or(one).unify().or(trades).unify()
+    trading.or(list).unify().or(one).unify().or(trades).unify().boxed()
 }
 
 fn unavailable(msg: &str) -> ApiError {

@@ -16,13 +16,12 @@ use prometheus_client::metrics::gauge::Gauge;
 use serde::Deserialize;
 use serde_json::{json as j, Value};
 use warp::filters::ws::{Message, WebSocket, Ws};
-use warp::reply::Response;
 use warp::{Filter, Reply};
 
-use super::{with_state, AppState};
+use super::{with_state, AppState, Routes};
 use crate::events::{Frame, Outbox, Topics};
 
-pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+pub fn routes(state: Arc<AppState>) -> Routes {
     let market_ch =
         warp::path!("ws" / "market").and(warp::ws()).and(with_state(state.clone())).map(|ws: Ws, s: Arc<AppState>| {
             ws.on_upgrade(move |socket| on_feed_runtime(market(socket, s.clone()), s)).into_response()
@@ -30,7 +29,7 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
     let user_ch = warp::path!("ws" / "user").and(warp::ws()).and(with_state(state)).map(|ws: Ws, s: Arc<AppState>| {
         ws.on_upgrade(move |socket| on_feed_runtime(user(socket, s.clone()), s)).into_response()
     });
-    market_ch.or(user_ch).unify()
+    market_ch.or(user_ch).unify().boxed()
 }
 
 /// Runs a connection on the feed runtime when there is one.

@@ -6,17 +6,15 @@
 //! gas, and the swap impact of a non-stable asset; what is left is converted into the
 //! destination asset at its price.
 
-use std::convert::Infallible;
 use std::path::Path;
 use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{json as j, Value};
 use warp::http::StatusCode;
-use warp::reply::Response;
 use warp::{Filter, Reply};
 
-use crate::api::{json, recover, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use crate::api::{json, recover, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
 use crate::auth::normalize_address;
 use crate::catalogue::routes::number;
 use crate::domain::{fmt_amount, parse_decimal};
@@ -189,7 +187,7 @@ impl AssetTable {
     }
 }
 
-pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = Infallible> + Clone {
+pub fn routes(state: Arc<AppState>) -> Routes {
     let s = move || with_state(state.clone());
     let ok = warp::path!("ok").and(warp::get()).map(|| warp::reply::with_status("OK", StatusCode::OK).into_response());
     let assets =
@@ -222,6 +220,7 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .unify()
         .recover(recover)
         .unify()
+        .boxed()
 }
 
 pub(crate) fn table(s: &AppState) -> Result<&AssetTable, ApiError> {

@@ -5,18 +5,16 @@
 //! `clobTokenIds` are JSON-encoded strings; `volume`/`liquidity` of a market are decimal
 //! strings beside `volumeNum`/`liquidityNum` numbers, and numbers on events and series.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{json as j, Value};
 use warp::http::StatusCode;
-use warp::reply::Response;
 use warp::{Filter, Reply};
 
 use super::*;
 use crate::api::params::Params;
-use crate::api::{json, recover, req, respond, with_state, ApiError, ApiResult, AppState, Req};
+use crate::api::{json, recover, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
 use crate::auth::normalize_address;
 use crate::domain::{fmt_amount, fmt_tick, now_secs};
 use crate::engine::EngineError;
@@ -26,7 +24,7 @@ use crate::MarketSpec;
 pub const MAX_LIMIT: u64 = 500;
 pub const DEFAULT_LIMIT: u64 = 25;
 
-pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error = Infallible> + Clone {
+pub fn routes(state: Arc<AppState>) -> Routes {
     let s = move || with_state(state.clone());
     macro_rules! get {
         ($f:ident, $($path:tt)+) => {
@@ -61,6 +59,7 @@ pub fn routes(state: Arc<AppState>) -> impl Filter<Extract = (Response,), Error 
         .unify()
         .recover(recover)
         .unify()
+        .boxed()
 }
 
 /// A JSON number from a decimal string: only for fields Gamma types as numbers, computed in
