@@ -489,24 +489,18 @@ impl Core {
         }
         o.status = OrderStatus::Live;
         let matched = if would_cross { self.match_taker(o, accts, now, batch) } else { Matched::default() };
-        self.finish_taker(order, accts, matched, false, batch)
+        let slot = self.rest_or_close(o, accts, false);
+        self.finish_taker(order, accts, slot, matched, false, batch)
     }
 
-    /// After matching: rest the remainder (GTC/GTD), or close the order (FOK/FAK, filled).
-    fn finish_taker(
-        &mut self,
-        mut order: Arc<OrderRecord>,
-        accts: Accts,
-        Matched { trades, making, taking }: Matched,
-        released: bool,
-        batch: &mut Batch,
-    ) -> Result<Placed, Reject> {
-        let o = Arc::make_mut(&mut order);
+    /// After matching: rests the remainder (GTC/GTD) and returns its book slot, or closes
+    /// the order (FOK/FAK, filled) and releases what it still reserved. Takes the record the
+    /// caller already holds mutably, so the order's `Arc` is checked for uniqueness once.
+    fn rest_or_close(&mut self, o: &mut OrderRecord, accts: Accts, released: bool) -> u32 {
         let remaining = o.remaining();
-        let mut slot = NIL;
         if remaining > 0 && o.order_type.rests() && o.reserved > 0 {
             let ms = &mut self.markets[o.market_idx as usize];
-            slot = ms.book.insert(
+            let slot = ms.book.insert(
                 book_side(o.outcome_index, o.side),
                 yes_price(o.outcome_index, o.price),
                 o.id,
@@ -517,11 +511,25 @@ impl Core {
             if o.expiration != 0 && !released {
                 self.expiries.push(Reverse((o.expiration, o.id)));
             }
+            slot
         } else {
             o.status = if o.size_matched > 0 { OrderStatus::Matched } else { OrderStatus::Canceled };
             release_rest(&mut self.ledger, accts.pay, o);
+            NIL
         }
-        let o = order;
+    }
+
+    /// After [`Self::rest_or_close`]: keeps a resting taker open and writes the command's
+    /// order, balances and last trade price.
+    fn finish_taker(
+        &mut self,
+        o: Arc<OrderRecord>,
+        accts: Accts,
+        slot: u32,
+        Matched { trades, making, taking }: Matched,
+        released: bool,
+        batch: &mut Batch,
+    ) -> Result<Placed, Reject> {
         if o.status == OrderStatus::Live {
             self.orders.insert(o.id, Open { rec: o.clone(), slot, accts });
         }
@@ -946,7 +954,8 @@ impl Core {
             let o = Arc::make_mut(&mut order);
             o.status = OrderStatus::Live;
             let matched = self.match_taker(o, accts, now, batch);
-            if let Ok(p) = self.finish_taker(order, accts, matched, true, batch) {
+            let slot = self.rest_or_close(o, accts, true);
+            if let Ok(p) = self.finish_taker(order, accts, slot, matched, true, batch) {
                 out.push(p);
             }
         }
