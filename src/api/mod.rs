@@ -331,8 +331,8 @@ impl Req {
 /// A server's or a module's routes, behind one `dyn` call.
 ///
 /// warp's combinators nest their types: a chain of twenty `.or()` over routes that each
-/// take [`req()`] made types whose names ran to megabytes, and monomorphizing them was most
-/// of this crate's compile time (≈ 150 s of the collector under `-Ztime-passes`). Boxing
+/// take [`req()`] made type names of up to 200 KB, and monomorphizing them was most of this
+/// crate's compile time (≈ 150 s of the collector under `-Ztime-passes`). Boxing
 /// each module's routes, and `req()`, keeps the types small; a request pays one allocation
 /// per boxed layer it enters, outside the trading path (`front` serves it without the tree).
 pub type Routes = warp::filters::BoxedFilter<(Response,)>;
