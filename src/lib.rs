@@ -39,6 +39,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context;
+use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use tokio::sync::watch;
 
@@ -168,10 +169,6 @@ pub fn init_logging(json: bool) {
     let _ = if json { b.json().try_init() } else { b.try_init() };
 }
 
-/// What [`App::start`] and [`App::shutdown`] return: the future built, and its vtable with
-/// it, in this crate.
-pub type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
-
 impl App {
     /// Starts the exchange: opens the store, reloads the books, binds every listener.
     ///
@@ -181,7 +178,7 @@ impl App {
     /// (≈ 50 s of monomorphization and 40 s of LLVM per binary, measured with
     /// `-Ztime-passes`). Behind a `dyn Future` the body is compiled here once.
     #[inline(never)]
-    pub fn start(config: Config) -> BoxFuture<anyhow::Result<App>> {
+    pub fn start(config: Config) -> BoxFuture<'static, anyhow::Result<App>> {
         Box::pin(Self::start_inner(config))
     }
 
@@ -264,7 +261,7 @@ impl App {
     /// Stops accepting requests, lets the servers finish, stops the workers, then lets the
     /// engine drain and the persister write its last group; returns once the store is closed.
     #[inline(never)]
-    pub fn shutdown(self) -> BoxFuture<()> {
+    pub fn shutdown(self) -> BoxFuture<'static, ()> {
         Box::pin(self.shutdown_inner())
     }
 
