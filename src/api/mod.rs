@@ -497,6 +497,8 @@ pub fn clob_routes(state: Arc<AppState>) -> Routes {
     let ok = warp::path!("ok").and(warp::get()).map(|| warp::reply::with_status("OK", StatusCode::OK).into_response());
     let time =
         warp::path!("time").and(warp::get()).map(|| warp::reply::json(&crate::domain::now_secs()).into_response());
+    // Each module's routes are boxed already (`Routes`), so this chain's type stays shallow
+    // without boxing it again (each boxed layer is an allocation per request).
     let limited = time
         .or(keys::routes(state.clone()))
         .unify()
@@ -504,19 +506,18 @@ pub fn clob_routes(state: Arc<AppState>) -> Routes {
         .unify()
         .or(ctf::routes(state.clone()))
         .unify()
-        .boxed()
-        .or(crate::incentives::routes(state.clone()).or(crate::resolution::routes(state.clone())).unify().boxed())
+        .or(crate::incentives::routes(state.clone()))
         .unify()
-        .or(crate::rfq::routes(state.clone())
-            .or(crate::builders::routes(state.clone()))
-            .unify()
-            .or(crate::relay::routes(state.clone()))
-            .unify()
-            .or(crate::auctions::routes(state.clone()))
-            .unify()
-            .boxed())
+        .or(crate::resolution::routes(state.clone()))
         .unify()
-        .boxed()
+        .or(crate::rfq::routes(state.clone()))
+        .unify()
+        .or(crate::builders::routes(state.clone()))
+        .unify()
+        .or(crate::relay::routes(state.clone()))
+        .unify()
+        .or(crate::auctions::routes(state.clone()))
+        .unify()
         .or(orders::routes(state.clone()))
         .unify()
         .or(book::routes(state.clone()))

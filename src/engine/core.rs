@@ -490,7 +490,7 @@ impl Core {
         o.status = OrderStatus::Live;
         let matched = if would_cross { self.match_taker(o, accts, now, batch) } else { Matched::default() };
         let slot = self.rest_or_close(o, accts, false);
-        self.finish_taker(order, accts, slot, matched, false, batch)
+        Ok(self.finish_taker(order, accts, slot, matched, false, batch))
     }
 
     /// After matching: rests the remainder (GTC/GTD) and returns its book slot, or closes
@@ -529,7 +529,7 @@ impl Core {
         Matched { trades, making, taking }: Matched,
         released: bool,
         batch: &mut Batch,
-    ) -> Result<Placed, Reject> {
+    ) -> Placed {
         if o.status == OrderStatus::Live {
             self.orders.insert(o.id, Open { rec: o.clone(), slot, accts });
         }
@@ -540,7 +540,7 @@ impl Core {
             let last = self.markets[o.market_idx as usize].last_trade;
             batch.put(crate::store::cf::META, meta::last_trade(o.market_idx), crate::store::encode(&last));
         }
-        Ok(Placed { order: o, trades, making, taking })
+        Placed { order: o, trades, making, taking }
     }
 
     fn flush_ledger(&mut self, batch: &mut Batch) {
@@ -955,9 +955,7 @@ impl Core {
             o.status = OrderStatus::Live;
             let matched = self.match_taker(o, accts, now, batch);
             let slot = self.rest_or_close(o, accts, true);
-            if let Ok(p) = self.finish_taker(order, accts, slot, matched, true, batch) {
-                out.push(p);
-            }
+            out.push(self.finish_taker(order, accts, slot, matched, true, batch));
         }
         out
     }
