@@ -265,7 +265,11 @@ const RECENT_SECS: u64 = 60;
 impl Recent {
     fn insert(&mut self, id: Uuid, now: u64) {
         if now >= self.since + RECENT_SECS {
-            self.previous = std::mem::take(&mut self.current);
+            // The expired generation's table becomes the new one, emptied but keeping its
+            // capacity: at a steady rate a generation never grows (rehashes) again, and
+            // never touches freshly mapped pages.
+            std::mem::swap(&mut self.current, &mut self.previous);
+            self.current.clear();
             self.since = now;
         }
         self.current.insert(id);
@@ -1126,6 +1130,13 @@ mod tests {
         r.insert(c, 1_000 + 2 * RECENT_SECS); // rotates again: a is forgotten
         assert!(!r.contains(&a) && r.contains(&b) && r.contains(&c));
         assert_eq!(r.current.len() + r.previous.len(), 2, "bounded by two windows");
+        // A generation's table is reused, emptied, two windows later: no regrowth.
+        let t = 1_000 + 3 * RECENT_SECS;
+        (10..1_010).for_each(|i| r.insert(Uuid::from_u128(i), t));
+        let grown = r.current.capacity();
+        r.insert(a, t + RECENT_SECS);
+        r.insert(b, t + 2 * RECENT_SECS);
+        assert!(r.current.capacity() >= grown && r.current.len() == 1 && !r.contains(&Uuid::from_u128(10)));
     }
 
     /// Startup's memo hands every restored order the accounts a lookup by its strings would,
