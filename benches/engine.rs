@@ -129,10 +129,15 @@ struct PredexEngine {
 }
 
 impl PredexEngine {
-    /// The engine's clock at the next placement (see [`PLACEMENTS_PER_SEC`]).
+    /// The engine's clock (see [`PLACEMENTS_PER_SEC`]).
+    fn clock(&self) -> u64 {
+        self.placements / PLACEMENTS_PER_SEC
+    }
+
+    /// The clock for the next placement, counting it.
     fn now(&mut self) -> u64 {
         self.placements += 1;
-        self.placements / PLACEMENTS_PER_SEC
+        self.clock()
     }
 
     /// The level changes the engine hands to the feeds after each command.
@@ -231,7 +236,7 @@ impl Lob for PredexEngine {
         // Settlement is engine work per trade too: run it as the worker would, in chunks,
         // inside the timed commands.
         if self.core.pending_len() >= 1024 {
-            self.core.settle(self.placements / PLACEMENTS_PER_SEC, usize::MAX, &mut self.batch);
+            self.core.settle(self.clock(), usize::MAX, &mut self.batch);
         }
         self.publish();
     }

@@ -267,7 +267,8 @@ impl Recent {
         if now >= self.since + RECENT_SECS {
             // The expired generation's table becomes the new one, emptied but keeping its
             // capacity: at a steady rate a generation never grows (rehashes) again, and
-            // never touches freshly mapped pages.
+            // never touches freshly mapped pages. The memory held stays at the busiest
+            // minute's size (≈ 17 bytes per order).
             std::mem::swap(&mut self.current, &mut self.previous);
             self.current.clear();
             self.since = now;
