@@ -5,6 +5,12 @@
 //! memory first touched included. `PREDEX_BENCH_ORDERS` and `PREDEX_BENCH_MARKETS` change
 //! the sizes; with `PREDEX_BENCH_CRASH=1` the builder is killed with SIGKILL once its last
 //! write is synced, so the first start replays the write-ahead log.
+//!
+//! Each start also prints its CPU time, user and system. On a VM whose guest returns freed
+//! memory to the host (virtio-balloon free page reporting, about two seconds after the
+//! free), the system time of a start is mostly the host backing the pages it touches first;
+//! `PREDEX_BENCH_PAUSE=<seconds>` waits that long before each start so every start pays it
+//! (docs/performance.md, "Startup — `reload`").
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -34,6 +40,21 @@ fn resident() -> String {
     match (kb("VmRSS:"), kb("VmHWM:")) {
         (Some(now), Some(peak)) => format!("resident {} MB (peak {} MB)", now / 1024, peak / 1024),
         _ => "resident memory unknown".into(),
+    }
+}
+
+/// The process's CPU time so far, user and system (Linux: `/proc/self/stat`, in USER_HZ
+/// ticks of 10 ms).
+fn cpu() -> String {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name (which may hold spaces) start with the state,
+    // field 3 of `proc(5)`; utime and stime are fields 14 and 15.
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+    let secs = |i: usize| fields.get(i).and_then(|t| t.parse::<u64>().ok()).map(|t| t as f64 / 100.0);
+    match (secs(11), secs(12)) {
+        (Some(user), Some(system)) => format!("cpu user {user:.2} s, system {system:.2} s"),
+        _ => "cpu time unknown".into(),
     }
 }
 
@@ -82,7 +103,9 @@ fn main() {
         .map(|m| m.len())
         .sum();
     println!("reload: {:.1} MB of write-ahead log in the data dir", wal as f64 / 1e6);
+    let pause = std::time::Duration::from_secs(env("PREDEX_BENCH_PAUSE", 0));
     for run in 1..=3 {
+        std::thread::sleep(pause);
         let out = child("open").wait_with_output().unwrap();
         assert!(out.status.success(), "run {run} failed");
         print!("reload: run {run}: {}", String::from_utf8_lossy(&out.stdout));
@@ -182,10 +205,11 @@ fn open(dir: &Path) {
     let resting: usize = core.markets.iter().map(|m| m.book.len()).sum();
     assert_eq!(resting as u64, env("PREDEX_BENCH_ORDERS", 1_000_000));
     println!(
-        "open + recover of {resting} orders in {:.3} s (open {:.3} s); {}",
+        "open + recover of {resting} orders in {:.3} s (open {:.3} s); {}; {}",
         el.as_secs_f64(),
         opened.as_secs_f64(),
-        resident()
+        resident(),
+        cpu()
     );
     std::mem::forget(core); // the process ends: freeing a million orders would only take time
     drop(store); // a clean stop flushes what the open replayed
