@@ -435,9 +435,12 @@ const REWRITTEN_WRITE_BUFFER_BYTES: usize = 4 << 20;
 /// every family's write buffers: ≈ 14 GB here) lets a rarely written family pin every log
 /// since its last write, all of which a start after kill -9 reads back (≈ 7 ms per MB on
 /// the build machine). Past this size RocksDB flushes the families that hold the oldest
-/// log. 256 MB cost no durable throughput or commit p99 in `store/commit`; 64 MB cost
-/// ≈ 30% on its p99 (docs/performance.md, "Startup — `reload`").
-const MAX_WAL_BYTES: u64 = 256 << 20;
+/// log. Under steady writes the log stays between about half the bound and the bound, and
+/// a start after kill -9 replays it at 3–5 ms per MB: 128 MB keeps that replay near half a
+/// second at worst, where 256 MB let it reach a second. 128 MB cost no durable throughput
+/// and ≈ 10% commit p99 for fills spread over many wallets (none for one hot pair); 64 MB
+/// cost ≈ 30% (docs/performance.md, "Startup — `reload`").
+const MAX_WAL_BYTES: u64 = 128 << 20;
 
 /// What a startup scan thread sends: its next decoded open orders, or why it stopped.
 type ScanChunk = Result<Vec<Arc<OrderRecord>>, StoreError>;
