@@ -10,7 +10,7 @@
 //! memory to the host (virtio-balloon free page reporting, about two seconds after the
 //! free), the system time of a start is mostly the host backing the pages it touches first;
 //! `PREDEX_BENCH_PAUSE=<seconds>` waits that long before each start so every start pays it
-//! (docs/performance.md, "Startup — `reload`").
+//! (docs/performance.md, "Startup on this VM").
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -102,7 +102,10 @@ fn main() {
         .filter_map(|e| e.metadata().ok())
         .map(|m| m.len())
         .sum();
-    println!("reload: {:.1} MB of write-ahead log in the data dir", wal as f64 / 1e6);
+    println!(
+        "reload: {:.1} MB of write-ahead log files in the data dir (retired ones kept for reuse included)",
+        wal as f64 / 1e6
+    );
     let pause = std::time::Duration::from_secs(env("PREDEX_BENCH_PAUSE", 0));
     for run in 1..=3 {
         std::thread::sleep(pause);

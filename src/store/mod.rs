@@ -439,7 +439,7 @@ const REWRITTEN_WRITE_BUFFER_BYTES: usize = 4 << 20;
 /// a start after kill -9 replays it at 3–5 ms per MB: 128 MB keeps that replay near half a
 /// second at worst, where 256 MB let it reach a second. 128 MB cost no durable throughput
 /// and ≈ 10% commit p99 for fills spread over many wallets (none for one hot pair); 64 MB
-/// cost ≈ 30% (docs/performance.md, "Startup — `reload`").
+/// cost ≈ 30% (docs/performance.md, "Startup — `reload`" and "Startup on this VM").
 const MAX_WAL_BYTES: u64 = 128 << 20;
 
 /// Obsolete write-ahead log files kept for reuse. A sync of a log that grows must also
@@ -448,7 +448,7 @@ const MAX_WAL_BYTES: u64 = 128 << 20;
 /// place, so most syncs write data only. Logs become obsolete often enough for this since
 /// [`MAX_WAL_BYTES`] bounds them: `store/commit` with 8 requests in flight (groups of
 /// ≈ 4) gained 15–35% durable fills, and with 64 its p99 fell from 4.1–4.6 ms to 3.3–3.7
-/// (docs/performance.md, "Recycled log files"). The bundled RocksDB (10.4) recovers
+/// (docs/performance.md, "Recycled log files, and what the open loop waits on"). The bundled RocksDB (10.4) recovers
 /// recycled logs in point-in-time mode, the mode used here: a recycled record carries its
 /// log's number, and replay stops at the first record of the file's previous life.
 const RECYCLED_WAL_FILES: usize = 4;
