@@ -451,11 +451,17 @@ async fn connection(
     t
 }
 
+/// Spawns a named thread: the load generator's helpers then stand apart from its client
+/// (the main thread) and from the server's threads in a profile by thread name.
+fn named<T: Send + 'static>(name: &str, f: impl FnOnce() -> T + Send + 'static) -> std::thread::JoinHandle<T> {
+    std::thread::Builder::new().name(name.into()).spawn(f).expect("spawn a load generator thread")
+}
+
 /// Open-loop schedule: one send time every 1/rate s from `start` to `start + end`, paced by an
 /// OS thread (nanosleep is far finer than the async timer's 1 ms wheel).
 fn pacer(rate: u64, start: Instant, end: Duration) -> Tickets {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    std::thread::spawn(move || {
+    named("pacer", move || {
         let step = Duration::from_secs_f64(1.0 / rate as f64);
         let mut at = start;
         while at < start + end {
@@ -647,7 +653,7 @@ fn cpu_window(
     warm: Duration,
     end: Duration,
 ) -> std::thread::JoinHandle<(Option<f64>, Option<MachineTime>)> {
-    std::thread::spawn(move || {
+    named("cpu-window", move || {
         std::thread::sleep((start + warm).saturating_duration_since(Instant::now()));
         let (cpu, machine) = (process_cpu_s(), machine_time());
         std::thread::sleep((start + end).saturating_duration_since(Instant::now()));
@@ -802,7 +808,7 @@ impl LocalServer {
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
+        let thread = named("server", move || {
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
             rt.block_on(async move {
                 match predex::App::start(config).await {
@@ -851,7 +857,7 @@ fn fanout_ceiling(feed_rt: &tokio::runtime::Handle, args: &Args, per_sec: f64) -
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
     listener.set_nonblocking(true)?;
-    let accept = std::thread::spawn(move || -> anyhow::Result<Vec<std::net::TcpStream>> {
+    let accept = named("ws-accept", move || -> anyhow::Result<Vec<std::net::TcpStream>> {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         rt.block_on(async move {
             let l = tokio::net::TcpListener::from_std(listener)?;
@@ -938,8 +944,12 @@ fn ceilings(
     let domain = domains.standard.clone();
     let (stop, rx) = watch::channel(false);
     let (tx, ready) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    named("ceiling", move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .thread_name("ceiling-worker")
+            .enable_all()
+            .build()
+            .expect("runtime");
         rt.block_on(async move {
             let bind = || async {
                 let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
