@@ -43,18 +43,11 @@ fn resident() -> String {
     }
 }
 
-/// The process's CPU time so far, user and system (Linux: `/proc/self/stat`, in USER_HZ
-/// ticks of 10 ms).
+/// The process's CPU time so far, user and system.
 fn cpu() -> String {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // The fields after the command name (which may hold spaces) start with the state,
-    // field 3 of `proc(5)`; utime and stime are fields 14 and 15.
-    let fields: Vec<&str> =
-        stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
-    let secs = |i: usize| fields.get(i).and_then(|t| t.parse::<u64>().ok()).map(|t| t as f64 / 100.0);
-    match (secs(11), secs(12)) {
-        (Some(user), Some(system)) => format!("cpu user {user:.2} s, system {system:.2} s"),
-        _ => "cpu time unknown".into(),
+    match predex::metrics::process_cpu() {
+        Some(c) => format!("cpu user {:.2} s, system {:.2} s", c.user_s, c.system_s),
+        None => "cpu time unknown".into(),
     }
 }
 

@@ -43,6 +43,7 @@ use hdrhistogram::Histogram;
 use predex::api::ceiling::{self, Ceiling, KeySecret};
 use predex::auth::{self, OrderDomains, SignedOrderFields};
 use predex::config::Config;
+use predex::metrics::USER_HZ;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
@@ -504,21 +505,11 @@ struct MachineTime {
     steal_s: f64,
 }
 
-/// Clock ticks per second of /proc's CPU times: 100 on every Linux ABI this runs on.
-const USER_HZ: f64 = 100.0;
-
-/// CPU time (user + system) this process has used, from /proc/self/stat: every thread,
-/// so a phase's figure covers the server and its clients alike. Per request, it is what a
-/// change costs or saves even where the rate is fixed (the open loop) or the cores were
-/// not all busy.
+/// CPU time (user + system) this process has used: every thread, so a phase's figure
+/// covers the server and its clients alike. Per request, it is what a change costs or saves
+/// even where the rate is fixed (the open loop) or the cores were not all busy.
 fn process_cpu_s() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the command name (which may hold spaces): state is the 3rd field, utime
-    // and stime the 14th and 15th.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split(' ').collect();
-    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    Some(ticks as f64 / USER_HZ)
+    predex::metrics::process_cpu().map(|c| c.user_s + c.system_s)
 }
 
 /// The machine's CPU time so far. Steal is the time its vCPUs were runnable but the

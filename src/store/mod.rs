@@ -448,9 +448,10 @@ const MAX_WAL_BYTES: u64 = 128 << 20;
 /// place, so most syncs write data only. Logs become obsolete often enough for this since
 /// [`MAX_WAL_BYTES`] bounds them: `store/commit` with 8 requests in flight (groups of
 /// ≈ 4) gained 15–35% durable fills, and with 64 its p99 fell from 4.1–4.6 ms to 3.3–3.7
-/// (docs/performance.md, "Recycled log files, and what the open loop waits on"). The bundled RocksDB (10.4) recovers
-/// recycled logs in point-in-time mode, the mode used here: a recycled record carries its
-/// log's number, and replay stops at the first record of the file's previous life.
+/// (docs/performance.md, "Recycled log files, and what the open loop waits on"). The
+/// bundled RocksDB (10.4) recovers recycled logs in point-in-time mode, the mode used here:
+/// a recycled record carries its log's number, and replay stops at the first record of the
+/// file's previous life.
 const RECYCLED_WAL_FILES: usize = 4;
 
 /// What a startup scan thread sends: its next decoded open orders, or why it stopped.
