@@ -119,7 +119,9 @@ struct PredexEngine {
     core: Core,
     batch: Batch,
     addrs: Vec<Arc<str>>,
-    strs: [Arc<str>; 4],
+    /// The taker address every order names, and the token it trades.
+    taker: Arc<str>,
+    token: Arc<OrderToken>,
     /// Records of the prepared orders, in command order.
     ready: VecDeque<Arc<OrderRecord>>,
     /// Replies and the book changes handed to the feeds, dropped untimed.
@@ -149,7 +151,7 @@ impl PredexEngine {
         let user = (id % USERS) as usize;
         let cost = size * price as u64 / PRICE_ONE as u64;
         let who = self.addrs[user].clone();
-        let [empty, cond, token, outcome] = self.strs.clone();
+        let (empty, token) = (self.taker.clone(), self.token.clone());
         let (maker_amount, taker_amount) = if side == Side::Buy { (cost, size) } else { (size, cost) };
         OrderRecord {
             id: Uuid::from_u64_pair(0, id),
@@ -159,11 +161,7 @@ impl PredexEngine {
             maker: who.clone(),
             signer: who,
             taker: empty,
-            market_idx: 0,
-            condition_id: cond,
-            token_id: token,
-            outcome_index: 0,
-            outcome,
+            token,
             side,
             price,
             original_size: size,
@@ -203,11 +201,13 @@ impl Lob for PredexEngine {
             core.credit(a, "1", u64::MAX / 64, &mut batch);
         }
         batch.ops.clear();
+        let token = OrderToken::of(&core.markets[0].market, 0);
         PredexEngine {
             core,
             batch,
             addrs,
-            strs: ["".into(), "0xc".into(), "1".into(), "Yes".into()],
+            taker: "".into(),
+            token,
             ready: VecDeque::new(),
             done: Vec::new(),
             changes: Vec::new(),

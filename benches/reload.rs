@@ -116,6 +116,7 @@ fn build(dir: &Path) {
     let store = Store::open(dir).unwrap();
     let t0 = Instant::now();
     let mut b = Batch::default();
+    let mut yes = Vec::with_capacity(markets as usize);
     for i in 0..markets {
         let mut m = Market::binary(
             &format!("0x{i:064x}"),
@@ -125,6 +126,7 @@ fn build(dir: &Path) {
             5_000_000,
         );
         m.idx = i as u32;
+        yes.push(OrderToken::of(&m, 0));
         b.put(cf::MARKETS, m.condition_id.as_bytes().to_vec(), encode(&m));
     }
     let users: Vec<Arc<str>> = (0..100).map(|u| Arc::from(format!("0x{:040x}", u + 1))).collect();
@@ -133,9 +135,6 @@ fn build(dir: &Path) {
     }
     store.write([&b], false).unwrap();
     let sig = predex::domain::packed::PackedStr::new(&format!("0x{}", "ab".repeat(65)));
-    let (cond, yes): (Vec<Arc<str>>, Vec<Arc<str>>) =
-        (0..markets).map(|i| (Arc::from(format!("0x{i:064x}")), Arc::from(token_id(2 * i + 1)))).unzip();
-    let outcome: Arc<str> = "Yes".into();
     let zero: Arc<str> = "0x0000000000000000000000000000000000000000".into();
     let mut b = Batch::default();
     for n in 0..orders {
@@ -153,11 +152,7 @@ fn build(dir: &Path) {
                 maker: user.clone(),
                 signer: user.clone(),
                 taker: zero.clone(),
-                market_idx: mi as u32,
-                condition_id: cond[mi].clone(),
-                token_id: yes[mi].clone(),
-                outcome_index: 0,
-                outcome: outcome.clone(),
+                token: yes[mi].clone(),
                 side: Side::Buy,
                 price,
                 original_size: size,

@@ -60,7 +60,6 @@ fn order_id(seq: u64) -> Uuid {
 }
 
 fn order(seq: u64, maker: &Arc<str>) -> Arc<OrderRecord> {
-    let s: Arc<str> = TOKEN.into();
     Arc::new(OrderRecord {
         id: order_id(seq),
         seq,
@@ -69,11 +68,13 @@ fn order(seq: u64, maker: &Arc<str>) -> Arc<OrderRecord> {
         maker: maker.clone(),
         signer: maker.clone(),
         taker: "0x0000000000000000000000000000000000000000".into(),
-        market_idx: 0,
-        condition_id: CONDITION.into(),
-        token_id: s,
-        outcome_index: 0,
-        outcome: "Yes".into(),
+        token: Arc::new(OrderToken {
+            market_idx: 0,
+            condition_id: CONDITION.into(),
+            token_id: TOKEN.into(),
+            outcome_index: 0,
+            outcome: "Yes".into(),
+        }),
         side: Side::Buy,
         price: 5000,
         original_size: 20_000_000,
@@ -103,8 +104,8 @@ fn fill(seq: u64, maker: &Arc<str>, taker: &Arc<str>) -> Batch {
         seq,
         taker_order_id: t.id,
         market_idx: 0,
-        condition_id: t.condition_id.clone(),
-        asset_id: t.token_id.clone(),
+        condition_id: t.token.condition_id.clone(),
+        asset_id: t.token.token_id.clone(),
         side: Side::Sell,
         size: 10_000_000,
         price: 5000,
@@ -112,7 +113,7 @@ fn fill(seq: u64, maker: &Arc<str>, taker: &Arc<str>) -> Batch {
         status: TradeStatus::Pending,
         match_time: 1_700_000_000,
         last_update: 1_700_000_000,
-        outcome: t.outcome.clone(),
+        outcome: t.token.outcome.clone(),
         bucket_index: 0,
         owner: Uuid::from_u128(8),
         maker_address: taker.clone(),
@@ -122,8 +123,8 @@ fn fill(seq: u64, maker: &Arc<str>, taker: &Arc<str>) -> Batch {
             maker_address: maker.clone(),
             matched_amount: 10_000_000,
             price: 5000,
-            asset_id: m.token_id.clone(),
-            outcome: m.outcome.clone(),
+            asset_id: m.token.token_id.clone(),
+            outcome: m.token.outcome.clone(),
             side: Side::Buy,
             fee_rate_bps: 0,
             fee: 0,

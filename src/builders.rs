@@ -367,8 +367,8 @@ pub fn builder_orders(s: &AppState, r: &Req) -> ApiResult {
         .filter(|o| matches!(o.status, OrderStatus::Live | OrderStatus::Deferred))
         .filter(|o| {
             !(f("id").is_some_and(|x| *x != o.id.to_string())
-                || f("market").is_some_and(|x| **x != *o.condition_id)
-                || f("asset_id").is_some_and(|x| **x != *o.token_id))
+                || f("market").is_some_and(|x| **x != *o.token.condition_id)
+                || f("asset_id").is_some_and(|x| **x != *o.token.token_id))
         })
         .map(|o| orders::order_json(&o))
         .collect();
@@ -431,7 +431,8 @@ fn builder_volume(s: &AppState, r: &Req) -> ApiResult {
     let q = r.query_map();
     let market = q.get("market").filter(|x| !x.is_empty());
     let builder = builder_of(&rec);
-    let orders = attributed_orders(s, builder)?.into_iter().filter(|o| market.is_none_or(|m| **m == *o.condition_id));
+    let orders =
+        attributed_orders(s, builder)?.into_iter().filter(|o| market.is_none_or(|m| **m == *o.token.condition_id));
     let trades: Vec<_> = attributed_trades(s, builder)?
         .into_iter()
         .filter(|(t, ..)| t.status != TradeStatus::Failed && market.is_none_or(|m| **m == *t.condition_id))

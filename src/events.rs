@@ -205,13 +205,13 @@ pub fn render_user(
         };
         let v = j!({
             "event_type": "order", "type": kind, "id": o.id.to_string(), "owner": o.owner.to_string(),
-            "market": o.condition_id, "asset_id": o.token_id, "side": o.side.as_str(), "price": fmt_price(o.price),
+            "market": o.token.condition_id, "asset_id": o.token.token_id, "side": o.side.as_str(), "price": fmt_price(o.price),
             "original_size": fmt_amount(o.original_size), "size_matched": fmt_amount(o.size_matched),
-            "outcome": o.outcome, "status": o.status.as_str(), "order_type": o.order_type.as_str(),
+            "outcome": o.token.outcome, "status": o.status.as_str(), "order_type": o.order_type.as_str(),
             "associate_trades": o.associate_trades.iter().map(|u| u.to_string()).collect::<Vec<_>>(),
             "timestamp": ts,
         });
-        out.push(UserFrame { owner: o.owner, market: o.condition_id.clone(), text: v.to_string().into() });
+        out.push(UserFrame { owner: o.owner, market: o.token.condition_id.clone(), text: v.to_string().into() });
     }
     for t in trades {
         let status = match t.status {

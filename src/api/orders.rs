@@ -384,11 +384,7 @@ fn validate(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<(OrderR
             maker: maker_s.into(),
             signer: signer_s.into(),
             taker: format!("{:#x}", fields.taker).into(),
-            market_idx: market.idx,
-            condition_id: market.condition_id.as_str().into(),
-            token_id: token_text.into(),
-            outcome_index: outcome,
-            outcome: market.tokens[outcome as usize].outcome.as_str().into(),
+            token: view.order_token(outcome),
             side,
             price: price as u32,
             original_size: size,
@@ -566,13 +562,13 @@ pub fn order_json(o: &OrderRecord) -> Value {
         "status": o.status.as_str(),
         "owner": o.owner.to_string(),
         "maker_address": o.maker,
-        "market": o.condition_id,
-        "asset_id": o.token_id,
+        "market": o.token.condition_id,
+        "asset_id": o.token.token_id,
         "side": o.side.as_str(),
         "original_size": fmt_amount(o.original_size),
         "size_matched": fmt_amount(o.size_matched),
         "price": fmt_price(o.price),
-        "outcome": o.outcome,
+        "outcome": o.token.outcome,
         "expiration": o.expiration.to_string(),
         "order_type": o.order_type.as_str(),
         "associate_trades": o.associate_trades.iter().map(|u| u.to_string()).collect::<Vec<_>>(),
@@ -624,8 +620,8 @@ fn list_orders(s: Arc<AppState>, r: Req) -> ApiResult {
         let Ok(id) = Uuid::from_slice(&v) else { continue };
         let Some(o) = s.store.get_order(&id)? else { continue };
         if q.get("id").is_some_and(|x| !x.is_empty() && *x != o.id.to_string())
-            || q.get("market").is_some_and(|x| !x.is_empty() && **x != *o.condition_id)
-            || q.get("asset_id").is_some_and(|x| !x.is_empty() && **x != *o.token_id)
+            || q.get("market").is_some_and(|x| !x.is_empty() && **x != *o.token.condition_id)
+            || q.get("asset_id").is_some_and(|x| !x.is_empty() && **x != *o.token.token_id)
         {
             continue;
         }

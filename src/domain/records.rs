@@ -122,10 +122,43 @@ impl OrderStatus {
     }
 }
 
+/// The token an order trades, with its market: one per market and outcome, shared by every
+/// order on that token (an order held 53 bytes of these itself; with them shared a record
+/// fits a 256-byte allocation, not a 320-byte one: docs/performance.md). Serialized inline,
+/// its fields take the place in an order's encoding they had as the order's own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OrderToken {
+    pub market_idx: u32,
+    #[serde(with = "super::packed")]
+    pub condition_id: Arc<str>,
+    #[serde(with = "super::packed")]
+    pub token_id: Arc<str>,
+    pub outcome_index: u8,
+    pub outcome: Arc<str>,
+}
+
+impl OrderToken {
+    /// Outcome `i`'s token of market `m`.
+    pub fn of(m: &Market, i: u8) -> Arc<OrderToken> {
+        let t = &m.tokens[i as usize];
+        Arc::new(OrderToken {
+            market_idx: m.idx,
+            condition_id: m.condition_id.as_str().into(),
+            token_id: t.token_id.as_str().into(),
+            outcome_index: i,
+            outcome: t.outcome.as_str().into(),
+        })
+    }
+}
+
 /// An accepted order, as persisted. The signed fields are kept verbatim so a settler can
 /// rebuild the on-chain order; the recovered signer is stored so restart never recomputes
 /// a signature.
+///
+/// Its encoding is [`FlatOrderRecord`]'s, byte for byte (postcard writes a nested struct's
+/// fields in line), and it decodes through that flat form, which also reads version-1 JSON.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "FlatOrderRecord")]
 pub struct OrderRecord {
     pub id: Uuid,
     /// Global acceptance sequence: the time priority of the order.
@@ -139,13 +172,8 @@ pub struct OrderRecord {
     pub signer: Arc<str>,
     #[serde(with = "super::packed")]
     pub taker: Arc<str>,
-    pub market_idx: u32,
-    #[serde(with = "super::packed")]
-    pub condition_id: Arc<str>,
-    #[serde(with = "super::packed")]
-    pub token_id: Arc<str>,
-    pub outcome_index: u8,
-    pub outcome: Arc<str>,
+    /// Market, token and outcome (shared).
+    pub token: Arc<OrderToken>,
     pub side: Side,
     /// Limit price of the order's own token, 1e-4 units.
     pub price: u32,
@@ -168,6 +196,125 @@ pub struct OrderRecord {
     pub associate_trades: Vec<Uuid>,
     /// UNIX seconds.
     pub created_at: u64,
+}
+
+// With its `Arc` header an order's record takes a 256-byte allocation (mimalloc's class
+// above 256 bytes is 320); a field more should be weighed against that.
+const _: () = assert!(std::mem::size_of::<OrderRecord>() + 16 <= 256);
+
+/// [`OrderRecord`] as it is stored: the token's fields in line. Keep in step with
+/// `OrderRecord` (a test checks that both encode alike).
+#[derive(Serialize, Deserialize)]
+pub struct FlatOrderRecord {
+    id: Uuid,
+    seq: u64,
+    status: OrderStatus,
+    owner: Uuid,
+    #[serde(with = "super::packed")]
+    maker: Arc<str>,
+    #[serde(with = "super::packed")]
+    signer: Arc<str>,
+    #[serde(with = "super::packed")]
+    taker: Arc<str>,
+    market_idx: u32,
+    #[serde(with = "super::packed")]
+    condition_id: Arc<str>,
+    #[serde(with = "super::packed")]
+    token_id: Arc<str>,
+    outcome_index: u8,
+    outcome: Arc<str>,
+    side: Side,
+    price: u32,
+    original_size: u64,
+    size_matched: u64,
+    maker_amount: u64,
+    taker_amount: u64,
+    fee_rate_bps: u32,
+    expiration: u64,
+    nonce: u64,
+    salt: u64,
+    signature_type: u8,
+    signature: super::packed::PackedStr,
+    order_type: OrderType,
+    post_only: bool,
+    reserved: u64,
+    associate_trades: Vec<Uuid>,
+    created_at: u64,
+}
+
+impl From<FlatOrderRecord> for OrderRecord {
+    fn from(f: FlatOrderRecord) -> OrderRecord {
+        OrderRecord {
+            id: f.id,
+            seq: f.seq,
+            status: f.status,
+            owner: f.owner,
+            maker: f.maker,
+            signer: f.signer,
+            taker: f.taker,
+            token: Arc::new(OrderToken {
+                market_idx: f.market_idx,
+                condition_id: f.condition_id,
+                token_id: f.token_id,
+                outcome_index: f.outcome_index,
+                outcome: f.outcome,
+            }),
+            side: f.side,
+            price: f.price,
+            original_size: f.original_size,
+            size_matched: f.size_matched,
+            maker_amount: f.maker_amount,
+            taker_amount: f.taker_amount,
+            fee_rate_bps: f.fee_rate_bps,
+            expiration: f.expiration,
+            nonce: f.nonce,
+            salt: f.salt,
+            signature_type: f.signature_type,
+            signature: f.signature,
+            order_type: f.order_type,
+            post_only: f.post_only,
+            reserved: f.reserved,
+            associate_trades: f.associate_trades,
+            created_at: f.created_at,
+        }
+    }
+}
+
+impl From<&OrderRecord> for FlatOrderRecord {
+    fn from(o: &OrderRecord) -> FlatOrderRecord {
+        let t = &*o.token;
+        FlatOrderRecord {
+            id: o.id,
+            seq: o.seq,
+            status: o.status,
+            owner: o.owner,
+            maker: o.maker.clone(),
+            signer: o.signer.clone(),
+            taker: o.taker.clone(),
+            market_idx: t.market_idx,
+            condition_id: t.condition_id.clone(),
+            token_id: t.token_id.clone(),
+            outcome_index: t.outcome_index,
+            outcome: t.outcome.clone(),
+            side: o.side,
+            price: o.price,
+            original_size: o.original_size,
+            size_matched: o.size_matched,
+            maker_amount: o.maker_amount,
+            taker_amount: o.taker_amount,
+            fee_rate_bps: o.fee_rate_bps,
+            expiration: o.expiration,
+            nonce: o.nonce,
+            salt: o.salt,
+            signature_type: o.signature_type,
+            signature: o.signature.clone(),
+            order_type: o.order_type,
+            post_only: o.post_only,
+            reserved: o.reserved,
+            associate_trades: o.associate_trades.clone(),
+            created_at: o.created_at,
+        }
+    }
 }
 
 /// [`OrderRecord`] with its strings borrowed from the encoded bytes: the same fields in the
@@ -208,18 +355,54 @@ pub struct OrderRecordRef<'a> {
 }
 
 /// One shared `Arc<str>` per distinct string, found by its stored bytes, so a repeated
-/// token id is unpacked from its 32 bytes to decimal once, not once per order.
+/// address is unpacked from its 20 bytes to text once, not once per order; and one shared
+/// [`OrderToken`] per token.
 #[derive(Default)]
-pub struct Interner(std::collections::HashMap<Box<[u8]>, Arc<str>, foldhash::fast::RandomState>);
+pub struct Interner {
+    strings: std::collections::HashMap<Box<[u8]>, Arc<str>, foldhash::fast::RandomState>,
+    /// By the token id's stored bytes, with the condition id's.
+    tokens: std::collections::HashMap<Box<[u8]>, (Box<[u8]>, Arc<OrderToken>), foldhash::fast::RandomState>,
+}
 
 impl Interner {
     pub fn get(&mut self, s: PackedRef) -> Arc<str> {
-        if let Some(a) = self.0.get(s.0) {
+        if let Some(a) = self.strings.get(s.0) {
             return a.clone();
         }
         let a: Arc<str> = s.unpack().as_ref().into();
-        self.0.insert(s.0.into(), a.clone());
+        self.strings.insert(s.0.into(), a.clone());
         a
+    }
+
+    /// The shared token of an order read from the store. A token id names one market and
+    /// outcome, so the first order read for it sets the rest; an order that disagrees (only
+    /// a damaged store could hold one) gets a token of its own.
+    fn token(
+        &mut self,
+        market_idx: u32,
+        condition_id: PackedRef,
+        token_id: PackedRef,
+        outcome_index: u8,
+        outcome: &str,
+    ) -> Arc<OrderToken> {
+        if let Some((c, t)) = self.tokens.get(token_id.0) {
+            if t.market_idx == market_idx
+                && t.outcome_index == outcome_index
+                && *t.outcome == *outcome
+                && **c == *condition_id.0
+            {
+                return t.clone();
+            }
+        }
+        let t = Arc::new(OrderToken {
+            market_idx,
+            condition_id: condition_id.unpack().as_ref().into(),
+            token_id: token_id.unpack().as_ref().into(),
+            outcome_index,
+            outcome: outcome.into(),
+        });
+        self.tokens.entry(token_id.0.into()).or_insert_with(|| (condition_id.0.into(), t.clone()));
+        t
     }
 }
 
@@ -233,11 +416,7 @@ impl OrderRecordRef<'_> {
             maker: i.get(self.maker),
             signer: i.get(self.signer),
             taker: i.get(self.taker),
-            market_idx: self.market_idx,
-            condition_id: i.get(self.condition_id),
-            token_id: i.get(self.token_id),
-            outcome_index: self.outcome_index,
-            outcome: i.get(PackedRef(self.outcome.as_bytes())),
+            token: i.token(self.market_idx, self.condition_id, self.token_id, self.outcome_index, self.outcome),
             side: self.side,
             price: self.price,
             original_size: self.original_size,
@@ -269,14 +448,14 @@ impl OrderRecord {
     pub fn spend_key(&self) -> &str {
         match self.side {
             Side::Buy => COLLATERAL,
-            Side::Sell => &self.token_id,
+            Side::Sell => &self.token.token_id,
         }
     }
 
     /// The ledger key of what the order receives.
     pub fn receive_key(&self) -> &str {
         match self.side {
-            Side::Buy => &self.token_id,
+            Side::Buy => &self.token.token_id,
             Side::Sell => COLLATERAL,
         }
     }

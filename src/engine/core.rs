@@ -130,24 +130,23 @@ struct Accts {
 }
 
 /// Startup's memo of the ledger accounts already resolved for restored orders, keyed by
-/// the addresses of the order's maker and token strings (the scan interns them, so a
-/// maker's orders in one market share both): a lookup hashes two pointers instead of a
+/// the addresses of the order's maker string and its token (the scan interns both, so a
+/// maker's orders in one market share them): a lookup hashes two pointers instead of a
 /// 42-character address and a 77-digit token id (docs/performance.md, "Startup —
-/// `reload`"). Each entry keeps its two strings alive, so an address cannot be reused by
-/// another string while the memo lives; equal strings at two addresses only make two
-/// entries.
+/// `reload`"). Each entry keeps both alive, so an address cannot be reused by another
+/// value while the memo lives; equal values at two addresses only make two entries.
 #[derive(Default)]
-pub struct RestoreMemo(HashMap<MemoKey, (Accts, [Arc<str>; 2])>);
+pub struct RestoreMemo(HashMap<MemoKey, (Accts, Arc<str>, Arc<OrderToken>)>);
 
-/// Where the maker's and the token's strings are, and the order's side.
+/// Where the maker's string and the token are, and the order's side.
 type MemoKey = (usize, usize, Side);
 
 impl RestoreMemo {
     fn accts(&mut self, core: &mut Core, o: &OrderRecord) -> Accts {
-        let at = |s: &Arc<str>| Arc::as_ptr(s) as *const u8 as usize;
+        let maker = Arc::as_ptr(&o.maker) as *const u8 as usize;
         self.0
-            .entry((at(&o.maker), at(&o.token_id), o.side))
-            .or_insert_with(|| (core.accts_of(o), [o.maker.clone(), o.token_id.clone()]))
+            .entry((maker, Arc::as_ptr(&o.token) as usize, o.side))
+            .or_insert_with(|| (core.accts_of(o), o.maker.clone(), o.token.clone()))
             .0
     }
 }
@@ -181,6 +180,9 @@ pub struct MarketState {
     /// The fee account's handles for what this market's orders receive: collateral, then
     /// each outcome token.
     fee_accts: Vec<Acct>,
+    /// What this market's orders hold as their token, per outcome: one allocation shared by
+    /// every order placed on it.
+    order_tokens: [Arc<OrderToken>; 2],
 }
 
 /// The whole matching state.
@@ -324,7 +326,14 @@ impl Core {
             .chain(m.tokens.iter().map(|t| &*t.token_id))
             .map(|asset| self.ledger.acct(&self.fee_address, asset))
             .collect();
-        self.markets.push(MarketState { book: Book::new(m.tick), market: m, last_trade: None, fee_accts });
+        let order_tokens = [0, 1].map(|i| OrderToken::of(&m, i));
+        self.markets.push(MarketState {
+            book: Book::new(m.tick),
+            market: m,
+            last_trade: None,
+            fee_accts,
+            order_tokens,
+        });
     }
 
     pub fn nonce_of(&self, maker: &str) -> u64 {
@@ -382,9 +391,9 @@ impl Core {
     /// Resolves an order's ledger accounts (its market and outcome already set).
     fn accts_of(&mut self, o: &OrderRecord) -> Accts {
         let [pay, recv] = self.ledger.accts(&o.maker, [o.spend_key(), o.receive_key()]);
-        let fee_accts = &self.markets[o.market_idx as usize].fee_accts;
+        let fee_accts = &self.markets[o.token.market_idx as usize].fee_accts;
         let fee = match o.side {
-            Side::Buy => fee_accts[1 + o.outcome_index as usize],
+            Side::Buy => fee_accts[1 + o.token.outcome_index as usize],
             Side::Sell => fee_accts[0],
         };
         Accts { pay, recv, fee }
@@ -406,10 +415,10 @@ impl Core {
         self.ledger.reserve_at(accts.pay, o.reserved);
         let mut slot = NIL;
         if o.status == OrderStatus::Live {
-            let ms = &mut self.markets[o.market_idx as usize];
+            let ms = &mut self.markets[o.token.market_idx as usize];
             slot = ms.book.insert(
-                book_side(o.outcome_index, o.side),
-                yes_price(o.outcome_index, o.price),
+                book_side(o.token.outcome_index, o.side),
+                yes_price(o.token.outcome_index, o.price),
                 o.id,
                 o.remaining(),
             );
@@ -432,7 +441,7 @@ impl Core {
         batch: &mut Batch,
     ) -> Result<Placed, Reject> {
         let o = Arc::make_mut(&mut order);
-        let Some(&(midx, outcome)) = self.tokens.get(&*o.token_id) else { return Err(Reject::UnknownMarket) };
+        let Some(&(midx, outcome)) = self.tokens.get(&*o.token.token_id) else { return Err(Reject::UnknownMarket) };
         if !self.markets[midx as usize].market.accepting_orders || self.markets[midx as usize].market.closed {
             return Err(Reject::MarketClosed);
         }
@@ -449,8 +458,8 @@ impl Core {
                 }
             }
         }
-        o.market_idx = midx;
-        o.outcome_index = outcome;
+        // The market's shared token (the caller's may be a copy of it).
+        o.token = self.markets[midx as usize].order_tokens[outcome as usize].clone();
         let bside = book_side(outcome, o.side);
         let limit = yes_price(outcome, o.price);
         let book = &self.markets[midx as usize].book;
@@ -504,10 +513,10 @@ impl Core {
     fn rest_or_close(&mut self, o: &mut OrderRecord, accts: Accts, released: bool) -> u32 {
         let remaining = o.remaining();
         if remaining > 0 && o.order_type.rests() && o.reserved > 0 {
-            let ms = &mut self.markets[o.market_idx as usize];
+            let ms = &mut self.markets[o.token.market_idx as usize];
             let slot = ms.book.insert(
-                book_side(o.outcome_index, o.side),
-                yes_price(o.outcome_index, o.price),
+                book_side(o.token.outcome_index, o.side),
+                yes_price(o.token.outcome_index, o.price),
                 o.id,
                 remaining,
             );
@@ -542,8 +551,8 @@ impl Core {
         batch.put_order(&o, if released { Stored::Open } else { Stored::New });
         self.flush_ledger(batch);
         if !trades.is_empty() {
-            let last = self.markets[o.market_idx as usize].last_trade;
-            batch.put(crate::store::cf::META, meta::last_trade(o.market_idx), crate::store::encode(&last));
+            let last = self.markets[o.token.market_idx as usize].last_trade;
+            batch.put(crate::store::cf::META, meta::last_trade(o.token.market_idx), crate::store::encode(&last));
         }
         Placed { order: o, trades, making, taking }
     }
@@ -557,9 +566,9 @@ impl Core {
     /// Sweeps the opposite side while it crosses; returns trades and what the taker gave
     /// and received.
     fn match_taker(&mut self, t: &mut OrderRecord, ta: Accts, now: u64, batch: &mut Batch) -> Matched {
-        let midx = t.market_idx as usize;
-        let bside = book_side(t.outcome_index, t.side);
-        let limit = yes_price(t.outcome_index, t.price);
+        let midx = t.token.market_idx as usize;
+        let bside = book_side(t.token.outcome_index, t.side);
+        let limit = yes_price(t.token.outcome_index, t.price);
         let opp = bside.opposite();
         let mut trades = Vec::new();
         let (mut making, mut taking) = (0u64, 0u64);
@@ -590,9 +599,9 @@ impl Core {
             let m = entry.get();
             let ma = m.accts;
             // Amounts in each order's own token price.
-            let pm = yes_price(m.outcome_index, px); // maker's own price
-            let pt = yes_price(t.outcome_index, px); // taker's own price
-            let same_token = m.outcome_index == t.outcome_index;
+            let pm = yes_price(m.token.outcome_index, px); // maker's own price
+            let pt = yes_price(t.token.outcome_index, px); // taker's own price
+            let same_token = m.token.outcome_index == t.token.outcome_index;
             let (maker_amt, taker_amt, match_type) = if same_token {
                 let c = mul_div_floor(q, pm as u64, PRICE_ONE as u64);
                 (c, c, MatchType::Complementary)
@@ -629,9 +638,9 @@ impl Core {
                 id: Uuid::from_u64_pair(self.id_prefix, self.next_trade_seq),
                 seq: self.next_trade_seq,
                 taker_order_id: t.id,
-                market_idx: t.market_idx,
-                condition_id: t.condition_id.clone(),
-                asset_id: t.token_id.clone(),
+                market_idx: t.token.market_idx,
+                condition_id: t.token.condition_id.clone(),
+                asset_id: t.token.token_id.clone(),
                 side: t.side,
                 size: q,
                 price: pt,
@@ -639,7 +648,7 @@ impl Core {
                 status: TradeStatus::Pending,
                 match_time: now,
                 last_update: now,
-                outcome: t.outcome.clone(),
+                outcome: t.token.outcome.clone(),
                 bucket_index: trades.len() as u32,
                 owner: t.owner,
                 maker_address: t.maker.clone(),
@@ -649,8 +658,8 @@ impl Core {
                     maker_address: m.maker.clone(),
                     matched_amount: q,
                     price: pm,
-                    asset_id: m.token_id.clone(),
-                    outcome: m.outcome.clone(),
+                    asset_id: m.token.token_id.clone(),
+                    outcome: m.token.outcome.clone(),
                     side: m.side,
                     fee_rate_bps: m.fee_rate_bps,
                     fee: maker_fee,
@@ -798,7 +807,7 @@ impl Core {
             m.accepting_orders = false;
             batch.put(cf::MARKETS, m.condition_id.as_bytes().to_vec(), encode(&*m));
         }
-        let ids = self.open_where(|o| o.market_idx == idx);
+        let ids = self.open_where(|o| o.token.market_idx == idx);
         for (id, _) in &ids {
             self.close(id, batch);
         }
@@ -888,7 +897,7 @@ impl Core {
             }
             self.expiries.pop();
             if self.orders.get(&id).is_some_and(|o| o.expiration == exp) {
-                let m = self.orders[&id].market_idx;
+                let m = self.orders[&id].token.market_idx;
                 self.close(&id, batch);
                 out.push((id, m));
             }
@@ -902,7 +911,7 @@ impl Core {
         let Some(Open { rec: mut arc, slot, accts }) = self.orders.remove(id) else { return };
         let o = Arc::make_mut(&mut arc);
         if slot != NIL {
-            self.markets[o.market_idx as usize].book.remove(slot);
+            self.markets[o.token.market_idx as usize].book.remove(slot);
         }
         o.status = OrderStatus::Canceled;
         release_rest(&mut self.ledger, accts.pay, o);
@@ -928,7 +937,9 @@ impl Core {
     /// IDs of the open orders of `owner`, optionally only in one market or token.
     pub fn open_ids(&self, owner: Uuid, market: Option<&str>, asset: Option<&str>) -> Vec<Uuid> {
         self.open_where(|o| {
-            o.owner == owner && market.is_none_or(|m| *o.condition_id == *m) && asset.is_none_or(|a| *o.token_id == *a)
+            o.owner == owner
+                && market.is_none_or(|m| *o.token.condition_id == *m)
+                && asset.is_none_or(|a| *o.token.token_id == *a)
         })
         .into_iter()
         .map(|x| x.0)
@@ -938,7 +949,7 @@ impl Core {
     /// Open orders matching `f`, in acceptance order: (id, market).
     fn open_where(&self, f: impl Fn(&OrderRecord) -> bool) -> Vec<(Uuid, u32)> {
         let mut v: Vec<(u64, Uuid, u32)> =
-            self.orders.values().filter(|o| f(o)).map(|o| (o.seq, o.id, o.market_idx)).collect();
+            self.orders.values().filter(|o| f(o)).map(|o| (o.seq, o.id, o.token.market_idx)).collect();
         v.sort_unstable();
         v.into_iter().map(|x| (x.1, x.2)).collect()
     }
@@ -1052,7 +1063,7 @@ impl Core {
                 if o.slot == NIL {
                     return Err(format!("live order {} not resting", o.id));
                 }
-                let n = self.markets[o.market_idx as usize].book.node(o.slot);
+                let n = self.markets[o.token.market_idx as usize].book.node(o.slot);
                 if n.id != o.id || n.remaining != o.remaining() {
                     return Err(format!("book node out of step with order {}", o.id));
                 }
@@ -1142,14 +1153,15 @@ mod tests {
 
     /// Startup's memo hands every restored order the accounts a lookup by its strings would,
     /// whichever of its keys (maker, token, side) it shares with earlier orders, and when
-    /// equal strings arrive at two addresses (as from the two scan threads' interners).
+    /// equal values arrive at two addresses (as from the two scan threads' interners).
     #[test]
     fn restored_orders_get_their_own_accounts_through_the_memo() {
         let tok = |id: &str, outcome: &str| Token { token_id: id.into(), outcome: outcome.into() };
         let mut core = Core::new("0xfee".into());
         core.add_market(Market::binary("0xc", tok("1", "Yes"), tok("2", "No"), 100, 1));
         let (a, b, a_again): (Arc<str>, Arc<str>, Arc<str>) = ("0xa".into(), "0xb".into(), "0xa".into());
-        let (yes, no, yes_again): (Arc<str>, Arc<str>, Arc<str>) = ("1".into(), "2".into(), "1".into());
+        let m = &core.markets[0].market;
+        let (yes, no, yes_again) = (OrderToken::of(m, 0), OrderToken::of(m, 1), OrderToken::of(m, 0));
         let orders = [
             (&a, &yes, Side::Buy, 10),
             (&a, &yes, Side::Sell, 20),
@@ -1168,11 +1180,7 @@ mod tests {
                 maker: maker.clone(),
                 signer: maker.clone(),
                 taker: "".into(),
-                market_idx: 0,
-                condition_id: "0xc".into(),
-                token_id: token.clone(),
-                outcome_index: (**token == *"2") as u8,
-                outcome: "".into(),
+                token: token.clone(),
                 side,
                 price: 4_000,
                 original_size: 1_000_000,
@@ -1201,7 +1209,7 @@ mod tests {
         assert_eq!(reserved("0xa", COLLATERAL), 10 + 40 + 160 + 320);
         assert_eq!(reserved("0xa", "1"), 20);
         assert_eq!(reserved("0xb", COLLATERAL), 80);
-        assert_eq!(memo.0.len(), 5, "the equal strings at other addresses took their own entry");
+        assert_eq!(memo.0.len(), 5, "the equal values at other addresses took their own entry");
     }
 
     #[test]

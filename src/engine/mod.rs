@@ -420,7 +420,7 @@ fn run(
                 Ok(placed) => {
                     batch.ops.extend(records.ops);
                     metrics.matches.inc_by(placed.trades.len() as u64);
-                    let idx = placed.order.market_idx;
+                    let idx = placed.order.token.market_idx;
                     let (trades, id) = (placed.trades.clone(), placed.order.id);
                     finish(core, out, batch, &[idx], trades, Some(id), reply, placed);
                 }
@@ -476,7 +476,7 @@ fn run(
             Command::ReleaseDeferred { ids, reply } => {
                 let placed = core.release_deferred(ids.as_deref(), now_secs(), &mut batch);
                 metrics.matches.inc_by(placed.iter().map(|p| p.trades.len() as u64).sum());
-                let markets: Vec<u32> = placed.iter().map(|p| p.order.market_idx).collect();
+                let markets: Vec<u32> = placed.iter().map(|p| p.order.token.market_idx).collect();
                 let trades = placed.iter().flat_map(|p| p.trades.iter().cloned()).collect();
                 finish(core, out, batch, &markets, trades, None, reply, placed);
             }
@@ -547,7 +547,7 @@ fn split_touched(v: Vec<(Uuid, u32)>) -> (Vec<Uuid>, Vec<u32>) {
 }
 
 fn touched(core: &Core, ids: &[Uuid]) -> Vec<u32> {
-    let mut v: Vec<u32> = ids.iter().filter_map(|id| core.orders.get(id)).map(|o| o.market_idx).collect();
+    let mut v: Vec<u32> = ids.iter().filter_map(|id| core.orders.get(id)).map(|o| o.token.market_idx).collect();
     v.sort_unstable();
     v.dedup();
     v

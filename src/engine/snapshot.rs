@@ -13,7 +13,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
-use crate::domain::{Market, Side, PRICE_ONE};
+use crate::domain::{Market, OrderToken, Side, PRICE_ONE};
 
 /// Aggregated levels: (price, size), best first.
 pub type Levels = Vec<(u32, u64)>;
@@ -115,6 +115,8 @@ pub struct MarketView {
     pub market: Market,
     tick: AtomicU32,
     live: Mutex<Live>,
+    /// What an order placed on each outcome holds as its token (shared, not built per order).
+    order_tokens: [Arc<OrderToken>; 2],
 }
 
 impl MarketView {
@@ -127,7 +129,13 @@ impl MarketView {
             seq: book.seq,
             cached: Some(Arc::new(book)),
         };
-        MarketView { tick: AtomicU32::new(market.tick), market, live: Mutex::new(live) }
+        let order_tokens = [0, 1].map(|i| OrderToken::of(&market, i));
+        MarketView { tick: AtomicU32::new(market.tick), market, live: Mutex::new(live), order_tokens }
+    }
+
+    /// Outcome `i`'s token, as an order on it holds it.
+    pub fn order_token(&self, i: u8) -> Arc<OrderToken> {
+        self.order_tokens[i as usize].clone()
     }
 
     /// The market's tick as of the last durable change (it only ever gets finer).

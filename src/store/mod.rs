@@ -1082,7 +1082,7 @@ fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{AddressStatus, Mode, OrderStatus};
+    use crate::domain::{AddressStatus, FlatOrderRecord, Mode, OrderStatus, OrderToken};
 
     #[test]
     fn codec_round_trips_and_reads_json_records() {
@@ -1110,11 +1110,13 @@ mod tests {
             maker: "0xmaker".into(),
             signer: "0xsigner".into(),
             taker: "0x0".into(),
-            market_idx: 3,
-            condition_id: "0xc0ffee".into(),
-            token_id: "1001".into(),
-            outcome_index: 1,
-            outcome: "No".into(),
+            token: Arc::new(OrderToken {
+                market_idx: 3,
+                condition_id: "0xc0ffee".into(),
+                token_id: "1001".into(),
+                outcome_index: 1,
+                outcome: "No".into(),
+            }),
             side: Side::Sell,
             price: 4200,
             original_size: 20_000_000,
@@ -1274,8 +1276,11 @@ mod tests {
             maker: "0x8ba1f109551bd432803012645ac136ddd64dba72".into(),
             signer: "0x8ba1f109551bd432803012645ac136ddd64dba72".into(),
             taker: "0x0000000000000000000000000000000000000000".into(),
-            condition_id: "0x5f65177b394277fd294cd75650044e32ba009a95022d88a0c1d565897d72f8f1".into(),
-            token_id: "71321045679252212594626385532706912750332728571942532289631379312455583992563".into(),
+            token: Arc::new(OrderToken {
+                condition_id: "0x5f65177b394277fd294cd75650044e32ba009a95022d88a0c1d565897d72f8f1".into(),
+                token_id: "71321045679252212594626385532706912750332728571942532289631379312455583992563".into(),
+                ..(*sample_order().token).clone()
+            }),
             signature: format!("0x{}1b", "5e".repeat(64)).into(),
             ..sample_order()
         }
@@ -1285,22 +1290,28 @@ mod tests {
     fn interned_order_decoding_equals_the_ordinary_one() {
         for o in [sample_order(), real_order()] {
             let bytes = encode(&o);
+            // The shared token encodes in line, as the order's own fields did.
+            assert_eq!(bytes, encode(&FlatOrderRecord::from(&o)));
             let mut i = Interner::default();
             let a = decode_order(&bytes, &mut i).unwrap();
             assert_eq!(a, o);
             assert_eq!(a, decode::<OrderRecord>(cf::ORDERS, &bytes).unwrap());
             // A second decode shares the repeated strings.
             let b = decode_order(&bytes, &mut i).unwrap();
-            assert!(Arc::ptr_eq(&a.maker, &b.maker) && Arc::ptr_eq(&a.condition_id, &b.condition_id));
-            assert!(Arc::ptr_eq(&a.token_id, &b.token_id) && Arc::ptr_eq(&a.outcome, &b.outcome));
-            // Version-1 JSON records still decode through the same entry point.
+            assert!(Arc::ptr_eq(&a.maker, &b.maker) && Arc::ptr_eq(&a.token, &b.token));
+            // Version-1 JSON records (flat) still decode through the same entry point.
             let mut v1 = vec![VERSION_JSON];
-            v1.extend_from_slice(&serde_json::to_vec(&o).unwrap());
+            v1.extend_from_slice(&serde_json::to_vec(&FlatOrderRecord::from(&o)).unwrap());
             assert_eq!(decode_order(&v1, &mut i).unwrap(), o);
         }
         // An order none of whose strings packs encodes as version 2 did: such values still
         // read.
-        let text = OrderRecord { condition_id: "0xC0FFEE".into(), token_id: "tok-1001".into(), ..sample_order() };
+        let token = OrderToken {
+            condition_id: "0xC0FFEE".into(),
+            token_id: "tok-1001".into(),
+            ..(*sample_order().token).clone()
+        };
+        let text = OrderRecord { token: Arc::new(token), ..sample_order() };
         let mut v2 = encode(&text);
         v2[0] = VERSION_TEXT;
         assert_eq!(decode_order(&v2, &mut Interner::default()).unwrap(), text);
