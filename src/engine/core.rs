@@ -404,9 +404,16 @@ impl Core {
         self.pending.len()
     }
 
-    /// Room for `n` more open orders, so startup does not rehash its maps as it restores.
+    /// Room for `n` more open orders, so startup does not rehash its maps as it restores;
+    /// and in each book room for its share of them, so the books' node arrays do not grow
+    /// by doubling (at startup all books grow together, so every smaller array they leave
+    /// behind stays touched: ≈ 2× the nodes' memory).
     pub fn reserve(&mut self, n: usize) {
         self.orders.reserve(n);
+        let share = n / self.markets.len().max(1);
+        for ms in &mut self.markets {
+            ms.book.reserve(share);
+        }
     }
 
     /// Re-inserts an accepted open order at startup, in its original priority.
@@ -422,6 +429,7 @@ impl Core {
                 o.id,
                 o.remaining(),
             );
+            ms.book.forget_changes();
         }
         if o.expiration != 0 {
             self.expiries.push(Reverse((o.expiration, o.id)));
