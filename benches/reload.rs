@@ -143,6 +143,8 @@ fn build(dir: &Path) {
         // Bids 0.01–0.49 so nothing crosses.
         let price = 100 * (1 + (n / markets) % 49) as u32;
         let size = 10_000_000;
+        // The signature apart, as the engine writes it.
+        b.put(cf::ORDER_SIGNATURES, (n + 1).to_be_bytes().to_vec(), sig.as_bytes().to_vec());
         b.put_order(
             &Arc::new(OrderRecord {
                 id: Uuid::from_u128(n as u128 + 1),
@@ -164,7 +166,7 @@ fn build(dir: &Path) {
                 nonce: 0,
                 salt: n,
                 signature_type: 0,
-                signature: sig.clone(),
+                signature: Default::default(),
                 order_type: OrderType::Gtc,
                 post_only: false,
                 reserved: size * price as u64 / PRICE_ONE as u64,

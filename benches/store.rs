@@ -12,9 +12,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use predex::domain::packed::PackedStr;
 use predex::domain::*;
 use predex::store::persister::{self, Job, PersistMetrics};
-use predex::store::{Batch, Store, Stored};
+use predex::store::{cf, Batch, Store, Stored};
 use uuid::Uuid;
 
 fn env_or(name: &str, default: usize) -> usize {
@@ -44,6 +45,8 @@ fn wallets() -> usize {
 /// A market's ids, shaped like real ones (the demo catalogue's): they are most of the bytes
 /// of the keys and records a fill writes.
 const CONDITION: &str = "0xa9b44c58ef9f0915685744c2cb0b78af2dc08a716ac38dd828880a79204f758f";
+/// An order's signature, as the engine writes it for a new order.
+const SIGNATURE: &str = "0x8a2f9c0e5d7b4a1f3e6c9b2d8a7f4e1c0b5d3a9e7f2c6b8d4a1e9f3c7b5d2a8e6f4c1b9d3a7e5f2c8b6d4a1e9f3c7b5d2a8e6f4c1b9d3a7e5f2c8b6d4a1e9f1b";
 const TOKEN: &str = "2533125062127029072497033382062890715058177690830198673817386145166809525645";
 
 /// An order id as scattered as a real one (the exchange derives it from the order's EIP-712
@@ -86,7 +89,8 @@ fn order(seq: u64, maker: &Arc<str>) -> Arc<OrderRecord> {
         nonce: 0,
         salt: seq,
         signature_type: 0,
-        signature: "0x8a2f9c0e5d7b4a1f3e6c9b2d8a7f4e1c0b5d3a9e7f2c6b8d4a1e9f3c7b5d2a8e6f4c1b9d3a7e5f2c8b6d4a1e9f3c7b5d2a8e6f4c1b9d3a7e5f2c8b6d4a1e9f1b".into(),
+        // Written apart by the engine (`order_signatures`, see `fill`).
+        signature: Default::default(),
         order_type: OrderType::Gtc,
         post_only: false,
         reserved: 5_000_000,
@@ -134,8 +138,10 @@ fn fill(seq: u64, maker: &Arc<str>, taker: &Arc<str>) -> Batch {
         error_msg: None,
         match_type: MatchType::Complementary,
     });
-    // The maker was resting; the taker is new and rests its remainder.
+    // The maker was resting; the taker is new and rests its remainder, its signature
+    // written apart as the engine does.
     b.put_order(&m, Stored::Open);
+    b.put(cf::ORDER_SIGNATURES, t.seq.to_be_bytes().to_vec(), PackedStr::new(SIGNATURE).into_bytes());
     b.put_order(&t, Stored::New);
     b.put_trade(&trade);
     for (a, asset) in [(maker, "USDC"), (maker, TOKEN), (taker, "USDC"), (taker, TOKEN)] {

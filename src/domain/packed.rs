@@ -194,7 +194,8 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for PackedRef<'a> {
 /// path: the order's signature, 66 bytes instead of 132 characters. It is written to the
 /// store as it is (the same bytes `#[serde(with = "packed")]` writes for the string) and
 /// unpacked only when shown.
-#[derive(Clone, PartialEq, Eq)]
+/// The default is the empty string (no allocation).
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct PackedStr(Box<[u8]>);
 
 impl PackedStr {
@@ -210,6 +211,11 @@ impl PackedStr {
     /// The stored form.
     pub fn as_bytes(&self) -> &[u8] {
         &self.0
+    }
+
+    /// The stored form, without a copy.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.0.into_vec()
     }
 }
 

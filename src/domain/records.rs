@@ -152,8 +152,8 @@ impl OrderToken {
 }
 
 /// An accepted order, as persisted. The signed fields are kept verbatim so a settler can
-/// rebuild the on-chain order; the recovered signer is stored so restart never recomputes
-/// a signature.
+/// rebuild the on-chain order (the signature in a family of its own); the recovered signer
+/// is stored so restart never recomputes a signature.
 ///
 /// Its encoding is [`FlatOrderRecord`]'s, byte for byte (postcard writes a nested struct's
 /// fields in line), and it decodes through that flat form, which also reads version-1 JSON.
@@ -187,7 +187,9 @@ pub struct OrderRecord {
     pub nonce: u64,
     pub salt: u64,
     pub signature_type: u8,
-    /// Held packed: 1 M restored orders keep ≈ 95 MB less than as text (docs/performance.md).
+    /// Set by the API; the engine moves it to the `order_signatures` family when it accepts
+    /// the order, so records written since hold it empty (`Store::order_signature` reads
+    /// either). Held packed, as stored.
     pub signature: super::packed::PackedStr,
     pub order_type: OrderType,
     pub post_only: bool,

@@ -494,6 +494,12 @@ impl Core {
         o.seq = self.next_order_seq;
         self.next_order_seq += 1;
         o.created_at = now;
+        // The signature is written once, apart, and not held with the open order: nothing
+        // on the request path reads it (docs/performance.md, "Memory per order").
+        let signature = std::mem::take(&mut o.signature);
+        if !signature.as_bytes().is_empty() {
+            batch.put(cf::ORDER_SIGNATURES, o.seq.to_be_bytes().to_vec(), signature.into_bytes());
+        }
         self.seen.insert(o.id, now);
         if o.maker != o.signer && !self.proxies.contains_key(&*o.maker) {
             self.bind_proxy(o.maker.to_string(), o.signer.to_string());

@@ -36,6 +36,11 @@ pub mod cf {
     /// fills, reserve), so a fill rewrites a few dozen bytes instead of the order's signed
     /// fields. Deleted with the record when the order closes.
     pub const OPEN_STATE: &str = "open_state";
+    /// seq (u64 BE) → signature (its stored form) of every order accepted since this family
+    /// was added; written once with the order, never read on the request path, so an
+    /// order's record — on disk and held in memory while it is open — does not carry it
+    /// (records written before carry it themselves). See [`Store::order_signature`].
+    pub const ORDER_SIGNATURES: &str = "order_signatures";
     /// order id → seq (u64 BE) of an open order: finds its record in `live_orders`.
     pub const ORDER_SEQ: &str = "order_seq";
     /// owner (16) + seq (8) → order id: open orders per API key.
@@ -118,6 +123,7 @@ pub mod cf {
         ORDERS,
         LIVE_ORDERS,
         OPEN_STATE,
+        ORDER_SIGNATURES,
         ORDER_SEQ,
         OPEN_BY_OWNER,
         TRADES,
@@ -860,6 +866,18 @@ impl Store {
         self.get(cf::ORDERS, id.as_bytes())
     }
 
+    /// The signature an order was accepted with: from its record when written there (before
+    /// `order_signatures` existed), else from that family.
+    pub fn order_signature(&self, id: &Uuid) -> Result<Option<String>, StoreError> {
+        let Some(o) = self.get_order(id)? else { return Ok(None) };
+        if !o.signature.as_bytes().is_empty() {
+            return Ok(Some(o.signature.unpack().into_owned()));
+        }
+        let Some(v) = self.get_raw(cf::ORDER_SIGNATURES, &o.seq.to_be_bytes())? else { return Ok(None) };
+        let corrupt = || StoreError::Corrupt { cf: cf::ORDER_SIGNATURES, msg: "not a stored string".into() };
+        Ok(Some(crate::domain::packed::unpack(&v).ok_or_else(corrupt)?.into_owned()))
+    }
+
     pub fn get_trade(&self, id: &Uuid) -> Result<Option<TradeRecord>, StoreError> {
         self.get(cf::TRADES, id.as_bytes())
     }
@@ -1175,6 +1193,54 @@ mod tests {
         drop(store);
         let store = Store::open(dir.path()).unwrap();
         assert_eq!(scan(&store), expected);
+    }
+
+    /// The engine writes an accepted order's signature apart, keyed by its sequence, and
+    /// keeps it out of the open order; the store finds it there, and in a record written
+    /// before (which carries it), open or closed.
+    #[test]
+    fn an_orders_signature_is_written_once_apart_and_found_either_way() {
+        use crate::domain::{Market, Token};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut core = crate::engine::Core::new("0xfee".into());
+        let tok = |id: &str| Token { token_id: id.into(), outcome: "Yes".into() };
+        core.add_market(Market::binary("0xc0ffee", tok("71321045679"), tok("1002"), 100, 0));
+        let mut b = Batch::default();
+        core.credit("0xmaker", "71321045679", 1_000_000_000, &mut b);
+        let mut o = real_order();
+        o.maker = "0xmaker".into();
+        o.signer = o.maker.clone();
+        o.token = OrderToken::of(&core.markets[0].market, 0);
+        (o.status, o.size_matched, o.reserved, o.nonce) = (OrderStatus::Live, 0, 0, 0);
+        o.associate_trades.clear();
+        let signature = o.signature.unpack().into_owned();
+        let placed = core.place(Arc::new(o.clone()), false, 1_700_000_000, &mut b).unwrap();
+        assert!(placed.order.signature.as_bytes().is_empty(), "the open order does not hold it");
+        store.write([&b], true).unwrap();
+        let stored = store.get_order(&o.id).unwrap().unwrap();
+        assert!(stored.signature.as_bytes().is_empty());
+        let by_seq = store.get_raw(cf::ORDER_SIGNATURES, &placed.order.seq.to_be_bytes()).unwrap();
+        assert_eq!(by_seq.as_deref(), Some(o.signature.as_bytes()));
+        assert_eq!(store.order_signature(&o.id).unwrap(), Some(signature.clone()));
+        // Closed: the record moves to `orders`, the signature stays where it was.
+        let mut b = Batch::default();
+        core.cancel(o.owner, &[o.id], &mut b);
+        store.write([&b], true).unwrap();
+        assert_eq!(store.get_order(&o.id).unwrap().unwrap().status, OrderStatus::Canceled);
+        assert_eq!(store.order_signature(&o.id).unwrap(), Some(signature.clone()));
+        // Records written before the family carry the signature themselves.
+        let mut b = Batch::default();
+        let legacy =
+            |n: u128, status| Arc::new(OrderRecord { id: Uuid::from_u128(n), seq: n as u64, status, ..real_order() });
+        let (open, closed) = (legacy(100, OrderStatus::Live), legacy(101, OrderStatus::Canceled));
+        b.put_order(&open, Stored::New);
+        b.put_order(&closed, Stored::New);
+        store.write([&b], true).unwrap();
+        for id in [open.id, closed.id] {
+            assert_eq!(store.order_signature(&id).unwrap(), Some(signature.clone()));
+        }
+        assert_eq!(store.order_signature(&Uuid::from_u128(102)).unwrap(), None);
     }
 
     #[test]
