@@ -144,7 +144,7 @@ fn build(dir: &Path) {
         let price = 100 * (1 + (n / markets) % 49) as u32;
         let size = 10_000_000;
         // The signature apart, as the engine writes it.
-        b.put(cf::ORDER_SIGNATURES, (n + 1).to_be_bytes().to_vec(), sig.as_bytes().to_vec());
+        b.put_signature(n + 1, sig.clone());
         b.put_order(
             &Arc::new(OrderRecord {
                 id: Uuid::from_u128(n as u128 + 1),

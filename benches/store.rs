@@ -15,7 +15,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use predex::domain::packed::PackedStr;
 use predex::domain::*;
 use predex::store::persister::{self, Job, PersistMetrics};
-use predex::store::{cf, Batch, Store, Stored};
+use predex::store::{Batch, Store, Stored};
 use uuid::Uuid;
 
 fn env_or(name: &str, default: usize) -> usize {
@@ -141,7 +141,7 @@ fn fill(seq: u64, maker: &Arc<str>, taker: &Arc<str>) -> Batch {
     // The maker was resting; the taker is new and rests its remainder, its signature
     // written apart as the engine does.
     b.put_order(&m, Stored::Open);
-    b.put(cf::ORDER_SIGNATURES, t.seq.to_be_bytes().to_vec(), PackedStr::new(SIGNATURE).into_bytes());
+    b.put_signature(t.seq, PackedStr::new(SIGNATURE));
     b.put_order(&t, Stored::New);
     b.put_trade(&trade);
     for (a, asset) in [(maker, "USDC"), (maker, TOKEN), (taker, "USDC"), (taker, TOKEN)] {

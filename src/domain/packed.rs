@@ -212,11 +212,6 @@ impl PackedStr {
     pub fn as_bytes(&self) -> &[u8] {
         &self.0
     }
-
-    /// The stored form, without a copy.
-    pub fn into_bytes(self) -> Vec<u8> {
-        self.0.into_vec()
-    }
 }
 
 /// The stored bytes copied, not unpacked. Text written before the packed form is packed,

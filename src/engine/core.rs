@@ -498,7 +498,7 @@ impl Core {
         // on the request path reads it (docs/performance.md, "Memory per order").
         let signature = std::mem::take(&mut o.signature);
         if !signature.as_bytes().is_empty() {
-            batch.put(cf::ORDER_SIGNATURES, o.seq.to_be_bytes().to_vec(), signature.into_bytes());
+            batch.put_signature(o.seq, signature);
         }
         self.seen.insert(o.id, now);
         if o.maker != o.signer && !self.proxies.contains_key(&*o.maker) {

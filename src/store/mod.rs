@@ -245,6 +245,9 @@ pub enum Op {
     Trade(Arc<TradeRecord>),
     /// A ledger balance: (address, asset, balance).
     Balance(Arc<str>, Arc<str>, u64),
+    /// An accepted order's signature, under its sequence in `order_signatures` (the key is
+    /// built by the persister, so the matching thread allocates nothing for it).
+    Signature(u64, crate::domain::packed::PackedStr),
 }
 
 /// What the store held of an order before an [`Op::Order`] writes it. The record and the
@@ -289,6 +292,12 @@ impl Batch {
     /// Writes a trade, indexed under every API key that took part.
     pub fn put_trade(&mut self, t: &Arc<TradeRecord>) {
         self.ops.push(Op::Trade(t.clone()));
+    }
+
+    /// Writes an accepted order's signature apart from its record (see
+    /// [`cf::ORDER_SIGNATURES`]).
+    pub fn put_signature(&mut self, seq: u64, signature: crate::domain::packed::PackedStr) {
+        self.ops.push(Op::Signature(seq, signature));
     }
 
     pub fn put_balance(&mut self, address: Arc<str>, asset: Arc<str>, balance: u64) {
@@ -708,6 +717,7 @@ impl Store {
             Op::Balance(addr, asset, bal) => {
                 out.put(cf::LEDGER, index::position(addr, asset), bal.to_be_bytes());
             }
+            Op::Signature(seq, signature) => out.put(cf::ORDER_SIGNATURES, seq.to_be_bytes(), signature.as_bytes()),
         }
     }
 
