@@ -504,4 +504,21 @@ mod tests {
         assert_eq!(c.bids, vec![(5000, 5)]);
         assert_eq!(c.asks, vec![(5100, 0)]);
     }
+
+    /// A rebuilt book forgets the changes its rebuilding noted; later changes read against
+    /// the rebuilt totals.
+    #[test]
+    fn forgotten_changes_leave_the_rebuilt_totals_as_the_baseline() {
+        let mut b = Book::new(100);
+        b.reserve(3);
+        let x = b.insert(BookSide::Bid, 5000, Uuid::from_u128(1), 10);
+        b.insert(BookSide::Bid, 5000, Uuid::from_u128(2), 5);
+        b.insert(BookSide::Ask, 5100, Uuid::from_u128(3), 7);
+        b.forget_changes();
+        assert!(b.take_changes().is_empty());
+        assert_eq!(b.depth(BookSide::Bid), vec![(5000, 15)]);
+        b.reduce(x, 4);
+        assert_eq!(b.take_changes(), Changes { bids: vec![(5000, 11)], asks: vec![] });
+        b.check().unwrap();
+    }
 }

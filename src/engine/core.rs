@@ -1215,6 +1215,10 @@ mod tests {
             };
             core.restore(Arc::new(o), &mut memo);
         }
+        // Restored orders rest, and the book notes no change for them: the readers' views
+        // start from a snapshot of the rebuilt book.
+        assert_eq!(core.markets[0].book.len(), 6);
+        assert!(core.markets[0].book.take_changes().is_empty());
         let restored: Vec<_> = core.orders.values().map(|o| (o.rec.clone(), o.accts)).collect();
         for (rec, accts) in restored {
             assert_eq!(accts, core.accts_of(&rec), "order {}", rec.id);
