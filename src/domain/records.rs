@@ -200,8 +200,10 @@ pub struct OrderRecord {
     pub created_at: u64,
 }
 
-// With its `Arc` header an order's record takes a 256-byte allocation (mimalloc's class
-// above 256 bytes is 320); a field more should be weighed against that.
+// With its `Arc` header an order's record takes a 256-byte block; a byte over 256 would take
+// 320. mimalloc gives a request of exactly 224 bytes a 256-byte block, so the 224-byte
+// block needs a record of at most 200 bytes
+// (docs/performance.md, "What the allocator really hands out").
 const _: () = assert!(std::mem::size_of::<OrderRecord>() + 16 <= 256);
 
 /// [`OrderRecord`] as it is stored: the token's fields in line. Keep in step with
@@ -361,10 +363,13 @@ pub struct OrderRecordRef<'a> {
 /// [`OrderToken`] per token.
 #[derive(Default)]
 pub struct Interner {
-    strings: std::collections::HashMap<Box<[u8]>, Arc<str>, foldhash::fast::RandomState>,
+    strings: ByStoredBytes<Arc<str>>,
     /// By the token id's stored bytes, with the condition id's.
-    tokens: std::collections::HashMap<Box<[u8]>, (Box<[u8]>, Arc<OrderToken>), foldhash::fast::RandomState>,
+    tokens: ByStoredBytes<(Box<[u8]>, Arc<OrderToken>)>,
 }
+
+/// A map keyed by a string's stored bytes.
+type ByStoredBytes<V> = std::collections::HashMap<Box<[u8]>, V, foldhash::fast::RandomState>;
 
 impl Interner {
     pub fn get(&mut self, s: PackedRef) -> Arc<str> {
