@@ -182,7 +182,7 @@ pub struct MarketState {
     fee_accts: Vec<Acct>,
     /// What this market's orders hold as their token, per outcome: one allocation shared by
     /// every order placed on it.
-    order_tokens: [Arc<OrderToken>; 2],
+    pub order_tokens: [Arc<OrderToken>; 2],
 }
 
 /// The whole matching state.
@@ -466,7 +466,8 @@ impl Core {
                 }
             }
         }
-        // The market's shared token (the caller's may be a copy of it).
+        // The market's shared token: the API's market view hands the same one over, other
+        // callers may pass a copy.
         o.token = self.markets[midx as usize].order_tokens[outcome as usize].clone();
         let bside = book_side(outcome, o.side);
         let limit = yes_price(outcome, o.price);

@@ -303,7 +303,8 @@ pub fn spawn(
     let (tx, rx) = crossbeam_channel::bounded::<Command>(65_536);
     let mut views: Vec<Arc<MarketView>> = Vec::new();
     for ms in &core.markets {
-        let v = Arc::new(MarketView::new(ms.market.clone(), snapshot_of(&core, ms.market.idx, 0)));
+        let v =
+            Arc::new(MarketView::new(ms.market.clone(), ms.order_tokens.clone(), snapshot_of(&core, ms.market.idx, 0)));
         registry.add(v.clone());
         views.push(v);
     }
@@ -450,7 +451,8 @@ fn run(
                 m.idx = core.markets.len() as u32;
                 batch.put(cf::MARKETS, m.condition_id.as_bytes().to_vec(), encode(&m));
                 core.add_market(m.clone());
-                let view = Arc::new(MarketView::new(m.clone(), snapshot_of(core, m.idx, 0)));
+                let tokens = core.markets[m.idx as usize].order_tokens.clone();
+                let view = Arc::new(MarketView::new(m.clone(), tokens, snapshot_of(core, m.idx, 0)));
                 out.views.push(view.clone());
                 out.seqs.push(0);
                 out.last_trade.push(None);

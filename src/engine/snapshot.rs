@@ -120,7 +120,9 @@ pub struct MarketView {
 }
 
 impl MarketView {
-    pub fn new(market: Market, book: BookSnapshot) -> MarketView {
+    /// `order_tokens` are the engine's for this market, so an order the API builds already
+    /// holds the token the engine shares.
+    pub fn new(market: Market, order_tokens: [Arc<OrderToken>; 2], book: BookSnapshot) -> MarketView {
         let live = Live {
             bids: book.bids.iter().copied().collect(),
             asks: book.asks.iter().copied().collect(),
@@ -129,7 +131,6 @@ impl MarketView {
             seq: book.seq,
             cached: Some(Arc::new(book)),
         };
-        let order_tokens = [0, 1].map(|i| OrderToken::of(&market, i));
         MarketView { tick: AtomicU32::new(market.tick), market, live: Mutex::new(live), order_tokens }
     }
 
