@@ -195,8 +195,8 @@ impl Book {
                 (self.nodes.len() - 1) as u32
             }
         };
-        let Level { tail, total, .. } = self.levels(side)[level as usize];
-        self.changed.push((side, level, total));
+        let tail = self.levels(side)[level as usize].tail;
+        self.note_change(side, level);
         self.nodes[slot as usize] = Node { id, remaining: size, side, level, prev: tail, next: NIL };
         if tail != NIL {
             self.nodes[tail as usize].next = slot;
@@ -251,7 +251,15 @@ impl Book {
         self.unlink(slot);
     }
 
+    /// Notes a level about to change, with its total before. A level noted last already
+    /// holds its earlier total, so a sweep through one level's queue notes it once, not once
+    /// per order filled (and `take_changes` has that much less to sort).
     fn note_change(&mut self, side: BookSide, level: u32) {
+        if let Some(&(s, l, _)) = self.changed.last() {
+            if s == side && l == level {
+                return;
+            }
+        }
         let total = self.levels(side)[level as usize].total;
         self.changed.push((side, level, total));
     }
@@ -503,6 +511,29 @@ mod tests {
         let c = b.take_changes();
         assert_eq!(c.bids, vec![(5000, 5)]);
         assert_eq!(c.asks, vec![(5100, 0)]);
+    }
+
+    /// A sweep through a level's queue notes the level once, and the change it reports is
+    /// still against the level's total before the sweep.
+    #[test]
+    fn a_sweep_through_one_level_notes_it_once() {
+        let mut b = Book::new(100);
+        for i in 0..5 {
+            b.insert(BookSide::Ask, 5100, Uuid::from_u128(i), 4);
+        }
+        b.insert(BookSide::Ask, 5200, Uuid::from_u128(9), 4);
+        b.take_changes();
+        while b.best(BookSide::Ask) == Some(5100) {
+            let head = b.best_head(BookSide::Ask).unwrap();
+            b.reduce(head, 2);
+            b.reduce(head, 2);
+        }
+        let head = b.best_head(BookSide::Ask).unwrap();
+        b.reduce(head, 1);
+        assert_eq!(b.changed, vec![(BookSide::Ask, 51, 20), (BookSide::Ask, 52, 4)]);
+        let c = b.take_changes();
+        assert_eq!(c.asks, vec![(5100, 0), (5200, 3)]);
+        b.check().unwrap();
     }
 
     /// A rebuilt book forgets the changes its rebuilding noted; later changes read against
