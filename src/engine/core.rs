@@ -466,9 +466,12 @@ impl Core {
                 }
             }
         }
-        // The market's shared token: the API's market view hands the same one over, other
-        // callers may pass a copy.
-        o.token = self.markets[midx as usize].order_tokens[outcome as usize].clone();
+        // The market's shared token: the API's market view hands the same one over (nothing
+        // to do), other callers may pass a copy.
+        let shared = &self.markets[midx as usize].order_tokens[outcome as usize];
+        if !Arc::ptr_eq(&o.token, shared) {
+            o.token = shared.clone();
+        }
         let bside = book_side(outcome, o.side);
         let limit = yes_price(outcome, o.price);
         let book = &self.markets[midx as usize].book;

@@ -303,8 +303,7 @@ pub fn spawn(
     let (tx, rx) = crossbeam_channel::bounded::<Command>(65_536);
     let mut views: Vec<Arc<MarketView>> = Vec::new();
     for ms in &core.markets {
-        let v =
-            Arc::new(MarketView::new(ms.market.clone(), ms.order_tokens.clone(), snapshot_of(&core, ms.market.idx, 0)));
+        let v = view_of(&core, ms.market.idx);
         registry.add(v.clone());
         views.push(v);
     }
@@ -331,6 +330,13 @@ struct Out {
     last_trade: Vec<Option<(u32, Side)>>,
     persist: Sender<Job>,
     events: Sender<Published>,
+}
+
+/// A market's view for the readers, from the engine's state: its book as it stands and the
+/// tokens the engine shares with every order placed on it.
+fn view_of(core: &Core, idx: u32) -> Arc<MarketView> {
+    let ms = &core.markets[idx as usize];
+    Arc::new(MarketView::new(ms.market.clone(), ms.order_tokens.clone(), snapshot_of(core, idx, 0)))
 }
 
 fn snapshot_of(core: &Core, idx: u32, seq: u64) -> BookSnapshot {
@@ -451,8 +457,7 @@ fn run(
                 m.idx = core.markets.len() as u32;
                 batch.put(cf::MARKETS, m.condition_id.as_bytes().to_vec(), encode(&m));
                 core.add_market(m.clone());
-                let tokens = core.markets[m.idx as usize].order_tokens.clone();
-                let view = Arc::new(MarketView::new(m.clone(), tokens, snapshot_of(core, m.idx, 0)));
+                let view = view_of(core, m.idx);
                 out.views.push(view.clone());
                 out.seqs.push(0);
                 out.last_trade.push(None);
