@@ -112,11 +112,11 @@ const USERS: u64 = 8;
 const SIGNATURE: &str = "0x8a2f9c0e5d7b4a1f3e6c9b2d8a7f4e1c0b5d3a9e7f2c6b8d4a1e9f3c7b5d2a8e6f4c1b9d3a7e5f2c8b6d4a1e9f3c7b5d2a8e6f4c1b9d3a7e5f2c8b6d4a1e9f1b";
 
 /// Placements per second of the engine's clock. In service the engine reads the wall clock
-/// (seconds), and its memory of recently accepted orders (duplicate detection) keeps two
-/// 60-second generations; the bench's clock advances one second per this many placements —
-/// about the most orders a second the HTTP front can check signatures for here (the load
-/// generator's crypto ceiling) — so that memory holds what it would at full load rather than
-/// every order of the run.
+/// (seconds); the bench's clock advances one second per this many placements — about the
+/// most orders a second the HTTP front can check signatures for here (the load generator's
+/// crypto ceiling) — so that time-driven work (settlement's timestamps, the clock's reads)
+/// runs as at full load. Duplicate detection of recent orders is not the engine's: the
+/// handle claims an order's id on the request's worker (`engine::Claims`).
 const PLACEMENTS_PER_SEC: u64 = 25_000;
 
 struct PredexEngine {

@@ -1,8 +1,9 @@
 //! Orders (SPEC §2.2–2.7, §4.2, §5.7, §7.4): submission, cancellation and queries.
 //!
 //! Validation happens here, on the tokio workers (payload, signature recovery, owner,
-//! address restrictions, expiration, tick, minimum size, known duplicates); the engine then
-//! checks what needs its state (nonce, in-flight duplicates, balance, post-only, FOK, FAK).
+//! address restrictions, expiration, tick, minimum size, durable duplicates, and the engine
+//! handle's claim on the id for duplicates still in flight); the engine then checks what
+//! needs its state (an open order with the id, nonce, balance, post-only, FOK, FAK).
 
 use std::collections::HashMap;
 use std::sync::Arc;

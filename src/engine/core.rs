@@ -21,7 +21,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap as StdHashMap, VecDeque};
 
-use foldhash::{HashMap, HashMapExt, HashSet};
+use foldhash::{HashMap, HashMapExt};
 
 use std::sync::Arc;
 
@@ -194,9 +194,6 @@ pub struct Core {
     /// updates go through `Arc::make_mut`, which copies only while a batch still holds the
     /// previous version.
     pub orders: HashMap<Uuid, Open>,
-    /// Every order ID accepted since start, plus reloaded open ones: duplicate detection for
-    /// orders not yet durable (the API also checks the store for older ones).
-    seen: Recent,
     pub ledger: Ledger,
     /// Exchange nonce per maker address (incrementNonce bumps it); absent = 0.
     nonces: HashMap<String, NonceState>,
@@ -250,38 +247,6 @@ pub fn fee(side: Side, bps: u32, p: u32, q: u64) -> u64 {
     }) as u64
 }
 
-/// Orders accepted in the last one to two minutes, for duplicate detection while their
-/// writes are in flight. Open orders are found in `Core::orders`; an order accepted longer
-/// ago is durable, so the handler's store lookup refuses its resubmission. Two generations
-/// rotated every [`RECENT_SECS`] keep this bounded (it used to hold every order since start).
-#[derive(Debug, Default)]
-struct Recent {
-    current: HashSet<Uuid>,
-    previous: HashSet<Uuid>,
-    since: u64,
-}
-
-/// Seconds a generation of [`Recent`] covers: far beyond any group commit's latency.
-const RECENT_SECS: u64 = 60;
-
-impl Recent {
-    fn insert(&mut self, id: Uuid, now: u64) {
-        if now >= self.since + RECENT_SECS {
-            // The expired generation's table becomes the new one, emptied but keeping its
-            // capacity: at a steady rate a generation never grows (rehashes) again, and
-            // never touches freshly mapped pages. The memory held stays at the busiest
-            // minute's size (≈ 17 bytes per order).
-            std::mem::swap(&mut self.current, &mut self.previous);
-            self.current.clear();
-            self.since = now;
-        }
-        self.current.insert(id);
-    }
-    fn contains(&self, id: &Uuid) -> bool {
-        self.current.contains(id) || self.previous.contains(id)
-    }
-}
-
 impl Core {
     pub fn new(fee_address: String) -> Core {
         Core {
@@ -289,7 +254,6 @@ impl Core {
             tokens: HashMap::new(),
             conditions: HashMap::new(),
             orders: HashMap::new(),
-            seen: Recent::default(),
             ledger: Ledger::default(),
             nonces: HashMap::new(),
             pending: VecDeque::new(),
@@ -437,8 +401,8 @@ impl Core {
         self.orders.insert(o.id, Open { rec: o, slot, accts });
     }
 
-    /// Places an order: checks what only the engine can (duplicates, nonce, proxy binding,
-    /// balance), then matches and rests the remainder. On acceptance, `batch` holds every
+    /// Places an order: checks what only the engine can (an open order with its id, nonce,
+    /// proxy binding, balance), then matches and rests the remainder. On acceptance, `batch` holds every
     /// write of the command. The record arrives allocated (by the request's handler) and
     /// unshared, so the engine thread updates it in place and never copies it.
     pub fn place(
@@ -453,7 +417,9 @@ impl Core {
         if !self.markets[midx as usize].market.accepting_orders || self.markets[midx as usize].market.closed {
             return Err(Reject::MarketClosed);
         }
-        if self.orders.contains_key(&o.id) || self.seen.contains(&o.id) {
+        // Orders accepted recently but closed already are refused before they get here: the
+        // handle claims every id it sends ([`super::Claims`]).
+        if self.orders.contains_key(&o.id) {
             return Err(Reject::Duplicated);
         }
         if o.nonce != self.nonce_of(&o.maker) {
@@ -504,7 +470,6 @@ impl Core {
         if !signature.as_bytes().is_empty() {
             batch.put_signature(o.seq, signature);
         }
-        self.seen.insert(o.id, now);
         if o.maker != o.signer && !self.proxies.contains_key(&*o.maker) {
             self.bind_proxy(o.maker.to_string(), o.signer.to_string());
             batch.put(crate::store::cf::PROXIES, o.maker.as_bytes().to_vec(), crate::store::encode(&o.signer));
@@ -1148,26 +1113,6 @@ fn fill(ledger: &mut Ledger, pay_acct: Acct, o: &mut OrderRecord, q: u64, p: u32
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn recent_orders_are_remembered_for_one_to_two_windows() {
-        let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
-        let mut r = Recent::default();
-        r.insert(a, 1_000);
-        assert!(r.contains(&a) && !r.contains(&b));
-        r.insert(b, 1_000 + RECENT_SECS); // rotates: a moves to the previous generation
-        assert!(r.contains(&a) && r.contains(&b));
-        r.insert(c, 1_000 + 2 * RECENT_SECS); // rotates again: a is forgotten
-        assert!(!r.contains(&a) && r.contains(&b) && r.contains(&c));
-        assert_eq!(r.current.len() + r.previous.len(), 2, "bounded by two windows");
-        // A generation's table is reused, emptied, two windows later: no regrowth.
-        let t = 1_000 + 3 * RECENT_SECS;
-        (10..1_010).for_each(|i| r.insert(Uuid::from_u128(i), t));
-        let grown = r.current.capacity();
-        r.insert(a, t + RECENT_SECS);
-        r.insert(b, t + 2 * RECENT_SECS);
-        assert!(r.current.capacity() >= grown && r.current.len() == 1 && !r.contains(&Uuid::from_u128(10)));
-    }
 
     /// Startup's memo hands every restored order the accounts a lookup by its strings would,
     /// whichever of its keys (maker, token, side) it shares with earlier orders, and when

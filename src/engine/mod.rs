@@ -143,6 +143,58 @@ pub enum Command {
 #[derive(Clone)]
 pub struct EngineHandle {
     tx: Sender<Command>,
+    claims: Arc<Claims>,
+}
+
+/// Seconds a generation of [`Claims`] covers: far beyond any group commit's latency.
+const CLAIM_SECS: u64 = 60;
+
+/// The ids of the orders sent to the engine in the last one to two minutes: duplicate
+/// detection for an order resubmitted before its first acceptance is durable (the handler's
+/// store lookup cannot see it yet) or while it is still on its way. An order accepted longer
+/// ago is in the store, and an open one in the engine's own map, which the engine checks.
+///
+/// The request's worker claims the id before sending the order and gives it back if the
+/// engine refuses the order, so of two submissions of one signed order only one reaches
+/// the engine at a time. The check used to run on the engine thread, where each placement
+/// paid a cold probe of a table of millions of ids (≈ 25–45 ns of the matching thread's
+/// serial time); here it runs on the workers, in parallel, under a lock the engine never
+/// takes. Two generations, the older dropped every [`CLAIM_SECS`], keep it bounded.
+#[derive(Debug, Default)]
+struct Claims(parking_lot::Mutex<Generations>);
+
+#[derive(Debug, Default)]
+struct Generations {
+    current: foldhash::HashSet<Uuid>,
+    previous: foldhash::HashSet<Uuid>,
+    since: u64,
+}
+
+impl Claims {
+    /// Claims `id` at `now` (seconds); false when it is claimed already.
+    fn claim(&self, id: Uuid, now: u64) -> bool {
+        let mut g = self.0.lock();
+        if now >= g.since + CLAIM_SECS {
+            // The expired generation's table becomes the new one, emptied but keeping its
+            // capacity: at a steady rate a generation never grows (rehashes) again.
+            let g = &mut *g;
+            std::mem::swap(&mut g.current, &mut g.previous);
+            g.current.clear();
+            g.since = now;
+        }
+        if g.previous.contains(&id) {
+            return false;
+        }
+        g.current.insert(id)
+    }
+
+    /// Gives back a claim whose order the engine refused.
+    fn release(&self, id: &Uuid) {
+        let mut g = self.0.lock();
+        if !g.current.remove(id) {
+            g.previous.remove(id);
+        }
+    }
 }
 
 impl EngineHandle {
@@ -153,8 +205,20 @@ impl EngineHandle {
     pub async fn place(&self, order: OrderRecord, defer: bool) -> Result<Placed, EngineError> {
         self.place_with(order, defer, Batch::default()).await
     }
+    /// Places an order unless one with its id was sent in the last minute or two (see
+    /// [`Claims`]); a refused order's id may be sent again.
     pub async fn place_with(&self, order: OrderRecord, defer: bool, records: Batch) -> Result<Placed, EngineError> {
-        self.call(|reply| Command::Place { order: Arc::new(order), defer, records, reply }).await
+        let id = order.id;
+        if !self.claims.claim(id, now_secs()) {
+            return Err(EngineError::Rejected(Reject::Duplicated));
+        }
+        let placed = self.call(|reply| Command::Place { order: Arc::new(order), defer, records, reply }).await;
+        // Only a refusal gives the id back: an order the engine may have accepted (no reply)
+        // keeps it.
+        if let Err(EngineError::Rejected(_)) = placed {
+            self.claims.release(&id);
+        }
+        placed
     }
     pub async fn cancel(&self, owner: Uuid, ids: Vec<Uuid>) -> Result<Canceled, EngineError> {
         self.call(|reply| Command::Cancel { owner, ids, reply }).await
@@ -319,7 +383,7 @@ pub fn spawn(
             run(&mut core, rx, registry, &mut out, &metrics)
         })
         .expect("spawn engine");
-    (EngineHandle { tx }, h)
+    (EngineHandle { tx, claims: Arc::default() }, h)
 }
 
 /// Where a command's results go: the persister, then the readers' snapshots and the feeds.
@@ -601,6 +665,39 @@ fn finish<T: Send + 'static>(
             let _ = reply.send(Err(EngineError::Storage));
         }
     });
+}
+
+#[cfg(test)]
+mod claims {
+    use super::{Claims, CLAIM_SECS};
+    use uuid::Uuid;
+
+    #[test]
+    fn a_claim_holds_for_one_to_two_windows_unless_given_back() {
+        let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
+        let claims = Claims::default();
+        assert!(claims.claim(a, 1_000));
+        assert!(!claims.claim(a, 1_000), "claimed already");
+        assert!(claims.claim(b, 1_000 + CLAIM_SECS)); // rotates: a moves to the previous generation
+        assert!(!claims.claim(a, 1_000 + CLAIM_SECS + 1));
+        assert!(claims.claim(c, 1_000 + 2 * CLAIM_SECS)); // rotates again: a is forgotten
+        assert!(claims.claim(a, 1_000 + 2 * CLAIM_SECS));
+        // Given back from either generation, an id can be claimed again.
+        claims.release(&b);
+        claims.release(&a);
+        assert!(claims.claim(b, 1_000 + 2 * CLAIM_SECS) && claims.claim(a, 1_000 + 2 * CLAIM_SECS));
+        let g = claims.0.lock();
+        assert_eq!(g.current.len() + g.previous.len(), 3, "bounded by two windows");
+        drop(g);
+        // A generation's table is reused, emptied, two windows later: no regrowth.
+        let t = 1_000 + 3 * CLAIM_SECS;
+        (10..1_010).for_each(|i| assert!(claims.claim(Uuid::from_u128(i), t)));
+        let grown = claims.0.lock().current.capacity();
+        claims.claim(a, t + CLAIM_SECS);
+        claims.claim(b, t + 2 * CLAIM_SECS);
+        let g = claims.0.lock();
+        assert!(g.current.capacity() >= grown && g.current.len() == 1 && !g.previous.contains(&Uuid::from_u128(10)));
+    }
 }
 
 #[cfg(test)]

@@ -289,3 +289,39 @@ fn settlement_confirms_and_fails() {
     assert_eq!(c.ledger.account("0xb", "1").reserved, 0);
     assert_eq!(c.check(), Ok(()));
 }
+
+/// The handle claims every id it sends: an order that filled and closed at once is refused
+/// when sent again (the engine no longer holds it open, and its write may not be durable
+/// yet), while an order the engine refused may be sent again.
+#[test]
+fn the_handle_refuses_an_order_sent_twice_and_gives_back_refused_ones() {
+    use super::EngineError;
+    let mut c = Core::new("0xfee".into());
+    c.add_market(market());
+    let mut b = Batch::default();
+    c.credit("0xa", "USDC", 100 * AMOUNT_ONE, &mut b);
+    c.credit("0xb", "1", 40 * AMOUNT_ONE, &mut b);
+    // A persister that acknowledges every job at once.
+    let (persist, jobs) = crossbeam_channel::unbounded::<crate::store::persister::Job>();
+    std::thread::spawn(move || jobs.into_iter().for_each(|j| (j.done)(true)));
+    let (events, _published) = crossbeam_channel::unbounded();
+    let registry = Arc::new(super::snapshot::Registry::default());
+    let (h, _engine) = super::spawn(c, registry, persist, events, Arc::new(crate::metrics::Metrics::new()));
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt.block_on(async {
+        let fak = |n: u64, ticks: u32| order(n, 0, false, true, ticks, 8, 3, 0, 0).0;
+        h.place(ten_at_60(1, 1, false), false).await.unwrap();
+        let filled = h.place(fak(2, 60), false).await.unwrap();
+        assert_eq!((filled.order.status, filled.trades.len()), (OrderStatus::Matched, 1));
+        assert_eq!(h.place(fak(2, 60), false).await.unwrap_err(), EngineError::Rejected(Reject::Duplicated));
+        // The resting order, too.
+        assert_eq!(
+            h.place(ten_at_60(1, 1, false), false).await.unwrap_err(),
+            EngineError::Rejected(Reject::Duplicated)
+        );
+        // Nothing to take at 0.50 yet: refused, and accepted once something rests there.
+        assert_eq!(h.place(fak(3, 50), false).await.unwrap_err(), EngineError::Rejected(Reject::FakNoMatch));
+        h.place(order(4, 1, false, false, 50, 40, 0, 0, 0).0, false).await.unwrap();
+        assert_eq!(h.place(fak(3, 50), false).await.unwrap().trades.len(), 1);
+    });
+}
