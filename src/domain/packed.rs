@@ -64,7 +64,7 @@ pub fn lower_hex(h: &str) -> bool {
 /// big-endian bytes; None for any other text, so the bytes give back the same string.
 pub fn decimal_u256(s: &str) -> Option<[u8; 32]> {
     // Short numbers parse in one or two chunks: not worth a lookup.
-    if s.len() < MEMO_MIN_LEN || s.len() > MEMO_MAX_LEN {
+    if s.len() < MEMO_MIN_LEN || s.len() > MAX_DIGITS {
         return parse_decimal_u256(s);
     }
     MEMO.with_borrow_mut(|m| m.get(s))
@@ -72,9 +72,9 @@ pub fn decimal_u256(s: &str) -> Option<[u8; 32]> {
 
 /// Digits of the shortest number [`decimal_u256`] remembers (token ids have 70–78).
 const MEMO_MIN_LEN: usize = 24;
-/// Digits of the longest: a 256-bit number has at most 78.
-const MEMO_MAX_LEN: usize = 78;
-/// Numbers each thread remembers.
+/// Digits of the longest number that fits 256 bits.
+const MAX_DIGITS: usize = 78;
+/// Numbers each thread remembers (a power of two: a slot is the top bits of a hash).
 const MEMO_SLOTS: usize = 64;
 
 thread_local! {
@@ -87,16 +87,17 @@ thread_local! {
 /// assets — and parsing one (≈ 5% of the persister's preparing CPU in `store/commit`) costs
 /// far more than comparing its digits.
 struct DecimalMemo {
-    slots: [(u8, [u8; MEMO_MAX_LEN], Option<[u8; 32]>); MEMO_SLOTS],
+    slots: [(u8, [u8; MAX_DIGITS], Option<[u8; 32]>); MEMO_SLOTS],
 }
 
 impl DecimalMemo {
-    const EMPTY: DecimalMemo = DecimalMemo { slots: [(0, [0; MEMO_MAX_LEN], None); MEMO_SLOTS] };
+    const EMPTY: DecimalMemo = DecimalMemo { slots: [(0, [0; MAX_DIGITS], None); MEMO_SLOTS] };
 
     fn get(&mut self, s: &str) -> Option<[u8; 32]> {
         let b = s.as_bytes();
         let tail = u64::from_le_bytes(b[b.len() - 8..].try_into().expect("8 bytes"));
-        let i = (tail ^ b.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) as usize >> (usize::BITS - 6);
+        let hash = (tail ^ b.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) as usize;
+        let i = hash >> (usize::BITS - MEMO_SLOTS.trailing_zeros());
         let (len, digits, v) = &mut self.slots[i];
         if *len as usize == b.len() && digits[..b.len()] == *b {
             return *v;
@@ -109,8 +110,10 @@ impl DecimalMemo {
 }
 
 fn parse_decimal_u256(s: &str) -> Option<[u8; 32]> {
-    let canonical =
-        !s.is_empty() && s.len() <= 78 && s.bytes().all(|b| b.is_ascii_digit()) && (s == "0" || !s.starts_with('0'));
+    let canonical = !s.is_empty()
+        && s.len() <= MAX_DIGITS
+        && s.bytes().all(|b| b.is_ascii_digit())
+        && (s == "0" || !s.starts_with('0'));
     if !canonical {
         return None;
     }

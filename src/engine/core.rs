@@ -402,9 +402,10 @@ impl Core {
     }
 
     /// Places an order: checks what only the engine can (an open order with its id, nonce,
-    /// proxy binding, balance), then matches and rests the remainder. On acceptance, `batch` holds every
-    /// write of the command. The record arrives allocated (by the request's handler) and
-    /// unshared, so the engine thread updates it in place and never copies it.
+    /// proxy binding, balance), then matches and rests the remainder. On acceptance,
+    /// `batch` holds every write of the command. The record arrives allocated (by the
+    /// request's handler) and unshared, so the engine thread updates it in place and never
+    /// copies it.
     pub fn place(
         &mut self,
         mut order: Arc<OrderRecord>,
