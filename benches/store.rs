@@ -50,8 +50,8 @@ const SIGNATURE: &str = "0x8a2f9c0e5d7b4a1f3e6c9b2d8a7f4e1c0b5d3a9e7f2c6b8d4a1e9
 const TOKEN: &str = "2533125062127029072497033382062890715058177690830198673817386145166809525645";
 
 /// An order id as scattered as a real one (the exchange derives it from the order's EIP-712
-/// hash), so `order_seq` and `orders` inserts land all over their memtables rather than
-/// appending: splitmix64 of the sequence, twice.
+/// hash), so `orders` inserts land all over its memtable (and the open-order index's hash
+/// map) rather than appending: splitmix64 of the sequence, twice.
 fn order_id(seq: u64) -> Uuid {
     fn mix(mut z: u64) -> u64 {
         z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);

@@ -6,6 +6,7 @@
 
 pub mod index;
 pub mod keys;
+mod open_index;
 pub mod persister;
 
 use std::borrow::Cow;
@@ -41,8 +42,6 @@ pub mod cf {
     /// order's record — on disk and held in memory while it is open — does not carry it
     /// (records written before carry it themselves). See [`Store::order_signature`].
     pub const ORDER_SIGNATURES: &str = "order_signatures";
-    /// order id → seq (u64 BE) of an open order: finds its record in `live_orders`.
-    pub const ORDER_SEQ: &str = "order_seq";
     /// owner (16) + seq (8) → order id: open orders per API key.
     pub const OPEN_BY_OWNER: &str = "open_by_owner";
     pub const TRADES: &str = "trades";
@@ -116,15 +115,17 @@ pub mod cf {
     /// wallet) rather than appended (by sequence), each key once: their memtables are kept
     /// small (`SCATTERED_WRITE_BUFFER_BYTES`). The counters and the ledger are scattered too
     /// but rewrite their few keys, and are sized apart (`REWRITTEN_WRITE_BUFFER_BYTES`).
-    pub const SCATTERED: &[&str] =
-        &[ORDER_SEQ, ORDERS, OPEN_BY_OWNER, TRADES_BY_OWNER, NOTIFICATIONS, TRADES_BY_WALLET];
+    pub const SCATTERED: &[&str] = &[ORDERS, OPEN_BY_OWNER, TRADES_BY_OWNER, NOTIFICATIONS, TRADES_BY_WALLET];
+
+    /// Families of earlier layouts, dropped when a store that has them opens: `order_seq`
+    /// (order id → seq of an open order), now kept in memory (`open_index`).
+    pub const RETIRED: &[&str] = &["order_seq"];
 
     pub const ALL: &[&str] = &[
         ORDERS,
         LIVE_ORDERS,
         OPEN_STATE,
         ORDER_SIGNATURES,
-        ORDER_SEQ,
         OPEN_BY_OWNER,
         TRADES,
         TRADES_BY_OWNER,
@@ -251,8 +252,8 @@ pub enum Op {
 }
 
 /// What the store held of an order before an [`Op::Order`] writes it. The record and the
-/// open-order index entries (`order_seq`, `open_by_owner`) are written when the order opens
-/// and deleted when it closes; in between, a fill or a status change writes only what
+/// open-order index entries (`open_by_owner`, and the in-memory `open_index`) are written
+/// when the order opens and deleted when it closes; in between, a fill or a status change writes only what
 /// changed (`open_state`). An order that closes on arrival (a filled taker) writes its
 /// record only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -357,6 +358,9 @@ fn coalesce(cf: &'static str, family: Vec<Entry>) -> Vec<Entry> {
 struct Entries {
     families: Vec<(&'static str, Vec<Entry>)>,
     last: usize,
+    /// Orders that open (id, seq) and that close, in the order written.
+    opened: Vec<(Uuid, u64)>,
+    closed: Vec<Uuid>,
 }
 
 impl Entries {
@@ -411,13 +415,17 @@ impl<'a> OpenState<'a> {
     }
 }
 
-/// Batches encoded into one RocksDB WriteBatch, ready for [`Store::commit`].
-pub struct Prepared(WriteBatch);
+/// Batches encoded into one RocksDB WriteBatch, ready for [`Store::commit`], with the
+/// orders they close (which leave the open-order index once written).
+pub struct Prepared {
+    batch: WriteBatch,
+    closed: Vec<Uuid>,
+}
 
 impl Prepared {
     /// The bytes the write appends to the WAL (RocksDB's batch representation).
     pub fn bytes(&self) -> usize {
-        self.0.size_in_bytes()
+        self.batch.size_in_bytes()
     }
 }
 
@@ -475,6 +483,8 @@ type ScanChunk = Result<Vec<Arc<OrderRecord>>, StoreError>;
 /// The embedded database.
 pub struct Store {
     db: DB,
+    /// Open order id → seq (see [`open_index`]).
+    open: open_index::OpenIndex,
     /// Highest next-sequence values written to `meta` (or prepared for writing), so each
     /// group commit advances them once, only when they grow.
     next_order_seq: AtomicU64,
@@ -507,11 +517,11 @@ impl Store {
         let cfs = cf::ALL.iter().map(|n| {
             let mut o = Options::default();
             o.set_block_based_table_factory(&table);
-            // The same for the memtables of the two families a fresh order's duplicate
-            // check reads (two point reads that miss, which would otherwise walk two skip
-            // lists). Elsewhere a memtable filter only costs: every write adds its key to
-            // it, and nothing on the request path reads those families by point.
-            if [cf::ORDER_SEQ, cf::ORDERS].contains(n) {
+            // The same for the memtable of the family a fresh order's duplicate check
+            // reads (a point read that misses, which would otherwise walk a skip list).
+            // Elsewhere a memtable filter only costs: every write adds its key to it, and
+            // nothing on the request path reads those families by point.
+            if *n == cf::ORDERS {
                 o.set_memtable_prefix_bloom_ratio(0.02);
                 o.set_memtable_whole_key_filtering(true);
             }
@@ -525,8 +535,21 @@ impl Store {
             }
             ColumnFamilyDescriptor::new(*n, o)
         });
-        let db = DB::open_cf_descriptors(&opts, path, cfs)?;
-        let s = Store { db, next_order_seq: AtomicU64::new(1), next_trade_seq: AtomicU64::new(1) };
+        // A family that exists must be opened to be dropped.
+        let existing = DB::list_cf(&opts, path).unwrap_or_default();
+        let retired: Vec<&str> = cf::RETIRED.iter().copied().filter(|n| existing.iter().any(|e| e == n)).collect();
+        let cfs = cfs.chain(retired.iter().map(|n| ColumnFamilyDescriptor::new(*n, Options::default())));
+        let mut db = DB::open_cf_descriptors(&opts, path, cfs)?;
+        for name in retired {
+            db.drop_cf(name)?;
+            tracing::info!(family = name, "column family of an earlier layout dropped");
+        }
+        let s = Store {
+            db,
+            open: Default::default(),
+            next_order_seq: AtomicU64::new(1),
+            next_trade_seq: AtomicU64::new(1),
+        };
         s.next_order_seq.store(s.meta_u64(meta::NEXT_ORDER_SEQ)?.unwrap_or(1), Ordering::Relaxed);
         s.next_trade_seq.store(s.meta_u64(meta::NEXT_TRADE_SEQ)?.unwrap_or(1), Ordering::Relaxed);
         s.compact_wallet_keys()?;
@@ -621,6 +644,11 @@ impl Store {
                 Self::apply(&mut entries, op);
             }
         }
+        // Before the write, so a reader finds the order's seq at the latest when its record
+        // is readable (see `open_index`).
+        for (id, seq) in entries.opened.drain(..) {
+            self.open.insert(id, seq);
+        }
         // Sequences only grow; batches are prepared by one thread, in commit order.
         if self.next_order_seq.fetch_max(order_seq, Ordering::Relaxed) < order_seq {
             entries.put(cf::META, meta::NEXT_ORDER_SEQ, order_seq.to_be_bytes());
@@ -645,14 +673,18 @@ impl Store {
                 }
             }
         }
-        Prepared(wb)
+        Prepared { batch: wb, closed: entries.closed }
     }
 
     /// Writes a prepared batch atomically; `sync` returns only once the WAL is on disk.
     pub fn commit(&self, prepared: Prepared, sync: bool) -> Result<(), StoreError> {
         let mut wo = WriteOptions::default();
         wo.set_sync(sync);
-        self.db.write_opt(prepared.0, &wo)?;
+        self.db.write_opt(prepared.batch, &wo)?;
+        // After the write: a reader that still finds the seq falls back to `orders`.
+        for id in &prepared.closed {
+            self.open.remove(id);
+        }
         Ok(())
     }
 
@@ -672,7 +704,7 @@ impl Store {
                 match (open, stored) {
                     (true, Stored::New) => {
                         out.put(cf::LIVE_ORDERS, seq, encode(o.as_ref()));
-                        out.put(cf::ORDER_SEQ, o.id.as_bytes(), seq);
+                        out.opened.push((o.id, o.seq));
                         out.put(cf::OPEN_BY_OWNER, keys::owner_seq(&o.owner, o.seq), o.id.as_bytes());
                     }
                     (true, Stored::Open) => out.put(cf::OPEN_STATE, seq, encode(&OpenState::of(o))),
@@ -681,7 +713,7 @@ impl Store {
                         if *stored == Stored::Open {
                             out.delete(cf::LIVE_ORDERS, seq);
                             out.delete(cf::OPEN_STATE, seq);
-                            out.delete(cf::ORDER_SEQ, o.id.as_bytes());
+                            out.closed.push(o.id);
                             out.delete(cf::OPEN_BY_OWNER, keys::owner_seq(&o.owner, o.seq));
                         }
                     }
@@ -862,9 +894,12 @@ impl Store {
         Ok(out)
     }
 
-    /// An order by id, open (via its priority) or closed.
+    /// An order by id, open (via its priority) or closed. The open orders are those written
+    /// through this store or found by [`Store::for_each_open_order`], which every start
+    /// runs (`engine::recover`) before anything reads an order.
     pub fn get_order(&self, id: &Uuid) -> Result<Option<OrderRecord>, StoreError> {
-        if let Some(seq) = self.get_raw(cf::ORDER_SEQ, id.as_bytes())? {
+        if let Some(seq) = self.open.get(id) {
+            let seq = seq.to_be_bytes();
             if let Some(v) = self.get_raw(cf::LIVE_ORDERS, &seq)? {
                 let mut o: OrderRecord = decode(cf::LIVE_ORDERS, &v)?;
                 if let Some(v) = self.get_raw(cf::OPEN_STATE, &seq)? {
@@ -917,9 +952,13 @@ impl Store {
     /// record's `Arc` (and first touch its memory), which would otherwise fall to `each`'s
     /// thread, the slowest of the three (docs/performance.md, "Startup — `reload`").
     ///
-    /// Open orders of the earlier layout (the id under the priority, the record in `orders`,
-    /// no `order_seq` entry) are rewritten in the current one once the scan is done: a fill
-    /// leaves an open order's index entries alone, so it must find them written.
+    /// Each order found is entered in the open-order index (`open_index`), which
+    /// [`Store::get_order`] reads.
+    ///
+    /// Open orders of the earlier layout (the id under the priority, the record in `orders`)
+    /// are rewritten in the current one once the scan is done: a fill writes only what
+    /// changed of an open order, laid over its record under its priority, so the record
+    /// must be there.
     pub fn for_each_open_order(&self, mut each: impl FnMut(Arc<OrderRecord>)) -> Result<(), StoreError> {
         let seq_at = |it: &rocksdb::DBRawIterator<'_>| {
             it.key().and_then(|k| <[u8; 8]>::try_from(k).ok()).map(u64::from_be_bytes)
@@ -939,8 +978,8 @@ impl Store {
         let (tx_a, rx_a) = crossbeam_channel::bounded::<ScanChunk>(8);
         let (tx_b, rx_b) = crossbeam_channel::unbounded::<ScanChunk>();
         let earlier = std::thread::scope(|sc| {
-            let a = sc.spawn(move || self.scan_open_orders(None, mid, tx_a));
-            let b = mid.map(|mid| sc.spawn(move || self.scan_open_orders(Some(mid), None, tx_b)));
+            let a = sc.spawn(move || self.scan_open_orders(None, mid, tx_a, 0));
+            let b = mid.map(|mid| sc.spawn(move || self.scan_open_orders(Some(mid), None, tx_b, 8)));
             let mut result = Ok(());
             'halves: for rx in [rx_a, rx_b] {
                 for chunk in rx {
@@ -972,13 +1011,15 @@ impl Store {
     }
 
     /// The open orders whose sequence is in `[from, to)` (unbounded where None), decoded in
-    /// chunks sent to `tx` in scan order; returns those of the earlier layout. Bypasses the
+    /// chunks sent to `tx` in scan order and entered in the open-order index after each
+    /// send (from shard `first_shard` on); returns those of the earlier layout. Bypasses the
     /// block cache: a one-time scan of every open order would only evict what readers use.
     fn scan_open_orders(
         &self,
         from: Option<[u8; 8]>,
         to: Option<[u8; 8]>,
         tx: crossbeam_channel::Sender<ScanChunk>,
+        first_shard: usize,
     ) -> Vec<OrderRecord> {
         const CHUNK: usize = 4096;
         let opts = || {
@@ -996,6 +1037,7 @@ impl Store {
         let mut interner = Interner::default();
         let mut chunk = Vec::with_capacity(CHUNK);
         let mut earlier = Vec::new();
+        let mut found = open_index::Found::default();
         let mut it = self.db.raw_iterator_cf_opt(self.handle(cf::LIVE_ORDERS), opts());
         seek(&mut it);
         // `open_state` is keyed like `live_orders`: walked in step with it.
@@ -1024,20 +1066,27 @@ impl Store {
                 (o, _) => Ok(o),
             });
             match r {
-                Ok(Some(o)) => chunk.push(Arc::new(o)),
+                Ok(Some(o)) => {
+                    found.push(o.id, o.seq);
+                    chunk.push(Arc::new(o));
+                }
                 Ok(None) => {}
                 Err(e) => {
                     let _ = tx.send(Err(e));
                     return earlier;
                 }
             }
-            if chunk.len() == CHUNK && tx.send(Ok(std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK)))).is_err() {
-                return earlier;
+            if chunk.len() == CHUNK {
+                if tx.send(Ok(std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK)))).is_err() {
+                    return earlier;
+                }
+                self.open.fill(&mut found, first_shard);
             }
             it.next();
         }
         let r = it.status().map_err(StoreError::from).map(|_| chunk);
         let _ = tx.send(r);
+        self.open.fill(&mut found, first_shard);
         earlier
     }
 
@@ -1281,7 +1330,7 @@ mod tests {
         put(&store, &[&a], Stored::Open);
         assert_eq!(scan(&store), vec![b.clone()]);
         assert_eq!(store.get_order(&a.id).unwrap(), Some(a.clone()));
-        assert!(store.get_raw(cf::ORDER_SEQ, a.id.as_bytes()).unwrap().is_none());
+        assert_eq!(store.open.get(&a.id), None);
         let by_owner =
             |s: &Store, o: &OrderRecord| s.get_raw(cf::OPEN_BY_OWNER, &keys::owner_seq(&o.owner, o.seq)).unwrap();
         assert!(by_owner(&store, &a).is_none());
@@ -1330,7 +1379,8 @@ mod tests {
         store.write([&batch], true).unwrap();
         assert_eq!(scan(&store), vec![b.clone(), c.clone()]);
         assert_eq!(store.get_order(&c.id).unwrap(), Some(c.clone()));
-        assert!(store.get_raw(cf::ORDER_SEQ, c.id.as_bytes()).unwrap().is_some(), "the scan upgraded it");
+        let live = store.get_raw(cf::LIVE_ORDERS, &c.seq.to_be_bytes()).unwrap().unwrap();
+        assert_eq!(decode::<OrderRecord>(cf::LIVE_ORDERS, &live).unwrap(), c, "the scan upgraded it");
         c.size_matched += 1_000_000;
         put(&store, &[&c], Stored::Open);
         assert_eq!(scan(&store), vec![b.clone(), c.clone()]);
@@ -1344,6 +1394,65 @@ mod tests {
         assert_eq!(store.get_order(&c.id).unwrap(), Some(c.clone()));
         assert!(store.get_raw(cf::OPEN_STATE, &c.seq.to_be_bytes()).unwrap().is_none());
         assert!(store.get_raw(cf::LIVE_ORDERS, &c.seq.to_be_bytes()).unwrap().is_none());
+    }
+
+    /// The open-order index changes around the write that changes the store: an order that
+    /// opens is found once its write is (not before: nothing to find), and one that closes
+    /// is found open until its write, closed after.
+    #[test]
+    fn an_order_is_found_as_written_while_its_write_is_prepared_and_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut o = sample_order();
+        o.status = OrderStatus::Live;
+        let batch = |o: &OrderRecord, stored| {
+            let mut b = Batch::default();
+            b.put_order(&Arc::new(o.clone()), stored);
+            b
+        };
+        let opening = store.prepare([&batch(&o, Stored::New)]);
+        assert_eq!(store.get_order(&o.id).unwrap(), None);
+        store.commit(opening, true).unwrap();
+        assert_eq!(store.get_order(&o.id).unwrap(), Some(o.clone()));
+        let open = o.clone();
+        o.status = OrderStatus::Canceled;
+        let closing = store.prepare([&batch(&o, Stored::Open)]);
+        assert_eq!(store.get_order(&o.id).unwrap(), Some(open));
+        store.commit(closing, true).unwrap();
+        assert_eq!(store.get_order(&o.id).unwrap(), Some(o.clone()));
+        assert_eq!(store.open.get(&o.id), None);
+        // Opened and closed in one group: nothing stays in the index.
+        let mut p = sample_order();
+        p.id = Uuid::from_u128(99);
+        p.seq = o.seq + 1;
+        p.status = OrderStatus::Live;
+        let mut both = batch(&p, Stored::New);
+        p.status = OrderStatus::Matched;
+        both.put_order(&Arc::new(p.clone()), Stored::Open);
+        store.write([&both], true).unwrap();
+        assert_eq!(store.get_order(&p.id).unwrap(), Some(p.clone()));
+        assert_eq!(store.open.get(&p.id), None);
+    }
+
+    /// A store written by an earlier layout keeps a family this one no longer has: it
+    /// opens, and the family is gone after.
+    #[test]
+    fn a_retired_family_is_dropped_when_the_store_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(Store::open(dir.path()).unwrap());
+        {
+            let mut opts = Options::default();
+            opts.create_missing_column_families(true);
+            let names = cf::ALL.iter().chain(cf::RETIRED).copied();
+            let db = DB::open_cf(&opts, dir.path(), names).unwrap();
+            db.put_cf(db.cf_handle("order_seq").unwrap(), [7u8; 16], 1u64.to_be_bytes()).unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        assert!(store.db.cf_handle("order_seq").is_none());
+        drop(store);
+        let families = DB::list_cf(&Options::default(), dir.path()).unwrap();
+        assert!(!families.iter().any(|f| f == "order_seq"), "{families:?}");
+        drop(Store::open(dir.path()).unwrap());
     }
 
     /// [`sample_order`] with strings shaped like real ones, which the store packs.
