@@ -360,7 +360,7 @@ struct Entries {
     last: usize,
     /// Orders that open (id, seq) and that close, in the order written.
     opened: Vec<(Uuid, u64)>,
-    closed: Vec<Uuid>,
+    closed: Vec<(Uuid, u64)>,
 }
 
 impl Entries {
@@ -419,7 +419,7 @@ impl<'a> OpenState<'a> {
 /// orders they close (which leave the open-order index once written).
 pub struct Prepared {
     batch: WriteBatch,
-    closed: Vec<Uuid>,
+    closed: Vec<(Uuid, u64)>,
 }
 
 impl Prepared {
@@ -682,8 +682,8 @@ impl Store {
         wo.set_sync(sync);
         self.db.write_opt(prepared.batch, &wo)?;
         // After the write: a reader that still finds the seq falls back to `orders`.
-        for id in &prepared.closed {
-            self.open.remove(id);
+        for (id, seq) in &prepared.closed {
+            self.open.remove(id, *seq);
         }
         Ok(())
     }
@@ -713,7 +713,7 @@ impl Store {
                         if *stored == Stored::Open {
                             out.delete(cf::LIVE_ORDERS, seq);
                             out.delete(cf::OPEN_STATE, seq);
-                            out.closed.push(o.id);
+                            out.closed.push((o.id, o.seq));
                             out.delete(cf::OPEN_BY_OWNER, keys::owner_seq(&o.owner, o.seq));
                         }
                     }
@@ -902,10 +902,13 @@ impl Store {
             let seq = seq.to_be_bytes();
             if let Some(v) = self.get_raw(cf::LIVE_ORDERS, &seq)? {
                 let mut o: OrderRecord = decode(cf::LIVE_ORDERS, &v)?;
-                if let Some(v) = self.get_raw(cf::OPEN_STATE, &seq)? {
-                    decode::<OpenState>(cf::OPEN_STATE, &v)?.lay_over(&mut o);
+                // The index may answer with another open order sharing the id's prefix.
+                if o.id == *id {
+                    if let Some(v) = self.get_raw(cf::OPEN_STATE, &seq)? {
+                        decode::<OpenState>(cf::OPEN_STATE, &v)?.lay_over(&mut o);
+                    }
+                    return Ok(Some(o));
                 }
-                return Ok(Some(o));
             }
         }
         self.get(cf::ORDERS, id.as_bytes())
@@ -1432,6 +1435,39 @@ mod tests {
         store.write([&both], true).unwrap();
         assert_eq!(store.get_order(&p.id).unwrap(), Some(p.clone()));
         assert_eq!(store.open.get(&p.id), None);
+    }
+
+    /// Ids that share their first 8 bytes (the open-order index's key): each order is
+    /// found as itself, open or closed, and an id never written is not found.
+    #[test]
+    fn orders_whose_ids_share_a_prefix_are_told_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let order = |n: u64, status| {
+            let mut o = sample_order();
+            o.id = Uuid::from_u64_pair(0x0123_4567_89ab_cdef, n << 8);
+            o.seq = n;
+            o.status = status;
+            o
+        };
+        let (a, b, c) = (order(1, OrderStatus::Live), order(2, OrderStatus::Live), order(3, OrderStatus::Matched));
+        let mut batch = Batch::default();
+        for o in [&a, &b, &c] {
+            batch.put_order(&Arc::new(o.clone()), Stored::New);
+        }
+        store.write([&batch], true).unwrap();
+        for o in [&a, &b, &c] {
+            assert_eq!(store.get_order(&o.id).unwrap().as_ref(), Some(o));
+        }
+        assert_eq!(store.get_order(&order(4, OrderStatus::Live).id).unwrap(), None);
+        // The first to open closes: the other stays found, the closed one as it closed.
+        let mut a = a;
+        a.status = OrderStatus::Canceled;
+        let mut batch = Batch::default();
+        batch.put_order(&Arc::new(a.clone()), Stored::Open);
+        store.write([&batch], true).unwrap();
+        assert_eq!(store.get_order(&a.id).unwrap(), Some(a));
+        assert_eq!(store.get_order(&b.id).unwrap(), Some(b));
     }
 
     /// A store written by an earlier layout keeps a family this one no longer has: it

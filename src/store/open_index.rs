@@ -7,8 +7,8 @@
 //! of a fill (≈ 2.4 µs of the writer's time a write, two per order that rests and closes,
 //! against 250–450 ns for a key written in order; docs/performance.md, "Which families the
 //! writer's time goes to"). Every start reads all open orders anyway, so the map is built
-//! by that scan and kept here instead: ≈ 75 MB more resident after a start with a million
-//! open orders (the reload bench: 497 MB against 420).
+//! by that scan and kept here instead: ≈ 55 MB more resident after a start with a million
+//! open orders (the reload bench: 473–477 MB against 418–422).
 //!
 //! Writers are the store's own: [`Store::prepare`](super::Store::prepare) adds an order
 //! when it opens, before its write; [`Store::commit`](super::Store::commit) removes the
@@ -25,11 +25,57 @@ const SHARDS: usize = 16;
 
 #[derive(Default)]
 pub struct OpenIndex {
-    shards: [RwLock<foldhash::HashMap<Uuid, u64>>; SHARDS],
+    shards: [RwLock<Shard>; SHARDS],
+}
+
+/// An open order is kept under its id's first 8 bytes (16 bytes an entry with its seq,
+/// where the whole id would take 24: ≈ 35 MB of table for a million orders against ≈ 52).
+/// Two open orders rarely share those bytes (ids are hashes), but may: the later one goes
+/// to `clashes` under its whole id. So a sequence found by prefix may be another order's,
+/// and a reader checks the record's id ([`OpenIndex::get`]).
+#[derive(Default)]
+struct Shard {
+    by_prefix: foldhash::HashMap<u64, u64>,
+    clashes: foldhash::HashMap<Uuid, u64>,
+}
+
+impl Shard {
+    fn insert(&mut self, id: Uuid, seq: u64) {
+        match self.by_prefix.entry(prefix(&id)) {
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(seq);
+            }
+            // The same order entered again (a sequence is one order's).
+            std::collections::hash_map::Entry::Occupied(e) if *e.get() == seq => {}
+            std::collections::hash_map::Entry::Occupied(_) => {
+                self.clashes.insert(id, seq);
+            }
+        }
+    }
+
+    fn remove(&mut self, id: &Uuid, seq: u64) {
+        if !self.clashes.is_empty() && self.clashes.get(id) == Some(&seq) {
+            self.clashes.remove(id);
+            return;
+        }
+        let p = prefix(id);
+        if self.by_prefix.get(&p) == Some(&seq) {
+            self.by_prefix.remove(&p);
+        }
+    }
+
+    fn get(&self, id: &Uuid) -> Option<u64> {
+        if !self.clashes.is_empty() {
+            if let Some(seq) = self.clashes.get(id) {
+                return Some(*seq);
+            }
+        }
+        self.by_prefix.get(&prefix(id)).copied()
+    }
 }
 
 impl OpenIndex {
-    fn shard(&self, id: &Uuid) -> &RwLock<foldhash::HashMap<Uuid, u64>> {
+    fn shard(&self, id: &Uuid) -> &RwLock<Shard> {
         &self.shards[shard_of(id)]
     }
 
@@ -41,7 +87,11 @@ impl OpenIndex {
             let k = (first + i) % SHARDS;
             let pairs = &mut found.0[k];
             if !pairs.is_empty() {
-                self.shards[k].write().extend(pairs.drain(..));
+                let mut shard = self.shards[k].write();
+                shard.by_prefix.reserve(pairs.len());
+                for (id, seq) in pairs.drain(..) {
+                    shard.insert(id, seq);
+                }
             }
         }
     }
@@ -50,23 +100,30 @@ impl OpenIndex {
         self.shard(&id).write().insert(id, seq);
     }
 
-    pub fn remove(&self, id: &Uuid) {
-        self.shard(id).write().remove(id);
+    /// Takes out the open order `id`, whose sequence is `seq`.
+    pub fn remove(&self, id: &Uuid, seq: u64) {
+        self.shard(id).write().remove(id, seq);
     }
 
+    /// The sequence of the open order `id`, or of another open order whose id starts with
+    /// the same 8 bytes: the caller checks the record it finds there.
     pub fn get(&self, id: &Uuid) -> Option<u64> {
-        self.shard(id).read().get(id).copied()
+        self.shard(id).read().get(id)
     }
 
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.read().len()).sum()
+        self.shards.iter().map(|s| s.read()).map(|s| s.by_prefix.len() + s.clashes.len()).sum()
     }
+}
+
+fn prefix(id: &Uuid) -> u64 {
+    u64::from_le_bytes(id.as_bytes()[..8].try_into().expect("16-byte id"))
 }
 
 fn shard_of(id: &Uuid) -> usize {
     // Order ids are hashes: any byte spreads them.
-    id.as_bytes()[0] as usize % SHARDS
+    id.as_bytes()[15] as usize % SHARDS
 }
 
 /// Open orders a scan found, by shard, to be entered with [`OpenIndex::fill`].
@@ -100,12 +157,44 @@ mod tests {
         }
         assert_eq!(index.len(), 1000);
         for i in (0..1000u128).step_by(2) {
-            index.remove(&id(i));
+            index.remove(&id(i), i as u64);
         }
         for i in 0..1000u128 {
             let want = (i % 2 == 1).then_some(i as u64);
             assert_eq!(index.get(&id(i)), want, "{i}");
         }
         assert_eq!(index.len(), 500);
+    }
+
+    /// Ids that share their first 8 bytes: each is found under its own sequence, whichever
+    /// leaves first; an id never entered finds the holder of its prefix (for the reader to
+    /// tell apart by the record).
+    #[test]
+    fn ids_that_share_a_prefix_keep_their_own_sequences() {
+        // The same first 8 bytes, and the same last one (the same shard).
+        let shared = |n: u64| Uuid::from_u64_pair(0x0123_4567_89ab_cdef, n << 8);
+        for first_out in [1u64, 2, 3] {
+            let index = OpenIndex::default();
+            for n in 1..=3u64 {
+                index.insert(shared(n), 10 * n);
+            }
+            // Entered again (a store that rewrites an open order): no change.
+            index.insert(shared(2), 20);
+            assert_eq!(index.len(), 3);
+            for n in 1..=3u64 {
+                assert_eq!(index.get(&shared(n)), Some(10 * n));
+            }
+            index.remove(&shared(first_out), 10 * first_out);
+            for n in (1..=3u64).filter(|n| *n != first_out) {
+                assert_eq!(index.get(&shared(n)), Some(10 * n), "{n} after {first_out} left");
+            }
+            let left = index.get(&shared(first_out));
+            assert!(left.is_none() || left.is_some_and(|s| s != 10 * first_out), "{left:?}");
+            // A wrong sequence removes nothing.
+            let other = (1..=3u64).find(|n| *n != first_out).unwrap();
+            index.remove(&shared(other), 999);
+            assert_eq!(index.get(&shared(other)), Some(10 * other));
+            assert_eq!(index.len(), 2);
+        }
     }
 }
