@@ -253,9 +253,9 @@ pub enum Op {
 
 /// What the store held of an order before an [`Op::Order`] writes it. The record and the
 /// open-order index entries (`open_by_owner`, and the in-memory `open_index`) are written
-/// when the order opens and deleted when it closes; in between, a fill or a status change writes only what
-/// changed (`open_state`). An order that closes on arrival (a filled taker) writes its
-/// record only.
+/// when the order opens and deleted when it closes; in between, a fill or a status change
+/// writes only what changed (`open_state`). An order that closes on arrival (a filled
+/// taker) writes its record only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stored {
     /// Nothing: the order is new.

@@ -17,6 +17,8 @@
 //! `live_orders` first and falls back to `orders`. The matching thread never takes these
 //! locks; the persister's two threads and the HTTP readers do, one shard at a time.
 
+use std::collections::hash_map::Entry;
+
 use parking_lot::RwLock;
 use uuid::Uuid;
 
@@ -42,19 +44,19 @@ struct Shard {
 impl Shard {
     fn insert(&mut self, id: Uuid, seq: u64) {
         match self.by_prefix.entry(prefix(&id)) {
-            std::collections::hash_map::Entry::Vacant(e) => {
+            Entry::Vacant(e) => {
                 e.insert(seq);
             }
             // The same order entered again (a sequence is one order's).
-            std::collections::hash_map::Entry::Occupied(e) if *e.get() == seq => {}
-            std::collections::hash_map::Entry::Occupied(_) => {
+            Entry::Occupied(e) if *e.get() == seq => {}
+            Entry::Occupied(_) => {
                 self.clashes.insert(id, seq);
             }
         }
     }
 
     fn remove(&mut self, id: &Uuid, seq: u64) {
-        if !self.clashes.is_empty() && self.clashes.get(id) == Some(&seq) {
+        if self.clashes.get(id) == Some(&seq) {
             self.clashes.remove(id);
             return;
         }
@@ -65,12 +67,8 @@ impl Shard {
     }
 
     fn get(&self, id: &Uuid) -> Option<u64> {
-        if !self.clashes.is_empty() {
-            if let Some(seq) = self.clashes.get(id) {
-                return Some(*seq);
-            }
-        }
-        self.by_prefix.get(&prefix(id)).copied()
+        // A lookup in an empty map returns before hashing.
+        self.clashes.get(id).or_else(|| self.by_prefix.get(&prefix(id))).copied()
     }
 }
 
@@ -88,7 +86,6 @@ impl OpenIndex {
             let pairs = &mut found.0[k];
             if !pairs.is_empty() {
                 let mut shard = self.shards[k].write();
-                shard.by_prefix.reserve(pairs.len());
                 for (id, seq) in pairs.drain(..) {
                     shard.insert(id, seq);
                 }
