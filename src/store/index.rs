@@ -1,5 +1,7 @@
-//! The analytics indexes a trade writes beside itself, in the same WriteBatch: so they are
-//! exactly as durable as the trade, and every analytics query is a range scan.
+//! The analytics indexes of the trades: exactly as durable as the trades, and every
+//! analytics query is a range scan. `trades_by_market` and `market_stats` are written in
+//! the trade's own WriteBatch; the wallets' entries and counters are written behind it,
+//! from a log written in that batch ([`super::aggregator`]).
 //!
 //! - `trades_by_market`: market (4) + match time (8) + seq (8) → [`Tick`]: history, OHLC,
 //!   a market's trades, in time order.
@@ -11,12 +13,12 @@
 //!   count.
 //!
 //! A trade adds its counters when first written (PENDING) and takes them back if its
-//! settlement FAILS, so the sums follow the trades that stand.
+//! settlement FAILS ([`counter_sign`]), so the sums follow the trades that stand.
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::domain::{Side, TradeRecord, TradeStatus, PRICE_ONE};
+use crate::domain::{Leg, Side, TradeRecord, TradeStatus, PRICE_ONE};
 
 /// What `trades_by_market` holds per trade: enough for price history without reading the
 /// trade itself.
@@ -262,13 +264,26 @@ pub fn compact_position(k: &[u8]) -> Option<Vec<u8>> {
 /// Merge operands: (family, key, operand).
 pub type CounterOps = Vec<(&'static str, Vec<u8>, Vec<u8>)>;
 
-/// The operands of one change of a wallet's position in a token: its position, the
-/// market's holders and the day's sums.
+/// The keys of one wallet's position in a token: its position, the market's holders and
+/// the day's sums.
+pub fn position_keys(market: u32, day: u32, address: &str, token: &str) -> [(&'static str, Vec<u8>); 3] {
+    let position = position(address, token);
+    let under = |prefix: [u8; 4]| {
+        let mut k = Vec::with_capacity(4 + position.len());
+        k.extend_from_slice(&prefix);
+        k.extend_from_slice(&position);
+        k
+    };
+    let (holder, day) = (under(market.to_be_bytes()), under(day.to_be_bytes()));
+    [(super::cf::POSITIONS, position), (super::cf::MARKET_HOLDERS, holder), (super::cf::WALLET_DAYS, day)]
+}
+
+/// The operands of one change of a wallet's position in a token (see [`position_keys`]).
 pub fn position_ops(market: u32, day: u32, address: &str, token: &str, p: &Position, out: &mut CounterOps) {
     let v = p.encode();
-    out.push((super::cf::POSITIONS, position(address, token), v.clone()));
-    out.push((super::cf::MARKET_HOLDERS, market_holder(market, address, token), v.clone()));
-    out.push((super::cf::WALLET_DAYS, wallet_day(day, address, token), v));
+    for (cf, k) in position_keys(market, day, address, token) {
+        out.push((cf, k, v.clone()));
+    }
 }
 
 /// A wallet's non-trade activity: split, merge, redeem, conversion (SPEC §1.6) and reward
@@ -326,39 +341,48 @@ pub fn activity(address: &str, micros: u64, tx: &[u8; 32]) -> Vec<u8> {
     k
 }
 
-/// What a trade adds to (when written PENDING) or takes from (when it FAILED) the counters;
-/// nothing for other states.
-pub fn trade_counters(t: &TradeRecord) -> CounterOps {
-    let sign = match t.status {
-        TradeStatus::Pending => 1,
-        TradeStatus::Failed => -1,
-        _ => return Vec::new(),
-    };
-    let day = (t.match_time / DAY) as u32;
-    let mut out = Vec::with_capacity(10);
-    for leg in t.legs() {
-        let mut p = match leg.side {
-            Side::Buy => Position {
-                size: (leg.size - leg.fee) as i64,
-                bought: (leg.size - leg.fee) as i64,
-                cost: leg.amount as i64,
-                ..Default::default()
-            },
-            Side::Sell => Position {
-                size: -(leg.size as i64),
-                sold: leg.size as i64,
-                proceeds: (leg.amount - leg.fee) as i64,
-                ..Default::default()
-            },
-        };
-        if sign < 0 {
-            p = p.negated();
-        }
-        position_ops(t.market_idx, day, leg.address, leg.token, &p, &mut out);
+/// Whether a trade adds to the counters (+1: when written PENDING) or takes its share back
+/// (−1: when it FAILED); None for other states.
+pub fn counter_sign(status: TradeStatus) -> Option<i64> {
+    match status {
+        TradeStatus::Pending => Some(1),
+        TradeStatus::Failed => Some(-1),
+        _ => None,
     }
+}
+
+/// What one leg of a trade does to its wallet's position in its token, times `sign`.
+pub fn leg_position(leg: &Leg, sign: i64) -> Position {
+    let p = match leg.side {
+        Side::Buy => Position {
+            size: (leg.size - leg.fee) as i64,
+            bought: (leg.size - leg.fee) as i64,
+            cost: leg.amount as i64,
+            ..Default::default()
+        },
+        Side::Sell => Position {
+            size: -(leg.size as i64),
+            sold: leg.size as i64,
+            proceeds: (leg.amount - leg.fee) as i64,
+            ..Default::default()
+        },
+    };
+    if sign < 0 {
+        p.negated()
+    } else {
+        p
+    }
+}
+
+/// The `market_stats` operand of a trade (volume in collateral and count), times `sign`.
+pub fn market_stats(t: &TradeRecord, sign: i64) -> (&'static str, Vec<u8>, Vec<u8>) {
     let notional = crate::domain::mul_div_floor(t.size, t.price as u64, PRICE_ONE as u64) as i64;
-    out.push((super::cf::MARKET_STATS, t.market_idx.to_be_bytes().to_vec(), encode_counters(&[sign * notional, sign])));
-    out
+    (super::cf::MARKET_STATS, t.market_idx.to_be_bytes().to_vec(), encode_counters(&[sign * notional, sign]))
+}
+
+/// The UTC day of a trade, as `wallet_days` keys it.
+pub fn trade_day(t: &TradeRecord) -> u32 {
+    (t.match_time / DAY) as u32
 }
 
 #[cfg(test)]

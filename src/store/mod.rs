@@ -4,6 +4,7 @@
 //! scans come out ordered, values prefixed with a version byte. One logical change is one
 //! [`Batch`]; the [`persister`] group-commits batches with a synced WAL.
 
+mod aggregator;
 pub mod index;
 pub mod keys;
 mod open_index;
@@ -75,6 +76,13 @@ pub mod cf {
     pub const MARKET_HOLDERS: &str = "market_holders";
     pub const WALLET_DAYS: &str = "wallet_days";
     pub const MARKET_STATS: &str = "market_stats";
+    /// log sequence (u64 BE) → sign (0: add, 1: take back) + trade id, per trade whose
+    /// wallet analytics (`trades_by_wallet` and the position counters) are not written
+    /// yet; see [`super::aggregator`].
+    pub const ANALYTICS_LOG: &str = "analytics_log";
+    /// Families written behind the trades (see [`super::aggregator`]): a read of them first
+    /// waits for what was handed over before it.
+    pub const BEHIND: &[&str] = &[TRADES_BY_WALLET, POSITIONS, MARKET_HOLDERS, WALLET_DAYS];
     /// Catalogue: id (u64 BE) → series / event record; condition id → market metadata;
     /// (kind, parent id, inverted seq) → comment.
     pub const SERIES: &str = "series";
@@ -147,6 +155,7 @@ pub mod cf {
         MARKET_HOLDERS,
         WALLET_DAYS,
         MARKET_STATS,
+        ANALYTICS_LOG,
         SERIES,
         EVENTS,
         MARKET_META,
@@ -361,6 +370,8 @@ struct Entries {
     /// Orders that open (id, seq) and that close, in the order written.
     opened: Vec<(Uuid, u64)>,
     closed: Vec<(Uuid, u64)>,
+    /// Trades whose wallet analytics change, with the change's sign, in the order written.
+    analytics: Vec<(Arc<TradeRecord>, i64)>,
 }
 
 impl Entries {
@@ -420,6 +431,7 @@ impl<'a> OpenState<'a> {
 pub struct Prepared {
     batch: WriteBatch,
     closed: Vec<(Uuid, u64)>,
+    analytics: Vec<aggregator::Event>,
 }
 
 impl Prepared {
@@ -482,17 +494,22 @@ type ScanChunk = Result<Vec<Arc<OrderRecord>>, StoreError>;
 
 /// The embedded database.
 pub struct Store {
-    db: DB,
+    db: Arc<DB>,
     /// Open order id → seq (see [`open_index`]).
     open: open_index::OpenIndex,
     /// Highest next-sequence values written to `meta` (or prepared for writing), so each
     /// group commit advances them once, only when they grow.
     next_order_seq: AtomicU64,
     next_trade_seq: AtomicU64,
+    /// Writes the wallet analytics behind the trades; `next_log` is the next sequence of
+    /// its log.
+    analytics: aggregator::Aggregator,
+    next_log: AtomicU64,
 }
 
 impl Drop for Store {
     fn drop(&mut self) {
+        self.analytics.stop();
         if let Err(e) = self.flush() {
             tracing::warn!(error = %e, "flush on close failed; the next start replays the WAL");
         }
@@ -544,7 +561,27 @@ impl Store {
             db.drop_cf(name)?;
             tracing::info!(family = name, "column family of an earlier layout dropped");
         }
+        let db = Arc::new(db);
+        // What the log holds: trades whose wallet analytics a crash kept from being written.
+        let log = {
+            let mut it = db.raw_iterator_cf(db.cf_handle(cf::ANALYTICS_LOG).expect("created at open"));
+            it.seek_to_first();
+            let mut log = Vec::new();
+            while let (Some(k), Some(v)) = (it.key(), it.value()) {
+                let seq = k.try_into().map(u64::from_be_bytes);
+                match (seq, aggregator::Event::parse_log_value(v)) {
+                    (Ok(seq), Some((sign, id))) => log.push((seq, sign, id)),
+                    _ => return Err(StoreError::Corrupt { cf: cf::ANALYTICS_LOG, msg: "unreadable entry".into() }),
+                }
+                it.next();
+            }
+            it.status()?;
+            log
+        };
+        let first = log.first().map_or(0, |e| e.0);
         let s = Store {
+            analytics: aggregator::Aggregator::spawn(db.clone(), first),
+            next_log: AtomicU64::new(log.last().map_or(0, |e| e.0 + 1)),
             db,
             open: Default::default(),
             next_order_seq: AtomicU64::new(1),
@@ -553,7 +590,34 @@ impl Store {
         s.next_order_seq.store(s.meta_u64(meta::NEXT_ORDER_SEQ)?.unwrap_or(1), Ordering::Relaxed);
         s.next_trade_seq.store(s.meta_u64(meta::NEXT_TRADE_SEQ)?.unwrap_or(1), Ordering::Relaxed);
         s.compact_wallet_keys()?;
+        s.apply_log(log)?;
         Ok(s)
+    }
+
+    /// Writes the wallet analytics of the trades left in the log (see [`aggregator`]).
+    fn apply_log(&self, log: Vec<(u64, i64, Uuid)>) -> Result<(), StoreError> {
+        if log.is_empty() {
+            return Ok(());
+        }
+        let mut events = Vec::with_capacity(log.len());
+        for (seq, sign, id) in log {
+            let trade = self
+                .get_trade(&id)?
+                .ok_or_else(|| StoreError::Corrupt { cf: cf::ANALYTICS_LOG, msg: format!("trade {id} not found") })?;
+            events.push(aggregator::Event { seq, trade: Arc::new(trade), sign });
+        }
+        tracing::info!(trades = events.len(), "wallet analytics of logged trades written");
+        self.analytics.hand_over(events);
+        self.analytics.settle();
+        Ok(())
+    }
+
+    /// Waits until what a read of `family` should find is written, when the family is
+    /// written behind the trades (see [`aggregator`]).
+    fn settle(&self, family: &str) {
+        if cf::BEHIND.contains(&family) {
+            self.analytics.settle();
+        }
     }
 
     /// Moves the keys of the ledger, of the position counters (`index::position`) and of
@@ -656,6 +720,18 @@ impl Store {
         if self.next_trade_seq.fetch_max(trade_seq, Ordering::Relaxed) < trade_seq {
             entries.put(cf::META, meta::NEXT_TRADE_SEQ, trade_seq.to_be_bytes());
         }
+        // Each trade whose wallet analytics change is logged under the next log sequence:
+        // prepared in commit order, so the log is in commit order too.
+        let analytics: Vec<aggregator::Event> = std::mem::take(&mut entries.analytics)
+            .into_iter()
+            .map(|(trade, sign)| {
+                let seq = self.next_log.fetch_add(1, Ordering::Relaxed);
+                aggregator::Event { seq, trade, sign }
+            })
+            .collect();
+        for e in &analytics {
+            entries.put(cf::ANALYTICS_LOG, e.seq.to_be_bytes(), e.log_value());
+        }
         // In key order within each family, so each memtable insert starts from where the
         // previous one ended instead of searching the skip list from the top. The sort is
         // stable: writes to the same key keep their order (a put, then merges onto it).
@@ -673,7 +749,7 @@ impl Store {
                 }
             }
         }
-        Prepared { batch: wb, closed: entries.closed }
+        Prepared { batch: wb, closed: entries.closed, analytics }
     }
 
     /// Writes a prepared batch atomically; `sync` returns only once the WAL is on disk.
@@ -685,6 +761,7 @@ impl Store {
         for (id, seq) in &prepared.closed {
             self.open.remove(id, *seq);
         }
+        self.analytics.hand_over(prepared.analytics);
         Ok(())
     }
 
@@ -728,7 +805,15 @@ impl Store {
                     for o in t.owners() {
                         out.put(cf::TRADES_BY_OWNER, keys::owner_seq(&o, t.seq), t.id.as_bytes());
                     }
-                    Self::index_trade(out, t);
+                    let tick = index::Tick {
+                        id: t.id,
+                        asset_id: t.asset_id.to_string(),
+                        price: t.price,
+                        size: t.size,
+                        side: t.side,
+                    };
+                    let key = index::market_time_seq(t.market_idx, t.match_time, t.seq);
+                    out.put(cf::TRADES_BY_MARKET, key, encode(&tick));
                     out.put(cf::PENDING_TRADES, t.seq.to_be_bytes(), t.id.as_bytes());
                 } else {
                     out.delete(cf::PENDING_TRADES, t.seq.to_be_bytes());
@@ -742,25 +827,18 @@ impl Store {
                         out.put(cf::NOTIFICATIONS, keys::notification(&owner, t.seq, kind as u8), encode(&n));
                     }
                 }
-                for (c, k, v) in index::trade_counters(t) {
+                // A market's stats are a few hot keys, summed within the group; the wallets'
+                // counters and trade entries are written behind (see `aggregator`).
+                if let Some(sign) = index::counter_sign(t.status) {
+                    let (c, k, v) = index::market_stats(t, sign);
                     out.merge(c, k, v);
+                    out.analytics.push((t.clone(), sign));
                 }
             }
             Op::Balance(addr, asset, bal) => {
                 out.put(cf::LEDGER, index::position(addr, asset), bal.to_be_bytes());
             }
             Op::Signature(seq, signature) => out.put(cf::ORDER_SIGNATURES, seq.to_be_bytes(), signature.as_bytes()),
-        }
-    }
-
-    /// The trade's entries in `trades_by_market` and `trades_by_wallet` (written once, with
-    /// the PENDING record).
-    fn index_trade(out: &mut Entries, t: &TradeRecord) {
-        let tick =
-            index::Tick { id: t.id, asset_id: t.asset_id.to_string(), price: t.price, size: t.size, side: t.side };
-        out.put(cf::TRADES_BY_MARKET, index::market_time_seq(t.market_idx, t.match_time, t.seq), encode(&tick));
-        for (role, leg) in t.legs().iter().enumerate() {
-            out.put(cf::TRADES_BY_WALLET, index::wallet_trade(leg.address, t.seq, role as u8), t.id.as_bytes());
         }
     }
 
@@ -774,6 +852,7 @@ impl Store {
         reverse: bool,
         mut each: impl FnMut(&[u8], &[u8]) -> std::ops::ControlFlow<()>,
     ) -> Result<(), StoreError> {
+        self.settle(cf_name);
         let mut it = self.db.raw_iterator_cf(self.handle(cf_name));
         match (reverse, from) {
             (false, Some(f)) => it.seek(f.max(prefix)),
@@ -835,6 +914,7 @@ impl Store {
     }
 
     pub fn get_raw(&self, cf_name: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        self.settle(cf_name);
         Ok(self.db.get_cf(self.handle(cf_name), key)?)
     }
 
@@ -859,6 +939,7 @@ impl Store {
         start: &[u8],
         limit: usize,
     ) -> Result<Pairs, StoreError> {
+        self.settle(cf_name);
         let mut from = prefix.to_vec();
         if start > prefix {
             from = start.to_vec();
@@ -876,6 +957,7 @@ impl Store {
 
     /// Every value of a family, decoded, in key order.
     pub fn all<T: DeserializeOwned>(&self, cf_name: &'static str) -> Result<Vec<(Vec<u8>, T)>, StoreError> {
+        self.settle(cf_name);
         let mut out = Vec::new();
         for item in self.db.iterator_cf(self.handle(cf_name), IteratorMode::Start) {
             let (k, v) = item?;
@@ -886,6 +968,7 @@ impl Store {
 
     /// Every raw pair of a family, in key order.
     pub fn all_raw(&self, cf_name: &'static str) -> Result<Pairs, StoreError> {
+        self.settle(cf_name);
         let mut out = Vec::new();
         for item in self.db.iterator_cf(self.handle(cf_name), IteratorMode::Start) {
             let (k, v) = item?;
@@ -1708,6 +1791,64 @@ mod index_tests {
         drop(store);
         let store = Store::open(dir.path()).unwrap();
         assert_eq!(store.counters(cf::MARKET_STATS, &2u32.to_be_bytes()).unwrap(), vec![8_000_000, 2]);
+    }
+
+    /// A trade's wallet analytics are written behind it from the log: a read finds them as
+    /// soon as the trade's write returns, the log empties once they are written, and a
+    /// store that stopped before writing them (a crash) writes them at its next start —
+    /// adds and take-backs alike, once.
+    #[test]
+    fn wallet_analytics_left_in_the_log_are_written_at_the_next_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let position = |store: &Store, address| {
+            index::Position::decode(
+                &store.get_raw(cf::POSITIONS, &index::position(address, "11")).unwrap().unwrap_or_default(),
+            )
+        };
+        let wallet_trades = |store: &Store| {
+            let mut seqs = Vec::new();
+            store
+                .walk(cf::TRADES_BY_WALLET, &index::holder_prefix("0xmaker"), None, false, |k, _| {
+                    seqs.push(u64::from_be_bytes(k[k.len() - 9..k.len() - 1].try_into().unwrap()));
+                    ControlFlow::Continue(())
+                })
+                .unwrap();
+            seqs
+        };
+        let log_len = |store: &Store| store.all_raw(cf::ANALYTICS_LOG).unwrap().len();
+        let store = Store::open(dir.path()).unwrap();
+        write(&store, trade(1, TradeStatus::Pending));
+        assert_eq!(position(&store, "0xtaker").size, 10_000_000);
+        assert_eq!(wallet_trades(&store), [1]);
+        assert_eq!(log_len(&store), 0);
+        // The analytics writer stops, as in a crash: what is written next stays in the log.
+        store.analytics.stop();
+        for seq in 2..=4 {
+            write(&store, trade(seq, TradeStatus::Pending));
+        }
+        write(&store, trade(3, TradeStatus::Failed));
+        assert_eq!(log_len(&store), 4);
+        assert_eq!(position(&store, "0xtaker").size, 10_000_000);
+        assert_eq!(wallet_trades(&store), [1]);
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(log_len(&store), 0);
+        let (taker, maker) = (position(&store, "0xtaker"), position(&store, "0xmaker"));
+        assert_eq!((taker.size, taker.cost), (30_000_000, 12_000_000));
+        assert_eq!((maker.size, maker.proceeds), (-30_000_000, 12_000_000));
+        let holder = store.get_raw(cf::MARKET_HOLDERS, &index::market_holder(2, "0xmaker", "11")).unwrap();
+        assert_eq!(index::Position::decode(&holder.unwrap()), maker);
+        assert_eq!(wallet_trades(&store), [1, 2, 3, 4]);
+        // The market's stats were written with the trades, not behind them.
+        assert_eq!(store.counters(cf::MARKET_STATS, &2u32.to_be_bytes()).unwrap(), vec![12_000_000, 3]);
+        // Applied once: another start finds nothing left to apply, and the log goes on.
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(position(&store, "0xtaker").size, 30_000_000);
+        write(&store, trade(5, TradeStatus::Pending));
+        assert_eq!(position(&store, "0xtaker").size, 40_000_000);
+        assert_eq!(wallet_trades(&store), [1, 2, 3, 4, 5]);
+        assert_eq!(log_len(&store), 0);
     }
 
     /// Balances and position counters written under text keys (address + `/` + asset,

@@ -62,7 +62,9 @@ fn spawn_with(dir: &std::path::Path, env: &[(&str, String)]) -> Proc {
     std::thread::spawn(move || for _ in lines {});
     let mut config = test_config(dir);
     config.clob_addr = addrs["clob"].parse().unwrap();
-    let server = Server::external(format!("http://{}", addrs["clob"]), format!("http://{}", addrs["internal"]), config);
+    let mut server =
+        Server::external(format!("http://{}", addrs["clob"]), format!("http://{}", addrs["internal"]), config);
+    server.data = format!("http://{}", addrs["data"]);
     Proc { child, server }
 }
 
@@ -239,6 +241,26 @@ fn stop_under_load(sigterm: bool) {
         yes += t.balance(s, YES);
     }
     assert_eq!((usdc, yes), (usdc0, yes0));
+    // Each wallet's history in the data API (written behind the trades, from a log a
+    // start applies) holds exactly its trades that stand, those of the last moments
+    // before the kill included.
+    let trades = trades_now();
+    for t in &traders {
+        let (st, rows) = s.data_get(&format!("/trades?user={}&takerOnly=false&limit=10000", t.address));
+        assert_eq!(st, 200, "{rows}");
+        let history: std::collections::BTreeSet<&str> =
+            rows.as_array().unwrap().iter().map(|r| r["transactionHash"].as_str().unwrap()).collect();
+        let own = |tr: &Value| {
+            tr["maker_address"] == t.address.as_str()
+                || tr["maker_orders"].as_array().unwrap().iter().any(|m| m["maker_address"] == t.address.as_str())
+        };
+        let standing: std::collections::BTreeSet<&str> = trades
+            .values()
+            .filter(|tr| tr["status"] != "FAILED" && own(tr))
+            .map(|tr| tr["transaction_hash"].as_str().unwrap())
+            .collect();
+        assert_eq!(history, standing, "{}", t.address);
+    }
     drop(p2);
 }
 
