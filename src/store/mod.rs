@@ -465,6 +465,16 @@ const SCATTERED_WRITE_BUFFER_BYTES: usize = 16 << 20;
 /// list shallow — ≈ 10% more durable fills than 16 MB, spread or hot (same section).
 const REWRITTEN_WRITE_BUFFER_BYTES: usize = 4 << 20;
 
+/// Memtables a family with small ones (the two sizes above) may hold, the one written and
+/// those waiting for the flush thread. With RocksDB's default of two, a small memtable
+/// fills while the one before waits behind other families' flushes (one flush thread on
+/// two cores), and every write stops until it is flushed: fills spread over 1,000 wallets
+/// stopped 0.23–0.73 s in each 17 s run (`ledger`, `trades_by_wallet`), for commit
+/// latencies up to 96–260 ms. With three, no run stopped and the worst commit took ≈ 40
+/// ms; fills/s and p99 did not move (docs/performance.md, "Write stops behind the
+/// flush thread"). At most 104 MB more memtable, held only while flushes lag.
+const SMALL_MEMTABLES: i32 = 3;
+
 /// Bound on the write-ahead log kept on disk. A log file is deleted only once every family
 /// with writes in it has flushed them, and RocksDB's default bound (four times the sum of
 /// every family's write buffers: ≈ 14 GB here) lets a rarely written family pin every log
@@ -549,6 +559,9 @@ impl Store {
                 o.set_write_buffer_size(REWRITTEN_WRITE_BUFFER_BYTES);
             } else if cf::SCATTERED.contains(n) {
                 o.set_write_buffer_size(SCATTERED_WRITE_BUFFER_BYTES);
+            }
+            if cf::COUNTERS.contains(n) || *n == cf::LEDGER || cf::SCATTERED.contains(n) {
+                o.set_max_write_buffer_number(SMALL_MEMTABLES);
             }
             ColumnFamilyDescriptor::new(*n, o)
         });
