@@ -1864,6 +1864,52 @@ mod index_tests {
         assert_eq!(log_len(&store), 0);
     }
 
+    /// An acknowledged trade is in its wallets' analytics for any reader: each completion
+    /// (run once the trade is durable) passes the trade to another thread, which finds it
+    /// in the maker's history and the taker's position at once, though the analytics are
+    /// written behind the trades.
+    #[test]
+    fn a_reader_told_of_a_durable_trade_finds_it_in_the_wallet_analytics() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(dir.path()).unwrap());
+        let (tx, handle) = persister::spawn(store.clone(), Arc::new(persister::PersistMetrics::default()));
+        let (acked, seen) = crossbeam_channel::unbounded::<u64>();
+        let reader = {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                let mut checked = 0;
+                for seq in seen {
+                    let mut last = None;
+                    store
+                        .walk(cf::TRADES_BY_WALLET, &index::holder_prefix("0xmaker"), None, true, |k, _| {
+                            last = Some(u64::from_be_bytes(k[k.len() - 9..k.len() - 1].try_into().unwrap()));
+                            ControlFlow::Break(())
+                        })
+                        .unwrap();
+                    assert!(last >= Some(seq), "trade {seq} acknowledged, the maker's history ends at {last:?}");
+                    let taker = store.get_raw(cf::POSITIONS, &index::position("0xtaker", "11")).unwrap();
+                    assert!(index::Position::decode(&taker.unwrap()).size >= seq as i64 * 10_000_000);
+                    checked += 1;
+                }
+                checked
+            })
+        };
+        const N: u64 = 300;
+        for seq in 1..=N {
+            let mut batch = Batch::default();
+            batch.put_trade(&Arc::new(trade(seq, TradeStatus::Pending)));
+            let acked = acked.clone();
+            let done: persister::Completion = Box::new(move |ok| {
+                assert!(ok);
+                acked.send(seq).unwrap();
+            });
+            tx.send(persister::Job { batch, done }).unwrap();
+        }
+        drop((tx, acked));
+        handle.join().unwrap();
+        assert_eq!(reader.join().unwrap(), N);
+    }
+
     /// Balances and position counters written under text keys (address + `/` + asset,
     /// before the compact layout) move to compact keys at the next start, values intact,
     /// and later writes go to the same keys.
