@@ -619,9 +619,10 @@ impl Store {
                 .ok_or_else(|| StoreError::Corrupt { cf: cf::ANALYTICS_LOG, msg: format!("trade {id} not found") })?;
             events.push(aggregator::Event { seq, trade: Arc::new(trade), sign });
         }
-        tracing::info!(trades = events.len(), "wallet analytics of logged trades written");
+        let trades = events.len();
         self.analytics.hand_over(events);
         self.analytics.settle();
+        tracing::info!(trades, "wallet analytics of the trades left in the log written");
         Ok(())
     }
 
