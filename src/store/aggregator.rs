@@ -97,11 +97,11 @@ pub struct Aggregator {
 }
 
 impl Aggregator {
-    /// Starts the thread; `next` is the first log sequence to be handed over.
-    pub fn spawn(db: Arc<DB>, next: u64) -> Aggregator {
+    /// Starts the thread.
+    pub fn spawn(db: Arc<DB>) -> Aggregator {
         let (events, events_rx) = crossbeam_channel::unbounded();
         let (requests, requests_rx) = crossbeam_channel::unbounded();
-        let applied = Arc::new(Applied { below: Mutex::new(next), changed: Condvar::new() });
+        let applied = Arc::new(Applied { below: Mutex::new(0), changed: Condvar::new() });
         let thread = {
             let applied = applied.clone();
             std::thread::Builder::new()
@@ -109,7 +109,7 @@ impl Aggregator {
                 .spawn(move || run(&db, &events_rx, &requests_rx, &applied))
                 .expect("spawn analytics writer")
         };
-        Aggregator { events, requests, sent: AtomicU64::new(next), applied, thread: Mutex::new(Some(thread)) }
+        Aggregator { events, requests, sent: AtomicU64::new(0), applied, thread: Mutex::new(Some(thread)) }
     }
 
     /// Hands over the events of a commit, in log order, once it is written.

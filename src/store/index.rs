@@ -219,14 +219,18 @@ pub fn holder_prefix(address: &str) -> Vec<u8> {
 }
 
 pub fn market_holder(market: u32, address: &str, token: &str) -> Vec<u8> {
-    let mut k = market.to_be_bytes().to_vec();
-    k.extend_from_slice(&position(address, token));
-    k
+    under(market, &position(address, token))
 }
 
 pub fn wallet_day(day: u32, address: &str, token: &str) -> Vec<u8> {
-    let mut k = day.to_be_bytes().to_vec();
-    k.extend_from_slice(&position(address, token));
+    under(day, &position(address, token))
+}
+
+/// A [`position`] key under a 4-byte prefix (a market or a day).
+fn under(prefix: u32, position: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(4 + position.len());
+    k.extend_from_slice(&prefix.to_be_bytes());
+    k.extend_from_slice(position);
     k
 }
 
@@ -268,13 +272,7 @@ pub type CounterOps = Vec<(&'static str, Vec<u8>, Vec<u8>)>;
 /// the day's sums.
 pub fn position_keys(market: u32, day: u32, address: &str, token: &str) -> [(&'static str, Vec<u8>); 3] {
     let position = position(address, token);
-    let under = |prefix: [u8; 4]| {
-        let mut k = Vec::with_capacity(4 + position.len());
-        k.extend_from_slice(&prefix);
-        k.extend_from_slice(&position);
-        k
-    };
-    let (holder, day) = (under(market.to_be_bytes()), under(day.to_be_bytes()));
+    let (holder, day) = (under(market, &position), under(day, &position));
     [(super::cf::POSITIONS, position), (super::cf::MARKET_HOLDERS, holder), (super::cf::WALLET_DAYS, day)]
 }
 

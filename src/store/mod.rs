@@ -575,26 +575,9 @@ impl Store {
             tracing::info!(family = name, "column family of an earlier layout dropped");
         }
         let db = Arc::new(db);
-        // What the log holds: trades whose wallet analytics a crash kept from being written.
-        let log = {
-            let mut it = db.raw_iterator_cf(db.cf_handle(cf::ANALYTICS_LOG).expect("created at open"));
-            it.seek_to_first();
-            let mut log = Vec::new();
-            while let (Some(k), Some(v)) = (it.key(), it.value()) {
-                let seq = k.try_into().map(u64::from_be_bytes);
-                match (seq, aggregator::Event::parse_log_value(v)) {
-                    (Ok(seq), Some((sign, id))) => log.push((seq, sign, id)),
-                    _ => return Err(StoreError::Corrupt { cf: cf::ANALYTICS_LOG, msg: "unreadable entry".into() }),
-                }
-                it.next();
-            }
-            it.status()?;
-            log
-        };
-        let first = log.first().map_or(0, |e| e.0);
         let s = Store {
-            analytics: aggregator::Aggregator::spawn(db.clone(), first),
-            next_log: AtomicU64::new(log.last().map_or(0, |e| e.0 + 1)),
+            analytics: aggregator::Aggregator::spawn(db.clone()),
+            next_log: AtomicU64::new(0),
             db,
             open: Default::default(),
             next_order_seq: AtomicU64::new(1),
@@ -603,22 +586,26 @@ impl Store {
         s.next_order_seq.store(s.meta_u64(meta::NEXT_ORDER_SEQ)?.unwrap_or(1), Ordering::Relaxed);
         s.next_trade_seq.store(s.meta_u64(meta::NEXT_TRADE_SEQ)?.unwrap_or(1), Ordering::Relaxed);
         s.compact_wallet_keys()?;
-        s.apply_log(log)?;
+        s.apply_log()?;
         Ok(s)
     }
 
-    /// Writes the wallet analytics of the trades left in the log (see [`aggregator`]).
-    fn apply_log(&self, log: Vec<(u64, i64, Uuid)>) -> Result<(), StoreError> {
-        if log.is_empty() {
-            return Ok(());
-        }
+    /// Writes the wallet analytics of the trades a crash left in the log (see
+    /// [`aggregator`]), and continues the log's sequence after them.
+    fn apply_log(&self) -> Result<(), StoreError> {
+        let log = self.all_raw(cf::ANALYTICS_LOG)?;
+        let unreadable = || StoreError::Corrupt { cf: cf::ANALYTICS_LOG, msg: "unreadable entry".into() };
         let mut events = Vec::with_capacity(log.len());
-        for (seq, sign, id) in log {
+        for (k, v) in log {
+            let seq = u64::from_be_bytes(k.as_slice().try_into().map_err(|_| unreadable())?);
+            let (sign, id) = aggregator::Event::parse_log_value(&v).ok_or_else(unreadable)?;
             let trade = self
                 .get_trade(&id)?
                 .ok_or_else(|| StoreError::Corrupt { cf: cf::ANALYTICS_LOG, msg: format!("trade {id} not found") })?;
             events.push(aggregator::Event { seq, trade: Arc::new(trade), sign });
         }
+        let Some(last) = events.last() else { return Ok(()) };
+        self.next_log.store(last.seq + 1, Ordering::Relaxed);
         let trades = events.len();
         self.analytics.hand_over(events);
         self.analytics.settle();
