@@ -31,7 +31,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use predex::domain::packed::PackedStr;
 use predex::domain::*;
 use predex::engine::book::{crosses, Book, BookSide, Changes};
-use predex::engine::{Core, Placed};
+use predex::engine::{Canceled, Core, Placed};
 use predex::store::Batch;
 use uuid::Uuid;
 
@@ -121,7 +121,9 @@ const PLACEMENTS_PER_SEC: u64 = 25_000;
 
 struct PredexEngine {
     core: Core,
-    batch: Batch,
+    /// The write batch of each command, as the matching thread builds one per command and
+    /// hands it to the persister; dropped untimed.
+    sent: Vec<Batch>,
     addrs: Vec<Arc<str>>,
     /// The taker address every order names, and the token it trades.
     taker: Arc<str>,
@@ -130,6 +132,7 @@ struct PredexEngine {
     ready: VecDeque<Arc<OrderRecord>>,
     /// Replies and the book changes handed to the feeds, dropped untimed.
     done: Vec<Placed>,
+    canceled: Vec<Canceled>,
     changes: Vec<Changes>,
     placements: u64,
 }
@@ -205,16 +208,16 @@ impl Lob for PredexEngine {
             core.credit(a, "USDC", u64::MAX / 64, &mut batch);
             core.credit(a, "1", u64::MAX / 64, &mut batch);
         }
-        batch.ops.clear();
         let token = OrderToken::of(&core.markets[0].market, 0);
         PredexEngine {
             core,
-            batch,
+            sent: Vec::new(),
             addrs,
             taker: "".into(),
             token,
             ready: VecDeque::new(),
             done: Vec::new(),
+            canceled: Vec::new(),
             changes: Vec::new(),
             placements: 0,
         }
@@ -223,26 +226,33 @@ impl Lob for PredexEngine {
         let o = self.ready.pop_front().expect("prepared");
         debug_assert_eq!(o.id, Uuid::from_u64_pair(0, id));
         let now = self.now();
-        let r = self.core.place(o, false, now, &mut self.batch);
+        let mut batch = Batch::default();
+        let r = self.core.place(o, false, now, &mut batch);
         self.done.push(r.expect("accepted"));
+        self.sent.push(batch);
         self.publish();
     }
     fn cancel(&mut self, id: u64) {
         let owner = Uuid::from_u128(1 + (id % USERS) as u128);
-        self.core.cancel(owner, &[Uuid::from_u64_pair(0, id)], &mut self.batch);
+        let mut batch = Batch::default();
+        let r = self.core.cancel(owner, &[Uuid::from_u64_pair(0, id)], &mut batch);
+        self.canceled.push(r);
+        self.sent.push(batch);
         self.publish();
     }
     fn take(&mut self, id: u64, _bid: bool, _limit: u32, _qty: u64) {
         let o = self.ready.pop_front().expect("prepared");
         debug_assert_eq!(o.id, Uuid::from_u64_pair(0, id));
         let now = self.now();
-        let r = self.core.place(o, false, now, &mut self.batch);
+        let mut batch = Batch::default();
+        let r = self.core.place(o, false, now, &mut batch);
         self.done.push(r.expect("accepted"));
         // Settlement is engine work per trade too: run it as the worker would, in chunks,
         // inside the timed commands.
         if self.core.pending_len() >= 1024 {
-            self.core.settle(self.clock(), usize::MAX, &mut self.batch);
+            self.core.settle(self.clock(), usize::MAX, &mut batch);
         }
+        self.sent.push(batch);
         self.publish();
     }
     fn prepare(&mut self, ops: &[Op]) {
@@ -260,8 +270,9 @@ impl Lob for PredexEngine {
         }
     }
     fn tidy(&mut self) {
-        self.batch.ops.clear();
+        self.sent.clear();
         self.done.clear();
+        self.canceled.clear();
         self.changes.clear();
     }
 }
@@ -345,6 +356,9 @@ enum Op {
     Take { id: u64, bid: bool, limit: u32, qty: u64 },
 }
 
+/// Never inlined, so that a profiler can count what one command costs by this frame
+/// (callgrind's `--toggle-collect`, see `PREDEX_BENCH_ONE`).
+#[inline(never)]
 fn apply<L: Lob>(l: &mut L, op: Op) {
     match op {
         Op::Add { id, bid, price, qty } => l.add(id, bid, price, qty),
@@ -625,6 +639,8 @@ fn percentiles<L: Lob>(depth: usize) -> String {
         round(&mut s, Kind::Mix, depth, &mut timed, &mut after);
         ops.extend_from_slice(&timed);
     }
+    // Sum and count by kind: resting orders, cancels, crossing orders.
+    let mut by = [(0u64, 0u64); 3];
     let mut lat: Vec<u64> = ops
         .into_iter()
         .map(|op| {
@@ -633,24 +649,71 @@ fn percentiles<L: Lob>(depth: usize) -> String {
             apply(&mut l, op);
             let ns = t.elapsed().as_nanos() as u64;
             l.tidy();
+            let k = match op {
+                Op::Add { .. } => 0,
+                Op::Cancel { .. } => 1,
+                Op::Take { .. } => 2,
+            };
+            by[k].0 += ns;
+            by[k].1 += 1;
             ns
         })
         .collect();
     lat.sort_unstable();
     let p = |q: f64| lat[((lat.len() as f64 * q) as usize).min(lat.len() - 1)];
-    format!("{:<16} depth {:>6}: p50 {:>6} ns  p99 {:>6} ns  p99.9 {:>7} ns", L::NAME, depth, p(0.5), p(0.99), p(0.999))
+    let mean = |k: usize| by[k].0 / by[k].1.max(1);
+    format!(
+        "{:<16} depth {:>6}: p50 {:>6} ns  p99 {:>6} ns  p99.9 {:>7} ns  mean add {:>5} cancel {:>5} cross {:>6} ns",
+        L::NAME,
+        depth,
+        p(0.5),
+        p(0.99),
+        p(0.999),
+        mean(0),
+        mean(1),
+        mean(2)
+    )
 }
 
+const KINDS: [Kind; 6] = [Kind::Add, Kind::Cancel, Kind::Sweep(1), Kind::Sweep(2), Kind::Sweep(3), Kind::Mix];
+
 fn kinds() -> Vec<Kind> {
-    let all = [Kind::Add, Kind::Cancel, Kind::Sweep(1), Kind::Sweep(2), Kind::Sweep(3), Kind::Mix];
     // PREDEX_BENCH_OPS=add,mix narrows the run.
     match std::env::var("PREDEX_BENCH_OPS") {
-        Ok(v) => all.into_iter().filter(|k| v.split(',').any(|x| x == k.name())).collect(),
-        Err(_) => all.to_vec(),
+        Ok(v) => KINDS.into_iter().filter(|k| v.split(',').any(|x| x == k.name())).collect(),
+        Err(_) => KINDS.to_vec(),
     }
 }
 
+/// `PREDEX_BENCH_ONE=<engine>:<kind>:<depth>[:<commands>]` (engine `book` or `engine`):
+/// one timed run of that many commands (100,000 unless given), then exit — to count what a
+/// command costs without the host's noise, e.g. `valgrind --tool=callgrind --cache-sim=yes
+/// --D1=32768,8,64 --LL=524288,8,64 --toggle-collect='*engine::apply*' <bench binary>
+/// --bench` (instructions and simulated L1/L2 misses inside the commands; the commands that
+/// build the book are counted too). See docs/performance.md.
+fn one() -> bool {
+    let Ok(v) = std::env::var("PREDEX_BENCH_ONE") else { return false };
+    let parts: Vec<&str> = v.split(':').collect();
+    let kind = kinds_named(parts.get(1).copied().unwrap_or("mix"));
+    let depth: usize = parts.get(2).and_then(|d| d.parse().ok()).expect("PREDEX_BENCH_ONE=<engine>:<kind>:<depth>");
+    let n: u64 = parts.get(3).and_then(|d| d.parse().ok()).unwrap_or(100_000);
+    let t = match parts[0] {
+        "book" => timed_run::<PredexBook>(kind, depth, n),
+        "engine" => timed_run::<PredexEngine>(kind, depth, n),
+        e => panic!("PREDEX_BENCH_ONE: no engine {e} (book or engine)"),
+    };
+    println!("{} at depth {depth}: {:?} per command over {n}", kind.name(), t / n as u32);
+    true
+}
+
+fn kinds_named(name: &str) -> Kind {
+    KINDS.into_iter().find(|k| k.name() == name).unwrap_or_else(|| panic!("no kind {name}"))
+}
+
 fn bench(c: &mut Criterion) {
+    if one() {
+        return;
+    }
     for kind in kinds() {
         group::<PredexBook>(c, kind);
         group::<PredexEngine>(c, kind);
