@@ -347,7 +347,7 @@ mod tests {
 
     #[test]
     fn a_no_token_sees_the_yes_changes_mirrored() {
-        let d = BookDelta { bids: vec![(4800, 1), (5000, 0)], asks: vec![(5200, 7)], ..BookDelta::default() };
+        let d = BookDelta { bids: [(4800, 1), (5000, 0)].into(), asks: [(5200, 7)][..].into(), ..BookDelta::default() };
         assert_eq!(token_changes(&d, 0), vec![(4800, 1, "BUY"), (5000, 0, "BUY"), (5200, 7, "SELL")]);
         // A YES ask at 0.52 is a NO bid at 0.48; YES bids become NO asks, ascending.
         assert_eq!(token_changes(&d, 1), vec![(4800, 7, "BUY"), (5000, 0, "SELL"), (5200, 1, "SELL")]);

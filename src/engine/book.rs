@@ -10,6 +10,7 @@
 //! Priority is price, then arrival: a level is FIFO and nothing reorders it. The book stores
 //! only what matching needs (id, remaining size); the order records live in the engine.
 
+use smallvec::SmallVec;
 use uuid::Uuid;
 
 pub const NIL: u32 = u32::MAX;
@@ -75,12 +76,16 @@ pub struct Book {
     changed: Vec<(BookSide, u32, u64)>,
 }
 
-/// Levels whose total changed, as (YES price, new total; 0 = the level emptied), ascending
-/// price per side.
+/// One side's changed levels, as (YES price, new total; 0 = the level emptied), ascending
+/// price. Held in line up to two levels: a resting order or a cancel changes one, and the
+/// engine takes these after every command, so most commands allocate nothing for them.
+pub type Changed = SmallVec<[(u32, u64); 2]>;
+
+/// Levels whose total changed, per side.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Changes {
-    pub bids: Vec<(u32, u64)>,
-    pub asks: Vec<(u32, u64)>,
+    pub bids: Changed,
+    pub asks: Changed,
 }
 
 impl Changes {
@@ -482,7 +487,7 @@ mod tests {
         assert_eq!(b.best(BookSide::Ask), Some(9800));
         assert_eq!(b.level_orders(BookSide::Bid, 9700), vec![(x, 10), (y, 20)]);
         // Changes noted before the retick still read at their prices.
-        assert_eq!(b.take_changes(), Changes { bids: vec![(9700, 30)], asks: vec![(9800, 5)] });
+        assert_eq!(b.take_changes(), Changes { bids: [(9700, 30)][..].into(), asks: [(9800, 5)][..].into() });
         // The finer prices are usable, and old slots still cancel.
         b.insert(BookSide::Bid, 9750, Uuid::from_u128(4), 7);
         assert_eq!(b.best(BookSide::Bid), Some(9750));
@@ -499,8 +504,8 @@ mod tests {
         b.insert(BookSide::Ask, 5200, Uuid::from_u128(3), 7);
         b.insert(BookSide::Ask, 5100, Uuid::from_u128(4), 7);
         let c = b.take_changes();
-        assert_eq!(c.bids, vec![(5000, 15)]);
-        assert_eq!(c.asks, vec![(5100, 7), (5200, 7)]);
+        assert_eq!(c.bids[..], [(5000, 15)]);
+        assert_eq!(c.asks[..], [(5100, 7), (5200, 7)]);
         assert!(b.take_changes().is_empty());
         // A level emptied reads 0; one touched and restored is no change.
         let y = b.insert(BookSide::Bid, 4900, Uuid::from_u128(5), 3);
@@ -509,8 +514,8 @@ mod tests {
         let ask = b.best_head(BookSide::Ask).unwrap();
         b.reduce(ask, 7);
         let c = b.take_changes();
-        assert_eq!(c.bids, vec![(5000, 5)]);
-        assert_eq!(c.asks, vec![(5100, 0)]);
+        assert_eq!(c.bids[..], [(5000, 5)]);
+        assert_eq!(c.asks[..], [(5100, 0)]);
     }
 
     /// A sweep through a level's queue notes the level once, and the change it reports is
@@ -532,7 +537,7 @@ mod tests {
         b.reduce(head, 1);
         assert_eq!(b.changed, vec![(BookSide::Ask, 51, 20), (BookSide::Ask, 52, 4)]);
         let c = b.take_changes();
-        assert_eq!(c.asks, vec![(5100, 0), (5200, 3)]);
+        assert_eq!(c.asks[..], [(5100, 0), (5200, 3)]);
         b.check().unwrap();
     }
 
@@ -549,7 +554,7 @@ mod tests {
         assert!(b.take_changes().is_empty());
         assert_eq!(b.depth(BookSide::Bid), vec![(5000, 15)]);
         b.reduce(x, 4);
-        assert_eq!(b.take_changes(), Changes { bids: vec![(5000, 11)], asks: vec![] });
+        assert_eq!(b.take_changes(), Changes { bids: [(5000, 11)][..].into(), asks: Changed::new() });
         b.check().unwrap();
     }
 }

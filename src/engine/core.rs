@@ -542,9 +542,7 @@ impl Core {
     }
 
     fn flush_ledger(&mut self, batch: &mut Batch) {
-        for (addr, asset, bal) in self.ledger.take_dirty() {
-            batch.put_balance(addr, asset, bal);
-        }
+        self.ledger.drain_dirty(|addr, asset, bal| batch.put_balance(addr, asset, bal));
     }
 
     /// Sweeps the opposite side while it crosses; returns trades and what the taker gave

@@ -68,8 +68,8 @@ impl BookSnapshot {
 /// price, new total; 0 = emptied), ascending price per side, and the last trade after it.
 #[derive(Debug, Clone, Default)]
 pub struct BookDelta {
-    pub bids: Levels,
-    pub asks: Levels,
+    pub bids: super::book::Changed,
+    pub asks: super::book::Changed,
     pub last_trade: Option<(u32, Side)>,
     pub timestamp_ms: u64,
     /// The market's publication sequence: one more than the previous delta's.

@@ -22,7 +22,7 @@ pub struct Account {
     pub reserved: u64,
     /// Receipts of matched trades not yet settled.
     pub incoming: u64,
-    /// Balance changed since the last `take_dirty` (already queued in `dirty`).
+    /// Balance changed since the last `drain_dirty` (already queued in `dirty`).
     dirty: bool,
 }
 
@@ -47,7 +47,7 @@ pub struct Ledger {
     accounts: Vec<Account>,
     /// Handle → (address, asset), for persisting changed balances.
     keys: Vec<(Arc<str>, Arc<str>)>,
-    /// Accounts whose balance changed since the last `take_dirty`.
+    /// Accounts whose balance changed since the last `drain_dirty`.
     dirty: Vec<u32>,
 }
 
@@ -81,7 +81,7 @@ impl Ledger {
         self.index.get(address).and_then(|m| m.get(asset)).map(|&i| self.accounts[i as usize]).unwrap_or_default()
     }
 
-    /// Applies `f` to a balance and queues the account for `take_dirty`.
+    /// Applies `f` to a balance and queues the account for `drain_dirty`.
     fn change(&mut self, a: Acct, f: impl FnOnce(&mut u64)) {
         let acc = &mut self.accounts[a.0 as usize];
         f(&mut acc.balance);
@@ -152,18 +152,16 @@ impl Ledger {
         acc.incoming = acc.incoming.saturating_sub(amount);
     }
 
-    /// The changed balances since the last call, for persisting.
-    pub fn take_dirty(&mut self) -> Vec<(Arc<str>, Arc<str>, u64)> {
-        let dirty = std::mem::take(&mut self.dirty);
-        dirty
-            .into_iter()
-            .map(|i| {
-                let acc = &mut self.accounts[i as usize];
-                acc.dirty = false;
-                let (addr, asset) = &self.keys[i as usize];
-                (addr.clone(), asset.clone(), acc.balance)
-            })
-            .collect()
+    /// Hands each balance changed since the last call to `f` (address, asset, balance), for
+    /// persisting. The list keeps its room for the next command: the matching thread calls
+    /// this after every command, and a fresh list per call was two allocations each time.
+    pub fn drain_dirty(&mut self, mut f: impl FnMut(Arc<str>, Arc<str>, u64)) {
+        for i in self.dirty.drain(..) {
+            let acc = &mut self.accounts[i as usize];
+            acc.dirty = false;
+            let (addr, asset) = &self.keys[i as usize];
+            f(addr.clone(), asset.clone(), acc.balance);
+        }
     }
 
     /// All accounts of one address, by asset.
@@ -198,7 +196,12 @@ mod tests {
         assert_eq!(l.account("a", "USDC").available(), 40);
         l.release_at(a, 60);
         assert_eq!(l.get(a).available(), 100);
-        assert_eq!(l.take_dirty(), vec![("a".into(), "USDC".into(), 100)]);
-        assert!(l.take_dirty().is_empty());
+        let dirty = |l: &mut Ledger| {
+            let mut v: Vec<(Arc<str>, Arc<str>, u64)> = Vec::new();
+            l.drain_dirty(|a, b, c| v.push((a, b, c)));
+            v
+        };
+        assert_eq!(dirty(&mut l), vec![("a".into(), "USDC".into(), 100)]);
+        assert!(dirty(&mut l).is_empty());
     }
 }
