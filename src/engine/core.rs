@@ -30,7 +30,7 @@ use uuid::Uuid;
 use super::book::{crosses, Book, BookSide, NIL};
 use super::LedgerChange;
 use crate::domain::*;
-use crate::ledger::{Acct, Ledger};
+use crate::ledger::{Acct, AssetId, Ledger};
 use crate::store::{cf, encode, meta, Batch, Stored};
 
 /// Why the engine refused an order: an outcome, not an error.
@@ -180,6 +180,8 @@ pub struct MarketState {
     /// The fee account's handles for what this market's orders receive: collateral, then
     /// each outcome token.
     fee_accts: Vec<Acct>,
+    /// The ledger's numbers of the outcome tokens.
+    assets: [AssetId; 2],
     /// What this market's orders hold as their token, per outcome: one allocation shared by
     /// every order placed on it.
     pub order_tokens: [Arc<OrderToken>; 2],
@@ -195,6 +197,8 @@ pub struct Core {
     /// previous version.
     pub orders: HashMap<Uuid, Open>,
     pub ledger: Ledger,
+    /// The ledger's number of the collateral.
+    collateral: AssetId,
     /// Exchange nonce per maker address (incrementNonce bumps it); absent = 0.
     nonces: HashMap<String, NonceState>,
     /// Trades matched but not yet settled, in match order. What each party pays stays
@@ -249,12 +253,15 @@ pub fn fee(side: Side, bps: u32, p: u32, q: u64) -> u64 {
 
 impl Core {
     pub fn new(fee_address: String) -> Core {
+        let mut ledger = Ledger::default();
+        let collateral = ledger.asset(COLLATERAL);
         Core {
             markets: Vec::new(),
             tokens: HashMap::new(),
             conditions: HashMap::new(),
             orders: HashMap::new(),
-            ledger: Ledger::default(),
+            ledger,
+            collateral,
             nonces: HashMap::new(),
             pending: VecDeque::new(),
             expiries: BinaryHeap::new(),
@@ -291,11 +298,13 @@ impl Core {
             .map(|asset| self.ledger.acct(&self.fee_address, asset))
             .collect();
         let order_tokens = [0, 1].map(|i| OrderToken::of(&m, i));
+        let assets = [0, 1].map(|i| self.ledger.asset(&m.tokens[i].token_id));
         self.markets.push(MarketState {
             book: Book::new(m.tick),
             market: m,
             last_trade: None,
             fee_accts,
+            assets,
             order_tokens,
         });
     }
@@ -354,12 +363,13 @@ impl Core {
 
     /// Resolves an order's ledger accounts (its market and outcome already set).
     fn accts_of(&mut self, o: &OrderRecord) -> Accts {
-        let [pay, recv] = self.ledger.accts(&o.maker, [o.spend_key(), o.receive_key()]);
-        let fee_accts = &self.markets[o.token.market_idx as usize].fee_accts;
-        let fee = match o.side {
-            Side::Buy => fee_accts[1 + o.token.outcome_index as usize],
-            Side::Sell => fee_accts[0],
+        let ms = &self.markets[o.token.market_idx as usize];
+        let token = ms.assets[o.token.outcome_index as usize];
+        let (spends, fee) = match o.side {
+            Side::Buy => ([self.collateral, token], ms.fee_accts[1 + o.token.outcome_index as usize]),
+            Side::Sell => ([token, self.collateral], ms.fee_accts[0]),
         };
+        let [pay, recv] = self.ledger.accts_by(&o.maker, spends);
         Accts { pay, recv, fee }
     }
 

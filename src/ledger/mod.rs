@@ -38,12 +38,22 @@ impl Account {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Acct(u32);
 
+/// An asset's number in this ledger. The collateral and each outcome token are numbered
+/// once, so an address's accounts are found by integer: an order's two accounts cost one
+/// address lookup, not also the hashing and comparing of two asset names (an outcome
+/// token's id is 77 digits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AssetId(u32);
+
 /// Address → asset → account. Two levels so lookups by `&str` never allocate, and an
 /// address's accounts are listed without a scan; keys are allocated only when an account is
 /// first created. Accounts themselves live in a vector that handles index.
 #[derive(Debug, Default)]
 pub struct Ledger {
-    index: HashMap<String, HashMap<String, u32>>,
+    index: HashMap<String, HashMap<u32, u32>>,
+    /// Asset name → number, and number → name.
+    assets: HashMap<Arc<str>, u32>,
+    names: Vec<Arc<str>>,
     accounts: Vec<Account>,
     /// Handle → (address, asset), for persisting changed balances.
     keys: Vec<(Arc<str>, Arc<str>)>,
@@ -58,15 +68,32 @@ impl Ledger {
         a
     }
 
+    /// The number of an asset, numbering it if new.
+    pub fn asset(&mut self, name: &str) -> AssetId {
+        if let Some(&i) = self.assets.get(name) {
+            return AssetId(i);
+        }
+        let (i, name): (u32, Arc<str>) = (self.names.len() as u32, name.into());
+        self.assets.insert(name.clone(), i);
+        self.names.push(name);
+        AssetId(i)
+    }
+
     /// The handles of several assets' accounts of one address (one address lookup).
     pub fn accts<const N: usize>(&mut self, address: &str, assets: [&str; N]) -> [Acct; N] {
+        let ids = assets.map(|a| self.asset(a));
+        self.accts_by(address, ids)
+    }
+
+    /// [`Ledger::accts`] with the assets already numbered: what the matching thread uses.
+    pub fn accts_by<const N: usize>(&mut self, address: &str, assets: [AssetId; N]) -> [Acct; N] {
         let by_asset = self.index.entry_ref(address).or_default();
-        assets.map(|asset| {
+        assets.map(|AssetId(asset)| {
             let next = self.accounts.len() as u32;
-            let i = *by_asset.entry_ref(asset).or_insert(next);
+            let i = *by_asset.entry(asset).or_insert(next);
             if i == next {
                 self.accounts.push(Account::default());
-                self.keys.push((address.into(), asset.into()));
+                self.keys.push((address.into(), self.names[asset as usize].clone()));
             }
             Acct(i)
         })
@@ -78,6 +105,7 @@ impl Ledger {
     }
 
     pub fn account(&self, address: &str, asset: &str) -> Account {
+        let Some(asset) = self.assets.get(asset) else { return Account::default() };
         self.index.get(address).and_then(|m| m.get(asset)).map(|&i| self.accounts[i as usize]).unwrap_or_default()
     }
 
@@ -169,7 +197,7 @@ impl Ledger {
         let mut v: Vec<_> = self
             .index
             .get(address)
-            .map(|m| m.iter().map(|(k, &i)| (k.clone(), self.accounts[i as usize])).collect())
+            .map(|m| m.iter().map(|(&k, &i)| (self.names[k as usize].to_string(), self.accounts[i as usize])).collect())
             .unwrap_or_default();
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v
@@ -177,6 +205,7 @@ impl Ledger {
 
     /// Sum of balances of one asset over all addresses (for conservation checks).
     pub fn total(&self, asset: &str) -> u128 {
+        let Some(asset) = self.assets.get(asset) else { return 0 };
         self.index.values().filter_map(|m| m.get(asset)).map(|&i| self.accounts[i as usize].balance as u128).sum()
     }
 }
@@ -203,5 +232,26 @@ mod tests {
         };
         assert_eq!(dirty(&mut l), vec![("a".into(), "USDC".into(), 100)]);
         assert!(dirty(&mut l).is_empty());
+    }
+
+    /// An asset is numbered once; its accounts are the same whether found by name or by
+    /// number, and reading an unknown asset numbers nothing.
+    #[test]
+    fn accounts_by_asset_number_are_the_accounts_by_name() {
+        let mut l = Ledger::default();
+        let usdc = l.asset("USDC");
+        let token = l.asset("7123");
+        assert_eq!(l.asset("USDC"), usdc);
+        let [pay, recv] = l.accts_by("a", [usdc, token]);
+        assert_eq!(l.accts("a", ["USDC", "7123"]), [pay, recv]);
+        assert_ne!(pay, recv);
+        l.credit_at(recv, 5);
+        assert_eq!(l.account("a", "7123").balance, 5);
+        assert_eq!(l.account("a", "8000"), Account::default());
+        assert_eq!(l.total("8000"), 0);
+        assert_eq!(l.asset("8000"), AssetId(2), "a read did not number it");
+        let listed: Vec<String> = l.accounts_of("a").into_iter().map(|(name, _)| name).collect();
+        assert_eq!(listed, ["7123", "USDC"]);
+        assert_eq!(l.total("7123"), 5);
     }
 }
