@@ -59,7 +59,9 @@ pub struct Placed {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Canceled {
-    pub canceled: Vec<Uuid>,
+    /// In line for one id: most cancels name one order, and the list is built on the
+    /// matching thread.
+    pub canceled: smallvec::SmallVec<[Uuid; 1]>,
     pub not_canceled: Vec<(String, String)>,
 }
 
@@ -900,7 +902,13 @@ impl Core {
 
     /// Cancels one open order, whoever owns it (the caller has decided it may).
     fn close(&mut self, id: &Uuid, batch: &mut Batch) {
-        let Some(Open { rec: mut arc, slot, accts }) = self.orders.remove(id) else { return };
+        if let Some(open) = self.orders.remove(id) {
+            self.close_open(open, batch);
+        }
+    }
+
+    /// Cancels an open order already taken out of the open-order map.
+    fn close_open(&mut self, Open { rec: mut arc, slot, accts }: Open, batch: &mut Batch) {
         let o = Arc::make_mut(&mut arc);
         if slot != NIL {
             self.markets[o.token.market_idx as usize].book.remove(slot);
@@ -914,9 +922,11 @@ impl Core {
     pub fn cancel(&mut self, owner: Uuid, ids: &[Uuid], batch: &mut Batch) -> Canceled {
         let mut out = Canceled::default();
         for id in ids {
-            match self.orders.get(id) {
-                Some(o) if o.owner == owner => {
-                    self.close(id, batch);
+            // One probe of the map finds, checks and removes the order.
+            match self.orders.entry(*id) {
+                std::collections::hash_map::Entry::Occupied(e) if e.get().owner == owner => {
+                    let open = e.remove();
+                    self.close_open(open, batch);
                     out.canceled.push(*id);
                 }
                 _ => out.not_canceled.push((id.to_string(), "order not found or already canceled".into())),
