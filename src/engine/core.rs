@@ -134,8 +134,7 @@ struct Accts {
 /// Startup's memo of the ledger accounts already resolved for restored orders, keyed by
 /// the addresses of the order's maker string and its token (the scan interns both, so a
 /// maker's orders in one market share them): a lookup hashes two pointers instead of a
-/// 42-character address and a 77-digit token id (docs/performance.md, "Startup —
-/// `reload`"). Each entry keeps both alive, so an address cannot be reused by another
+/// 42-character address (docs/performance.md, "Startup — `reload`"). Each entry keeps both alive, so an address cannot be reused by another
 /// value while the memo lives; equal values at two addresses only make two entries.
 #[derive(Default)]
 pub struct RestoreMemo(HashMap<MemoKey, (Accts, Arc<str>, Arc<OrderToken>)>);

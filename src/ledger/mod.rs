@@ -45,9 +45,10 @@ pub struct Acct(u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct AssetId(u32);
 
-/// Address → asset → account. Two levels so lookups by `&str` never allocate, and an
-/// address's accounts are listed without a scan; keys are allocated only when an account is
-/// first created. Accounts themselves live in a vector that handles index.
+/// Address → asset number → account. Two levels so a lookup by address never allocates,
+/// and an address's accounts are listed without a scan; an address key is allocated only
+/// when its first account is created. Accounts themselves live in a vector that handles
+/// index.
 #[derive(Debug, Default)]
 pub struct Ledger {
     index: HashMap<String, HashMap<u32, u32>>,
@@ -55,8 +56,8 @@ pub struct Ledger {
     assets: HashMap<Arc<str>, u32>,
     names: Vec<Arc<str>>,
     accounts: Vec<Account>,
-    /// Handle → (address, asset), for persisting changed balances.
-    keys: Vec<(Arc<str>, Arc<str>)>,
+    /// Handle → (address, asset number), for persisting changed balances.
+    keys: Vec<(Arc<str>, u32)>,
     /// Accounts whose balance changed since the last `drain_dirty`.
     dirty: Vec<u32>,
 }
@@ -93,7 +94,7 @@ impl Ledger {
             let i = *by_asset.entry(asset).or_insert(next);
             if i == next {
                 self.accounts.push(Account::default());
-                self.keys.push((address.into(), self.names[asset as usize].clone()));
+                self.keys.push((address.into(), asset));
             }
             Acct(i)
         })
@@ -188,7 +189,7 @@ impl Ledger {
             let acc = &mut self.accounts[i as usize];
             acc.dirty = false;
             let (addr, asset) = &self.keys[i as usize];
-            f(addr.clone(), asset.clone(), acc.balance);
+            f(addr.clone(), self.names[*asset as usize].clone(), acc.balance);
         }
     }
 
