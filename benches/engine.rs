@@ -31,8 +31,9 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use predex::domain::packed::PackedStr;
 use predex::domain::*;
 use predex::engine::book::{crosses, Book, BookSide, Changes};
-use predex::engine::{Canceled, Core, Placed};
+use predex::engine::{Canceled, Core, Placed, Settled};
 use predex::store::Batch;
+use predex::workers::SETTLE_CHUNK;
 use uuid::Uuid;
 
 const TICK: u32 = 10;
@@ -133,6 +134,7 @@ struct PredexEngine {
     /// Replies and the book changes handed to the feeds, dropped untimed.
     done: Vec<Placed>,
     canceled: Vec<Canceled>,
+    settled: Vec<Settled>,
     changes: Vec<Changes>,
     placements: u64,
 }
@@ -218,6 +220,7 @@ impl Lob for PredexEngine {
             ready: VecDeque::new(),
             done: Vec::new(),
             canceled: Vec::new(),
+            settled: Vec::new(),
             changes: Vec::new(),
             placements: 0,
         }
@@ -247,13 +250,18 @@ impl Lob for PredexEngine {
         let mut batch = Batch::default();
         let r = self.core.place(o, false, now, &mut batch);
         self.done.push(r.expect("accepted"));
-        // Settlement is engine work per trade too: run it as the worker would, in chunks,
-        // inside the timed commands.
-        if self.core.pending_len() >= 1024 {
-            self.core.settle(self.clock(), usize::MAX, &mut batch);
-        }
         self.sent.push(batch);
         self.publish();
+        // Settlement is engine work per trade too: run it as the worker does, once about a
+        // thousand trades wait, one command of `SETTLE_CHUNK` trades (with its own batch)
+        // after another, inside the timed command.
+        if self.core.pending_len() >= 1024 {
+            while self.core.pending_len() > 0 {
+                let mut batch = Batch::default();
+                self.settled.push(self.core.settle(self.clock(), SETTLE_CHUNK, &mut batch));
+                self.sent.push(batch);
+            }
+        }
     }
     fn prepare(&mut self, ops: &[Op]) {
         for &op in ops {
@@ -273,6 +281,7 @@ impl Lob for PredexEngine {
         self.sent.clear();
         self.done.clear();
         self.canceled.clear();
+        self.settled.clear();
         self.changes.clear();
     }
 }
@@ -356,15 +365,20 @@ enum Op {
     Take { id: u64, bid: bool, limit: u32, qty: u64 },
 }
 
-/// Never inlined, so that a profiler can count what one command costs by this frame
-/// (callgrind's `--toggle-collect`, see `PREDEX_BENCH_ONE`).
-#[inline(never)]
 fn apply<L: Lob>(l: &mut L, op: Op) {
     match op {
         Op::Add { id, bid, price, qty } => l.add(id, bid, price, qty),
         Op::Cancel { id } => l.cancel(id),
         Op::Take { id, bid, limit, qty } => l.take(id, bid, limit, qty),
     }
+}
+
+/// A timed command. Never inlined, so that a profiler can count what the timed commands
+/// cost by this frame alone, without the untimed ones that build and restore the book
+/// (callgrind's `--toggle-collect='*engine::timed_command*'`, see `PREDEX_BENCH_ONE`).
+#[inline(never)]
+fn timed_command<L: Lob>(l: &mut L, op: Op) {
+    apply(l, op)
 }
 
 /// Untimed commands (building and restoring depth).
@@ -606,7 +620,7 @@ fn timed_run<L: Lob>(kind: Kind, depth: usize, iters: u64) -> Duration {
         l.prepare(&timed);
         let t = Instant::now();
         for &op in &timed {
-            apply(&mut l, op);
+            timed_command(&mut l, op);
         }
         spent += t.elapsed();
         l.tidy();
@@ -646,7 +660,7 @@ fn percentiles<L: Lob>(depth: usize) -> String {
         .map(|op| {
             l.prepare(&[op]);
             let t = Instant::now();
-            apply(&mut l, op);
+            timed_command(&mut l, op);
             let ns = t.elapsed().as_nanos() as u64;
             l.tidy();
             let k = match op {
@@ -688,9 +702,9 @@ fn kinds() -> Vec<Kind> {
 /// `PREDEX_BENCH_ONE=<engine>:<kind>:<depth>[:<commands>]` (engine `book` or `engine`):
 /// one timed run of that many commands (100,000 unless given), then exit — to count what a
 /// command costs without the host's noise, e.g. `valgrind --tool=callgrind --cache-sim=yes
-/// --D1=32768,8,64 --LL=524288,8,64 --toggle-collect='*engine::apply*' <bench binary>
-/// --bench` (instructions and simulated L1/L2 misses inside the commands; the commands that
-/// build the book are counted too). See docs/performance.md.
+/// --D1=32768,8,64 --LL=524288,8,64 --toggle-collect='*engine::timed_command*' <bench binary>
+/// --bench` (instructions and simulated L1/L2 misses inside the timed commands only). See
+/// docs/performance.md.
 fn one() -> bool {
     let Ok(v) = std::env::var("PREDEX_BENCH_ONE") else { return false };
     let parts: Vec<&str> = v.split(':').collect();

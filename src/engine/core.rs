@@ -697,7 +697,11 @@ impl Core {
     /// or a payer whose settled balance no longer covers its payment (it spent a receipt of
     /// an earlier trade that failed). Every party's API key gets a notification.
     pub fn settle(&mut self, now: u64, max: usize, batch: &mut Batch) -> Settled {
-        let mut out = Settled::default();
+        // Room for the chunk's trades up front: grown by doubling, the lists were copied
+        // several times a chunk, into memory not touched before.
+        let n = self.pending.len().min(max);
+        let mut out = Settled { confirmed: Vec::with_capacity(n), ..Settled::default() };
+        batch.ops.reserve(n);
         while out.confirmed.len() + out.failed.len() < max {
             let Some(Pending { trade: mut rec, accts }) = self.pending.pop_front() else { break };
             // In place, unless a batch not yet written still holds the PENDING record.
