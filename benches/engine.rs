@@ -210,7 +210,8 @@ impl Lob for PredexEngine {
             core.credit(a, "USDC", u64::MAX / 64, &mut batch);
             core.credit(a, "1", u64::MAX / 64, &mut batch);
         }
-        let token = OrderToken::of(&core.markets[0].market, 0);
+        // The market's shared token, as the API's market view hands it to every order.
+        let token = core.markets[0].order_tokens[0].clone();
         PredexEngine {
             core,
             sent: Vec::new(),

@@ -362,6 +362,18 @@ impl Core {
         }
     }
 
+    /// An order's market and outcome. The API's market view hands over the market's shared
+    /// token, which says where it is: found by pointer, the order's 77-digit token id is
+    /// neither hashed nor compared. Any other token is looked up by its id.
+    fn market_of_order(&self, token: &Arc<OrderToken>) -> Option<(u32, u8)> {
+        let (midx, outcome) = (token.market_idx, token.outcome_index);
+        let shared = self.markets.get(midx as usize).and_then(|ms| ms.order_tokens.get(outcome as usize));
+        if shared.is_some_and(|t| Arc::ptr_eq(t, token)) {
+            return Some((midx, outcome));
+        }
+        self.tokens.get(&*token.token_id).copied()
+    }
+
     /// Resolves an order's ledger accounts (its market and outcome already set).
     fn accts_of(&mut self, o: &OrderRecord) -> Accts {
         let ms = &self.markets[o.token.market_idx as usize];
@@ -425,7 +437,7 @@ impl Core {
         batch: &mut Batch,
     ) -> Result<Placed, Reject> {
         let o = Arc::make_mut(&mut order);
-        let Some(&(midx, outcome)) = self.tokens.get(&*o.token.token_id) else { return Err(Reject::UnknownMarket) };
+        let Some((midx, outcome)) = self.market_of_order(&o.token) else { return Err(Reject::UnknownMarket) };
         if !self.markets[midx as usize].market.accepting_orders || self.markets[midx as usize].market.closed {
             return Err(Reject::MarketClosed);
         }
@@ -437,7 +449,9 @@ impl Core {
         if o.nonce != self.nonce_of(&o.maker) {
             return Err(Reject::InvalidNonce);
         }
-        if o.maker != o.signer {
+        // Compared once: a 42-character address each.
+        let proxied = o.maker != o.signer;
+        if proxied {
             if let Some(bound) = self.proxies.get(&*o.maker) {
                 if **bound != *o.signer {
                     return Err(Reject::NotOwner);
@@ -482,7 +496,7 @@ impl Core {
         if !signature.as_bytes().is_empty() {
             batch.put_signature(o.seq, signature);
         }
-        if o.maker != o.signer && !self.proxies.contains_key(&*o.maker) {
+        if proxied && !self.proxies.contains_key(&*o.maker) {
             self.bind_proxy(o.maker.to_string(), o.signer.to_string());
             batch.put(crate::store::cf::PROXIES, o.maker.as_bytes().to_vec(), crate::store::encode(&o.signer));
         }

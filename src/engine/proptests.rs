@@ -325,3 +325,32 @@ fn the_handle_refuses_an_order_sent_twice_and_gives_back_refused_ones() {
         assert_eq!(h.place(fak(3, 50), false).await.unwrap().trades.len(), 1);
     });
 }
+
+/// An order names its market by its token: the market's shared token is recognised by
+/// pointer, a copy by its token id, and a token whose id no market has is refused even when
+/// its market number and outcome point at a market.
+#[test]
+fn orders_find_their_market_by_shared_token_or_by_token_id() {
+    let mut c = Core::new("0xfee".into());
+    c.add_market(market());
+    let mut b = Batch::default();
+    c.credit("0xa", "USDC", 100 * AMOUNT_ONE, &mut b);
+    let shared = c.markets[0].order_tokens[0].clone();
+    let mut by_pointer = ten_at_60(1, 0, true);
+    by_pointer.token = shared.clone();
+    let p = c.place(Arc::new(by_pointer), false, 0, &mut b).unwrap();
+    assert!(Arc::ptr_eq(&p.order.token, &shared));
+    // A copy (as `ten_at_60` builds) is placed on the same market and given the shared token.
+    let copy = ten_at_60(2, 0, true);
+    assert!(!Arc::ptr_eq(&copy.token, &shared));
+    let p = c.place(Arc::new(copy), false, 0, &mut b).unwrap();
+    assert!(Arc::ptr_eq(&p.order.token, &shared));
+    let mut unknown = ten_at_60(3, 0, true);
+    let mut t = (*unknown.token).clone();
+    t.token_id = "3".into();
+    unknown.token = Arc::new(t);
+    let before = c.orders.len();
+    assert_eq!(c.place(Arc::new(unknown), false, 0, &mut b).unwrap_err(), Reject::UnknownMarket);
+    assert_eq!(c.orders.len(), before);
+    assert_eq!(c.markets[0].book.len(), 2);
+}
