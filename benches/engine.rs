@@ -230,7 +230,7 @@ impl Lob for PredexEngine {
         let o = self.ready.pop_front().expect("prepared");
         debug_assert_eq!(o.id, Uuid::from_u64_pair(0, id));
         let now = self.now();
-        let mut batch = Batch::default();
+        let mut batch = Batch::for_command();
         let r = self.core.place(o, false, now, &mut batch);
         self.done.push(r.expect("accepted"));
         self.sent.push(batch);
@@ -238,7 +238,7 @@ impl Lob for PredexEngine {
     }
     fn cancel(&mut self, id: u64) {
         let owner = Uuid::from_u128(1 + (id % USERS) as u128);
-        let mut batch = Batch::default();
+        let mut batch = Batch::for_command();
         let r = self.core.cancel(owner, &[Uuid::from_u64_pair(0, id)], &mut batch);
         self.canceled.push(r);
         self.sent.push(batch);
@@ -248,7 +248,7 @@ impl Lob for PredexEngine {
         let o = self.ready.pop_front().expect("prepared");
         debug_assert_eq!(o.id, Uuid::from_u64_pair(0, id));
         let now = self.now();
-        let mut batch = Batch::default();
+        let mut batch = Batch::for_command();
         let r = self.core.place(o, false, now, &mut batch);
         self.done.push(r.expect("accepted"));
         self.sent.push(batch);
@@ -258,7 +258,7 @@ impl Lob for PredexEngine {
         // after another, inside the timed command.
         if self.core.pending_len() >= 1024 {
             while self.core.pending_len() > 0 {
-                let mut batch = Batch::default();
+                let mut batch = Batch::for_command();
                 self.settled.push(self.core.settle(self.clock(), SETTLE_CHUNK, &mut batch));
                 self.sent.push(batch);
             }

@@ -485,7 +485,7 @@ fn run(
     metrics: &crate::metrics::Metrics,
 ) {
     while let Ok(cmd) = rx.recv() {
-        let mut batch = Batch::default();
+        let mut batch = Batch::for_command();
         match cmd {
             Command::Place { order, defer, records, reply } => match core.place(order, defer, now_secs(), &mut batch) {
                 Ok(placed) => {

@@ -280,6 +280,13 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// A matching-thread command's batch, with room for the writes most commands make (a
+    /// resting order writes two, a cancel one or two): allocated once at the right size,
+    /// not grown on the first write.
+    pub fn for_command() -> Batch {
+        Batch { ops: Vec::with_capacity(4) }
+    }
+
     pub fn put(&mut self, cf: &'static str, key: impl Into<Vec<u8>>, value: Vec<u8>) {
         self.ops.push(Op::Put(cf, key.into(), value));
     }
