@@ -155,49 +155,124 @@ impl OrderToken {
 /// rebuild the on-chain order (the signature in a family of its own); the recovered signer
 /// is stored so restart never recomputes a signature.
 ///
-/// Its encoding is [`FlatOrderRecord`]'s, byte for byte (postcard writes a nested struct's
-/// fields in line), and it decodes through that flat form, which also reads version-1 JSON.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Laid out for the matching thread (`#[repr(C)]`): with the `Arc`'s two counts, the
+/// fields a cancel reads and writes (owner, token, reserved, status) and most of what a
+/// fill checks fill the record's first cache line, so cancelling an order deep in a book
+/// touches one line of its record instead of three or four (docs/performance.md, "Hot
+/// fields first"). The layout is memory only: the record encodes through
+/// [`OrderRecordOut`] in the stored field order, byte for byte [`FlatOrderRecord`]'s
+/// (postcard writes a nested struct's fields in line), and decodes through that flat form,
+/// which also reads version-1 JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(from = "FlatOrderRecord")]
+#[repr(C)]
 pub struct OrderRecord {
+    /// API key that placed the order.
+    pub owner: Uuid,
+    /// Market, token and outcome (shared).
+    pub token: Arc<OrderToken>,
+    /// What the order still holds reserved in the ledger (collateral for BUY, tokens for SELL).
+    pub reserved: u64,
+    pub status: OrderStatus,
+    pub side: Side,
+    pub order_type: OrderType,
+    pub post_only: bool,
+    pub signature_type: u8,
+    /// Limit price of the order's own token, 1e-4 units.
+    pub price: u32,
+    pub fee_rate_bps: u32,
     pub id: Uuid,
     /// Global acceptance sequence: the time priority of the order.
     pub seq: u64,
-    pub status: OrderStatus,
-    /// API key that placed the order.
-    pub owner: Uuid,
-    #[serde(with = "super::packed")]
     pub maker: Arc<str>,
-    #[serde(with = "super::packed")]
     pub signer: Arc<str>,
-    #[serde(with = "super::packed")]
     pub taker: Arc<str>,
-    /// Market, token and outcome (shared).
-    pub token: Arc<OrderToken>,
-    pub side: Side,
-    /// Limit price of the order's own token, 1e-4 units.
-    pub price: u32,
     /// Size in token micro-units at submission.
     pub original_size: u64,
     pub size_matched: u64,
     pub maker_amount: u64,
     pub taker_amount: u64,
-    pub fee_rate_bps: u32,
     pub expiration: u64,
     pub nonce: u64,
     pub salt: u64,
-    pub signature_type: u8,
     /// Set by the API; the engine moves it to the `order_signatures` family when it accepts
     /// the order, so records written since hold it empty (`Store::order_signature` reads
     /// either). Held packed, as stored.
     pub signature: super::packed::PackedStr,
-    pub order_type: OrderType,
-    pub post_only: bool,
-    /// What the order still holds reserved in the ledger (collateral for BUY, tokens for SELL).
-    pub reserved: u64,
     pub associate_trades: Vec<Uuid>,
     /// UNIX seconds.
     pub created_at: u64,
+}
+
+// The first cache line of the record's block: the `Arc`'s counts, then owner .. fee_rate_bps.
+const _: () = assert!(std::mem::offset_of!(OrderRecord, id) + 16 == 64);
+
+/// How an [`OrderRecord`] is written: its fields in the stored order, borrowed (the
+/// record's own declaration order is its memory layout's).
+#[derive(Serialize)]
+#[serde(rename = "OrderRecord")]
+struct OrderRecordOut<'a> {
+    id: &'a Uuid,
+    seq: u64,
+    status: OrderStatus,
+    owner: &'a Uuid,
+    #[serde(serialize_with = "super::packed::serialize")]
+    maker: &'a Arc<str>,
+    #[serde(serialize_with = "super::packed::serialize")]
+    signer: &'a Arc<str>,
+    #[serde(serialize_with = "super::packed::serialize")]
+    taker: &'a Arc<str>,
+    token: &'a OrderToken,
+    side: Side,
+    price: u32,
+    original_size: u64,
+    size_matched: u64,
+    maker_amount: u64,
+    taker_amount: u64,
+    fee_rate_bps: u32,
+    expiration: u64,
+    nonce: u64,
+    salt: u64,
+    signature_type: u8,
+    signature: &'a super::packed::PackedStr,
+    order_type: OrderType,
+    post_only: bool,
+    reserved: u64,
+    associate_trades: &'a [Uuid],
+    created_at: u64,
+}
+
+impl Serialize for OrderRecord {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        OrderRecordOut {
+            id: &self.id,
+            seq: self.seq,
+            status: self.status,
+            owner: &self.owner,
+            maker: &self.maker,
+            signer: &self.signer,
+            taker: &self.taker,
+            token: &self.token,
+            side: self.side,
+            price: self.price,
+            original_size: self.original_size,
+            size_matched: self.size_matched,
+            maker_amount: self.maker_amount,
+            taker_amount: self.taker_amount,
+            fee_rate_bps: self.fee_rate_bps,
+            expiration: self.expiration,
+            nonce: self.nonce,
+            salt: self.salt,
+            signature_type: self.signature_type,
+            signature: &self.signature,
+            order_type: self.order_type,
+            post_only: self.post_only,
+            reserved: self.reserved,
+            associate_trades: &self.associate_trades,
+            created_at: self.created_at,
+        }
+        .serialize(s)
+    }
 }
 
 // With its `Arc` header an order's record takes a 256-byte block; a byte over 256 would take
@@ -207,7 +282,7 @@ pub struct OrderRecord {
 const _: () = assert!(std::mem::size_of::<OrderRecord>() + 16 <= 256);
 
 /// [`OrderRecord`] as it is stored: the token's fields in line. Keep in step with
-/// `OrderRecord` (a test checks that both encode alike).
+/// [`OrderRecordOut`] (a test checks that a record and its flat form encode alike).
 #[derive(Serialize, Deserialize)]
 pub struct FlatOrderRecord {
     id: Uuid,
@@ -322,7 +397,8 @@ impl From<&OrderRecord> for FlatOrderRecord {
 }
 
 /// [`OrderRecord`] with its strings borrowed from the encoded bytes: the same fields in the
-/// same order, so it decodes the same postcard value without allocating. Startup decodes a
+/// stored order ([`OrderRecordOut`]'s), so it decodes the same postcard value without
+/// allocating. Startup decodes a
 /// million of these and shares the repeated strings (addresses, market ids) through an
 /// [`Interner`]. Keep in step with `OrderRecord` (the round-trip test checks it).
 #[derive(Deserialize)]
