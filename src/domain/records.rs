@@ -398,9 +398,9 @@ impl From<&OrderRecord> for FlatOrderRecord {
 
 /// [`OrderRecord`] with its strings borrowed from the encoded bytes: the same fields in the
 /// stored order ([`OrderRecordOut`]'s), so it decodes the same postcard value without
-/// allocating. Startup decodes a
-/// million of these and shares the repeated strings (addresses, market ids) through an
-/// [`Interner`]. Keep in step with `OrderRecord` (the round-trip test checks it).
+/// allocating. Startup decodes a million of these and shares the repeated strings
+/// (addresses, market ids) through an [`Interner`]. Keep in step with `OrderRecordOut` (the
+/// round-trip test checks it).
 #[derive(Deserialize)]
 pub struct OrderRecordRef<'a> {
     id: Uuid,
