@@ -146,7 +146,7 @@ fn build(dir: &Path) {
         // The signature apart, as the engine writes it.
         b.put_signature(n + 1, sig.clone());
         b.put_order(
-            &Arc::new(OrderRecord {
+            Arc::new(OrderRecord {
                 id: Uuid::from_u128(n as u128 + 1),
                 seq: n + 1,
                 status: OrderStatus::Live,

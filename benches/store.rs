@@ -142,10 +142,10 @@ fn fill(seq: u64, maker: &Arc<str>, taker: &Arc<str>) -> Batch {
     });
     // The maker was resting; the taker is new and rests its remainder, its signature
     // written apart as the engine does.
-    b.put_order(&m, Stored::Open);
+    b.put_order(m, Stored::Open);
     b.put_signature(t.seq, PackedStr::new(SIGNATURE));
-    b.put_order(&t, Stored::New);
-    b.put_trade(&trade);
+    b.put_order(t, Stored::New);
+    b.put_trade(trade);
     for (a, asset) in [(maker, "USDC"), (maker, TOKEN), (taker, "USDC"), (taker, TOKEN)] {
         b.put_balance(a.clone(), asset.into(), seq);
     }

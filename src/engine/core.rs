@@ -68,7 +68,8 @@ pub struct Canceled {
 /// The outcome of one settlement pass.
 #[derive(Debug, Clone, Default)]
 pub struct Settled {
-    pub confirmed: Vec<Arc<TradeRecord>>,
+    /// How many trades became CONFIRMED (their records went to the write batch).
+    pub confirmed: usize,
     pub failed: Vec<Arc<TradeRecord>>,
     /// Open orders cancelled because a failed trade took away what they relied on:
     /// (order, market).
@@ -160,11 +161,38 @@ struct Matched {
     taking: u64,
 }
 
-/// A matched trade waiting for settlement, with its legs' accounts (taker, maker).
+/// A matched trade waiting for settlement, with what its legs (taker, maker) move and
+/// where: settlement applies these without reading the record, which was matched long
+/// before and has left the cache (docs/performance.md, "Settlement without the trade's
+/// record").
 #[derive(Debug)]
 struct Pending {
     trade: Arc<TradeRecord>,
-    accts: [Accts; 2],
+    /// The trade's sequence, for the nonce check.
+    seq: u64,
+    flows: [Flow; 2],
+}
+
+/// One leg of a pending trade: its accounts, what it pays (held until settlement), what it
+/// receives net of the fee, and the fee.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Flow {
+    accts: Accts,
+    pays: u64,
+    net: u64,
+    fee: u64,
+}
+
+impl Pending {
+    fn new(trade: Arc<TradeRecord>, accts: [Accts; 2]) -> Pending {
+        let legs = trade.legs();
+        let flow = |l: &Leg<'_>, accts: Accts| {
+            let (_, net, fee) = l.receives();
+            Flow { accts, pays: l.pays().1, net, fee }
+        };
+        let flows = [flow(&legs[0], accts[0]), flow(&legs[1], accts[1])];
+        Pending { seq: trade.seq, trade, flows }
+    }
 }
 
 impl std::ops::Deref for Open {
@@ -202,6 +230,9 @@ pub struct Core {
     collateral: AssetId,
     /// Exchange nonce per maker address (incrementNonce bumps it); absent = 0.
     nonces: HashMap<String, NonceState>,
+    /// The latest `since_trade` of any nonce: a trade matched at or after it was matched
+    /// with every maker's current nonce, so settlement skips the per-address lookups.
+    nonces_since: u64,
     /// Trades matched but not yet settled, in match order. What each party pays stays
     /// reserved in the ledger (a hold) until the settlement worker applies the transfers.
     pending: VecDeque<Pending>,
@@ -264,6 +295,7 @@ impl Core {
             ledger,
             collateral,
             nonces: HashMap::new(),
+            nonces_since: 0,
             pending: VecDeque::new(),
             expiries: BinaryHeap::new(),
             proxies: HashMap::new(),
@@ -327,6 +359,7 @@ impl Core {
 
     /// Loads an address's nonce at startup.
     pub fn restore_nonce(&mut self, maker: String, n: NonceState) {
+        self.nonces_since = self.nonces_since.max(n.since_trade);
         self.nonces.insert(maker, n);
     }
 
@@ -339,8 +372,9 @@ impl Core {
             self.ledger.reserve_at(a.pay, l.pays().1);
             a
         });
-        self.expect_receipts(&legs, &accts);
-        self.pending.push_back(Pending { trade: Arc::new(t), accts });
+        let pending = Pending::new(Arc::new(t), accts);
+        self.expect_receipts(&pending.flows);
+        self.pending.push_back(pending);
     }
 
     /// The ledger accounts a trade's leg pays from and receives into, and its fee account.
@@ -354,11 +388,10 @@ impl Core {
     }
 
     /// What a matched trade will deliver: usable at once, credited at settlement.
-    fn expect_receipts(&mut self, legs: &[Leg<'_>; 2], accts: &[Accts; 2]) {
-        for (l, a) in legs.iter().zip(accts) {
-            let (_, net, fee) = l.receives();
-            self.ledger.expect_at(a.recv, net);
-            self.ledger.expect_at(a.fee, fee);
+    fn expect_receipts(&mut self, flows: &[Flow; 2]) {
+        for f in flows {
+            self.ledger.expect_at(f.accts.recv, f.net);
+            self.ledger.expect_at(f.accts.fee, f.fee);
         }
     }
 
@@ -505,7 +538,7 @@ impl Core {
             if o.expiration != 0 {
                 self.expiries.push(Reverse((o.expiration, o.id)));
             }
-            batch.put_order(&order, Stored::New);
+            batch.put_order(order.clone(), Stored::New);
             self.orders.insert(order.id, Open { rec: order.clone(), slot: NIL, accts });
             self.flush_ledger(batch);
             return Ok(Placed { order, trades: vec![], making: 0, taking: 0 });
@@ -557,7 +590,7 @@ impl Core {
             self.orders.insert(o.id, Open { rec: o.clone(), slot, accts });
         }
         // A released DEFERRED order was stored open; any other taker is new.
-        batch.put_order(&o, if released { Stored::Open } else { Stored::New });
+        batch.put_order(o.clone(), if released { Stored::Open } else { Stored::New });
         self.flush_ledger(batch);
         if !trades.is_empty() {
             let last = self.markets[o.token.market_idx as usize].last_trade;
@@ -600,7 +633,7 @@ impl Core {
                 let m = Arc::make_mut(&mut m_arc);
                 m.status = OrderStatus::Canceled;
                 release_rest(&mut self.ledger, accts.pay, m);
-                batch.put_order(&m_arc, Stored::Open);
+                batch.put_order(m_arc, Stored::Open);
                 continue;
             }
             let m = entry.get();
@@ -682,20 +715,20 @@ impl Core {
             if self.markets[midx].book.reduce(slot, q) {
                 m.status = OrderStatus::Matched;
                 release_rest(&mut self.ledger, ma.pay, m);
-                batch.put_order(&entry.remove().rec, Stored::Open);
+                batch.put_order(entry.remove().rec, Stored::Open);
             } else {
-                batch.put_order(&entry.get().rec, Stored::Open);
+                batch.put_order(entry.get().rec.clone(), Stored::Open);
             }
             debug_assert_eq!(
                 trade.legs().map(|l| l.amount),
                 [taker_amt, maker_amt],
                 "settlement recomputes the amounts matched"
             );
-            let accts = [ta, ma];
-            self.expect_receipts(&trade.legs(), &accts);
             let trade = Arc::new(trade);
-            batch.put_trade(&trade);
-            self.pending.push_back(Pending { trade: trade.clone(), accts });
+            let pending = Pending::new(trade.clone(), [ta, ma]);
+            self.expect_receipts(&pending.flows);
+            self.pending.push_back(pending);
+            batch.put_trade(trade.clone());
             let taker_yes_side = if bside == BookSide::Bid { Side::Buy } else { Side::Sell };
             self.markets[midx].last_trade = Some((px, taker_yes_side));
             trades.push(trade);
@@ -711,49 +744,41 @@ impl Core {
     /// or a payer whose settled balance no longer covers its payment (it spent a receipt of
     /// an earlier trade that failed). Every party's API key gets a notification.
     pub fn settle(&mut self, now: u64, max: usize, batch: &mut Batch) -> Settled {
-        // Room for the chunk's trades up front: grown by doubling, the lists were copied
+        // Room for the chunk's writes up front: grown by doubling, the list was copied
         // several times a chunk, into memory not touched before.
-        let n = self.pending.len().min(max);
-        let mut out = Settled { confirmed: Vec::with_capacity(n), ..Settled::default() };
-        batch.ops.reserve(n);
-        while out.confirmed.len() + out.failed.len() < max {
-            let Some(Pending { trade: mut rec, accts }) = self.pending.pop_front() else { break };
+        batch.ops.reserve(self.pending.len().min(max));
+        let mut out = Settled::default();
+        while out.confirmed + out.failed.len() < max {
+            let Some(Pending { trade: mut rec, seq, flows }) = self.pending.pop_front() else { break };
+            for f in &flows {
+                self.ledger.release_at(f.accts.pay, f.pays);
+                self.ledger.unexpect_at(f.accts.recv, f.net);
+                self.ledger.unexpect_at(f.accts.fee, f.fee);
+            }
             // In place, unless a batch not yet written still holds the PENDING record.
             let t = Arc::make_mut(&mut rec);
             t.last_update = now;
-            let legs = t.legs();
-            for (l, a) in legs.iter().zip(&accts) {
-                let (_, amount) = l.pays();
-                self.ledger.release_at(a.pay, amount);
-                let (_, net, fee) = l.receives();
-                self.ledger.unexpect_at(a.recv, net);
-                self.ledger.unexpect_at(a.fee, fee);
-            }
-            match self.cannot_settle(t, &legs, &accts) {
+            match self.cannot_settle(t, seq, &flows) {
                 Some(why) => {
-                    for l in &legs {
+                    for l in &t.legs() {
                         self.cover(l.address, l.receives().0, &mut out.canceled, batch);
                     }
                     t.status = TradeStatus::Failed;
                     t.error_msg = Some(why);
+                    // The persister writes each party's notification with the record.
+                    batch.put_trade(rec.clone());
+                    out.failed.push(rec);
                 }
                 None => {
-                    for (l, a) in legs.iter().zip(&accts) {
-                        let (_, amount) = l.pays();
-                        self.ledger.debit_at(a.pay, amount);
-                        let (_, net, fee) = l.receives();
-                        self.ledger.credit_at(a.recv, net);
-                        self.ledger.credit_at(a.fee, fee);
+                    for f in &flows {
+                        self.ledger.debit_at(f.accts.pay, f.pays);
+                        self.ledger.credit_at(f.accts.recv, f.net);
+                        self.ledger.credit_at(f.accts.fee, f.fee);
                     }
                     t.status = TradeStatus::Confirmed;
+                    batch.put_trade(rec);
+                    out.confirmed += 1;
                 }
-            }
-            // The persister writes each party's notification with the settled record.
-            batch.put_trade(&rec);
-            if rec.status == TradeStatus::Failed {
-                out.failed.push(rec);
-            } else {
-                out.confirmed.push(rec);
             }
         }
         self.flush_ledger(batch);
@@ -774,22 +799,27 @@ impl Core {
         }
     }
 
-    /// Why a trade's transfers cannot apply now, if they cannot.
-    fn cannot_settle(&self, t: &TradeRecord, legs: &[Leg<'_>; 2], accts: &[Accts; 2]) -> Option<String> {
-        if let Some(l) = legs.iter().find(|l| self.nonces.get(l.address).is_some_and(|n| n.since_trade > t.seq)) {
-            return Some(format!("order of {} was signed with a nonce invalidated before settlement", l.address));
+    /// Why a trade's transfers cannot apply now, if they cannot. Reads the record only
+    /// when a nonce changed since the trade matched, or to name the party that fails.
+    fn cannot_settle(&self, t: &TradeRecord, seq: u64, flows: &[Flow; 2]) -> Option<String> {
+        if seq < self.nonces_since {
+            let legs = t.legs();
+            if let Some(l) = legs.iter().find(|l| self.nonces.get(l.address).is_some_and(|n| n.since_trade > seq)) {
+                return Some(format!("order of {} was signed with a nonce invalidated before settlement", l.address));
+            }
         }
         // What each paying account owes; both legs may pay from one (a self-trade's mint).
-        let [(l0, a0), (l1, a1)] = [(&legs[0], accts[0].pay), (&legs[1], accts[1].pay)];
-        let short = |a: Acct, owed: u64| self.ledger.get(a).balance < owed;
-        let failing = if a0 == a1 {
-            short(a0, l0.pays().1 + l1.pays().1).then_some(l0)
-        } else if short(a0, l0.pays().1) {
-            Some(l0)
+        let [f0, f1] = flows;
+        let short = |f: &Flow, owed: u64| self.ledger.get(f.accts.pay).balance < owed;
+        let failing = if f0.accts.pay == f1.accts.pay {
+            short(f0, f0.pays + f1.pays).then_some(0)
+        } else if short(f0, f0.pays) {
+            Some(0)
         } else {
-            short(a1, l1.pays().1).then_some(l1)
+            short(f1, f1.pays).then_some(1)
         };
-        failing.map(|l| {
+        failing.map(|i| {
+            let l = &t.legs()[i];
             let what = if l.pays().0 == COLLATERAL { "collateral" } else { "tokens" };
             format!("{} no longer holds the {what} it pays", l.address)
         })
@@ -800,6 +830,7 @@ impl Core {
     pub fn increment_nonce(&mut self, maker: &str, batch: &mut Batch) -> (u64, Vec<(Uuid, u32)>) {
         let state = NonceState { nonce: self.nonce_of(maker) + 1, since_trade: self.next_trade_seq };
         self.nonces.insert(maker.to_string(), state);
+        self.nonces_since = self.nonces_since.max(state.since_trade);
         batch.put(cf::NONCES, maker.as_bytes().to_vec(), encode(&state));
         let ids = self.open_where(|o| *o.maker == *maker);
         for (id, _) in &ids {
@@ -890,11 +921,12 @@ impl Core {
         for (l, a) in legs.iter().zip(&accts) {
             self.ledger.reserve_at(a.pay, l.pays().1);
         }
-        self.expect_receipts(&legs, &accts);
         self.next_trade_seq += 1;
         let trade = Arc::new(trade);
-        batch.put_trade(&trade);
-        self.pending.push_back(Pending { trade: trade.clone(), accts });
+        let pending = Pending::new(trade.clone(), accts);
+        self.expect_receipts(&pending.flows);
+        self.pending.push_back(pending);
+        batch.put_trade(trade.clone());
         self.flush_ledger(batch);
         Ok(trade)
     }
@@ -932,7 +964,7 @@ impl Core {
         }
         o.status = OrderStatus::Canceled;
         release_rest(&mut self.ledger, accts.pay, o);
-        batch.put_order(&arc, Stored::Open);
+        batch.put_order(arc, Stored::Open);
     }
 
     /// Cancels open orders of `owner` (LIVE or DEFERRED).
@@ -1090,6 +1122,10 @@ impl Core {
         }
         let mut incoming: StdHashMap<(String, String), u64> = StdHashMap::new();
         for t in &self.pending {
+            let again = Pending::new(t.trade.clone(), t.flows.map(|f| f.accts));
+            if (again.seq, again.flows) != (t.seq, t.flows) {
+                return Err(format!("pending trade {} out of step with its record", t.trade.id));
+            }
             for l in t.trade.legs() {
                 let (asset, amount) = l.pays();
                 want.entry((l.address.to_string(), asset.to_string())).or_default()[1] += amount;

@@ -589,7 +589,7 @@ fn run(
             Command::Settle { max, reply } => {
                 let s = core.settle(now_secs(), max, &mut batch);
                 let (_, markets) = split_touched(s.canceled);
-                finish(core, out, batch, &markets, Vec::new(), None, reply, (s.confirmed.len(), s.failed.len()));
+                finish(core, out, batch, &markets, Vec::new(), None, reply, (s.confirmed, s.failed.len()));
             }
             Command::Expire { reply } => {
                 let gone = core.expire(now_secs(), &mut batch);

@@ -13,7 +13,7 @@ use proptest::prelude::*;
 use uuid::Uuid;
 
 use super::book::BookSide;
-use super::core::{Core, Reject};
+use super::core::{Core, NonceState, Reject};
 use super::LedgerChange;
 use crate::domain::*;
 use crate::store::Batch;
@@ -154,7 +154,7 @@ proptest! {
                 Cmd::Settle { max } => {
                     let before = c.pending_len();
                     let s = c.settle(1, max, &mut b);
-                    prop_assert_eq!(s.confirmed.len() + s.failed.len(), before.min(max));
+                    prop_assert_eq!(s.confirmed + s.failed.len(), before.min(max));
                 }
                 Cmd::IncrementNonce { user } => {
                     c.increment_nonce(USERS[user], &mut b);
@@ -255,8 +255,12 @@ fn settlement_confirms_and_fails() {
     assert_eq!(c.check(), Ok(()));
 
     let s = c.settle(1, 10, &mut b);
-    assert_eq!((s.confirmed.len(), s.failed.len()), (1, 0));
-    assert_eq!(s.confirmed[0].status, TradeStatus::Confirmed);
+    assert_eq!((s.confirmed, s.failed.len()), (1, 0));
+    let written = b.ops.iter().rev().find_map(|op| match op {
+        crate::store::Op::Trade(t) => Some(t.status),
+        _ => None,
+    });
+    assert_eq!(written, Some(TradeStatus::Confirmed), "the confirmed record goes to the batch");
     assert_eq!(c.ledger.account("0xa", "1").balance, 10 * AMOUNT_ONE);
     assert_eq!(c.ledger.account("0xa", "USDC").balance, 94 * AMOUNT_ONE);
     assert_eq!(c.ledger.account("0xb", "USDC").balance, 6 * AMOUNT_ONE);
@@ -274,7 +278,7 @@ fn settlement_confirms_and_fails() {
     let (nonce, canceled) = c.increment_nonce("0xb", &mut b);
     assert_eq!((nonce, canceled.len()), (1, 0), "both fills were whole: no open order of 0xb");
     let s = c.settle(2, 10, &mut b);
-    assert_eq!((s.confirmed.len(), s.failed.len()), (0, 1));
+    assert_eq!((s.confirmed, s.failed.len()), (0, 1));
     assert!(s.failed[0].error_msg.as_deref().unwrap().contains("nonce"));
     assert_eq!(s.canceled.iter().map(|x| x.0).collect::<Vec<_>>(), vec![resell_id]);
     // Nothing moved: balances are those after the first settlement, nothing is held.
@@ -288,6 +292,32 @@ fn settlement_confirms_and_fails() {
     assert_eq!(c.ledger.account("0xb", "1").balance, 30 * AMOUNT_ONE);
     assert_eq!(c.ledger.account("0xb", "1").reserved, 0);
     assert_eq!(c.check(), Ok(()));
+}
+
+/// Settlement skips the per-address nonce lookups for trades matched after the latest
+/// nonce change; a nonce loaded at startup counts as a change, so a trade matched before
+/// it still fails after a restart, and one matched after it confirms.
+#[test]
+fn a_nonce_restored_at_startup_still_fails_the_trades_matched_before_it() {
+    let (_, _, p) = one_fill();
+    let trade = (*p.trades[0]).clone();
+    for (since, fails) in [(trade.seq + 1, true), (trade.seq, false)] {
+        // A restart: balances as stored, then nonces, then the PENDING trade.
+        let mut r = Core::new("0xfee".into());
+        r.add_market(market());
+        let mut b = Batch::default();
+        r.credit("0xa", "USDC", 100 * AMOUNT_ONE, &mut b);
+        r.credit("0xb", "1", 40 * AMOUNT_ONE, &mut b);
+        r.restore_nonce("0xb".into(), NonceState { nonce: 1, since_trade: since });
+        r.restore_pending(trade.clone());
+        assert_eq!(r.check(), Ok(()));
+        let s = r.settle(2, 10, &mut b);
+        assert_eq!((s.confirmed, s.failed.len()), if fails { (0, 1) } else { (1, 0) }, "since {since}");
+        if fails {
+            assert!(s.failed[0].error_msg.as_deref().unwrap().contains("nonce"));
+        }
+        assert_eq!(r.check(), Ok(()));
+    }
 }
 
 /// The handle claims every id it sends: an order that filled and closed at once is refused

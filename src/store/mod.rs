@@ -302,13 +302,13 @@ impl Batch {
 
     /// Writes an order; the open-order indexes follow its status and what the store held
     /// of it. The persister also advances the stored order sequence past it.
-    pub fn put_order(&mut self, o: &Arc<OrderRecord>, stored: Stored) {
-        self.ops.push(Op::Order(o.clone(), stored));
+    pub fn put_order(&mut self, o: Arc<OrderRecord>, stored: Stored) {
+        self.ops.push(Op::Order(o, stored));
     }
 
     /// Writes a trade, indexed under every API key that took part.
-    pub fn put_trade(&mut self, t: &Arc<TradeRecord>) {
-        self.ops.push(Op::Trade(t.clone()));
+    pub fn put_trade(&mut self, t: Arc<TradeRecord>) {
+        self.ops.push(Op::Trade(t));
     }
 
     /// Writes an accepted order's signature apart from its record (see
@@ -1097,7 +1097,7 @@ impl Store {
             tracing::info!(orders = earlier.len(), "open orders rewritten in the current layout");
             let mut upgrade = Batch::default();
             for o in earlier {
-                upgrade.put_order(&Arc::new(o), Stored::New);
+                upgrade.put_order(Arc::new(o), Stored::New);
             }
             self.write([&upgrade], true)?;
         }
@@ -1332,10 +1332,10 @@ mod tests {
             o.seq = seq;
             o.status = OrderStatus::Live;
             o.associate_trades.clear();
-            opened.put_order(&Arc::new(o.clone()), Stored::New);
+            opened.put_order(Arc::new(o.clone()), Stored::New);
             if seq % 7 == 0 || (5_000..=5_002).contains(&seq) {
                 o.size_matched += seq;
-                changed.put_order(&Arc::new(o.clone()), Stored::Open);
+                changed.put_order(Arc::new(o.clone()), Stored::Open);
             }
             expected.push(o);
         }
@@ -1387,8 +1387,8 @@ mod tests {
         let legacy =
             |n: u128, status| Arc::new(OrderRecord { id: Uuid::from_u128(n), seq: n as u64, status, ..real_order() });
         let (open, closed) = (legacy(100, OrderStatus::Live), legacy(101, OrderStatus::Canceled));
-        b.put_order(&open, Stored::New);
-        b.put_order(&closed, Stored::New);
+        b.put_order(open.clone(), Stored::New);
+        b.put_order(closed.clone(), Stored::New);
         store.write([&b], true).unwrap();
         for id in [open.id, closed.id] {
             assert_eq!(store.order_signature(&id).unwrap(), Some(signature.clone()));
@@ -1403,7 +1403,7 @@ mod tests {
         let put = |s: &Store, orders: &[&OrderRecord], stored: Stored| {
             let mut batch = Batch::default();
             for o in orders {
-                batch.put_order(&Arc::new((*o).clone()), stored);
+                batch.put_order(Arc::new((*o).clone()), stored);
             }
             s.write([&batch], true).unwrap();
         };
@@ -1501,7 +1501,7 @@ mod tests {
         o.status = OrderStatus::Live;
         let batch = |o: &OrderRecord, stored| {
             let mut b = Batch::default();
-            b.put_order(&Arc::new(o.clone()), stored);
+            b.put_order(Arc::new(o.clone()), stored);
             b
         };
         let opening = store.prepare([&batch(&o, Stored::New)]);
@@ -1522,7 +1522,7 @@ mod tests {
         p.status = OrderStatus::Live;
         let mut both = batch(&p, Stored::New);
         p.status = OrderStatus::Matched;
-        both.put_order(&Arc::new(p.clone()), Stored::Open);
+        both.put_order(Arc::new(p.clone()), Stored::Open);
         store.write([&both], true).unwrap();
         assert_eq!(store.get_order(&p.id).unwrap(), Some(p.clone()));
         assert_eq!(store.open.get(&p.id), None);
@@ -1544,7 +1544,7 @@ mod tests {
         let (a, b, c) = (order(1, OrderStatus::Live), order(2, OrderStatus::Live), order(3, OrderStatus::Matched));
         let mut batch = Batch::default();
         for o in [&a, &b, &c] {
-            batch.put_order(&Arc::new(o.clone()), Stored::New);
+            batch.put_order(Arc::new(o.clone()), Stored::New);
         }
         store.write([&batch], true).unwrap();
         for o in [&a, &b, &c] {
@@ -1555,7 +1555,7 @@ mod tests {
         let mut a = a;
         a.status = OrderStatus::Canceled;
         let mut batch = Batch::default();
-        batch.put_order(&Arc::new(a.clone()), Stored::Open);
+        batch.put_order(Arc::new(a.clone()), Stored::Open);
         store.write([&batch], true).unwrap();
         assert_eq!(store.get_order(&a.id).unwrap(), Some(a));
         assert_eq!(store.get_order(&b.id).unwrap(), Some(b));
@@ -1720,7 +1720,7 @@ mod index_tests {
 
     fn write(store: &Store, t: TradeRecord) {
         let mut b = Batch::default();
-        b.put_trade(&Arc::new(t));
+        b.put_trade(Arc::new(t));
         store.write([&b], true).unwrap();
     }
 
@@ -1892,7 +1892,7 @@ mod index_tests {
         const N: u64 = 300;
         for seq in 1..=N {
             let mut batch = Batch::default();
-            batch.put_trade(&Arc::new(trade(seq, TradeStatus::Pending)));
+            batch.put_trade(Arc::new(trade(seq, TradeStatus::Pending)));
             let acked = acked.clone();
             let done: persister::Completion = Box::new(move |ok| {
                 assert!(ok);
