@@ -396,13 +396,12 @@ impl Core {
     /// Re-queues a PENDING trade at startup (oldest first): holds what its parties pay and
     /// expects what they receive.
     pub fn restore_pending(&mut self, t: TradeRecord) {
-        let legs = t.legs();
-        let accts = legs.each_ref().map(|l| {
-            let a = self.leg_accts(l);
-            self.ledger.reserve_at(a.pay, l.pays().1);
-            a
-        });
+        let accts = t.legs().each_ref().map(|l| self.leg_accts(l));
         let pending = Pending::new(Arc::new(t), accts);
+        // Held from the flows settlement releases.
+        for f in &pending.flows {
+            self.ledger.reserve_at(f.accts.pay, f.pays);
+        }
         self.expect_receipts(&pending.flows);
         self.pending.push_back(pending);
     }

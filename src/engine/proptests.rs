@@ -200,13 +200,19 @@ proptest! {
     }
 }
 
-/// 0xa (100 USDC) buys 10 YES at 0.60 from 0xb's resting sell: one PENDING trade.
-fn one_fill() -> (Core, Batch, super::core::Placed) {
+/// A core with one market, 0xa holding 100 USDC and 0xb 40 YES.
+fn funded() -> (Core, Batch) {
     let mut c = Core::new("0xfee".into());
     c.add_market(market());
     let mut b = Batch::default();
     c.credit("0xa", "USDC", 100 * AMOUNT_ONE, &mut b);
     c.credit("0xb", "1", 40 * AMOUNT_ONE, &mut b);
+    (c, b)
+}
+
+/// 0xa (100 USDC) buys 10 YES at 0.60 from 0xb's resting sell: one PENDING trade.
+fn one_fill() -> (Core, Batch, super::core::Placed) {
+    let (mut c, mut b) = funded();
     c.place(Arc::new(ten_at_60(1, 1, false)), false, 0, &mut b).unwrap();
     let p = c.place(Arc::new(ten_at_60(2, 0, true)), false, 0, &mut b).unwrap();
     (c, b, p)
@@ -303,11 +309,7 @@ fn a_nonce_restored_at_startup_still_fails_the_trades_matched_before_it() {
     let trade = (*p.trades[0]).clone();
     for (since, fails) in [(trade.seq + 1, true), (trade.seq, false)] {
         // A restart: balances as stored, then nonces, then the PENDING trade.
-        let mut r = Core::new("0xfee".into());
-        r.add_market(market());
-        let mut b = Batch::default();
-        r.credit("0xa", "USDC", 100 * AMOUNT_ONE, &mut b);
-        r.credit("0xb", "1", 40 * AMOUNT_ONE, &mut b);
+        let (mut r, mut b) = funded();
         r.restore_nonce("0xb".into(), NonceState { nonce: 1, since_trade: since });
         r.restore_pending(trade.clone());
         assert_eq!(r.check(), Ok(()));
@@ -326,11 +328,7 @@ fn a_nonce_restored_at_startup_still_fails_the_trades_matched_before_it() {
 #[test]
 fn the_handle_refuses_an_order_sent_twice_and_gives_back_refused_ones() {
     use super::EngineError;
-    let mut c = Core::new("0xfee".into());
-    c.add_market(market());
-    let mut b = Batch::default();
-    c.credit("0xa", "USDC", 100 * AMOUNT_ONE, &mut b);
-    c.credit("0xb", "1", 40 * AMOUNT_ONE, &mut b);
+    let (c, _) = funded();
     // A persister that acknowledges every job at once.
     let (persist, jobs) = crossbeam_channel::unbounded::<crate::store::persister::Job>();
     std::thread::spawn(move || jobs.into_iter().for_each(|j| (j.done)(true)));
