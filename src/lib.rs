@@ -8,9 +8,12 @@
 /// the request path allocates many small, short-lived objects, many of them freed on
 /// another thread than the one that made them; glibc's malloc spent ≈ 10% of a loaded
 /// server's CPU on them, mimalloc ≈ 11% less CPU per order in all (docs/performance.md,
-/// "The allocator"). RocksDB's C++ allocations keep the system's.
+/// "The allocator, and CPU per request"), entered as [`alloc`] says. RocksDB's C++
+/// allocations keep the system's.
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: alloc::Mimalloc = alloc::Mimalloc;
+
+mod alloc;
 
 pub mod admin;
 pub mod analytics;
