@@ -51,7 +51,7 @@ pub struct AssetId(u32);
 /// index.
 #[derive(Debug, Default)]
 pub struct Ledger {
-    index: HashMap<String, HashMap<u32, u32>>,
+    index: HashMap<String, Wallet>,
     /// Asset name → number, and number → name.
     assets: HashMap<Arc<str>, u32>,
     names: Vec<Arc<str>>,
@@ -60,6 +60,39 @@ pub struct Ledger {
     keys: Vec<(Arc<str>, u32)>,
     /// Accounts whose balance changed since the last `drain_dirty`.
     dirty: Vec<u32>,
+}
+
+/// One address's accounts by asset number. The first-numbered asset's is held in the
+/// entry itself: the engine numbers the collateral first, and every order pays or
+/// receives collateral, so placing one probes the address's entry and one inner map,
+/// not two.
+#[derive(Debug, Default)]
+struct Wallet {
+    first: Option<u32>,
+    others: HashMap<u32, u32>,
+}
+
+impl Wallet {
+    fn get(&self, asset: u32) -> Option<u32> {
+        if asset == 0 {
+            self.first
+        } else {
+            self.others.get(&asset).copied()
+        }
+    }
+
+    fn insert(&mut self, asset: u32, i: u32) {
+        if asset == 0 {
+            self.first = Some(i);
+        } else {
+            self.others.insert(asset, i);
+        }
+    }
+
+    /// (asset number, account index) of every account.
+    fn iter(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.first.map(|i| (0, i)).into_iter().chain(self.others.iter().map(|(&k, &i)| (k, i)))
+    }
 }
 
 impl Ledger {
@@ -88,16 +121,16 @@ impl Ledger {
 
     /// [`Ledger::accts`] with the assets already numbered: what the matching thread uses.
     pub fn accts_by<const N: usize>(&mut self, address: &str, assets: [AssetId; N]) -> [Acct; N] {
-        let by_asset = self.index.entry_ref(address).or_default();
+        let wallet = self.index.entry_ref(address).or_default();
         // A plain loop: `<[_; N]>::map` with this closure compiled to an iterator adapter
         // about twice the instructions of the lookups themselves.
         let mut out = [Acct(0); N];
         for (o, AssetId(asset)) in out.iter_mut().zip(assets) {
-            *o = Acct(match by_asset.get(&asset) {
-                Some(&i) => i,
+            *o = Acct(match wallet.get(asset) {
+                Some(i) => i,
                 None => {
                     let i = self.accounts.len() as u32;
-                    by_asset.insert(asset, i);
+                    wallet.insert(asset, i);
                     self.accounts.push(Account::default());
                     self.keys.push((address.into(), asset));
                     i
@@ -114,7 +147,7 @@ impl Ledger {
 
     pub fn account(&self, address: &str, asset: &str) -> Account {
         let Some(asset) = self.assets.get(asset) else { return Account::default() };
-        self.index.get(address).and_then(|m| m.get(asset)).map(|&i| self.accounts[i as usize]).unwrap_or_default()
+        self.index.get(address).and_then(|w| w.get(*asset)).map(|i| self.accounts[i as usize]).unwrap_or_default()
     }
 
     /// Applies `f` to a balance and queues the account for `drain_dirty`.
@@ -205,7 +238,7 @@ impl Ledger {
         let mut v: Vec<_> = self
             .index
             .get(address)
-            .map(|m| m.iter().map(|(&k, &i)| (self.names[k as usize].to_string(), self.accounts[i as usize])).collect())
+            .map(|w| w.iter().map(|(k, i)| (self.names[k as usize].to_string(), self.accounts[i as usize])).collect())
             .unwrap_or_default();
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v
@@ -214,7 +247,7 @@ impl Ledger {
     /// Sum of balances of one asset over all addresses (for conservation checks).
     pub fn total(&self, asset: &str) -> u128 {
         let Some(asset) = self.assets.get(asset) else { return 0 };
-        self.index.values().filter_map(|m| m.get(asset)).map(|&i| self.accounts[i as usize].balance as u128).sum()
+        self.index.values().filter_map(|w| w.get(*asset)).map(|i| self.accounts[i as usize].balance as u128).sum()
     }
 }
 
@@ -261,5 +294,13 @@ mod tests {
         let listed: Vec<String> = l.accounts_of("a").into_iter().map(|(name, _)| name).collect();
         assert_eq!(listed, ["7123", "USDC"]);
         assert_eq!(l.total("7123"), 5);
+        // The first-numbered asset's account (held in the address's entry) alike.
+        l.credit_at(pay, 7);
+        assert_eq!(l.account("a", "USDC").balance, 7);
+        let [b_token] = l.accts_by("b", [token]);
+        l.credit_at(b_token, 2);
+        assert_eq!(l.account("b", "USDC"), Account::default());
+        assert_eq!(l.accounts_of("b"), [("7123".to_string(), l.get(b_token))]);
+        assert_eq!((l.total("USDC"), l.total("7123")), (7, 7));
     }
 }
