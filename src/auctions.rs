@@ -122,7 +122,7 @@ async fn bid(s: Arc<AppState>, r: Req) -> ApiResult {
     let a = auction_of(&s, &b.condition_id)?
         .filter(|a| !a.closed && now < a.closes_at)
         .ok_or_else(|| ApiError::bad("no open question auction for this market"))?;
-    let agent = key.address.clone();
+    let agent = key.address.to_string();
     let mut bid = s.store.get::<Bid>(cf::BONDS, &bid_key(&b.condition_id, &agent))?.unwrap_or(Bid {
         agent: agent.clone(),
         amount: 0,

@@ -174,7 +174,7 @@ async fn create_key(s: Arc<AppState>, r: Req, kind: KeyKind) -> ApiResult {
             s.store.get::<String>(cf::BUILDERS, &claim_key(id)).map_err(ApiError::from),
             "could not create builder api key",
         )? {
-            Some(owner) if owner != key.address => {
+            Some(owner) if *owner != *key.address => {
                 return Err(ApiError::new(StatusCode::CONFLICT, "builderId belongs to another address"));
             }
             Some(_) => {}
@@ -184,7 +184,7 @@ async fn create_key(s: Arc<AppState>, r: Req, kind: KeyKind) -> ApiResult {
     let rec = ServiceKey {
         key: Uuid::new_v4(),
         kind,
-        address: key.address.clone(),
+        address: key.address.to_string(),
         builder_id,
         secret: base64::Engine::encode(
             &base64::engine::general_purpose::URL_SAFE,
@@ -241,7 +241,7 @@ async fn delete_key(s: Arc<AppState>, r: Req, kind: KeyKind) -> ApiResult {
         .and_then(|x| Uuid::parse_str(x.trim()).ok())
         .ok_or_else(|| ApiError::bad("invalid apiKey"))?;
     let _one = s.key_lock.lock().await;
-    let rec = load_key(&s.store, &id)?.filter(|k| k.kind == kind && k.address == key.address);
+    let rec = load_key(&s.store, &id)?.filter(|k| k.kind == kind && *k.address == *key.address);
     let rec = rec.ok_or_else(|| kind.not_found())?;
     let mut batch = Batch::default();
     batch.delete(cf::BUILDERS, key_key(&rec.key));

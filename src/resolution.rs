@@ -187,7 +187,7 @@ async fn post_bond(s: Arc<AppState>, r: Req) -> ApiResult {
         return Err(ApiError::bad("market is already resolved"));
     }
     let _one = s.bonds.lock().await;
-    let agent = key.address.clone();
+    let agent = key.address.to_string();
     let now = now_secs();
     let mut bond = match s.store.get::<Bond>(cf::BONDS, &bond_key(&agent, &b.condition_id))? {
         Some(x) if x.status == BondStatus::Posted => x,
@@ -314,7 +314,7 @@ async fn propose(s: Arc<AppState>, r: Req) -> ApiResult {
         if !a.closed {
             return Err(ApiError::bad("the question auction is still open"));
         }
-        if a.winner.as_deref().is_some_and(|w| w != key.address) {
+        if a.winner.as_deref().is_some_and(|w| *w != *key.address) {
             return Err(ApiError::bad("only the question auction's winner may propose"));
         }
     }
@@ -322,7 +322,7 @@ async fn propose(s: Arc<AppState>, r: Req) -> ApiResult {
     let p = Proposal {
         condition_id: b.condition_id.clone(),
         outcome,
-        proposer: key.address.clone(),
+        proposer: key.address.to_string(),
         proposed_at: now_secs(),
         disputed_by: None,
         disputed_at: None,
@@ -360,11 +360,11 @@ async fn dispute(s: Arc<AppState>, r: Req) -> ApiResult {
     if now >= p.proposed_at + s.config.resolution_cooldown_secs {
         return Err(ApiError::bad("dispute window has closed"));
     }
-    if p.proposer == key.address {
+    if *p.proposer == *key.address {
         return Err(ApiError::bad("the proposer cannot dispute its own proposal"));
     }
     qualified(&s, &key.address, &b.condition_id, "dispute")?;
-    p.disputed_by = Some(key.address.clone());
+    p.disputed_by = Some(key.address.to_string());
     p.disputed_at = Some(now);
     let mut batch = Batch::default();
     batch.put(cf::BONDS, proposal_key(&b.condition_id), encode(&p));

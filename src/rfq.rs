@@ -306,7 +306,7 @@ async fn post_request(s: Arc<AppState>, r: Req) -> ApiResult {
     let req = RfqRequest {
         id: Uuid::new_v4(),
         owner: key.key,
-        address: key.address.clone(),
+        address: key.address.to_string(),
         token_id,
         condition_id: view.market.condition_id.clone(),
         side,
@@ -348,7 +348,7 @@ async fn post_quote(s: Arc<AppState>, r: Req) -> ApiResult {
     let _one = s.rfq.lock().await;
     let now = now_secs();
     let req = load_request(&s.store, &rfq)?.filter(|x| x.is_open(now)).ok_or_else(not_open)?;
-    if req.address == key.address {
+    if *req.address == *key.address {
         return Err(ApiError::bad("cannot quote your own RFQ"));
     }
     let view = s.registry.token(&req.token_id).map(|(v, _)| v).ok_or_else(not_open)?;
@@ -365,7 +365,7 @@ async fn post_quote(s: Arc<AppState>, r: Req) -> ApiResult {
         Side::Sell => (COLLATERAL, crate::domain::mul_div_floor(req.size, price as u64, PRICE_ONE as u64)),
         Side::Buy => (req.token_id.as_str(), req.size),
     };
-    let accounts = s.engine.accounts(key.address.clone()).await?;
+    let accounts = s.engine.accounts(key.address.to_string()).await?;
     if accounts.iter().find(|(a, _)| a == asset).map_or(0, |(_, acc)| acc.available()) < owed {
         return Err(ApiError::bad("not enough balance / allowance"));
     }
@@ -373,7 +373,7 @@ async fn post_quote(s: Arc<AppState>, r: Req) -> ApiResult {
         id: Uuid::new_v4(),
         rfq_id: rfq,
         owner: key.key,
-        address: key.address.clone(),
+        address: key.address.to_string(),
         price,
         created_at: now,
         expires_at: (now + ttl).min(req.expires_at),
@@ -420,7 +420,7 @@ async fn accept(s: Arc<AppState>, r: Req) -> ApiResult {
         (None, None) => unreachable!("checked above"),
     };
     let mut req = load_request(&s.store, &rfq)?
-        .filter(|x| x.address == key.address)
+        .filter(|x| *x.address == *key.address)
         .ok_or_else(|| ApiError::bad("RFQ not found or not owned by you"))?;
     if !req.is_open(now) {
         return Err(not_open());

@@ -64,9 +64,9 @@ pub(crate) async fn wallet(s: &AppState, key: &ApiKeyRecord, r: &Req) -> Result<
         Some(x) => x.parse::<u8>().ok().filter(|t| *t <= 2).ok_or_else(|| ApiError::bad("Invalid signature_type"))?,
     };
     if ty == 0 {
-        return Ok(Some(key.address.clone()));
+        return Ok(Some(key.address.to_string()));
     }
-    Ok(s.engine.proxy_of(key.address.clone()).await?)
+    Ok(s.engine.proxy_of(key.address.to_string()).await?)
 }
 
 /// GET /balance-allowance: what the wallet can trade now, in micro-units as Polymarket

@@ -71,7 +71,7 @@ pub(crate) fn amount(v: Option<&str>) -> Result<u64, ApiError> {
 /// The wallet an operation moves: the key's address, or the proxy it names.
 pub(crate) async fn wallet_of(s: &AppState, key: &ApiKeyRecord, address: Option<&str>) -> Result<String, ApiError> {
     let wallet = match address {
-        None => key.address.clone(),
+        None => key.address.to_string(),
         Some(a) => normalize_address(a).ok_or_else(|| ApiError::bad("address must be a 0x address"))?,
     };
     if !acts_for(s, key, &wallet).await? {

@@ -165,7 +165,7 @@ async fn create_key_locked(s: &AppState, r: &Req) -> ApiResult {
         key: Uuid::new_v4(),
         secret: base64::engine::general_purpose::URL_SAFE.encode(random_bytes::<32>()?),
         passphrase: alloy_primitives::hex::encode(random_bytes::<32>()?),
-        address: l.address.clone(),
+        address: l.address.as_str().into(),
         nonce: l.nonce,
         created_at: now_secs(),
     };

@@ -436,7 +436,7 @@ pub fn authenticate(state: &AppState, req: &Req) -> Result<Arc<ApiKeyRecord>, Ap
     if (now_i64() - t).abs() > MAX_DRIFT_SECS {
         return Err(fail());
     }
-    if auth::normalize_address(addr).as_deref() != Some(rec.address.as_str()) {
+    if auth::normalize_address(addr).as_deref() != Some(&*rec.address) {
         return Err(fail());
     }
     // Passphrase: constant-time via HMAC-free comparison of equal-length digests.
@@ -465,7 +465,7 @@ pub(crate) fn signed_with(req: &Req, secret: &str, ts: &str, sig: &str) -> bool 
 
 /// Whether `wallet` acts for `key`: the key's own address, or the proxy wallet bound to it.
 pub async fn acts_for(state: &AppState, key: &ApiKeyRecord, wallet: &str) -> Result<bool, ApiError> {
-    Ok(wallet == key.address || state.engine.proxy_of(key.address.clone()).await?.as_deref() == Some(wallet))
+    Ok(wallet == &*key.address || state.engine.proxy_of(key.address.to_string()).await?.as_deref() == Some(wallet))
 }
 
 /// Constant-time byte comparison.

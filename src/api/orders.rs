@@ -319,11 +319,14 @@ fn validate(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<(OrderR
     if recovered != Some(signer) {
         return Err(ApiError::bad("invalid signature"));
     }
-    let signer_s = format!("{signer:#x}");
-    let maker_s = format!("{maker:#x}");
-    if signer_s != key.address || (sig_type == 0 && maker != signer) {
+    if format!("{signer:#x}") != *key.address || (sig_type == 0 && maker != signer) {
         return Err(ApiError::bad("the order owner has to be the owner of the API KEY"));
     }
+    // The key's own string for the key's wallet, not a copy: the matching thread finds a
+    // maker's accounts by the string's address (docs/performance.md, "A maker's accounts
+    // by pointer"). A proxy wallet's address is built here.
+    let signer_s = key.address.clone();
+    let maker_s: Arc<str> = if maker == signer { signer_s.clone() } else { format!("{maker:#x}").into() };
     for a in [&maker_s, &signer_s] {
         match s.address_status(a) {
             AddressStatus::Banned => return Err(ApiError::bad(format!("'{a}' address banned"))),
@@ -382,8 +385,8 @@ fn validate(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<(OrderR
             seq: 0,
             status: OrderStatus::Live,
             owner: key.key,
-            maker: maker_s.into(),
-            signer: signer_s.into(),
+            maker: maker_s,
+            signer: signer_s,
             taker: format!("{:#x}", fields.taker).into(),
             token: view.order_token(outcome),
             side,

@@ -676,8 +676,10 @@ pub struct ApiKeyRecord {
     pub key: Uuid,
     pub secret: String,
     pub passphrase: String,
-    /// Lowercase 0x address of the wallet that created the key.
-    pub address: String,
+    /// Lowercase 0x address of the wallet that created the key. Shared: the orders its
+    /// wallet signs hold this one string as their maker and signer, which the matching
+    /// thread finds its accounts by (docs/performance.md, "A maker's accounts by pointer").
+    pub address: Arc<str>,
     pub nonce: u64,
     pub created_at: u64,
 }

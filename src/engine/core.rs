@@ -183,6 +183,50 @@ impl RestoreMemo {
     }
 }
 
+/// The ledger accounts of recent (maker, outcome token) pairs, found by the address of the
+/// maker's string: the API hands every order of one API key's wallet the key's own shared
+/// address (`ApiKeyRecord::address`), so a placement compares a pointer instead of hashing
+/// and comparing a 42-character address in the ledger's index (docs/performance.md, "A
+/// maker's accounts by pointer"). Direct-mapped and bounded: a slot holds its maker's
+/// string, so no other string can take that address while the slot keeps it, and a
+/// collision only replaces the slot. An address not shared (a proxy wallet's, or a caller
+/// that builds the string per order) only misses and falls back to the ledger's index.
+struct AcctMemo(Box<[Option<MemoSlot>]>);
+
+struct MemoSlot {
+    maker: Arc<str>,
+    token: AssetId,
+    /// The maker's (collateral, token) accounts.
+    accts: [Acct; 2],
+}
+
+/// Slots of [`AcctMemo`]: a power of two, 32 bytes each.
+const MEMO_BITS: u32 = 10;
+
+impl AcctMemo {
+    fn new() -> AcctMemo {
+        AcctMemo((0..1 << MEMO_BITS).map(|_| None).collect())
+    }
+
+    fn slot(maker: &Arc<str>, token: AssetId) -> usize {
+        let key = (Arc::as_ptr(maker) as *const u8 as u64) ^ ((token.number() as u64) << 48);
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - MEMO_BITS)) as usize
+    }
+
+    /// The maker's (collateral, token) accounts, from the slot or else from `lookup`.
+    fn get(&mut self, maker: &Arc<str>, token: AssetId, lookup: impl FnOnce() -> [Acct; 2]) -> [Acct; 2] {
+        let slot = &mut self.0[Self::slot(maker, token)];
+        match slot {
+            Some(s) if Arc::ptr_eq(&s.maker, maker) && s.token == token => s.accts,
+            _ => {
+                let accts = lookup();
+                *slot = Some(MemoSlot { maker: maker.clone(), token, accts });
+                accts
+            }
+        }
+    }
+}
+
 /// What a taker's pass over the book produced: its trades, and what it gave and received.
 #[derive(Debug, Default)]
 struct Matched {
@@ -258,6 +302,8 @@ pub struct Core {
     pub ledger: Ledger,
     /// The ledger's number of the collateral.
     collateral: AssetId,
+    /// Recent makers' accounts, by the address of their shared string.
+    memo: AcctMemo,
     /// Exchange nonce per maker address (incrementNonce bumps it); absent = 0.
     nonces: HashMap<String, NonceState>,
     /// The latest `since_trade` of any nonce: a trade matched at or after it was matched
@@ -324,6 +370,7 @@ impl Core {
             orders: HashMap::new(),
             ledger,
             collateral,
+            memo: AcctMemo::new(),
             nonces: HashMap::new(),
             nonces_since: 0,
             pending: VecDeque::new(),
@@ -439,11 +486,12 @@ impl Core {
     /// Resolves an order's ledger accounts (its market and outcome already set).
     fn accts_of(&mut self, o: &OrderRecord) -> Accts {
         let token = self.markets[o.token.market_idx as usize].assets[o.token.outcome_index as usize];
-        let spends = match o.side {
-            Side::Buy => [self.collateral, token],
-            Side::Sell => [token, self.collateral],
+        let (ledger, collateral) = (&mut self.ledger, self.collateral);
+        let [coll, tok] = self.memo.get(&o.maker, token, || ledger.accts_by(&o.maker, [collateral, token]));
+        let (pay, recv) = match o.side {
+            Side::Buy => (coll, tok),
+            Side::Sell => (tok, coll),
         };
-        let [pay, recv] = self.ledger.accts_by(&o.maker, spends);
         Accts { pay, recv, fee: fee_acct(&self.markets, o) }
     }
 
@@ -1242,33 +1290,7 @@ mod tests {
         ];
         let mut memo = RestoreMemo::default();
         for (n, (maker, token, side, reserved)) in orders.into_iter().enumerate() {
-            let o = OrderRecord {
-                id: Uuid::from_u128(n as u128 + 1),
-                seq: n as u64 + 1,
-                status: OrderStatus::Live,
-                owner: Uuid::from_u128(7),
-                maker: maker.clone(),
-                signer: maker.clone(),
-                taker: "".into(),
-                token: token.clone(),
-                side,
-                price: 4_000,
-                original_size: 1_000_000,
-                size_matched: 0,
-                maker_amount: 400_000,
-                taker_amount: 1_000_000,
-                fee_rate_bps: 0,
-                expiration: 0,
-                nonce: 0,
-                salt: 0,
-                signature_type: 0,
-                signature: "".into(),
-                order_type: OrderType::Gtc,
-                post_only: false,
-                reserved,
-                associate_trades: vec![],
-                created_at: 0,
-            };
+            let o = record(n, maker, token, side, reserved);
             core.restore(Arc::new(o), &mut memo);
         }
         // Restored orders rest, and the book notes no change for them: the readers' views
@@ -1284,6 +1306,78 @@ mod tests {
         assert_eq!(reserved("0xa", "1"), 20);
         assert_eq!(reserved("0xb", COLLATERAL), 80);
         assert_eq!(memo.0.len(), 5, "the equal values at other addresses took their own entry");
+    }
+
+    /// A LIVE GTC order of `maker` at 0.40.
+    fn record(n: usize, maker: &Arc<str>, token: &Arc<OrderToken>, side: Side, reserved: u64) -> OrderRecord {
+        OrderRecord {
+            id: Uuid::from_u128(n as u128 + 1),
+            seq: n as u64 + 1,
+            status: OrderStatus::Live,
+            owner: Uuid::from_u128(7),
+            maker: maker.clone(),
+            signer: maker.clone(),
+            taker: "".into(),
+            token: token.clone(),
+            side,
+            price: 4_000,
+            original_size: 1_000_000,
+            size_matched: 0,
+            maker_amount: 400_000,
+            taker_amount: 1_000_000,
+            fee_rate_bps: 0,
+            expiration: 0,
+            nonce: 0,
+            salt: 0,
+            signature_type: 0,
+            signature: "".into(),
+            order_type: OrderType::Gtc,
+            post_only: false,
+            reserved,
+            associate_trades: vec![],
+            created_at: 0,
+        }
+    }
+
+    /// A placement's accounts come from the makers' memo when the maker's string is one
+    /// seen before, and from the ledger's index otherwise: either way they are the accounts
+    /// a lookup by text finds, also after colliding makers replaced a slot and for equal
+    /// strings at other addresses; and the memo stays bounded.
+    #[test]
+    fn makers_accounts_by_pointer_are_the_ledgers() {
+        let tok = |id: usize, outcome: &str| Token { token_id: id.to_string(), outcome: outcome.into() };
+        let mut core = Core::new("0xfee".into());
+        // Four outcome tokens per slot: one maker's tokens share slots.
+        for i in 0..2 << MEMO_BITS {
+            let mut m = Market::binary(&format!("0x{i:x}"), tok(2 * i + 1, "Yes"), tok(2 * i + 2, "No"), 100, 1);
+            m.idx = i as u32;
+            core.add_market(m);
+        }
+        let tokens: Vec<_> = core.markets.iter().flat_map(|m| m.order_tokens.clone()).collect();
+        let makers: Vec<Arc<str>> = (0..4).map(|i| format!("0x{i:040x}").into()).collect();
+        // Each token by every maker in turn: some makers' entries for a token share a slot.
+        for round in 0..3 {
+            for (t, token) in tokens.iter().enumerate() {
+                for (n, shared) in makers.iter().enumerate() {
+                    let copy: Arc<str> = (**shared).into();
+                    let maker = if round == 1 && n % 2 == 0 { &copy } else { shared };
+                    let side = if (n + t) % 3 == 0 { Side::Buy } else { Side::Sell };
+                    let accts = core.accts_of(&record(n, maker, token, side, 0));
+                    let [coll, own] = core.ledger.accts(shared, [COLLATERAL, &token.token_id]);
+                    let want = if side == Side::Buy { (coll, own) } else { (own, coll) };
+                    assert_eq!((accts.pay, accts.recv), want, "round {round}, maker {n}, token {t}");
+                }
+            }
+        }
+        // What the slots hold is what the ledger's index says for their maker and token.
+        let names: Vec<_> = tokens.iter().map(|t| (core.ledger.asset(&t.token_id), t.token_id.clone())).collect();
+        let mut held = 0;
+        for slot in core.memo.0.iter().flatten() {
+            let name = &names.iter().find(|n| n.0 == slot.token).expect("an outcome token").1;
+            assert_eq!(slot.accts, core.ledger.accts(&slot.maker, [COLLATERAL, name]));
+            held += 1;
+        }
+        assert!(held > 1 << (MEMO_BITS - 1), "{held} slots in use");
     }
 
     #[test]

@@ -45,6 +45,13 @@ pub struct Acct(u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct AssetId(u32);
 
+impl AssetId {
+    /// Its number.
+    pub fn number(self) -> u32 {
+        self.0
+    }
+}
+
 /// Address → asset number → account. Two levels so a lookup by address never allocates,
 /// and an address's accounts are listed without a scan; an address key is allocated only
 /// when its first account is created. Accounts themselves live in a vector that handles
