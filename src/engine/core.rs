@@ -178,7 +178,7 @@ impl RestoreMemo {
         let maker = Arc::as_ptr(&o.maker) as *const u8 as usize;
         self.0
             .entry((maker, Arc::as_ptr(&o.token) as usize, o.side))
-            .or_insert_with(|| (core.accts_of(o), o.maker.clone(), o.token.clone()))
+            .or_insert_with(|| (core.accts_indexed(o), o.maker.clone(), o.token.clone()))
             .0
     }
 }
@@ -483,11 +483,24 @@ impl Core {
         self.tokens.get(&*token.token_id).copied()
     }
 
-    /// Resolves an order's ledger accounts (its market and outcome already set).
+    /// Resolves an order's ledger accounts (its market and outcome already set), through
+    /// the makers' memo.
     fn accts_of(&mut self, o: &OrderRecord) -> Accts {
         let token = self.markets[o.token.market_idx as usize].assets[o.token.outcome_index as usize];
         let (ledger, collateral) = (&mut self.ledger, self.collateral);
         let [coll, tok] = self.memo.get(&o.maker, token, || ledger.accts_by(&o.maker, [collateral, token]));
+        self.accts_from(o, [coll, tok])
+    }
+
+    /// [`Core::accts_of`] from the ledger's index alone: startup has its own memo.
+    fn accts_indexed(&mut self, o: &OrderRecord) -> Accts {
+        let token = self.markets[o.token.market_idx as usize].assets[o.token.outcome_index as usize];
+        let accts = self.ledger.accts_by(&o.maker, [self.collateral, token]);
+        self.accts_from(o, accts)
+    }
+
+    /// An order's accounts from its maker's (collateral, token) accounts.
+    fn accts_from(&self, o: &OrderRecord, [coll, tok]: [Acct; 2]) -> Accts {
         let (pay, recv) = match o.side {
             Side::Buy => (coll, tok),
             Side::Sell => (tok, coll),
