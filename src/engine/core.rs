@@ -486,17 +486,22 @@ impl Core {
     /// Resolves an order's ledger accounts (its market and outcome already set), through
     /// the makers' memo.
     fn accts_of(&mut self, o: &OrderRecord) -> Accts {
-        let token = self.markets[o.token.market_idx as usize].assets[o.token.outcome_index as usize];
+        let token = self.token_asset(o);
         let (ledger, collateral) = (&mut self.ledger, self.collateral);
-        let [coll, tok] = self.memo.get(&o.maker, token, || ledger.accts_by(&o.maker, [collateral, token]));
-        self.accts_from(o, [coll, tok])
+        let pair = self.memo.get(&o.maker, token, || ledger.accts_by(&o.maker, [collateral, token]));
+        self.accts_from(o, pair)
     }
 
     /// [`Core::accts_of`] from the ledger's index alone: startup has its own memo.
     fn accts_indexed(&mut self, o: &OrderRecord) -> Accts {
-        let token = self.markets[o.token.market_idx as usize].assets[o.token.outcome_index as usize];
-        let accts = self.ledger.accts_by(&o.maker, [self.collateral, token]);
-        self.accts_from(o, accts)
+        let token = self.token_asset(o);
+        let pair = self.ledger.accts_by(&o.maker, [self.collateral, token]);
+        self.accts_from(o, pair)
+    }
+
+    /// The ledger's number of the outcome token an order trades.
+    fn token_asset(&self, o: &OrderRecord) -> AssetId {
+        self.markets[o.token.market_idx as usize].assets[o.token.outcome_index as usize]
     }
 
     /// An order's accounts from its maker's (collateral, token) accounts.
@@ -1355,7 +1360,7 @@ mod tests {
     /// A placement's accounts come from the makers' memo when the maker's string is one
     /// seen before, and from the ledger's index otherwise: either way they are the accounts
     /// a lookup by text finds, also after colliding makers replaced a slot and for equal
-    /// strings at other addresses; and the memo stays bounded.
+    /// strings at other addresses; and each slot holds what the index says.
     #[test]
     fn makers_accounts_by_pointer_are_the_ledgers() {
         let tok = |id: usize, outcome: &str| Token { token_id: id.to_string(), outcome: outcome.into() };
