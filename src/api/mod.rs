@@ -312,8 +312,14 @@ impl Req {
     /// official clients send.
     pub fn header(&self, name: &str) -> Option<&str> {
         let v = self.headers.get(name).or_else(|| {
-            let alt = name.strip_prefix("SERVICE_").map(|rest| format!("POLY_{rest}"))?;
-            self.headers.get(alt.as_str())
+            // The official clients' spelling, built on the stack: they send it on every
+            // request, and every request reads five of these.
+            let rest = name.strip_prefix("SERVICE_")?;
+            let mut buf = [0u8; 64];
+            let alt = buf.get_mut(..5 + rest.len())?;
+            alt[..5].copy_from_slice(b"POLY_");
+            alt[5..].copy_from_slice(rest.as_bytes());
+            self.headers.get(std::str::from_utf8(alt).ok()?)
         })?;
         v.to_str().ok().map(str::trim).filter(|s| !s.is_empty())
     }
@@ -451,16 +457,32 @@ pub fn authenticate(state: &AppState, req: &Req) -> Result<Arc<ApiKeyRecord>, Ap
 
 /// Whether `sig` is the L2 HMAC of the request with `secret` (API keys and builder keys
 /// sign the same way): over the path with or without its query, and the body as sent or
-/// in the py/rs clients' form with `'` replaced by `"`.
+/// in the py/rs clients' form with `'` replaced by `"`. A spelling that is the same bytes
+/// as another (no query; no `'` in the body) is not hashed twice: which spellings exist
+/// depends on the request alone, never on the secret.
 pub(crate) fn signed_with(req: &Req, secret: &str, ts: &str, sig: &str) -> bool {
-    let with_query = match &req.query {
-        Some(q) => format!("{}?{}", req.path, q),
-        None => req.path.clone(),
+    let path = req.path.as_str();
+    let with_query = req.query.as_ref().map(|q| format!("{path}?{q}"));
+    let both_paths;
+    let paths: &[&str] = match &with_query {
+        Some(w) => {
+            both_paths = [w.as_str(), path];
+            &both_paths
+        }
+        None => std::slice::from_ref(&path),
     };
-    let paths = [with_query.as_str(), req.path.as_str()];
-    let quoted: Vec<u8> = req.body.iter().map(|&b| if b == b'\'' { b'"' } else { b }).collect();
-    let bodies: [&[u8]; 2] = [&req.body, &quoted];
-    auth::verify_hmac(secret, ts, req.method.as_str(), &paths, &bodies, sig)
+    let body: &[u8] = &req.body;
+    let quoted: Option<Vec<u8>> =
+        body.contains(&b'\'').then(|| body.iter().map(|&b| if b == b'\'' { b'"' } else { b }).collect());
+    let both_bodies;
+    let bodies: &[&[u8]] = match &quoted {
+        Some(q) => {
+            both_bodies = [body, q.as_slice()];
+            &both_bodies
+        }
+        None => std::slice::from_ref(&body),
+    };
+    auth::verify_hmac(secret, ts, req.method.as_str(), paths, bodies, sig)
 }
 
 /// Whether `wallet` acts for `key`: the key's own address, or the proxy wallet bound to it.
@@ -532,4 +554,62 @@ pub fn clob_routes(state: Arc<AppState>) -> Routes {
     let count =
         warp::log::custom(move |info: warp::log::Info<'_>| count_request(&m, info.path(), info.status().as_u16()));
     ok.or(rate_limit(state).and(limited)).unify().recover(recover).unify().with(count).map(Reply::into_response).boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(query: Option<&str>, body: &str, headers: &[(&'static str, &str)]) -> Req {
+        let mut h = HeaderMap::new();
+        for (k, v) in headers {
+            h.insert(*k, v.parse().unwrap());
+        }
+        Req {
+            method: Method::POST,
+            path: "/order".into(),
+            query: query.map(String::from),
+            headers: h,
+            body: Bytes::from(body.to_string()),
+        }
+    }
+
+    const SECRET: &str = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+
+    /// Each spelling a client may have signed verifies, and only those: the path with or
+    /// without the query, the body as sent or with `'` as `"`.
+    #[test]
+    fn signed_over_any_spelling_the_clients_use() {
+        let sign = |path: &str, body: &str| auth::build_hmac_signature(SECRET, "1000", "POST", path, body);
+        let plain = req(None, r#"{"a": 1}"#, &[]);
+        assert!(signed_with(&plain, SECRET, "1000", &sign("/order", r#"{"a": 1}"#)));
+        assert!(!signed_with(&plain, SECRET, "1001", &sign("/order", r#"{"a": 1}"#)));
+        assert!(!signed_with(&plain, SECRET, "1000", &sign("/order?x=1", r#"{"a": 1}"#)));
+        assert!(!signed_with(&plain, SECRET, "1000", &sign("/order", r#"{'a': 1}"#)));
+
+        let queried = req(Some("x=1"), r#"{"a": 1}"#, &[]);
+        assert!(signed_with(&queried, SECRET, "1000", &sign("/order?x=1", r#"{"a": 1}"#)));
+        assert!(signed_with(&queried, SECRET, "1000", &sign("/order", r#"{"a": 1}"#)));
+        assert!(!signed_with(&queried, SECRET, "1000", &sign("/order?x=2", r#"{"a": 1}"#)));
+
+        // The py/rs clients sign str(dict) with `'` turned into `"`, and send it as is.
+        let quoted = req(Some("x=1"), "{'a': 1}", &[]);
+        assert!(signed_with(&quoted, SECRET, "1000", &sign("/order", "{'a': 1}")));
+        assert!(signed_with(&quoted, SECRET, "1000", &sign("/order", r#"{"a": 1}"#)));
+        assert!(signed_with(&quoted, SECRET, "1000", &sign("/order?x=1", r#"{"a": 1}"#)));
+        assert!(!signed_with(&quoted, SECRET, "1000", &sign("/order", r#"{"a": 2}"#)));
+    }
+
+    /// `SERVICE_*` names also find the `POLY_*` headers the official clients send; the
+    /// SPEC's own spelling wins when both are there.
+    #[test]
+    fn headers_by_either_spelling() {
+        let r = req(None, "", &[("POLY_API_KEY", " k "), ("SERVICE_NONCE", "1"), ("POLY_NONCE", "2")]);
+        assert_eq!(r.header("SERVICE_API_KEY"), Some("k"));
+        assert_eq!(r.header("SERVICE_NONCE"), Some("1"));
+        assert_eq!(r.header("SERVICE_PASSPHRASE"), None);
+        assert_eq!(r.header("POLY_API_KEY"), Some("k"));
+        let long = format!("SERVICE_{}", "X".repeat(80));
+        assert_eq!(r.header(&long), None);
+    }
 }

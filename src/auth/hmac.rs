@@ -66,11 +66,19 @@ pub fn verify_hmac(
     let Ok(sig) = URL_SAFE.decode(signature.trim()).or_else(|_| URL_SAFE_NO_PAD.decode(signature.trim())) else {
         return false;
     };
+    // The key's pads and the common prefix hashed once, each spelling from a copy.
+    let mut head = HmacSha256::new_from_slice(&key).expect("HMAC takes any key length");
+    head.update(timestamp.as_bytes());
+    head.update(method.as_bytes());
     let mut ok = false;
     for path in paths {
+        let mut with_path = head.clone();
+        with_path.update(path.as_bytes());
         for body in bodies {
+            let mut m = with_path.clone();
+            m.update(body);
             // verify_slice compares in constant time.
-            ok |= mac(&key, timestamp, method, path, body).verify_slice(&sig).is_ok();
+            ok |= m.verify_slice(&sig).is_ok();
         }
     }
     ok
@@ -91,5 +99,23 @@ mod tests {
         // Standard base64 or stripped padding is not what the spec asks for, but the digest
         // bytes are the same, so only a wrong digest fails.
         assert!(!verify_hmac(secret, "1000000", "test-sign", &["/orders"], &[b"{}"], &sig));
+    }
+
+    /// Any of the given spellings verifies, whatever its place in the lists; none other.
+    #[test]
+    fn any_spelling_verifies() {
+        let secret = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+        let (paths, bodies): ([&str; 2], [&[u8]; 2]) = (["/a?q=1", "/a"], [b"{'x': 1}", b"{\"x\": 1}"]);
+        for p in paths {
+            for b in bodies {
+                let sig = build_hmac_signature(secret, "7", "POST", p, std::str::from_utf8(b).unwrap());
+                assert!(verify_hmac(secret, "7", "POST", &paths, &bodies, &sig), "{p} {b:?}");
+                assert!(!verify_hmac(secret, "7", "DELETE", &paths, &bodies, &sig));
+                assert!(!verify_hmac(secret, "8", "POST", &paths, &bodies, &sig));
+            }
+        }
+        let other = build_hmac_signature(secret, "7", "POST", "/b", "{}");
+        assert!(!verify_hmac(secret, "7", "POST", &paths, &bodies, &other));
+        assert!(!verify_hmac(secret, "7", "POST", &paths, &bodies, "not base64!"));
     }
 }
