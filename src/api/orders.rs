@@ -219,6 +219,20 @@ fn u64_of(v: &StrOrNum) -> Result<u64, ApiError> {
     parse_u64(&v.text()).map_err(|_| invalid())
 }
 
+/// Whether `text` is `a` as `format!("{a:#x}")` writes it, without writing it on the heap.
+fn is_lower_hex(a: &Address, text: &str) -> bool {
+    let mut buf = [0u8; 42];
+    buf[..2].copy_from_slice(b"0x");
+    alloy_primitives::hex::encode_to_slice(a, &mut buf[2..]).expect("20 bytes fill 40 digits");
+    buf == text.as_bytes()
+}
+
+/// The zero address as orders carry it (`taker` of an order open to anyone).
+fn zero_address() -> Arc<str> {
+    static ZERO: std::sync::LazyLock<Arc<str>> = std::sync::LazyLock::new(|| format!("{:#x}", Address::ZERO).into());
+    ZERO.clone()
+}
+
 fn addr(s: &str) -> Result<Address, ApiError> {
     s.trim().parse().map_err(|_| invalid())
 }
@@ -319,7 +333,7 @@ fn validate(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<(OrderR
     if recovered != Some(signer) {
         return Err(ApiError::bad("invalid signature"));
     }
-    if format!("{signer:#x}") != *key.address || (sig_type == 0 && maker != signer) {
+    if !is_lower_hex(&signer, &key.address) || (sig_type == 0 && maker != signer) {
         return Err(ApiError::bad("the order owner has to be the owner of the API KEY"));
     }
     // The key's own string for the key's wallet, not a copy: the matching thread finds a
@@ -387,7 +401,8 @@ fn validate(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<(OrderR
             owner: key.key,
             maker: maker_s,
             signer: signer_s,
-            taker: format!("{:#x}", fields.taker).into(),
+            // Nearly every order is open to anyone: one shared string for them.
+            taker: if fields.taker == Address::ZERO { zero_address() } else { format!("{:#x}", fields.taker).into() },
             token: view.order_token(outcome),
             side,
             price: price as u32,
@@ -425,30 +440,51 @@ fn reject_message(r: &Reject, id: Uuid) -> String {
     }
 }
 
-pub(crate) fn result_json(p: &Placed) -> Value {
-    j!({
-        "success": true,
-        "orderID": p.order.id.to_string(),
-        "status": p.order.status.as_str(),
-        "makingAmount": fmt_amount(p.making),
-        "takingAmount": fmt_amount(p.taking),
-        "transactionsHashes": [],
-        "tradeIds": p.trades.iter().map(|t| t.id.to_string()).collect::<Vec<_>>(),
-        "errorMsg": "",
-    })
+/// The reply to one placement, written straight from the result (a `serde_json::Value`
+/// cost a map node and a key string per field on the request's worker). Fields in the
+/// order a JSON object map writes them (by key), as the replies always were.
+#[derive(serde::Serialize)]
+pub(crate) struct PlacementJson {
+    #[serde(rename = "errorMsg")]
+    error_msg: String,
+    #[serde(rename = "makingAmount")]
+    making_amount: String,
+    #[serde(rename = "orderID")]
+    order_id: String,
+    status: &'static str,
+    success: bool,
+    #[serde(rename = "takingAmount")]
+    taking_amount: String,
+    #[serde(rename = "tradeIds")]
+    trade_ids: Vec<String>,
+    #[serde(rename = "transactionsHashes")]
+    transactions_hashes: [&'static str; 0],
 }
 
-fn rejected_json(msg: &str) -> Value {
-    j!({
-        "success": false,
-        "orderID": "",
-        "status": "CANCELED",
-        "makingAmount": "0",
-        "takingAmount": "0",
-        "transactionsHashes": [],
-        "tradeIds": [],
-        "errorMsg": msg,
-    })
+pub(crate) fn result_json(p: &Placed) -> PlacementJson {
+    PlacementJson {
+        error_msg: String::new(),
+        making_amount: fmt_amount(p.making),
+        order_id: p.order.id.to_string(),
+        status: p.order.status.as_str(),
+        success: true,
+        taking_amount: fmt_amount(p.taking),
+        trade_ids: p.trades.iter().map(|t| t.id.to_string()).collect(),
+        transactions_hashes: [],
+    }
+}
+
+fn rejected_json(msg: &str) -> PlacementJson {
+    PlacementJson {
+        error_msg: msg.into(),
+        making_amount: "0".into(),
+        order_id: String::new(),
+        status: "CANCELED",
+        success: false,
+        taking_amount: "0".into(),
+        trade_ids: Vec::new(),
+        transactions_hashes: [],
+    }
 }
 
 /// Validates and places one submission.
@@ -717,4 +753,65 @@ fn list_trades(s: Arc<AppState>, r: Req) -> ApiResult {
         items.push(trade_json(&t, key.key));
     }
     page(items, offset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The signer check compares with the exact text `format!("{:#x}")` writes: lowercase,
+    /// `0x`, 40 digits; a checksummed or otherwise different spelling is not it.
+    #[test]
+    fn lower_hex_compare_is_the_formatted_text() {
+        let a: Address = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed".parse().unwrap();
+        assert!(is_lower_hex(&a, &format!("{a:#x}")));
+        assert!(is_lower_hex(&a, "0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed"));
+        assert!(!is_lower_hex(&a, "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"));
+        assert!(!is_lower_hex(&a, "5aaeb6053f3e94c9b9a09f33669435e7ef1beaed"));
+        assert!(!is_lower_hex(&a, "0x5aaeb6053f3e94c9b9a09f33669435e7ef1beae"));
+        assert!(!is_lower_hex(&a, "0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed0"));
+        assert!(!is_lower_hex(&Address::ZERO, "0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed"));
+        assert_eq!(&*zero_address(), format!("{:#x}", Address::ZERO));
+        assert!(Arc::ptr_eq(&zero_address(), &zero_address()));
+    }
+
+    /// A placement's reply is written byte for byte as the JSON object it replaced.
+    #[test]
+    fn placement_reply_bytes_as_the_object_map_wrote_them() {
+        let placed = PlacementJson {
+            error_msg: String::new(),
+            making_amount: "1.5".into(),
+            order_id: "0b6c3f0e-55f3-4d6b-9c1a-7f35c1e0e6a1".into(),
+            status: "MATCHED",
+            success: true,
+            taking_amount: "3".into(),
+            trade_ids: vec!["t1".into(), "t2".into()],
+            transactions_hashes: [],
+        };
+        let before = j!({
+            "success": true,
+            "orderID": "0b6c3f0e-55f3-4d6b-9c1a-7f35c1e0e6a1",
+            "status": "MATCHED",
+            "makingAmount": "1.5",
+            "takingAmount": "3",
+            "transactionsHashes": [],
+            "tradeIds": ["t1", "t2"],
+            "errorMsg": "",
+        });
+        assert_eq!(serde_json::to_string(&placed).unwrap(), serde_json::to_string(&before).unwrap());
+        let before = j!({
+            "success": false,
+            "orderID": "",
+            "status": "CANCELED",
+            "makingAmount": "0",
+            "takingAmount": "0",
+            "transactionsHashes": [],
+            "tradeIds": [],
+            "errorMsg": "invalid nonce",
+        });
+        assert_eq!(
+            serde_json::to_string(&rejected_json("invalid nonce")).unwrap(),
+            serde_json::to_string(&before).unwrap()
+        );
+    }
 }
