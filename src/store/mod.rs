@@ -287,6 +287,16 @@ impl Batch {
         Batch { ops: Vec::with_capacity(4) }
     }
 
+    /// Room for `n` more writes. A batch nothing was written to yet is given a new list of
+    /// that size rather than grown: growing copies the old list, here for nothing.
+    pub fn reserve(&mut self, n: usize) {
+        if self.ops.is_empty() && self.ops.capacity() < n {
+            self.ops = Vec::with_capacity(n);
+        } else {
+            self.ops.reserve(n);
+        }
+    }
+
     pub fn put(&mut self, cf: &'static str, key: impl Into<Vec<u8>>, value: Vec<u8>) {
         self.ops.push(Op::Put(cf, key.into(), value));
     }
