@@ -14,10 +14,16 @@ fn decode_secret(secret: &str) -> Option<Vec<u8>> {
     URL_SAFE.decode(secret).or_else(|_| URL_SAFE_NO_PAD.decode(secret)).or_else(|_| STANDARD.decode(secret)).ok()
 }
 
-fn mac(secret: &[u8], timestamp: &str, method: &str, path: &str, body: &[u8]) -> HmacSha256 {
+/// The MAC keyed with `secret` over the message's common prefix: timestamp, then METHOD.
+fn keyed(secret: &[u8], timestamp: &str, method: &str) -> HmacSha256 {
     let mut m = HmacSha256::new_from_slice(secret).expect("HMAC takes any key length");
     m.update(timestamp.as_bytes());
     m.update(method.as_bytes());
+    m
+}
+
+fn mac(secret: &[u8], timestamp: &str, method: &str, path: &str, body: &[u8]) -> HmacSha256 {
+    let mut m = keyed(secret, timestamp, method);
     m.update(path.as_bytes());
     m.update(body);
     m
@@ -67,9 +73,7 @@ pub fn verify_hmac(
         return false;
     };
     // The key's pads and the common prefix hashed once, each spelling from a copy.
-    let mut head = HmacSha256::new_from_slice(&key).expect("HMAC takes any key length");
-    head.update(timestamp.as_bytes());
-    head.update(method.as_bytes());
+    let head = keyed(&key, timestamp, method);
     let mut ok = false;
     for path in paths {
         let mut with_path = head.clone();

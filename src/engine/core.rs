@@ -1414,7 +1414,7 @@ mod tests {
     }
 
     /// A resting order's writes fit the list a command's batch starts with, and a crossing
-    /// order's, for one fill or two, the room it reserves: neither list grows.
+    /// order's, for one to three fills, the room it reserves: neither list grows.
     #[test]
     fn placements_write_into_the_room_their_batch_has() {
         let tok = |id: &str, outcome: &str| Token { token_id: id.into(), outcome: outcome.into() };
