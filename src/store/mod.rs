@@ -1001,11 +1001,16 @@ impl Store {
     pub fn get_order(&self, id: &Uuid) -> Result<Option<OrderRecord>, StoreError> {
         if let Some(seq) = self.open.get(id) {
             let seq = seq.to_be_bytes();
+            // The state first: the record as it opened does not change until the order
+            // closes, when both go in one write. Read the other way round, a close between
+            // the two reads gave the record as it opened without its fills — a state older
+            // than one the caller may have read before.
+            let state = self.get_raw(cf::OPEN_STATE, &seq)?;
             if let Some(v) = self.get_raw(cf::LIVE_ORDERS, &seq)? {
                 let mut o: OrderRecord = decode(cf::LIVE_ORDERS, &v)?;
                 // The index may answer with another open order sharing the id's prefix.
                 if o.id == *id {
-                    if let Some(v) = self.get_raw(cf::OPEN_STATE, &seq)? {
+                    if let Some(v) = state {
                         decode::<OpenState>(cf::OPEN_STATE, &v)?.lay_over(&mut o);
                     }
                     return Ok(Some(o));
@@ -1536,6 +1541,60 @@ mod tests {
         store.write([&both], true).unwrap();
         assert_eq!(store.get_order(&p.id).unwrap(), Some(p.clone()));
         assert_eq!(store.open.get(&p.id), None);
+    }
+
+    /// A reader never sees an order go back to an earlier state while writes fill and close
+    /// it: the fills it has seen, and its closing, stay seen (an open order's two reads —
+    /// its changing state and its record as opened — straddle a write that closes it).
+    #[test]
+    fn a_reader_never_sees_an_order_go_back() {
+        use std::sync::atomic::{AtomicBool, AtomicU64};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(dir.path()).unwrap());
+        const ORDERS: u64 = 3_000;
+        let current = Arc::new(AtomicU64::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let reader = {
+            let (store, current, done) = (store.clone(), current.clone(), done.clone());
+            std::thread::spawn(move || {
+                let (mut last_id, mut seen) = (0, (0, false));
+                let mut reads = 0u64;
+                while !done.load(Ordering::Relaxed) {
+                    let k = current.load(Ordering::Relaxed);
+                    let Some(o) = store.get_order(&Uuid::from_u128(1_000 + k as u128)).unwrap() else { continue };
+                    reads += 1;
+                    if k != last_id {
+                        (last_id, seen) = (k, (0, false));
+                    }
+                    let now = (o.size_matched, o.status == OrderStatus::Canceled);
+                    assert!(now >= seen, "order {k} read as {now:?} after {seen:?}");
+                    seen = now;
+                }
+                reads
+            })
+        };
+        let write = |o: &OrderRecord, stored| {
+            let mut b = Batch::default();
+            b.put_order(Arc::new(o.clone()), stored);
+            store.write([&b], false).unwrap();
+        };
+        for k in 0..ORDERS {
+            let mut o = sample_order();
+            o.id = Uuid::from_u128(1_000 + k as u128);
+            o.seq = 1 + k;
+            o.status = OrderStatus::Live;
+            o.size_matched = 0;
+            write(&o, Stored::New);
+            current.store(k, Ordering::Relaxed);
+            for _ in 0..2 {
+                o.size_matched += 1_000_000;
+                write(&o, Stored::Open);
+            }
+            o.status = OrderStatus::Canceled;
+            write(&o, Stored::Open);
+        }
+        done.store(true, Ordering::Relaxed);
+        assert!(reader.join().unwrap() > 0);
     }
 
     /// Ids that share their first 8 bytes (the open-order index's key): each order is
