@@ -152,9 +152,44 @@ impl<K: Hash + Eq + Clone, T: Clone> Topics<K, T> {
     }
 }
 
-/// Starts the publisher; it exits when every sender of [`Published`] is gone.
-pub fn spawn(bus: Arc<Bus>, user_bus: Arc<UserBus>) -> (Sender<Published>, std::thread::JoinHandle<()>) {
+/// The publisher's inbox, with the topics it publishes to. A change no connection is
+/// subscribed to is not handed over at all — the publisher would only drop it — so its
+/// thread wakes (and the sender pays for waking it) only when someone listens: on a
+/// venue where most books have no watcher, most commands skip a thread hand-off.
+#[derive(Clone)]
+pub struct Feeds {
+    tx: Sender<Published>,
+    bus: Arc<Bus>,
+    user_bus: Arc<UserBus>,
+}
+
+impl Feeds {
+    pub fn new(tx: Sender<Published>, bus: Arc<Bus>, user_bus: Arc<UserBus>) -> Feeds {
+        Feeds { tx, bus, user_bus }
+    }
+
+    /// Whether a change of market `m` is wanted. Ask once the market's view has taken the
+    /// change: a connection subscribes before it reads the view's snapshot, so one that
+    /// subscribes after this answer finds the change in its snapshot.
+    pub fn wants_book(&self, m: u32) -> bool {
+        self.bus.has_subscribers(&(m, 0)) || self.bus.has_subscribers(&(m, 1))
+    }
+
+    /// Whether any connection follows the user channel.
+    pub fn wants_user(&self) -> bool {
+        !self.user_bus.is_empty()
+    }
+
+    /// Hands a change to the publisher (dropped once it has stopped).
+    pub fn send(&self, p: Published) {
+        let _ = self.tx.send(p);
+    }
+}
+
+/// Starts the publisher; it exits when every [`Feeds`] is gone.
+pub fn spawn(bus: Arc<Bus>, user_bus: Arc<UserBus>) -> (Feeds, std::thread::JoinHandle<()>) {
     let (tx, rx) = crossbeam_channel::unbounded::<Published>();
+    let feeds = Feeds::new(tx, bus.clone(), user_bus.clone());
     let h = std::thread::Builder::new()
         .name("publisher".into())
         .spawn(move || {
@@ -180,7 +215,7 @@ pub fn spawn(bus: Arc<Bus>, user_bus: Arc<UserBus>) -> (Sender<Published>, std::
             }
         })
         .expect("spawn publisher");
-    (tx, h)
+    (feeds, h)
 }
 
 /// User-channel frames: an `order` event per order written (PLACEMENT for the order the

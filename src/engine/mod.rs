@@ -22,7 +22,7 @@ use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use crate::domain::{now_millis, now_secs, Market, OrderRecord, Side};
-use crate::events::Published;
+use crate::events::{Feeds, Published};
 use crate::ledger::Account;
 use crate::store::persister::Job;
 use crate::store::{cf, encode, Batch, Store, StoreError};
@@ -361,7 +361,7 @@ pub fn spawn(
     mut core: Core,
     registry: Arc<Registry>,
     persist: Sender<Job>,
-    events: Sender<Published>,
+    events: Feeds,
     metrics: Arc<crate::metrics::Metrics>,
 ) -> (EngineHandle, std::thread::JoinHandle<()>) {
     let (tx, rx) = crossbeam_channel::bounded::<Command>(65_536);
@@ -393,7 +393,7 @@ struct Out {
     seqs: Vec<u64>,
     last_trade: Vec<Option<(u32, Side)>>,
     persist: Sender<Job>,
-    events: Sender<Published>,
+    events: Feeds,
 }
 
 /// A market's view for the readers, from the engine's state: its book as it stands and the
@@ -651,14 +651,17 @@ fn finish<T: Send + 'static>(
     }
     commit(&out.persist, batch, move |ok| {
         if ok {
-            if !orders.is_empty() || !written.is_empty() {
-                let _ = events.send(Published::User { taker, orders, trades: written });
+            if (!orders.is_empty() || !written.is_empty()) && events.wants_user() {
+                events.send(Published::User { taker, orders, trades: written });
             }
             let durable_us = crate::domain::now_micros();
             for (v, delta) in deltas {
                 let best = v.apply(&delta);
-                let trades = trades.iter().filter(|t| t.market_idx == v.market.idx).cloned().collect();
-                let _ = events.send(Published::Book { view: v, delta, best, trades, durable_us });
+                // After the view took the change (see `Feeds::wants_book`).
+                if events.wants_book(v.market.idx) {
+                    let trades = trades.iter().filter(|t| t.market_idx == v.market.idx).cloned().collect();
+                    events.send(Published::Book { view: v, delta, best, trades, durable_us });
+                }
             }
             let _ = reply.send(Ok(result));
         } else {

@@ -333,6 +333,9 @@ fn the_handle_refuses_an_order_sent_twice_and_gives_back_refused_ones() {
     let (persist, jobs) = crossbeam_channel::unbounded::<crate::store::persister::Job>();
     std::thread::spawn(move || jobs.into_iter().for_each(|j| (j.done)(true)));
     let (events, _published) = crossbeam_channel::unbounded();
+    let (bus, user_bus) =
+        (crate::events::Bus::new(1, Default::default()), crate::events::UserBus::new(1, Default::default()));
+    let events = crate::events::Feeds::new(events, Arc::new(bus), Arc::new(user_bus));
     let registry = Arc::new(super::snapshot::Registry::default());
     let (h, _engine) = super::spawn(c, registry, persist, events, Arc::new(crate::metrics::Metrics::new()));
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
@@ -352,6 +355,37 @@ fn the_handle_refuses_an_order_sent_twice_and_gives_back_refused_ones() {
         h.place(order(4, 1, false, false, 50, 40, 0, 0, 0).0, false).await.unwrap();
         assert_eq!(h.place(fak(3, 50), false).await.unwrap().trades.len(), 1);
     });
+}
+
+/// The publisher is handed a command's changes only when a connection follows them: a
+/// user-channel event once any API key is subscribed, a book change once either of the
+/// market's tokens is — and nothing when nobody listens.
+#[test]
+fn the_publisher_is_handed_only_what_someone_follows() {
+    use crate::events::{Bus, Feeds, Published, UserBus};
+    let (c, _) = funded();
+    let (persist, jobs) = crossbeam_channel::unbounded::<crate::store::persister::Job>();
+    std::thread::spawn(move || jobs.into_iter().for_each(|j| (j.done)(true)));
+    let (tx, published) = crossbeam_channel::unbounded();
+    let (bus, user_bus) = (Arc::new(Bus::new(8, Default::default())), Arc::new(UserBus::new(8, Default::default())));
+    let feeds = Feeds::new(tx, bus.clone(), user_bus.clone());
+    let registry = Arc::new(super::snapshot::Registry::default());
+    let (h, _engine) = super::spawn(c, registry, persist, feeds, Arc::new(crate::metrics::Metrics::new()));
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let place = |n: u64| rt.block_on(h.place(order(n, 1, false, false, 60 + n as u32, 4, 0, 0, 0).0, false)).unwrap();
+    // Each resting sell changes the book and writes its order.
+    place(1);
+    assert!(published.try_recv().is_err(), "nobody listens");
+    let (outbox, _queue) = user_bus.outbox();
+    user_bus.add(Uuid::from_u128(1_001), &outbox);
+    place(2);
+    assert!(matches!(published.try_recv(), Ok(Published::User { .. })));
+    assert!(published.try_recv().is_err(), "no book subscriber");
+    let (outbox, _queue) = bus.outbox();
+    bus.add((0, 1), &outbox);
+    place(3);
+    let kinds: Vec<bool> = published.try_iter().map(|p| matches!(p, Published::Book { .. })).collect();
+    assert_eq!(kinds, [false, true], "the user event, then the book change");
 }
 
 /// An order names its market by its token: the market's shared token is recognised by
