@@ -152,6 +152,14 @@ impl<K: Hash + Eq + Clone, T: Clone> Topics<K, T> {
     }
 }
 
+impl Bus {
+    /// Whether each of market `m`'s two tokens has subscribers, under one lock.
+    pub fn followed(&self, m: u32) -> [bool; 2] {
+        let subs = self.subs.lock();
+        [subs.contains_key(&(m, 0)), subs.contains_key(&(m, 1))]
+    }
+}
+
 /// The publisher's inbox, with the topics it publishes to. A change no connection is
 /// subscribed to is not handed over at all — the publisher would only drop it — so its
 /// thread wakes (and the sender pays for waking it) only when someone listens: on a
@@ -172,7 +180,7 @@ impl Feeds {
     /// change: a connection subscribes before it reads the view's snapshot, so one that
     /// subscribes after this answer finds the change in its snapshot.
     pub fn wants_book(&self, m: u32) -> bool {
-        self.bus.has_subscribers(&(m, 0)) || self.bus.has_subscribers(&(m, 1))
+        self.bus.followed(m).contains(&true)
     }
 
     /// Whether any connection follows the user channel.
@@ -197,8 +205,8 @@ pub fn spawn(bus: Arc<Bus>, user_bus: Arc<UserBus>) -> (Feeds, std::thread::Join
                 match &p {
                     Published::Book { view, .. } => {
                         let m = view.market.idx;
-                        let wanted = [bus.has_subscribers(&(m, 0)), bus.has_subscribers(&(m, 1))];
-                        if wanted.iter().any(|w| *w) {
+                        let wanted = bus.followed(m);
+                        if wanted.contains(&true) {
                             for f in render(&p, wanted) {
                                 bus.publish(&(f.market, f.outcome), &Arc::new(f));
                             }

@@ -322,31 +322,24 @@ fn a_nonce_restored_at_startup_still_fails_the_trades_matched_before_it() {
     }
 }
 
-/// The feeds' topics an engine under test publishes to.
-struct Topics {
-    bus: Arc<crate::events::Bus>,
-    user_bus: Arc<crate::events::UserBus>,
-}
-
-impl Default for Topics {
-    fn default() -> Self {
-        Topics {
-            bus: Arc::new(crate::events::Bus::new(8, Default::default())),
-            user_bus: Arc::new(crate::events::UserBus::new(8, Default::default())),
-        }
-    }
+/// Empty topics of the two feeds, for an engine under test.
+fn topics() -> (Arc<crate::events::Bus>, Arc<crate::events::UserBus>) {
+    (
+        Arc::new(crate::events::Bus::new(8, Default::default())),
+        Arc::new(crate::events::UserBus::new(8, Default::default())),
+    )
 }
 
 /// The engine thread over [`funded`], with a persister that acknowledges every job at
 /// once; the receiver gets what it hands the publisher.
 fn spawned(
-    topics: Topics,
+    (bus, user_bus): (Arc<crate::events::Bus>, Arc<crate::events::UserBus>),
 ) -> (super::EngineHandle, std::thread::JoinHandle<()>, crossbeam_channel::Receiver<crate::events::Published>) {
     let (c, _) = funded();
     let (persist, jobs) = crossbeam_channel::unbounded::<crate::store::persister::Job>();
     std::thread::spawn(move || jobs.into_iter().for_each(|j| (j.done)(true)));
     let (tx, published) = crossbeam_channel::unbounded();
-    let feeds = crate::events::Feeds::new(tx, topics.bus, topics.user_bus);
+    let feeds = crate::events::Feeds::new(tx, bus, user_bus);
     let registry = Arc::new(super::snapshot::Registry::default());
     let (h, engine) = super::spawn(c, registry, persist, feeds, Arc::new(crate::metrics::Metrics::new()));
     (h, engine, published)
@@ -358,7 +351,7 @@ fn spawned(
 #[test]
 fn the_handle_refuses_an_order_sent_twice_and_gives_back_refused_ones() {
     use super::EngineError;
-    let (h, _, _) = spawned(Topics::default());
+    let (h, _, _) = spawned(topics());
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     rt.block_on(async {
         let fak = |n: u64, ticks: u32| order(n, 0, false, true, ticks, 8, 3, 0, 0).0;
@@ -384,9 +377,8 @@ fn the_handle_refuses_an_order_sent_twice_and_gives_back_refused_ones() {
 #[test]
 fn the_publisher_is_handed_only_what_someone_follows() {
     use crate::events::Published;
-    let topics = Topics::default();
-    let (bus, user_bus) = (topics.bus.clone(), topics.user_bus.clone());
-    let (h, _engine, published) = spawned(topics);
+    let (bus, user_bus) = topics();
+    let (h, _engine, published) = spawned((bus.clone(), user_bus.clone()));
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let place = |n: u64| rt.block_on(h.place(order(n, 1, false, false, 60 + n as u32, 4, 0, 0, 0).0, false)).unwrap();
     // Each resting sell changes the book and writes its order.
