@@ -210,6 +210,7 @@ fn bench(c: &mut Criterion) {
 
     // A longer timed run for the figures the README states.
     let (c0, j0) = (metrics.commits.load(Ordering::Relaxed), metrics.jobs.load(Ordering::Relaxed));
+    let i0 = metrics.inline_commits.get();
     let s0 = metrics.sync_micros_total.load(Ordering::Relaxed);
     let b0 = metrics.bytes.get();
     let n = timed_fills();
@@ -222,11 +223,12 @@ fn bench(c: &mut Criterion) {
     lat.sort_unstable();
     let p = |q: f64| lat[((lat.len() as f64 * q) as usize).min(lat.len() - 1)];
     let commits = metrics.commits.load(Ordering::Relaxed) - c0;
+    let inline = metrics.inline_commits.get() - i0;
     let jobs = metrics.jobs.load(Ordering::Relaxed) - j0;
     let sync = metrics.sync_micros_total.load(Ordering::Relaxed) - s0;
     let bytes = metrics.bytes.get() - b0;
     println!(
-        "store/commit: {:.0} durable fills/s with {} in flight, {} wallets a side; commit latency p50 {} µs, p99 {} µs, max {} µs; {} groups, mean {:.1} fills/group, mean write+sync {} µs; {} WAL bytes/fill",
+        "store/commit: {:.0} durable fills/s with {} in flight, {} wallets a side; commit latency p50 {} µs, p99 {} µs, max {} µs; {} groups ({} written by the preparer), mean {:.1} fills/group, mean write+sync {} µs; {} WAL bytes/fill",
         n as f64 / el.as_secs_f64(),
         in_flight(),
         wallets(),
@@ -234,6 +236,7 @@ fn bench(c: &mut Criterion) {
         p(0.99),
         lat[lat.len() - 1],
         commits,
+        inline,
         jobs as f64 / commits.max(1) as f64,
         sync / commits.max(1),
         bytes / jobs.max(1)

@@ -81,10 +81,12 @@ pub struct Metrics {
     /// Trades waiting for settlement.
     pub pending_trades: Gauge,
     /// Persister: jobs per group commit, seconds per synced write, bytes written (the
-    /// WAL's growth).
+    /// WAL's growth), and the groups its preparing thread wrote itself (no queue behind
+    /// them, the writer idle).
     pub batch_jobs: Histogram,
     pub sync_seconds: Histogram,
     pub write_bytes: Counter,
+    pub inline_groups: Counter,
     /// Open WebSocket connections, and those cut off because their queue was full.
     pub ws_connections: Gauge,
     pub ws_too_slow: Counter,
@@ -112,6 +114,7 @@ impl Metrics {
             batch_jobs: Histogram::new(exponential_buckets(1.0, 2.0, 13)),
             sync_seconds: latency(),
             write_bytes: Counter::default(),
+            inline_groups: Counter::default(),
             ws_connections: Gauge::default(),
             ws_too_slow: Counter::default(),
             registry: Registry::default(),
@@ -132,6 +135,11 @@ impl Metrics {
         registry.register("persister_batch_jobs", "Commands per group commit", m.batch_jobs.clone());
         registry.register("persister_sync_seconds", "Synced RocksDB write per group commit", m.sync_seconds.clone());
         registry.register("persister_write_bytes", "Bytes of the synced RocksDB writes", m.write_bytes.clone());
+        registry.register(
+            "persister_inline_groups",
+            "Group commits written by the preparing thread (nothing queued, writer idle)",
+            m.inline_groups.clone(),
+        );
         registry.register("ws_connections", "Open WebSocket connections", m.ws_connections.clone());
         registry.register(
             "ws_too_slow",

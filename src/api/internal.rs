@@ -46,6 +46,7 @@ pub fn routes(state: Arc<AppState>) -> Routes {
         let m = &s.metrics;
         warp::reply::json(&j!({
             "commits": m.commits.load(Relaxed),
+            "inline_commits": m.inline_commits.get(),
             "jobs": m.jobs.load(Relaxed),
             "sync_micros_total": m.sync_micros_total.load(Relaxed),
             "last_batch_jobs": m.last_batch_jobs.load(Relaxed),

@@ -3,9 +3,13 @@
 //! into one WriteBatch; the *writer* writes it with a synced WAL, then runs each job's
 //! completion — the HTTP reply and the book-snapshot publication — in order. Encoding the
 //! next group overlaps the write and fsync of the current one, so throughput does not
-//! collapse under fsync, and nothing is acknowledged (or readable) before it is durable:
-//! one thread writes, in the order the groups were prepared. A failed write aborts the
-//! process (see `write_groups`).
+//! collapse under fsync, and nothing is acknowledged (or readable) before it is durable.
+//!
+//! When nothing is queued behind a group and the writer has finished every group it was
+//! handed, the preparer writes the group itself: at low rates a group is one or two jobs,
+//! and handing it over would only add a thread wake-up to each request's path. Groups are
+//! still written and completed one at a time, in the order they were taken (see
+//! `prepare_groups`). A failed write aborts the process (see `write`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -27,6 +31,8 @@ pub struct Job {
 #[derive(Debug)]
 pub struct PersistMetrics {
     pub commits: AtomicU64,
+    /// Of `commits`, the groups the preparer wrote itself (nothing queued, writer idle).
+    pub inline_commits: prometheus_client::metrics::counter::Counter,
     pub jobs: AtomicU64,
     /// Bytes of the write batches committed (what the WAL grew by).
     pub bytes: prometheus_client::metrics::counter::Counter,
@@ -42,6 +48,7 @@ impl PersistMetrics {
     pub fn exported(m: &crate::metrics::Metrics) -> PersistMetrics {
         PersistMetrics {
             commits: AtomicU64::new(0),
+            inline_commits: m.inline_groups.clone(),
             jobs: AtomicU64::new(0),
             bytes: m.write_bytes.clone(),
             sync_micros_total: AtomicU64::new(0),
@@ -69,17 +76,25 @@ pub fn spawn(store: Arc<Store>, metrics: Arc<PersistMetrics>) -> (Sender<Job>, s
     // A rendezvous: the preparer holds at most one encoded group while the writer is busy,
     // and jobs arriving meanwhile wait in `rx` to form the next, larger group.
     let (prepared_tx, prepared_rx) = crossbeam_channel::bounded::<Group>(0);
+    // Groups the writer has written and completed; the preparer counts those it handed over.
+    let written = Arc::new(AtomicU64::new(0));
     let writer = {
-        let store = store.clone();
+        let (store, metrics, written) = (store.clone(), metrics.clone(), written.clone());
         std::thread::Builder::new()
             .name("persister".into())
-            .spawn(move || write_groups(store, prepared_rx, metrics))
+            .spawn(move || {
+                while let Ok(group) = prepared_rx.recv() {
+                    write(&store, group, &metrics);
+                    // Release: the preparer that reads this count sees the group complete.
+                    written.fetch_add(1, Ordering::Release);
+                }
+            })
             .expect("spawn persister")
     };
     let h = std::thread::Builder::new()
         .name("persist-prepare".into())
         .spawn(move || {
-            prepare_groups(store, rx, prepared_tx);
+            prepare_groups(&store, rx, prepared_tx, &written, &metrics);
             let _ = writer.join();
         })
         .expect("spawn persister");
@@ -92,9 +107,26 @@ struct Group {
     done: Vec<Completion>,
 }
 
-fn prepare_groups(store: Arc<Store>, rx: Receiver<Job>, out: Sender<Group>) {
+/// Takes the queued jobs, encodes them as one group, and either hands the group to the
+/// writer or writes it here. It writes here only when it found the queue empty (it waited
+/// for the group's first job: no load is building up behind it) and the writer has
+/// written and completed every group handed to it — only this thread hands groups over,
+/// so none can be handed meanwhile, and the groups are written and completed in the order
+/// they were taken either way. A queue that filled up while a group was written here
+/// goes to the writer, so this thread is free to take the jobs that arrive during that
+/// write: under load the two stages overlap as before.
+fn prepare_groups(store: &Store, rx: Receiver<Job>, out: Sender<Group>, written: &AtomicU64, metrics: &PersistMetrics) {
     let mut jobs: Vec<Job> = Vec::with_capacity(256);
-    while let Ok(first) = rx.recv() {
+    let mut handed = 0u64;
+    loop {
+        let (first, waited) = match rx.try_recv() {
+            Ok(j) => (j, false),
+            Err(crossbeam_channel::TryRecvError::Empty) => match rx.recv() {
+                Ok(j) => (j, true),
+                Err(_) => return,
+            },
+            Err(crossbeam_channel::TryRecvError::Disconnected) => return,
+        };
         jobs.push(first);
         while jobs.len() < MAX_GROUP {
             match rx.try_recv() {
@@ -105,37 +137,43 @@ fn prepare_groups(store: Arc<Store>, rx: Receiver<Job>, out: Sender<Group>) {
         let batch = store.prepare(jobs.iter().map(|j| &j.batch));
         // The records are encoded: drop them here, not on the writer's thread.
         let done = jobs.drain(..).map(|j| j.done).collect();
-        if out.send(Group { batch, done }).is_err() {
+        let group = Group { batch, done };
+        if waited && written.load(Ordering::Acquire) == handed {
+            metrics.inline_commits.inc();
+            write(store, group, metrics);
+            continue;
+        }
+        handed += 1;
+        if out.send(group).is_err() {
             return;
         }
     }
 }
 
-fn write_groups(store: Arc<Store>, rx: Receiver<Group>, metrics: Arc<PersistMetrics>) {
-    while let Ok(group) = rx.recv() {
-        let bytes = group.batch.bytes() as u64;
-        let start = Instant::now();
-        if let Err(e) = store.commit(group.batch, true) {
-            // The engine has already applied these commands in memory, and later commands
-            // may build on them: memory is ahead of disk, and only the disk is consistent.
-            // Answer nothing and stop, as a kill -9 would (which loses nothing
-            // acknowledged); the service manager restarts from disk.
-            tracing::error!(error = %e, jobs = group.done.len(), "group commit failed; aborting to restart from disk");
-            std::process::abort();
-        }
-        let micros = start.elapsed().as_micros() as u64;
-        let n = group.done.len() as u64;
-        metrics.commits.fetch_add(1, Ordering::Relaxed);
-        metrics.jobs.fetch_add(n, Ordering::Relaxed);
-        metrics.bytes.inc_by(bytes);
-        metrics.sync_micros_total.fetch_add(micros, Ordering::Relaxed);
-        metrics.last_batch_jobs.store(n, Ordering::Relaxed);
-        metrics.last_sync_micros.store(micros, Ordering::Relaxed);
-        metrics.batch_jobs.observe(n as f64);
-        metrics.sync_seconds.observe(micros as f64 / 1e6);
-        for done in group.done {
-            done(true);
-        }
+/// Writes a group with a synced WAL, counts it, then runs its completions in order.
+fn write(store: &Store, group: Group, metrics: &PersistMetrics) {
+    let bytes = group.batch.bytes() as u64;
+    let start = Instant::now();
+    if let Err(e) = store.commit(group.batch, true) {
+        // The engine has already applied these commands in memory, and later commands
+        // may build on them: memory is ahead of disk, and only the disk is consistent.
+        // Answer nothing and stop, as a kill -9 would (which loses nothing
+        // acknowledged); the service manager restarts from disk.
+        tracing::error!(error = %e, jobs = group.done.len(), "group commit failed; aborting to restart from disk");
+        std::process::abort();
+    }
+    let micros = start.elapsed().as_micros() as u64;
+    let n = group.done.len() as u64;
+    metrics.commits.fetch_add(1, Ordering::Relaxed);
+    metrics.jobs.fetch_add(n, Ordering::Relaxed);
+    metrics.bytes.inc_by(bytes);
+    metrics.sync_micros_total.fetch_add(micros, Ordering::Relaxed);
+    metrics.last_batch_jobs.store(n, Ordering::Relaxed);
+    metrics.last_sync_micros.store(micros, Ordering::Relaxed);
+    metrics.batch_jobs.observe(n as f64);
+    metrics.sync_seconds.observe(micros as f64 / 1e6);
+    for done in group.done {
+        done(true);
     }
 }
 
@@ -144,6 +182,23 @@ mod tests {
     use super::*;
     use crate::store::cf;
     use parking_lot::Mutex;
+    use std::time::Duration;
+
+    /// Job `i`: rewrites one key (only the last write in commit order survives) and writes
+    /// its own; its completion checks its write is readable, waits `hold`, and records `i`.
+    fn job(store: &Arc<Store>, seen: &Arc<Mutex<Vec<u32>>>, i: u32, hold: std::time::Duration) -> Job {
+        let mut batch = Batch::default();
+        batch.put(cf::META, b"test_last".to_vec(), i.to_be_bytes().to_vec());
+        batch.put(cf::META, format!("test_{i}").into_bytes(), vec![1]);
+        let (store, seen) = (store.clone(), seen.clone());
+        let done: Completion = Box::new(move |ok| {
+            assert!(ok);
+            assert!(store.get_raw(cf::META, format!("test_{i}").as_bytes()).unwrap().is_some());
+            std::thread::sleep(hold);
+            seen.lock().push(i);
+        });
+        Job { batch, done }
+    }
 
     /// Completions run in the order the jobs were sent, each after its write is readable,
     /// across however many groups the two threads form; and the handle returns only once
@@ -157,17 +212,7 @@ mod tests {
         let seen = Arc::new(Mutex::new(Vec::new()));
         const N: u32 = 2_000;
         for i in 0..N {
-            let mut batch = Batch::default();
-            // Every job rewrites one key: only the last write in commit order survives.
-            batch.put(cf::META, b"test_last".to_vec(), i.to_be_bytes().to_vec());
-            batch.put(cf::META, format!("test_{i}").into_bytes(), vec![1]);
-            let (store, seen) = (store.clone(), seen.clone());
-            let done: Completion = Box::new(move |ok| {
-                assert!(ok);
-                assert!(store.get_raw(cf::META, format!("test_{i}").as_bytes()).unwrap().is_some());
-                seen.lock().push(i);
-            });
-            tx.send(Job { batch, done }).unwrap();
+            tx.send(job(&store, &seen, i, Duration::ZERO)).unwrap();
         }
         drop(tx);
         handle.join().unwrap();
@@ -176,5 +221,59 @@ mod tests {
         assert_eq!(metrics.jobs.load(Ordering::Relaxed), N as u64);
         assert!(metrics.commits.load(Ordering::Relaxed) >= 1);
         assert!(metrics.bytes.get() > 0);
+    }
+
+    /// A job sent alone to an idle persister is written by the preparer; jobs that queue up
+    /// behind a group go to the writer, and so does a lone job while the writer is busy;
+    /// the order of writes and completions holds across every switch.
+    #[test]
+    fn lone_jobs_are_written_by_the_preparer_and_a_queue_by_the_writer_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(dir.path()).unwrap());
+        let metrics = Arc::new(PersistMetrics::default());
+        let (tx, handle) = spawn(store.clone(), metrics.clone());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let settle = Duration::from_millis(20);
+        let lone = |i: u32| {
+            // Idle: the preparer is back waiting on an empty queue.
+            std::thread::sleep(settle);
+            tx.send(job(&store, &seen, i, Duration::ZERO)).unwrap();
+            while seen.lock().len() <= i as usize {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        for i in 0..5 {
+            lone(i);
+        }
+        let inline_before_burst = metrics.inline_commits.get();
+        // Job 5's completion holds the preparer while job 6 queues behind it; job 6 goes to
+        // the writer, whose completion holds it in turn while job 7 arrives on an empty
+        // queue: 7 must wait for the writer to finish 6, not be written beside it.
+        std::thread::sleep(settle);
+        tx.send(job(&store, &seen, 5, Duration::from_millis(50))).unwrap();
+        std::thread::sleep(Duration::from_millis(10));
+        tx.send(job(&store, &seen, 6, Duration::from_millis(100))).unwrap();
+        std::thread::sleep(Duration::from_millis(70));
+        tx.send(job(&store, &seen, 7, Duration::ZERO)).unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        const BURST_END: u32 = 1_500;
+        for i in 8..BURST_END {
+            tx.send(job(&store, &seen, i, Duration::ZERO)).unwrap();
+        }
+        while seen.lock().len() < BURST_END as usize {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let (commits, inline) = (metrics.commits.load(Ordering::Relaxed), metrics.inline_commits.get());
+        for i in BURST_END..BURST_END + 5 {
+            lone(i);
+        }
+        drop(tx);
+        handle.join().unwrap();
+        let n = BURST_END + 5;
+        assert_eq!(*seen.lock(), (0..n).collect::<Vec<_>>());
+        assert_eq!(store.get_raw(cf::META, b"test_last").unwrap(), Some((n - 1).to_be_bytes().to_vec()));
+        assert!(inline_before_burst >= 1, "no lone job was written by the preparer");
+        assert!(commits > inline, "job 6, queued behind job 5, never went to the writer");
+        assert!(metrics.inline_commits.get() > inline, "the preparer never wrote again after the burst");
     }
 }

@@ -82,6 +82,12 @@ fn settlement_worker_confirms_and_fails_trades_and_notifies() {
         .find_map(|l| l.strip_prefix("predex_persister_write_bytes_total "))
         .and_then(|v| v.parse::<u64>().ok());
     assert!(written.is_some_and(|b| b > 0), "{text}");
+    // One request at a time: some groups found the writer idle and nothing queued.
+    let inline = text
+        .lines()
+        .find_map(|l| l.strip_prefix("predex_persister_inline_groups_total "))
+        .and_then(|v| v.parse::<u64>().ok());
+    assert!(inline.is_some_and(|n| n > 0), "{text}");
     s.check();
 }
 
