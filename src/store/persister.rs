@@ -184,6 +184,26 @@ mod tests {
     use parking_lot::Mutex;
     use std::time::Duration;
 
+    /// A persister over a fresh store, and the list its test jobs' completions fill.
+    struct Rig {
+        _dir: tempfile::TempDir,
+        store: Arc<Store>,
+        metrics: Arc<PersistMetrics>,
+        tx: Sender<Job>,
+        handle: std::thread::JoinHandle<()>,
+        seen: Arc<Mutex<Vec<u32>>>,
+    }
+
+    impl Rig {
+        fn start() -> Rig {
+            let _dir = tempfile::tempdir().unwrap();
+            let store = Arc::new(Store::open(_dir.path()).unwrap());
+            let metrics = Arc::new(PersistMetrics::default());
+            let (tx, handle) = spawn(store.clone(), metrics.clone());
+            Rig { _dir, store, metrics, tx, handle, seen: Arc::default() }
+        }
+    }
+
     /// Job `i`: rewrites one key (only the last write in commit order survives) and writes
     /// its own; its completion checks its write is readable, waits `hold`, and records `i`.
     fn job(store: &Arc<Store>, seen: &Arc<Mutex<Vec<u32>>>, i: u32, hold: std::time::Duration) -> Job {
@@ -205,11 +225,7 @@ mod tests {
     /// every job sent before the sender was dropped has been written and completed.
     #[test]
     fn jobs_complete_in_order_after_their_write_and_the_handle_waits_for_all() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(Store::open(dir.path()).unwrap());
-        let metrics = Arc::new(PersistMetrics::default());
-        let (tx, handle) = spawn(store.clone(), metrics.clone());
-        let seen = Arc::new(Mutex::new(Vec::new()));
+        let Rig { _dir, store, metrics, tx, handle, seen } = Rig::start();
         const N: u32 = 2_000;
         for i in 0..N {
             tx.send(job(&store, &seen, i, Duration::ZERO)).unwrap();
@@ -228,11 +244,7 @@ mod tests {
     /// the order of writes and completions holds across every switch.
     #[test]
     fn lone_jobs_are_written_by_the_preparer_and_a_queue_by_the_writer_in_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(Store::open(dir.path()).unwrap());
-        let metrics = Arc::new(PersistMetrics::default());
-        let (tx, handle) = spawn(store.clone(), metrics.clone());
-        let seen = Arc::new(Mutex::new(Vec::new()));
+        let Rig { _dir, store, metrics, tx, handle, seen } = Rig::start();
         let settle = Duration::from_millis(20);
         let lone = |i: u32| {
             // Idle: the preparer is back waiting on an empty queue.
