@@ -77,18 +77,15 @@ fn settlement_worker_confirms_and_fails_trades_and_notifies() {
     assert!(text.contains("predex_pending_trades 0"), "{text}");
     assert!(text.contains(r#"predex_worker_runs_total{worker="settlement"}"#), "{text}");
     assert!(text.contains("predex_persister_sync_seconds_count"), "{text}");
-    let written = text
-        .lines()
-        .find_map(|l| l.strip_prefix("predex_persister_write_bytes_total "))
-        .and_then(|v| v.parse::<u64>().ok());
-    assert!(written.is_some_and(|b| b > 0), "{text}");
+    assert!(sample(text, "predex_persister_write_bytes_total").is_some_and(|b| b > 0), "{text}");
     // One request at a time: some groups found the writer idle and nothing queued.
-    let inline = text
-        .lines()
-        .find_map(|l| l.strip_prefix("predex_persister_inline_groups_total "))
-        .and_then(|v| v.parse::<u64>().ok());
-    assert!(inline.is_some_and(|n| n > 0), "{text}");
+    assert!(sample(text, "predex_persister_inline_groups_total").is_some_and(|n| n > 0), "{text}");
     s.check();
+}
+
+/// The value of an unlabelled integer sample in a Prometheus text exposition.
+fn sample(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
 }
 
 #[test]
