@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use predex::domain::packed::PackedStr;
 use predex::domain::*;
-use predex::engine::book::{crosses, Book, BookSide, Changes};
+use predex::engine::book::{Book, BookSide, Changes};
 use predex::engine::{Canceled, Core, Placed, Settled};
 use predex::store::Batch;
 use predex::workers::SETTLE_CHUNK;
@@ -85,14 +85,10 @@ impl Lob for PredexBook {
         let side = if bid { BookSide::Bid } else { BookSide::Ask };
         let opp = side.opposite();
         while qty > 0 {
-            let Some(px) = self.book.best(opp) else { break };
-            if !crosses(side, limit, px) {
-                break;
-            }
-            let slot = self.book.best_head(opp).expect("best level has a head");
+            let Some((slot, _px)) = self.book.head_crossing(side, limit) else { break };
             let node = self.book.node(slot);
             let (maker, q) = (node.id.as_u64_pair().1, qty.min(node.remaining));
-            if self.book.reduce(slot, q) {
+            if self.book.fill_head(opp, q) {
                 self.slots.remove(&maker);
             }
             qty -= q;

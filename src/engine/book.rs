@@ -177,17 +177,63 @@ impl Book {
         .map(|l| self.price_of(l))
     }
 
-    /// The slot at the head of the best level of a side.
-    pub fn best_head(&self, side: BookSide) -> Option<u32> {
+    pub fn node(&self, slot: u32) -> &Node {
+        &self.nodes[slot as usize]
+    }
+
+    /// The order a taker on `taker` side with YES-limit `limit` meets next: the head of the
+    /// opposite side's best level, if that level crosses. Returns its slot and the level's
+    /// YES price. With [`Book::fill_head`], one sweep step reads the level once.
+    #[inline]
+    pub fn head_crossing(&self, taker: BookSide, limit: u32) -> Option<(u32, u32)> {
+        let side = taker.opposite();
         let l = match side {
             BookSide::Bid => self.best_bid?,
             BookSide::Ask => self.best_ask?,
         };
-        Some(self.levels(side)[l as usize].head)
+        let px = self.price_of(l);
+        if !crosses(taker, limit, px) {
+            return None;
+        }
+        Some((self.levels(side)[l as usize].head, px))
     }
 
-    pub fn node(&self, slot: u32) -> &Node {
-        &self.nodes[slot as usize]
+    /// Takes `q` off the order at the head of `side`'s best level (the slot
+    /// [`Book::head_crossing`] returned); removes it when it reaches zero. Returns true
+    /// when the order left the book. Cheaper than the general unlink of [`Book::remove`]: a head has no
+    /// predecessor, so only the next order's link and the level's head change.
+    #[inline]
+    pub fn fill_head(&mut self, side: BookSide, q: u64) -> bool {
+        let l = match side {
+            BookSide::Bid => self.best_bid,
+            BookSide::Ask => self.best_ask,
+        }
+        .expect("fill_head on an empty side");
+        self.note_change(side, l);
+        let lv = match side {
+            BookSide::Bid => &mut self.bids[l as usize],
+            BookSide::Ask => &mut self.asks[l as usize],
+        };
+        let slot = lv.head;
+        let n = &mut self.nodes[slot as usize];
+        debug_assert!(n.remaining >= q && n.prev == NIL);
+        n.remaining -= q;
+        lv.total -= q;
+        if n.remaining > 0 {
+            return false;
+        }
+        let next = n.next;
+        lv.head = next;
+        self.free.push(slot);
+        self.count -= 1;
+        if next != NIL {
+            self.nodes[next as usize].prev = NIL;
+        } else {
+            lv.tail = NIL;
+            self.used[side as usize] -= 1;
+            self.refresh_best(side, l);
+        }
+        true
     }
 
     /// Appends an order at the tail of its level; returns its slot.
@@ -225,25 +271,6 @@ impl Book {
         slot
     }
 
-    /// Takes `q` off an order's remaining size; removes it when it reaches zero.
-    /// Returns true when the order left the book.
-    pub fn reduce(&mut self, slot: u32, q: u64) -> bool {
-        let (side, level, rem) = {
-            let n = &mut self.nodes[slot as usize];
-            debug_assert!(n.remaining >= q);
-            n.remaining -= q;
-            (n.side, n.level, n.remaining)
-        };
-        self.note_change(side, level);
-        self.levels_mut(side)[level as usize].total -= q;
-        if rem == 0 {
-            self.unlink(slot);
-            true
-        } else {
-            false
-        }
-    }
-
     /// Removes an order whatever its remaining size.
     pub fn remove(&mut self, slot: u32) {
         let (side, level, rem) = {
@@ -259,6 +286,7 @@ impl Book {
     /// Notes a level about to change, with its total before. A level noted last already
     /// holds its earlier total, so a sweep through one level's queue notes it once, not once
     /// per order filled (and `take_changes` has that much less to sort).
+    #[inline]
     fn note_change(&mut self, side: BookSide, level: u32) {
         if let Some(&(s, l, _)) = self.changed.last() {
             if s == side && l == level {
@@ -457,17 +485,22 @@ mod tests {
         let mut b = Book::new(100);
         let (x, y, z) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
         let sx = b.insert(BookSide::Bid, 5000, x, 10);
-        let _sy = b.insert(BookSide::Bid, 5000, y, 20);
+        let sy = b.insert(BookSide::Bid, 5000, y, 20);
         let sz = b.insert(BookSide::Bid, 4900, z, 30);
         assert_eq!(b.best(BookSide::Bid), Some(5000));
         assert_eq!(b.level_orders(BookSide::Bid, 5000), vec![(x, 10), (y, 20)]);
         b.remove(sx);
         assert_eq!(b.level_orders(BookSide::Bid, 5000), vec![(y, 20)]);
         assert_eq!(b.depth(BookSide::Bid), vec![(5000, 20), (4900, 30)]);
-        let head = b.best_head(BookSide::Bid).unwrap();
-        assert!(b.reduce(head, 20));
+        // An ask taker with a limit at or under 0.50 meets y, the level's head now.
+        assert_eq!(b.head_crossing(BookSide::Ask, 5000), Some((sy, 5000)));
+        assert_eq!(b.head_crossing(BookSide::Ask, 5001), None);
+        assert!(b.fill_head(BookSide::Bid, 20));
         assert_eq!(b.best(BookSide::Bid), Some(4900));
-        assert!(!b.reduce(sz, 10));
+        // An ask taker at 0.5 no longer reaches the bids; at 0.49 it meets z.
+        assert_eq!(b.head_crossing(BookSide::Ask, 5000), None);
+        assert_eq!(b.head_crossing(BookSide::Ask, 4900), Some((sz, 4900)));
+        assert!(!b.fill_head(BookSide::Bid, 10));
         assert_eq!(b.depth(BookSide::Bid), vec![(4900, 20)]);
         b.check().unwrap();
         assert_eq!(b.len(), 1);
@@ -510,9 +543,9 @@ mod tests {
         // A level emptied reads 0; one touched and restored is no change.
         let y = b.insert(BookSide::Bid, 4900, Uuid::from_u128(5), 3);
         b.remove(y);
-        b.reduce(x, 10);
-        let ask = b.best_head(BookSide::Ask).unwrap();
-        b.reduce(ask, 7);
+        assert_eq!(b.head_crossing(BookSide::Ask, 5000).map(|h| h.0), Some(x));
+        assert!(b.fill_head(BookSide::Bid, 10), "x, at the head of 0.50, leaves");
+        b.fill_head(BookSide::Ask, 7);
         let c = b.take_changes();
         assert_eq!(c.bids[..], [(5000, 5)]);
         assert_eq!(c.asks[..], [(5100, 0)]);
@@ -529,12 +562,10 @@ mod tests {
         b.insert(BookSide::Ask, 5200, Uuid::from_u128(9), 4);
         b.take_changes();
         while b.best(BookSide::Ask) == Some(5100) {
-            let head = b.best_head(BookSide::Ask).unwrap();
-            b.reduce(head, 2);
-            b.reduce(head, 2);
+            assert!(!b.fill_head(BookSide::Ask, 2));
+            assert!(b.fill_head(BookSide::Ask, 2));
         }
-        let head = b.best_head(BookSide::Ask).unwrap();
-        b.reduce(head, 1);
+        b.fill_head(BookSide::Ask, 1);
         assert_eq!(b.changed, vec![(BookSide::Ask, 51, 20), (BookSide::Ask, 52, 4)]);
         let c = b.take_changes();
         assert_eq!(c.asks[..], [(5100, 0), (5200, 3)]);
@@ -553,7 +584,8 @@ mod tests {
         b.forget_changes();
         assert!(b.take_changes().is_empty());
         assert_eq!(b.depth(BookSide::Bid), vec![(5000, 15)]);
-        b.reduce(x, 4);
+        assert_eq!(b.head_crossing(BookSide::Ask, 5000).map(|h| h.0), Some(x));
+        b.fill_head(BookSide::Bid, 4);
         assert_eq!(b.take_changes(), Changes { bids: [(5000, 11)][..].into(), asks: Changed::new() });
         b.check().unwrap();
     }

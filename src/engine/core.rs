@@ -719,11 +719,7 @@ impl Core {
         let (mut making, mut taking) = (0u64, 0u64);
         while t.remaining() > 0 {
             let book = &self.markets[midx].book;
-            let Some(px) = book.best(opp) else { break };
-            if !crosses(bside, limit, px) {
-                break;
-            }
-            let slot = book.best_head(opp).expect("best level has a head");
+            let Some((slot, px)) = book.head_crossing(bside, limit) else { break };
             let node = book.node(slot);
             let maker_id = node.id;
             let q = t.remaining().min(node.remaining);
@@ -817,7 +813,7 @@ impl Core {
             self.next_trade_seq += 1;
             t.associate_trades.push(trade.id);
             m.associate_trades.push(trade.id);
-            if self.markets[midx].book.reduce(slot, q) {
+            if self.markets[midx].book.fill_head(opp, q) {
                 m.status = OrderStatus::Matched;
                 release_rest(&mut self.ledger, ma.pay, m);
                 batch.put_order(entry.remove().rec, Stored::Open);
