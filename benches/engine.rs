@@ -183,7 +183,7 @@ impl PredexEngine {
             order_type: ty,
             post_only: false,
             reserved: 0,
-            associate_trades: vec![],
+            associate_trades: Default::default(),
             created_at: 0,
         }
     }

@@ -170,7 +170,7 @@ fn build(dir: &Path) {
                 order_type: OrderType::Gtc,
                 post_only: false,
                 reserved: size * price as u64 / PRICE_ONE as u64,
-                associate_trades: vec![],
+                associate_trades: Default::default(),
                 created_at: 1_700_000_000,
             }),
             Stored::New,

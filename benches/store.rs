@@ -96,7 +96,7 @@ fn order(seq: u64, maker: &Arc<str>) -> Arc<OrderRecord> {
         order_type: OrderType::Gtc,
         post_only: false,
         reserved: 5_000_000,
-        associate_trades: vec![Uuid::from_u128(seq as u128 + 1)],
+        associate_trades: smallvec::smallvec![Uuid::from_u128(seq as u128 + 1)],
         created_at: 1_700_000_000,
     })
 }

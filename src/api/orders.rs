@@ -419,7 +419,7 @@ fn validate(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<(OrderR
             order_type,
             post_only,
             reserved: 0,
-            associate_trades: vec![],
+            associate_trades: Default::default(),
             created_at: now,
         },
         defer,

@@ -115,9 +115,15 @@ pub fn parse_u64(s: &str) -> Result<u64, ParseNumError> {
     s.parse().map_err(|_| ParseNumError)
 }
 
-/// `a * b / c` rounded down, in 128-bit so it never overflows for u64 inputs.
+/// `a * b / c` rounded down, never overflowing for u64 inputs: in 64 bits when the
+/// product fits (every fill's amount: size × price), else in 128 (a 128-bit division is a
+/// call into compiler-builtins, ≈ 20 instructions against one `div`).
+#[inline]
 pub fn mul_div_floor(a: u64, b: u64, c: u64) -> u64 {
-    ((a as u128 * b as u128) / c as u128) as u64
+    match a.checked_mul(b) {
+        Some(p) => p / c,
+        None => ((a as u128 * b as u128) / c as u128) as u64,
+    }
 }
 
 #[cfg(test)]
@@ -152,5 +158,16 @@ mod tests {
         assert_eq!(parse_u64("123"), Ok(123));
         assert_eq!(parse_u64("12a"), Err(ParseNumError));
         assert_eq!(mul_div_floor(10, 1, 3), 3);
+    }
+
+    /// Both paths, and the edge where the product stops fitting in 64 bits.
+    #[test]
+    fn mul_div_floor_in_64_and_128_bits() {
+        assert_eq!(mul_div_floor(7_000_000, 3_333, 10_000), 2_333_100);
+        assert_eq!(mul_div_floor(u64::MAX, 1, 1), u64::MAX);
+        assert_eq!(mul_div_floor(u64::MAX, 2, 2), u64::MAX);
+        assert_eq!(mul_div_floor(u64::MAX, u64::MAX, u64::MAX), u64::MAX);
+        assert_eq!(mul_div_floor(1 << 32, 1 << 32, 3), ((1u128 << 64) / 3) as u64);
+        assert_eq!(mul_div_floor((1 << 32) - 1, 1 << 32, 7), (((1u128 << 32) - 1) * (1 << 32) / 7) as u64);
     }
 }

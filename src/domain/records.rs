@@ -151,6 +151,12 @@ impl OrderToken {
     }
 }
 
+/// The trades an order took part in. Held in line up to one: a resting order filled once by
+/// one taker (a sweep's usual maker) never allocates for it, in the same 24 bytes a `Vec`
+/// takes.
+pub type TradeIds = smallvec::SmallVec<[Uuid; 1]>;
+const _: () = assert!(std::mem::size_of::<TradeIds>() == std::mem::size_of::<Vec<Uuid>>());
+
 /// An accepted order, as persisted. The signed fields are kept verbatim so a settler can
 /// rebuild the on-chain order (the signature in a family of its own); the recovered signer
 /// is stored so restart never recomputes a signature.
@@ -199,7 +205,7 @@ pub struct OrderRecord {
     /// the order, so records written since hold it empty (`Store::order_signature` reads
     /// either). Held packed, as stored.
     pub signature: super::packed::PackedStr,
-    pub associate_trades: Vec<Uuid>,
+    pub associate_trades: TradeIds,
     /// UNIX seconds.
     pub created_at: u64,
 }
@@ -353,7 +359,7 @@ impl From<FlatOrderRecord> for OrderRecord {
             order_type: f.order_type,
             post_only: f.post_only,
             reserved: f.reserved,
-            associate_trades: f.associate_trades,
+            associate_trades: f.associate_trades.into(),
             created_at: f.created_at,
         }
     }
@@ -390,7 +396,7 @@ impl From<&OrderRecord> for FlatOrderRecord {
             order_type: o.order_type,
             post_only: o.post_only,
             reserved: o.reserved,
-            associate_trades: o.associate_trades.clone(),
+            associate_trades: o.associate_trades.to_vec(),
             created_at: o.created_at,
         }
     }
@@ -516,7 +522,7 @@ impl OrderRecordRef<'_> {
             order_type: self.order_type,
             post_only: self.post_only,
             reserved: self.reserved,
-            associate_trades: self.associate_trades,
+            associate_trades: self.associate_trades.into(),
             created_at: self.created_at,
         }
     }

@@ -1363,7 +1363,7 @@ mod tests {
             order_type: OrderType::Gtc,
             post_only: false,
             reserved,
-            associate_trades: vec![],
+            associate_trades: Default::default(),
             created_at: 0,
         }
     }

@@ -97,7 +97,7 @@ fn order(
             order_type,
             post_only: ty == 1,
             reserved: 0,
-            associate_trades: vec![],
+            associate_trades: Default::default(),
             created_at: 0,
         },
         false,

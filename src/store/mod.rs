@@ -439,7 +439,7 @@ impl<'a> OpenState<'a> {
         o.status = self.status;
         o.size_matched = self.size_matched;
         o.reserved = self.reserved;
-        o.associate_trades = self.associate_trades.into_owned();
+        o.associate_trades = self.associate_trades.into_owned().into();
     }
 }
 
@@ -1318,7 +1318,7 @@ mod tests {
             order_type: OrderType::Gtd,
             post_only: true,
             reserved: 15_000_000,
-            associate_trades: vec![Uuid::from_u128(5), Uuid::from_u128(6)],
+            associate_trades: [Uuid::from_u128(5), Uuid::from_u128(6)].into_iter().collect(),
             created_at: 1_700_000_000,
         }
     }
