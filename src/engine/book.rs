@@ -199,9 +199,10 @@ impl Book {
     }
 
     /// Takes `q` off the order at the head of `side`'s best level (the slot
-    /// [`Book::head_crossing`] returned); removes it when it reaches zero. Returns true
-    /// when the order left the book. Cheaper than the general unlink of [`Book::remove`]: a head has no
-    /// predecessor, so only the next order's link and the level's head change.
+    /// [`Book::head_crossing`] returned for a taker on the other side); removes it when it
+    /// reaches zero. Returns true when the order left the book. Cheaper than the general
+    /// unlink of [`Book::remove`]: a head has no predecessor, so only the next order's link
+    /// and the level's head change.
     #[inline]
     pub fn fill_head(&mut self, side: BookSide, q: u64) -> bool {
         let l = match side {
