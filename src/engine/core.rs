@@ -811,7 +811,6 @@ impl Core {
                 match_type,
             };
             self.next_trade_seq += 1;
-            t.associate_trades.push(trade.id);
             m.associate_trades.push(trade.id);
             if self.markets[midx].book.fill_head(opp, q) {
                 m.status = OrderStatus::Matched;
@@ -834,6 +833,9 @@ impl Core {
             self.markets[midx].last_trade = Some((px, taker_yes_side));
             trades.push(trade);
         }
+        // The taker's trade ids in one step, at their final size (pushed per fill, a sweep's
+        // list grew from one held in line by doubling).
+        t.associate_trades.extend(trades.iter().map(|tr| tr.id));
         Matched { trades, making, taking }
     }
 
@@ -1444,6 +1446,9 @@ mod tests {
             let mut batch = Batch::for_command();
             let placed = core.place(order(n, w, Side::Buy, size), false, 1, &mut batch).unwrap();
             assert_eq!(placed.trades.len(), fills);
+            // The taker lists every trade it took part in, in match order.
+            let ids: Vec<Uuid> = placed.trades.iter().map(|t| t.id).collect();
+            assert_eq!(placed.order.associate_trades[..], ids[..]);
             let (len, cap) = (batch.ops.len(), batch.ops.capacity());
             assert!(len <= CROSSING_WRITES && cap == CROSSING_WRITES, "{fills} fills: {len} writes, room {cap}");
         }
