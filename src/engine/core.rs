@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use super::book::{crosses, Book, BookSide, NIL};
+use super::book::{Book, BookSide, NIL};
 use super::LedgerChange;
 use crate::domain::*;
 use crate::ledger::{Acct, AssetId, Ledger};
@@ -599,8 +599,7 @@ impl Core {
         let limit = yes_price(outcome, o.price);
         let book = &self.markets[midx as usize].book;
         let opp = bside.opposite();
-        let best_opp = book.best(opp);
-        let would_cross = best_opp.is_some_and(|p| crosses(bside, limit, p));
+        let would_cross = book.head_crossing(bside, limit).is_some();
         if !defer {
             if o.post_only && would_cross {
                 return Err(Reject::PostOnlyCrosses);
