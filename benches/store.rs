@@ -105,13 +105,13 @@ fn fill(seq: u64, maker: &Arc<str>, taker: &Arc<str>) -> Batch {
     let mut b = Batch::default();
     let m = order(2 * seq, maker);
     let t = order(2 * seq + 1, taker);
+    // The fill's token, sharing the taker order's strings.
+    let token = TradeToken::of(&t.token);
     let trade = Arc::new(TradeRecord {
         id: Uuid::from_u128(1 << 64 | seq as u128),
         seq,
         taker_order_id: t.id,
-        market_idx: 0,
-        condition_id: t.token.condition_id.clone(),
-        asset_id: t.token.token_id.clone(),
+        token: token.clone(),
         side: Side::Sell,
         size: 10_000_000,
         price: 5000,
@@ -119,7 +119,6 @@ fn fill(seq: u64, maker: &Arc<str>, taker: &Arc<str>) -> Batch {
         status: TradeStatus::Pending,
         match_time: 1_700_000_000,
         last_update: 1_700_000_000,
-        outcome: t.token.outcome.clone(),
         bucket_index: 0,
         owner: Uuid::from_u128(8),
         maker_address: taker.clone(),
@@ -129,8 +128,7 @@ fn fill(seq: u64, maker: &Arc<str>, taker: &Arc<str>) -> Batch {
             maker_address: maker.clone(),
             matched_amount: 10_000_000,
             price: 5000,
-            asset_id: m.token.token_id.clone(),
-            outcome: m.token.outcome.clone(),
+            token,
             side: Side::Buy,
             fee_rate_bps: 0,
             fee: 0,

@@ -415,8 +415,8 @@ pub fn builder_trades(s: &AppState, r: &Req) -> ApiResult {
         .into_iter()
         .filter(|(t, ..)| {
             !(f("id").is_some_and(|x| *x != t.id.to_string())
-                || f("market").is_some_and(|x| **x != *t.condition_id)
-                || f("asset_id").is_some_and(|x| **x != *t.asset_id))
+                || f("market").is_some_and(|x| **x != *t.token.condition_id)
+                || f("asset_id").is_some_and(|x| **x != *t.token.token_id))
         })
         .map(|(t, _, viewer)| orders::trade_json(&t, viewer))
         .collect();
@@ -435,7 +435,7 @@ fn builder_volume(s: &AppState, r: &Req) -> ApiResult {
         attributed_orders(s, builder)?.into_iter().filter(|o| market.is_none_or(|m| **m == *o.token.condition_id));
     let trades: Vec<_> = attributed_trades(s, builder)?
         .into_iter()
-        .filter(|(t, ..)| t.status != TradeStatus::Failed && market.is_none_or(|m| **m == *t.condition_id))
+        .filter(|(t, ..)| t.status != TradeStatus::Failed && market.is_none_or(|m| **m == *t.token.condition_id))
         .collect();
     let volume: u64 = trades.iter().map(|(_, n, _)| n).sum();
     json(&j!({

@@ -264,18 +264,18 @@ pub fn render_user(
         for owner in t.owners().into_iter().filter(|o| wanted(o)) {
             let v = j!({
                 "event_type": "trade", "id": t.id.to_string(), "taker_order_id": t.taker_order_id.to_string(),
-                "market": t.condition_id, "asset_id": t.asset_id, "side": t.side.as_str(),
-                "size": fmt_amount(t.size), "price": fmt_price(t.price), "status": status, "outcome": t.outcome,
+                "market": t.token.condition_id, "asset_id": t.token.token_id, "side": t.side.as_str(),
+                "size": fmt_amount(t.size), "price": fmt_price(t.price), "status": status, "outcome": t.token.outcome,
                 "owner": owner.to_string(), "trader_side": if owner == t.owner { "TAKER" } else { "MAKER" },
                 "matchtime": t.match_time.to_string(), "last_update": t.last_update.to_string(),
                 "transaction_hash": t.tx_hash(), "error_msg": t.error_msg, "timestamp": ts,
                 "maker_orders": t.maker_orders.iter().map(|m| j!({
-                    "asset_id": m.asset_id, "matched_amount": fmt_amount(m.matched_amount),
-                    "order_id": m.order_id.to_string(), "outcome": m.outcome, "owner": m.owner.to_string(),
+                    "asset_id": m.token.token_id, "matched_amount": fmt_amount(m.matched_amount),
+                    "order_id": m.order_id.to_string(), "outcome": m.token.outcome, "owner": m.owner.to_string(),
                     "price": fmt_price(m.price), "side": m.side.as_str(),
                 })).collect::<Vec<_>>(),
             });
-            out.push(UserFrame { owner, market: t.condition_id.clone(), text: v.to_string().into() });
+            out.push(UserFrame { owner, market: t.token.condition_id.clone(), text: v.to_string().into() });
         }
     }
     out
@@ -338,7 +338,7 @@ pub fn render(p: &Published, wanted: [bool; 2]) -> Vec<Frame> {
         }
         for t in trades {
             // The trade in YES terms, then as this token sees it.
-            let taker_outcome = m.outcome_index(&t.asset_id).unwrap_or(0);
+            let taker_outcome = m.outcome_index(&t.token.token_id).unwrap_or(0);
             let (yes_price, yes_side) = mirror(taker_outcome, t.price, t.side);
             let (price, side) = mirror(outcome, yes_price, yes_side);
             msgs.push(j!({

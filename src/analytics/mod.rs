@@ -158,20 +158,20 @@ fn fill(t: &TradeRecord, role: u8) -> Fill<'_> {
         Fill {
             wallet: &t.maker_address,
             side: t.side,
-            asset: &t.asset_id,
+            asset: &t.token.token_id,
             size: t.size,
             price: t.price,
-            outcome: &t.outcome,
+            outcome: &t.token.outcome,
         }
     } else {
         let m = &t.maker_orders[0];
         Fill {
             wallet: &m.maker_address,
             side: m.side,
-            asset: &m.asset_id,
+            asset: &m.token.token_id,
             size: m.matched_amount,
             price: m.price,
-            outcome: &m.outcome,
+            outcome: &m.token.outcome,
         }
     }
 }
@@ -215,7 +215,7 @@ impl TradeFilter {
             && self.side.is_none_or(|s| s == f.side)
             && self.cash_min.is_none_or(|c| cash(f) >= c)
             && self.tokens_min.is_none_or(|c| f.size >= c)
-            && self.markets.as_ref().is_none_or(|m| m.contains(&t.market_idx))
+            && self.markets.as_ref().is_none_or(|m| m.contains(&t.token.market_idx))
     }
 }
 
@@ -349,7 +349,7 @@ fn trades(s: Arc<AppState>, r: Req) -> ApiResult {
         }
         if skipped < offset {
             skipped += 1;
-        } else if let Some(view) = s.registry.condition(&t.condition_id) {
+        } else if let Some(view) = s.registry.condition(&t.token.condition_id) {
             out.push(trade_json(t, &f, &*ctxs.get(&s, &view)?));
         }
         Ok(ControlFlow::Continue(()))
@@ -670,7 +670,7 @@ fn activity(s: Arc<AppState>, r: Req) -> ApiResult {
                 let a = ops.pop_front().expect("front");
                 page.push(&s, &a.condition_id, |ctx| ctf_json(&a, &user, ctx))?;
             }
-            page.push(&s, &t.condition_id, |ctx| {
+            page.push(&s, &t.token.condition_id, |ctx| {
                 let mut v = trade_json(t, &f, ctx);
                 v["type"] = j!("TRADE");
                 v["size"] = number(&fmt_amount(f.size));

@@ -685,8 +685,8 @@ pub fn trade_json(t: &TradeRecord, viewer: Uuid) -> Value {
     j!({
         "id": t.id.to_string(),
         "taker_order_id": t.taker_order_id.to_string(),
-        "market": t.condition_id,
-        "asset_id": t.asset_id,
+        "market": t.token.condition_id,
+        "asset_id": t.token.token_id,
         "side": t.side.as_str(),
         "size": fmt_amount(t.size),
         "price": fmt_price(t.price),
@@ -694,7 +694,7 @@ pub fn trade_json(t: &TradeRecord, viewer: Uuid) -> Value {
         "status": t.status.as_str(),
         "match_time": t.match_time.to_string(),
         "last_update": t.last_update.to_string(),
-        "outcome": t.outcome,
+        "outcome": t.token.outcome,
         "bucket_index": t.bucket_index,
         "owner": if t.owner == viewer { t.owner.to_string() } else { viewer.to_string() },
         "maker_address": t.maker_address,
@@ -704,8 +704,8 @@ pub fn trade_json(t: &TradeRecord, viewer: Uuid) -> Value {
             "maker_address": m.maker_address,
             "matched_amount": fmt_amount(m.matched_amount),
             "price": fmt_price(m.price),
-            "asset_id": m.asset_id,
-            "outcome": m.outcome,
+            "asset_id": m.token.token_id,
+            "outcome": m.token.outcome,
             "side": m.side.as_str(),
             "fee_rate_bps": m.fee_rate_bps.to_string(),
         })).collect::<Vec<_>>(),
@@ -739,8 +739,9 @@ fn list_trades(s: Arc<AppState>, r: Req) -> ApiResult {
         let Some(t) = s.store.get_trade(&id)? else { continue };
         let f = |k: &str| q.get(k).filter(|x| !x.is_empty());
         if f("id").is_some_and(|x| *x != t.id.to_string())
-            || f("market").is_some_and(|x| **x != *t.condition_id)
-            || f("asset_id").is_some_and(|x| **x != *t.asset_id && !t.maker_orders.iter().any(|m| *m.asset_id == **x))
+            || f("market").is_some_and(|x| **x != *t.token.condition_id)
+            || f("asset_id")
+                .is_some_and(|x| **x != *t.token.token_id && !t.maker_orders.iter().any(|m| *m.token.token_id == **x))
             || f("maker_address").is_some_and(|x| {
                 let x = x.to_lowercase();
                 *x != *t.maker_address && !t.maker_orders.iter().any(|m| *m.maker_address == *x)

@@ -597,16 +597,188 @@ impl TradeStatus {
     }
 }
 
-/// The maker side of one fill.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The token one side of a trade traded, with its market: one per market and outcome,
+/// shared by every trade on it as [`OrderToken`] is by orders — a fill clones one pointer a
+/// side instead of three strings, whose counts the persister lowers again on another core
+/// (docs/performance.md). A trade does not store its outcome's index, so this has none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TradeToken {
+    pub market_idx: u32,
+    pub condition_id: Arc<str>,
+    pub token_id: Arc<str>,
+    pub outcome: Arc<str>,
+}
+
+impl TradeToken {
+    /// An order token's market and token, sharing its strings.
+    pub fn of(t: &OrderToken) -> Arc<TradeToken> {
+        Arc::new(TradeToken {
+            market_idx: t.market_idx,
+            condition_id: t.condition_id.clone(),
+            token_id: t.token_id.clone(),
+            outcome: t.outcome.clone(),
+        })
+    }
+}
+
+/// The maker side of one fill. Stored with its token's id and outcome in line (the market's
+/// are the trade's); decoded as part of its [`TradeRecord`].
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MakerFill {
     pub order_id: Uuid,
     pub owner: Uuid,
-    #[serde(with = "super::packed")]
     pub maker_address: Arc<str>,
     /// Tokens of the maker's own asset that changed hands.
     pub matched_amount: u64,
     /// Execution price in the maker's own token.
+    pub price: u32,
+    /// The maker's own token (shared).
+    pub token: Arc<TradeToken>,
+    pub side: Side,
+    pub fee_rate_bps: u32,
+    pub fee: u64,
+}
+
+/// How a [`MakerFill`] is written: its fields in the stored order, borrowed.
+#[derive(Serialize)]
+#[serde(rename = "MakerFill")]
+struct MakerFillOut<'a> {
+    order_id: &'a Uuid,
+    owner: &'a Uuid,
+    #[serde(serialize_with = "super::packed::serialize")]
+    maker_address: &'a Arc<str>,
+    matched_amount: u64,
+    price: u32,
+    #[serde(serialize_with = "super::packed::serialize")]
+    asset_id: &'a Arc<str>,
+    outcome: &'a Arc<str>,
+    side: Side,
+    fee_rate_bps: u32,
+    fee: u64,
+}
+
+impl Serialize for MakerFill {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        MakerFillOut {
+            order_id: &self.order_id,
+            owner: &self.owner,
+            maker_address: &self.maker_address,
+            matched_amount: self.matched_amount,
+            price: self.price,
+            asset_id: &self.token.token_id,
+            outcome: &self.token.outcome,
+            side: self.side,
+            fee_rate_bps: self.fee_rate_bps,
+            fee: self.fee,
+        }
+        .serialize(s)
+    }
+}
+
+/// One fill: a taker order against one resting maker order, at the maker's price. Held with
+/// each side's token shared; stored with the tokens' fields in line, in the order of
+/// [`FlatTradeRecord`] (which it decodes through, and which also reads version-1 JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(from = "FlatTradeRecord")]
+pub struct TradeRecord {
+    pub id: Uuid,
+    pub seq: u64,
+    pub taker_order_id: Uuid,
+    /// The taker's token, and the trade's market (shared).
+    pub token: Arc<TradeToken>,
+    pub side: Side,
+    pub size: u64,
+    /// Execution price in the taker's token, 1e-4 units.
+    pub price: u32,
+    pub fee_rate_bps: u32,
+    pub status: TradeStatus,
+    pub match_time: u64,
+    pub last_update: u64,
+    /// Position of this fill within the taker order's match (0, 1, ...).
+    pub bucket_index: u32,
+    /// Taker's API key.
+    pub owner: Uuid,
+    pub maker_address: Arc<str>,
+    pub maker_orders: Vec<MakerFill>,
+    /// Empty in ledger mode, where [`TradeRecord::tx_hash`] derives the hash on display.
+    pub transaction_hash: String,
+    pub taker_fee: u64,
+    pub error_msg: Option<String>,
+    /// COMPLEMENTARY, MINT or MERGE (the exchange contract's match type).
+    pub match_type: MatchType,
+}
+
+/// How a [`TradeRecord`] is written: its fields in the stored order, borrowed, the taker's
+/// token in line. Keep in step with [`FlatTradeRecord`] (a test checks both encode alike).
+#[derive(Serialize)]
+#[serde(rename = "TradeRecord")]
+struct TradeRecordOut<'a> {
+    id: &'a Uuid,
+    seq: u64,
+    taker_order_id: &'a Uuid,
+    market_idx: u32,
+    #[serde(serialize_with = "super::packed::serialize")]
+    condition_id: &'a Arc<str>,
+    #[serde(serialize_with = "super::packed::serialize")]
+    asset_id: &'a Arc<str>,
+    side: Side,
+    size: u64,
+    price: u32,
+    fee_rate_bps: u32,
+    status: TradeStatus,
+    match_time: u64,
+    last_update: u64,
+    outcome: &'a Arc<str>,
+    bucket_index: u32,
+    owner: &'a Uuid,
+    #[serde(serialize_with = "super::packed::serialize")]
+    maker_address: &'a Arc<str>,
+    maker_orders: &'a [MakerFill],
+    #[serde(serialize_with = "super::packed::serialize")]
+    transaction_hash: &'a String,
+    taker_fee: u64,
+    error_msg: &'a Option<String>,
+    match_type: MatchType,
+}
+
+impl Serialize for TradeRecord {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        TradeRecordOut {
+            id: &self.id,
+            seq: self.seq,
+            taker_order_id: &self.taker_order_id,
+            market_idx: self.token.market_idx,
+            condition_id: &self.token.condition_id,
+            asset_id: &self.token.token_id,
+            side: self.side,
+            size: self.size,
+            price: self.price,
+            fee_rate_bps: self.fee_rate_bps,
+            status: self.status,
+            match_time: self.match_time,
+            last_update: self.last_update,
+            outcome: &self.token.outcome,
+            bucket_index: self.bucket_index,
+            owner: &self.owner,
+            maker_address: &self.maker_address,
+            maker_orders: &self.maker_orders,
+            transaction_hash: &self.transaction_hash,
+            taker_fee: self.taker_fee,
+            error_msg: &self.error_msg,
+            match_type: self.match_type,
+        }
+        .serialize(s)
+    }
+}
+
+/// [`MakerFill`] as it is stored.
+#[derive(Serialize, Deserialize)]
+pub struct FlatMakerFill {
+    pub order_id: Uuid,
+    pub owner: Uuid,
+    #[serde(with = "super::packed")]
+    pub maker_address: Arc<str>,
+    pub matched_amount: u64,
     pub price: u32,
     #[serde(with = "super::packed")]
     pub asset_id: Arc<str>,
@@ -616,9 +788,10 @@ pub struct MakerFill {
     pub fee: u64,
 }
 
-/// One fill: a taker order against one resting maker order, at the maker's price.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TradeRecord {
+/// [`TradeRecord`] as it is stored: each side's token in line. Keep in step with
+/// `TradeRecordOut`.
+#[derive(Serialize, Deserialize)]
+pub struct FlatTradeRecord {
     pub id: Uuid,
     pub seq: u64,
     pub taker_order_id: Uuid,
@@ -630,27 +803,123 @@ pub struct TradeRecord {
     pub asset_id: Arc<str>,
     pub side: Side,
     pub size: u64,
-    /// Execution price in the taker's token, 1e-4 units.
     pub price: u32,
     pub fee_rate_bps: u32,
     pub status: TradeStatus,
     pub match_time: u64,
     pub last_update: u64,
     pub outcome: Arc<str>,
-    /// Position of this fill within the taker order's match (0, 1, ...).
     pub bucket_index: u32,
-    /// Taker's API key.
     pub owner: Uuid,
     #[serde(with = "super::packed")]
     pub maker_address: Arc<str>,
-    pub maker_orders: Vec<MakerFill>,
-    /// Empty in ledger mode, where [`TradeRecord::tx_hash`] derives the hash on display.
+    pub maker_orders: Vec<FlatMakerFill>,
     #[serde(with = "super::packed")]
     pub transaction_hash: String,
     pub taker_fee: u64,
     pub error_msg: Option<String>,
-    /// COMPLEMENTARY, MINT or MERGE (the exchange contract's match type).
     pub match_type: MatchType,
+}
+
+impl From<FlatTradeRecord> for TradeRecord {
+    fn from(f: FlatTradeRecord) -> TradeRecord {
+        let token = Arc::new(TradeToken {
+            market_idx: f.market_idx,
+            condition_id: f.condition_id,
+            token_id: f.asset_id,
+            outcome: f.outcome,
+        });
+        let maker_orders = f
+            .maker_orders
+            .into_iter()
+            .map(|m| MakerFill {
+                order_id: m.order_id,
+                owner: m.owner,
+                maker_address: m.maker_address,
+                matched_amount: m.matched_amount,
+                price: m.price,
+                // The taker's own, when the maker traded the same token.
+                token: if m.asset_id == token.token_id && m.outcome == token.outcome {
+                    token.clone()
+                } else {
+                    Arc::new(TradeToken {
+                        market_idx: token.market_idx,
+                        condition_id: token.condition_id.clone(),
+                        token_id: m.asset_id,
+                        outcome: m.outcome,
+                    })
+                },
+                side: m.side,
+                fee_rate_bps: m.fee_rate_bps,
+                fee: m.fee,
+            })
+            .collect();
+        TradeRecord {
+            id: f.id,
+            seq: f.seq,
+            taker_order_id: f.taker_order_id,
+            token,
+            side: f.side,
+            size: f.size,
+            price: f.price,
+            fee_rate_bps: f.fee_rate_bps,
+            status: f.status,
+            match_time: f.match_time,
+            last_update: f.last_update,
+            bucket_index: f.bucket_index,
+            owner: f.owner,
+            maker_address: f.maker_address,
+            maker_orders,
+            transaction_hash: f.transaction_hash,
+            taker_fee: f.taker_fee,
+            error_msg: f.error_msg,
+            match_type: f.match_type,
+        }
+    }
+}
+
+impl From<&TradeRecord> for FlatTradeRecord {
+    fn from(t: &TradeRecord) -> FlatTradeRecord {
+        FlatTradeRecord {
+            id: t.id,
+            seq: t.seq,
+            taker_order_id: t.taker_order_id,
+            market_idx: t.token.market_idx,
+            condition_id: t.token.condition_id.clone(),
+            asset_id: t.token.token_id.clone(),
+            side: t.side,
+            size: t.size,
+            price: t.price,
+            fee_rate_bps: t.fee_rate_bps,
+            status: t.status,
+            match_time: t.match_time,
+            last_update: t.last_update,
+            outcome: t.token.outcome.clone(),
+            bucket_index: t.bucket_index,
+            owner: t.owner,
+            maker_address: t.maker_address.clone(),
+            maker_orders: t
+                .maker_orders
+                .iter()
+                .map(|m| FlatMakerFill {
+                    order_id: m.order_id,
+                    owner: m.owner,
+                    maker_address: m.maker_address.clone(),
+                    matched_amount: m.matched_amount,
+                    price: m.price,
+                    asset_id: m.token.token_id.clone(),
+                    outcome: m.token.outcome.clone(),
+                    side: m.side,
+                    fee_rate_bps: m.fee_rate_bps,
+                    fee: m.fee,
+                })
+                .collect(),
+            transaction_hash: t.transaction_hash.clone(),
+            taker_fee: t.taker_fee,
+            error_msg: t.error_msg.clone(),
+            match_type: t.match_type,
+        }
+    }
 }
 
 impl TradeRecord {
@@ -788,7 +1057,7 @@ impl TradeRecord {
             Leg {
                 address: &self.maker_address,
                 side: self.side,
-                token: &self.asset_id,
+                token: &self.token.token_id,
                 size: q,
                 amount: taker_amount,
                 fee: self.taker_fee,
@@ -796,7 +1065,7 @@ impl TradeRecord {
             Leg {
                 address: &m.maker_address,
                 side: m.side,
-                token: &m.asset_id,
+                token: &m.token.token_id,
                 size: m.matched_amount,
                 amount: maker_amount,
                 fee: m.fee,
@@ -867,17 +1136,17 @@ impl NotificationRecord {
     /// the trade settled.
     pub fn of(t: &TradeRecord, owner: Uuid, kind: NotificationKind) -> NotificationRecord {
         let (side, size, price, asset, trader_side) = if owner == t.owner {
-            (t.side, t.size, t.price, t.asset_id.clone(), TraderSide::Taker)
+            (t.side, t.size, t.price, t.token.token_id.clone(), TraderSide::Taker)
         } else {
             let m = t.maker_orders.iter().find(|m| m.owner == owner).expect("owner took part");
-            (m.side, m.matched_amount, m.price, m.asset_id.clone(), TraderSide::Maker)
+            (m.side, m.matched_amount, m.price, m.token.token_id.clone(), TraderSide::Maker)
         };
         NotificationRecord {
             kind,
             owner,
             trade_id: t.id,
             trade_seq: t.seq,
-            market: t.condition_id.clone(),
+            market: t.token.condition_id.clone(),
             asset_id: asset,
             side,
             size,

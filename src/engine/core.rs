@@ -292,6 +292,9 @@ pub struct MarketState {
     /// What this market's orders hold as their token, per outcome: one allocation shared by
     /// every order placed on it.
     pub order_tokens: [Arc<OrderToken>; 2],
+    /// What this market's trades hold as each side's token, per outcome (sharing the order
+    /// tokens' strings).
+    pub trade_tokens: [Arc<TradeToken>; 2],
 }
 
 /// The whole matching state.
@@ -412,6 +415,7 @@ impl Core {
             .map(|asset| self.ledger.acct(&self.fee_address, asset))
             .collect();
         let order_tokens = [0, 1].map(|i| OrderToken::of(&m, i));
+        let trade_tokens = order_tokens.each_ref().map(|t| TradeToken::of(t));
         let assets = [0, 1].map(|i| self.ledger.asset(&m.tokens[i].token_id));
         self.markets.push(MarketState {
             book: Book::new(m.tick),
@@ -420,6 +424,7 @@ impl Core {
             fee_accts,
             assets,
             order_tokens,
+            trade_tokens,
         });
     }
 
@@ -446,7 +451,12 @@ impl Core {
 
     /// Re-queues a PENDING trade at startup (oldest first): holds what its parties pay and
     /// expects what they receive.
-    pub fn restore_pending(&mut self, t: TradeRecord) {
+    pub fn restore_pending(&mut self, mut t: TradeRecord) {
+        // Each side's token shared with the market's, as a match's are.
+        self.share_token(&mut t.token);
+        for m in &mut t.maker_orders {
+            self.share_token(&mut m.token);
+        }
         let accts = t.legs().each_ref().map(|l| self.leg_accts(l));
         let pending = Pending::new(Arc::new(t), accts);
         // Held from the flows settlement releases.
@@ -455,6 +465,16 @@ impl Core {
         }
         self.expect_receipts(&pending.flows);
         self.pending.push_back(pending);
+    }
+
+    /// `t` replaced by its market's shared token, when it is one of the catalogue's.
+    fn share_token(&self, t: &mut Arc<TradeToken>) {
+        if let Some(&(midx, i)) = self.tokens.get(&*t.token_id) {
+            let shared = &self.markets[midx as usize].trade_tokens[i as usize];
+            if **shared == **t {
+                *t = shared.clone();
+            }
+        }
     }
 
     /// The ledger accounts a trade's leg pays from and receives into, and its fee account.
@@ -778,9 +798,7 @@ impl Core {
                 id: Uuid::from_u64_pair(self.id_prefix, self.next_trade_seq),
                 seq: self.next_trade_seq,
                 taker_order_id: t.id,
-                market_idx: t.token.market_idx,
-                condition_id: t.token.condition_id.clone(),
-                asset_id: t.token.token_id.clone(),
+                token: self.markets[midx].trade_tokens[t.token.outcome_index as usize].clone(),
                 side: t.side,
                 size: q,
                 price: pt,
@@ -788,7 +806,6 @@ impl Core {
                 status: TradeStatus::Pending,
                 match_time: now,
                 last_update: now,
-                outcome: t.token.outcome.clone(),
                 bucket_index: trades.len() as u32,
                 owner: t.owner,
                 maker_address: t.maker.clone(),
@@ -798,8 +815,7 @@ impl Core {
                     maker_address: m.maker.clone(),
                     matched_amount: q,
                     price: pm,
-                    asset_id: m.token.token_id.clone(),
-                    outcome: m.token.outcome.clone(),
+                    token: self.markets[midx].trade_tokens[m.token.outcome_index as usize].clone(),
                     side: m.side,
                     fee_rate_bps: m.fee_rate_bps,
                     fee: maker_fee,
@@ -974,9 +990,7 @@ impl Core {
         if m.closed || !m.accepting_orders {
             return Err(Reject::MarketClosed);
         }
-        let token: Arc<str> = Arc::from(m.tokens[outcome as usize].token_id.as_str());
-        let outcome_name: Arc<str> = Arc::from(m.tokens[outcome as usize].outcome.as_str());
-        let condition_id: Arc<str> = Arc::from(m.condition_id.as_str());
+        let token = self.markets[midx as usize].trade_tokens[outcome as usize].clone();
         let maker_side = match f.side {
             Side::Buy => Side::Sell,
             Side::Sell => Side::Buy,
@@ -985,9 +999,7 @@ impl Core {
             id: Uuid::from_u64_pair(self.id_prefix, self.next_trade_seq),
             seq: self.next_trade_seq,
             taker_order_id: f.request_id,
-            market_idx: midx,
-            condition_id,
-            asset_id: token.clone(),
+            token: token.clone(),
             side: f.side,
             size: f.size,
             price: f.price,
@@ -995,7 +1007,6 @@ impl Core {
             status: TradeStatus::Pending,
             match_time: now,
             last_update: now,
-            outcome: outcome_name.clone(),
             bucket_index: 0,
             owner: f.taker.0,
             maker_address: f.taker.1.clone(),
@@ -1005,8 +1016,7 @@ impl Core {
                 maker_address: f.maker.1.clone(),
                 matched_amount: f.size,
                 price: f.price,
-                asset_id: token,
-                outcome: outcome_name,
+                token,
                 side: maker_side,
                 fee_rate_bps: 0,
                 fee: 0,
@@ -1412,30 +1422,38 @@ mod tests {
 
     /// A resting order's writes fit the list a command's batch starts with, and a crossing
     /// order's, for one to three fills, the room it reserves: neither list grows.
-    #[test]
-    fn placements_write_into_the_room_their_batch_has() {
+    /// One market ("1" Yes, "2" No) and five wallets funded with collateral and "1".
+    fn market_and_wallets() -> (Core, Vec<Arc<str>>) {
         let tok = |id: &str, outcome: &str| Token { token_id: id.into(), outcome: outcome.into() };
         let mut core = Core::new("0xfee".into());
         core.add_market(Market::binary("0xc", tok("1", "Yes"), tok("2", "No"), 100, 1));
-        let token = core.markets[0].order_tokens[0].clone();
         let wallets: Vec<Arc<str>> = (1..=5).map(|i| format!("0x{i:040x}").into()).collect();
         let mut setup = Batch::default();
         for w in &wallets {
             core.credit(w, COLLATERAL, 1 << 40, &mut setup);
             core.credit(w, "1", 1 << 40, &mut setup);
         }
-        let order = |n: usize, w: usize, side: Side, size: u64| {
-            let mut o = record(n, &wallets[w], &token, side, 0);
-            let cost = size * 4 / 10;
-            (o.original_size, o.maker_amount, o.taker_amount) =
-                if side == Side::Buy { (size, cost, size) } else { (size, size, cost) };
-            o.signature = "0x01".into();
-            Arc::new(o)
-        };
+        (core, wallets)
+    }
+
+    /// Order `n` of wallet `w` for `size` of the market's first token at 0.40.
+    fn order_of(core: &Core, wallets: &[Arc<str>], n: usize, w: usize, side: Side, size: u64) -> Arc<OrderRecord> {
+        let mut o = record(n, &wallets[w], &core.markets[0].order_tokens[0], side, 0);
+        let cost = size * 4 / 10;
+        (o.original_size, o.maker_amount, o.taker_amount) =
+            if side == Side::Buy { (size, cost, size) } else { (size, size, cost) };
+        o.signature = "0x01".into();
+        Arc::new(o)
+    }
+
+    #[test]
+    fn placements_write_into_the_room_their_batch_has() {
+        let (mut core, wallets) = market_and_wallets();
+        let order = |core: &Core, n, w, side, size| order_of(core, &wallets, n, w, side, size);
         // Three makers offer one token at 0.40 twice each.
         for n in 0..6 {
             let mut batch = Batch::for_command();
-            let placed = core.place(order(n, n % 3, Side::Sell, 1_000_000), false, 1, &mut batch).unwrap();
+            let placed = core.place(order(&core, n, n % 3, Side::Sell, 1_000_000), false, 1, &mut batch).unwrap();
             assert!(placed.trades.is_empty());
             assert!(batch.ops.len() <= 4, "a resting order wrote {}", batch.ops.len());
             assert_eq!(batch.ops.capacity(), Batch::for_command().ops.capacity());
@@ -1443,7 +1461,7 @@ mod tests {
         // Takers of one fill, two and three (the largest sweep the room is for).
         for (n, w, size, fills) in [(10, 3, 1_000_000, 1), (11, 4, 2_000_000, 2), (12, 3, 3_000_000, 3)] {
             let mut batch = Batch::for_command();
-            let placed = core.place(order(n, w, Side::Buy, size), false, 1, &mut batch).unwrap();
+            let placed = core.place(order(&core, n, w, Side::Buy, size), false, 1, &mut batch).unwrap();
             assert_eq!(placed.trades.len(), fills);
             // The taker lists every trade it took part in, in match order.
             let ids: Vec<Uuid> = placed.trades.iter().map(|t| t.id).collect();
@@ -1452,6 +1470,31 @@ mod tests {
             assert!(len <= CROSSING_WRITES && cap == CROSSING_WRITES, "{fills} fills: {len} writes, room {cap}");
         }
         assert_eq!(core.markets[0].book.len(), 0, "every offer was taken");
+    }
+
+    /// A fill's two sides hold their market's shared tokens; a trade read back from the
+    /// store holds tokens of its own, equal to them, and shares the market's again once
+    /// restored at startup.
+    #[test]
+    fn trades_share_their_markets_tokens_and_get_them_back_at_startup() {
+        let (mut core, wallets) = market_and_wallets();
+        let mut batch = Batch::default();
+        core.place(order_of(&core, &wallets, 0, 0, Side::Sell, 1_000_000), false, 1, &mut batch).unwrap();
+        let placed = core.place(order_of(&core, &wallets, 1, 1, Side::Buy, 1_000_000), false, 1, &mut batch).unwrap();
+        let trade = &placed.trades[0];
+        let shared = &core.markets[0].trade_tokens[0];
+        assert!(Arc::ptr_eq(&trade.token, shared) && Arc::ptr_eq(&trade.maker_orders[0].token, shared));
+        assert_eq!(*trade.token.token_id, *core.markets[0].order_tokens[0].token_id);
+
+        let stored: TradeRecord = crate::store::Store::decode_value(cf::TRADES, &encode(&**trade)).unwrap();
+        assert_eq!(stored, **trade);
+        assert!(!Arc::ptr_eq(&stored.token, shared));
+        let (mut restarted, _) = market_and_wallets();
+        restarted.restore_pending(stored);
+        let restored = &restarted.pending[0].trade;
+        let shared = &restarted.markets[0].trade_tokens[0];
+        assert!(Arc::ptr_eq(&restored.token, shared) && Arc::ptr_eq(&restored.maker_orders[0].token, shared));
+        assert_eq!(**restored, **trade);
     }
 
     #[test]

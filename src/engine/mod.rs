@@ -570,7 +570,7 @@ fn run(
                 Ok(t) => {
                     batch.ops.extend(records.ops);
                     metrics.matches.inc();
-                    let idx = t.market_idx;
+                    let idx = t.token.market_idx;
                     finish(core, out, batch, &[idx], vec![t.clone()], None, reply, t);
                 }
                 Err(r) => {
@@ -659,7 +659,7 @@ fn finish<T: Send + 'static>(
                 let best = v.apply(&delta);
                 // After the view took the change (see `Feeds::wants_book`).
                 if events.wants_book(v.market.idx) {
-                    let trades = trades.iter().filter(|t| t.market_idx == v.market.idx).cloned().collect();
+                    let trades = trades.iter().filter(|t| t.token.market_idx == v.market.idx).cloned().collect();
                     events.send(Published::Book { view: v, delta, best, trades, durable_us });
                 }
             }

@@ -196,7 +196,7 @@ impl Sums {
         let day = index::trade_day(t);
         for (role, leg) in t.legs().iter().enumerate() {
             let p = index::leg_position(leg, e.sign);
-            for key in index::position_keys(t.market_idx, day, leg.address, leg.token) {
+            for key in index::position_keys(t.token.market_idx, day, leg.address, leg.token) {
                 self.counters.entry(key).or_default().add(&p);
             }
             // A trade enters its wallets' histories once, when written PENDING.

@@ -375,7 +375,7 @@ pub fn leg_position(leg: &Leg, sign: i64) -> Position {
 /// The `market_stats` operand of a trade (volume in collateral and count), times `sign`.
 pub fn market_stats(t: &TradeRecord, sign: i64) -> (&'static str, Vec<u8>, Vec<u8>) {
     let notional = crate::domain::mul_div_floor(t.size, t.price as u64, PRICE_ONE as u64) as i64;
-    (super::cf::MARKET_STATS, t.market_idx.to_be_bytes().to_vec(), encode_counters(&[sign * notional, sign]))
+    (super::cf::MARKET_STATS, t.token.market_idx.to_be_bytes().to_vec(), encode_counters(&[sign * notional, sign]))
 }
 
 /// The UTC day of a trade, as `wallet_days` keys it.

@@ -825,12 +825,12 @@ impl Store {
                     }
                     let tick = index::Tick {
                         id: t.id,
-                        asset_id: t.asset_id.to_string(),
+                        asset_id: t.token.token_id.to_string(),
                         price: t.price,
                         size: t.size,
                         side: t.side,
                     };
-                    let key = index::market_time_seq(t.market_idx, t.match_time, t.seq);
+                    let key = index::market_time_seq(t.token.market_idx, t.match_time, t.seq);
                     out.put(cf::TRADES_BY_MARKET, key, encode(&tick));
                     out.put(cf::PENDING_TRADES, t.seq.to_be_bytes(), t.id.as_bytes());
                 } else {
@@ -1708,16 +1708,20 @@ mod index_tests {
     use std::ops::ControlFlow;
 
     use super::*;
-    use crate::domain::{MakerFill, MatchType, Side};
+    use crate::domain::{FlatTradeRecord, MakerFill, MatchType, Side, TradeToken};
 
     fn trade(seq: u64, status: TradeStatus) -> TradeRecord {
+        let token = Arc::new(TradeToken {
+            market_idx: 2,
+            condition_id: "0xc".into(),
+            token_id: "11".into(),
+            outcome: "Yes".into(),
+        });
         TradeRecord {
             id: Uuid::from_u128(seq as u128),
             seq,
             taker_order_id: Uuid::from_u128(1000 + seq as u128),
-            market_idx: 2,
-            condition_id: "0xc".into(),
-            asset_id: "11".into(),
+            token: token.clone(),
             side: Side::Buy,
             size: 10_000_000,
             price: 4000,
@@ -1725,7 +1729,6 @@ mod index_tests {
             status,
             match_time: 1_700_000_000 + seq,
             last_update: 0,
-            outcome: "Yes".into(),
             bucket_index: 0,
             owner: Uuid::from_u128(1),
             maker_address: "0xtaker".into(),
@@ -1735,8 +1738,7 @@ mod index_tests {
                 maker_address: "0xmaker".into(),
                 matched_amount: 10_000_000,
                 price: 4000,
-                asset_id: "11".into(),
-                outcome: "Yes".into(),
+                token,
                 side: Side::Sell,
                 fee_rate_bps: 0,
                 fee: 0,
@@ -1785,6 +1787,29 @@ mod index_tests {
         assert_eq!(store.get_raw(cf::MARKET_STATS, b"k").unwrap(), None);
         store.write([&del, &one(vec![(true, 4)])], true).unwrap();
         assert_eq!(sum(&store), vec![4]);
+    }
+
+    /// A trade holds each side's token shared; it encodes with their fields in line, as
+    /// its own fields were stored, and decodes to an equal record (a maker of the same
+    /// token sharing the taker's), from version-1 JSON too.
+    #[test]
+    fn trades_encode_their_tokens_in_line() {
+        let same = trade(1, TradeStatus::Pending);
+        let mut mint = trade(2, TradeStatus::Confirmed);
+        mint.match_type = MatchType::Mint;
+        mint.maker_orders[0].token =
+            Arc::new(TradeToken { token_id: "12".into(), outcome: "No".into(), ..(*mint.token).clone() });
+        for t in [same, mint] {
+            let bytes = encode(&t);
+            assert_eq!(bytes, encode(&FlatTradeRecord::from(&t)));
+            let back = decode::<TradeRecord>(cf::TRADES, &bytes).unwrap();
+            assert_eq!(back, t);
+            let shared = Arc::ptr_eq(&back.token, &back.maker_orders[0].token);
+            assert_eq!(shared, t.match_type == MatchType::Complementary);
+            let mut v1 = vec![VERSION_JSON];
+            v1.extend_from_slice(&serde_json::to_vec(&FlatTradeRecord::from(&t)).unwrap());
+            assert_eq!(decode::<TradeRecord>(cf::TRADES, &v1).unwrap(), t);
+        }
     }
 
     fn write(store: &Store, t: TradeRecord) {
