@@ -1420,8 +1420,6 @@ mod tests {
         assert!(held > 1 << (MEMO_BITS - 1), "{held} slots in use");
     }
 
-    /// A resting order's writes fit the list a command's batch starts with, and a crossing
-    /// order's, for one to three fills, the room it reserves: neither list grows.
     /// One market ("1" Yes, "2" No) and five wallets funded with collateral and "1".
     fn market_and_wallets() -> (Core, Vec<Arc<str>>) {
         let tok = |id: &str, outcome: &str| Token { token_id: id.into(), outcome: outcome.into() };
@@ -1446,6 +1444,8 @@ mod tests {
         Arc::new(o)
     }
 
+    /// A resting order's writes fit the list a command's batch starts with, and a crossing
+    /// order's, for one to three fills, the room it reserves: neither list grows.
     #[test]
     fn placements_write_into_the_room_their_batch_has() {
         let (mut core, wallets) = market_and_wallets();
