@@ -773,52 +773,52 @@ impl Serialize for TradeRecord {
 
 /// [`MakerFill`] as it is stored.
 #[derive(Serialize, Deserialize)]
-pub struct FlatMakerFill {
-    pub order_id: Uuid,
-    pub owner: Uuid,
+struct FlatMakerFill {
+    order_id: Uuid,
+    owner: Uuid,
     #[serde(with = "super::packed")]
-    pub maker_address: Arc<str>,
-    pub matched_amount: u64,
-    pub price: u32,
+    maker_address: Arc<str>,
+    matched_amount: u64,
+    price: u32,
     #[serde(with = "super::packed")]
-    pub asset_id: Arc<str>,
-    pub outcome: Arc<str>,
-    pub side: Side,
-    pub fee_rate_bps: u32,
-    pub fee: u64,
+    asset_id: Arc<str>,
+    outcome: Arc<str>,
+    side: Side,
+    fee_rate_bps: u32,
+    fee: u64,
 }
 
 /// [`TradeRecord`] as it is stored: each side's token in line. Keep in step with
 /// `TradeRecordOut`.
 #[derive(Serialize, Deserialize)]
 pub struct FlatTradeRecord {
-    pub id: Uuid,
-    pub seq: u64,
-    pub taker_order_id: Uuid,
-    pub market_idx: u32,
+    id: Uuid,
+    seq: u64,
+    taker_order_id: Uuid,
+    market_idx: u32,
     #[serde(with = "super::packed")]
-    pub condition_id: Arc<str>,
+    condition_id: Arc<str>,
     /// The taker's token.
     #[serde(with = "super::packed")]
-    pub asset_id: Arc<str>,
-    pub side: Side,
-    pub size: u64,
-    pub price: u32,
-    pub fee_rate_bps: u32,
-    pub status: TradeStatus,
-    pub match_time: u64,
-    pub last_update: u64,
-    pub outcome: Arc<str>,
-    pub bucket_index: u32,
-    pub owner: Uuid,
+    asset_id: Arc<str>,
+    side: Side,
+    size: u64,
+    price: u32,
+    fee_rate_bps: u32,
+    status: TradeStatus,
+    match_time: u64,
+    last_update: u64,
+    outcome: Arc<str>,
+    bucket_index: u32,
+    owner: Uuid,
     #[serde(with = "super::packed")]
-    pub maker_address: Arc<str>,
-    pub maker_orders: Vec<FlatMakerFill>,
+    maker_address: Arc<str>,
+    maker_orders: Vec<FlatMakerFill>,
     #[serde(with = "super::packed")]
-    pub transaction_hash: String,
-    pub taker_fee: u64,
-    pub error_msg: Option<String>,
-    pub match_type: MatchType,
+    transaction_hash: String,
+    taker_fee: u64,
+    error_msg: Option<String>,
+    match_type: MatchType,
 }
 
 impl From<FlatTradeRecord> for TradeRecord {
