@@ -486,14 +486,15 @@ const SCATTERED_WRITE_BUFFER_BYTES: usize = 16 << 20;
 const REWRITTEN_WRITE_BUFFER_BYTES: usize = 4 << 20;
 
 /// Memtable sizes of the two families every new resting order writes, by sequence: its
-/// record (≈ 200 bytes) and its signature (≈ 65). A start after kill -9 replays the log
-/// back to the oldest write a memtable still holds, so the largest memtable sets how much
-/// log the first start reads and flushes again; at RocksDB's default of 64 MB each, the
-/// signatures' (a third of the bytes per order) reached back furthest. Sized to hold about
-/// as many orders as each other and as `open_by_owner`'s 16 MB, the first start after
-/// kill -9 with 1,000,000 open orders took 1.47–1.87 s against 1.65–2.22 (seven
-/// alternating pairs, faster in six) and held ≈ 40 MB less memory; `store/commit` did not
-/// move (docs/performance.md, "Memtables sized to the log a crash replays").
+/// record (≈ 200 bytes) and its signature (≈ 65). A start after kill -9 reads the log back
+/// to the oldest write any memtable still held, inserts again what the unflushed memtables
+/// held, and flushes them before the store opens: at RocksDB's default of 64 MB each these
+/// two were most of that work, and the signatures' (three times as many orders as the
+/// records' at the same size) reached furthest back. Sized to hold about as many orders as
+/// each other and as `open_by_owner`'s 16 MB, the first start after kill -9 with 1,000,000
+/// open orders took 1.47–2.25 s against 1.65–2.22 (seven alternating pairs, faster in six;
+/// means 1.74 and 1.91 s) and held ≈ 40 MB less memory; `store/commit` did not move
+/// (docs/performance.md, "Memtables sized to the log a crash replays").
 const LIVE_ORDERS_WRITE_BUFFER_BYTES: usize = 32 << 20;
 const SIGNATURES_WRITE_BUFFER_BYTES: usize = 16 << 20;
 
