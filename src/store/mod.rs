@@ -498,14 +498,15 @@ const REWRITTEN_WRITE_BUFFER_BYTES: usize = 4 << 20;
 const LIVE_ORDERS_WRITE_BUFFER_BYTES: usize = 32 << 20;
 const SIGNATURES_WRITE_BUFFER_BYTES: usize = 16 << 20;
 
-/// Memtables a family with small ones (the two sizes above) may hold, the one written and
+/// Memtables a family with smaller ones (the sizes above) may hold, the one written and
 /// those waiting for the flush thread. With RocksDB's default of two, a small memtable
 /// fills while the one before waits behind other families' flushes (one flush thread on
 /// two cores), and every write stops until it is flushed: fills spread over 1,000 wallets
 /// stopped 0.23–0.73 s in each 17 s run (`ledger`, `trades_by_wallet`), for commit
 /// latencies up to 96–260 ms. With three, no run stopped and the worst commit took ≈ 40
 /// ms; fills/s and p99 did not move (docs/performance.md, "Write stops behind the
-/// flush thread"). At most 104 MB more memtable, held only while flushes lag.
+/// flush thread"). At most 152 MB more memtable, held only while flushes lag (and less
+/// than `live_orders` and `order_signatures` could hold at RocksDB's default sizes).
 const SMALL_MEMTABLES: i32 = 3;
 
 /// Bound on the write-ahead log kept on disk. A log file is deleted only once every family
@@ -592,16 +593,19 @@ impl Store {
             if cf::COUNTERS.contains(n) {
                 o.set_merge_operator_associative("sum_i64", index::sum_counters);
             }
-            if cf::COUNTERS.contains(n) || *n == cf::LEDGER {
-                o.set_write_buffer_size(REWRITTEN_WRITE_BUFFER_BYTES);
+            let memtable = if cf::COUNTERS.contains(n) || *n == cf::LEDGER {
+                Some(REWRITTEN_WRITE_BUFFER_BYTES)
             } else if cf::SCATTERED.contains(n) {
-                o.set_write_buffer_size(SCATTERED_WRITE_BUFFER_BYTES);
+                Some(SCATTERED_WRITE_BUFFER_BYTES)
             } else if *n == cf::LIVE_ORDERS {
-                o.set_write_buffer_size(LIVE_ORDERS_WRITE_BUFFER_BYTES);
+                Some(LIVE_ORDERS_WRITE_BUFFER_BYTES)
             } else if *n == cf::ORDER_SIGNATURES {
-                o.set_write_buffer_size(SIGNATURES_WRITE_BUFFER_BYTES);
-            }
-            if cf::COUNTERS.contains(n) || *n == cf::LEDGER || cf::SCATTERED.contains(n) {
+                Some(SIGNATURES_WRITE_BUFFER_BYTES)
+            } else {
+                None // RocksDB's default, 64 MB
+            };
+            if let Some(bytes) = memtable {
+                o.set_write_buffer_size(bytes);
                 o.set_max_write_buffer_number(SMALL_MEMTABLES);
             }
             ColumnFamilyDescriptor::new(*n, o)
