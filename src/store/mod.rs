@@ -190,11 +190,7 @@ pub mod meta {
     /// Key of a market's last trade (YES price, taker side in YES terms).
     /// Built at its final size: every crossing order writes one, on the matching thread.
     pub fn last_trade(market_idx: u32) -> Vec<u8> {
-        const PREFIX: &[u8] = b"last_trade/";
-        let mut k = Vec::with_capacity(PREFIX.len() + 4);
-        k.extend_from_slice(PREFIX);
-        k.extend_from_slice(&market_idx.to_be_bytes());
-        k
+        [b"last_trade/".as_slice(), &market_idx.to_be_bytes()].concat()
     }
 }
 
@@ -496,6 +492,7 @@ const REWRITTEN_WRITE_BUFFER_BYTES: usize = 4 << 20;
 /// means 1.74 and 1.91 s) and held ≈ 40 MB less memory; `store/commit` did not move
 /// (docs/performance.md, "Memtables sized to the log a crash replays").
 const LIVE_ORDERS_WRITE_BUFFER_BYTES: usize = 32 << 20;
+/// See [`LIVE_ORDERS_WRITE_BUFFER_BYTES`].
 const SIGNATURES_WRITE_BUFFER_BYTES: usize = 16 << 20;
 
 /// Memtables a family with smaller ones (the sizes above) may hold, the one written and
