@@ -438,14 +438,29 @@ impl Book {
     }
 
     /// Checks the structural invariants: never crossed, level totals equal the sum of
-    /// their orders, best prices point at the extreme non-empty levels.
+    /// their orders, best prices point at the extreme non-empty levels, and every slot is
+    /// either queued once or free once.
     pub fn check(&self) -> Result<(), String> {
+        // Every slot is in one queue once or free once.
+        let mut seen = vec![false; self.nodes.len()];
+        let mut mark = |s: u32, what: &str| -> Result<(), String> {
+            match seen.get_mut(s as usize) {
+                Some(x) if !*x => {
+                    *x = true;
+                    Ok(())
+                }
+                _ => Err(format!("slot {s} ({what}) out of range or held twice")),
+            }
+        };
+        let mut resting = 0;
         for side in [BookSide::Bid, BookSide::Ask] {
             for (l, lv) in self.levels(side).iter().enumerate() {
                 let mut sum = 0;
                 let mut s = lv.head;
                 let mut prev = NIL;
                 while s != NIL {
+                    mark(s, "queued")?;
+                    resting += 1;
                     let n = &self.nodes[s as usize];
                     if n.prev != prev || n.level as usize != l || n.side != side || n.remaining == 0 {
                         return Err(format!("bad link at level {l}"));
@@ -467,6 +482,15 @@ impl Book {
             if d.first().map(|x| x.0) != best {
                 return Err(format!("best {best:?} vs depth {:?}", d.first()));
             }
+        }
+        for &s in &self.free {
+            mark(s, "free")?;
+        }
+        if let Some(s) = seen.iter().position(|x| !x) {
+            return Err(format!("slot {s} neither queued nor free"));
+        }
+        if resting != self.count {
+            return Err(format!("{resting} resting, counted {}", self.count));
         }
         if let (Some(b), Some(a)) = (self.best_bid, self.best_ask) {
             if b >= a {
@@ -589,5 +613,109 @@ mod tests {
         b.fill_head(BookSide::Bid, 4);
         assert_eq!(b.take_changes(), Changes { bids: [(5000, 11)][..].into(), asks: Changed::new() });
         b.check().unwrap();
+    }
+}
+
+/// The book against a model of FIFO levels: any sequence of inserts, cancels (from
+/// anywhere in a queue) and fills at the head keeps the book's invariants, meets orders in
+/// price-then-arrival order and reports the model's depth.
+#[cfg(test)]
+mod props {
+    use std::collections::{BTreeMap, VecDeque};
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert { ask: bool, level: u32, size: u64 },
+        Cancel { pick: usize },
+        Take { bid: bool, qty: u64 },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            5 => (any::<bool>(), 0u32..2, 1u64..5).prop_map(|(ask, level, size)| Op::Insert { ask, level, size }),
+            4 => any::<usize>().prop_map(|pick| Op::Cancel { pick }),
+            1 => (any::<bool>(), 1u64..12).prop_map(|(bid, qty)| Op::Take { bid, qty }),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn the_book_matches_a_model_of_fifo_levels(ops in proptest::collection::vec(op(), 1..400)) {
+            let mut b = Book::new(100);
+            // [side] price → queue of (id, remaining); and each resting id's slot.
+            let mut model: [BTreeMap<u32, VecDeque<(u128, u64)>>; 2] = Default::default();
+            let mut slots: BTreeMap<u128, (u32, BookSide, u32)> = BTreeMap::new();
+            let mut next = 0u128;
+            for op in ops {
+                match op {
+                    Op::Insert { ask, level, size } => {
+                        // Bids at 0.40–0.43, asks at 0.50–0.53: never crossing.
+                        let (side, price) = if ask { (BookSide::Ask, 5000 + 100 * level) } else { (BookSide::Bid, 4000 + 100 * level) };
+                        next += 1;
+                        let s = b.insert(side, price, Uuid::from_u128(next), size);
+                        model[side as usize].entry(price).or_default().push_back((next, size));
+                        slots.insert(next, (s, side, price));
+                    }
+                    Op::Cancel { pick } => {
+                        if slots.is_empty() {
+                            continue;
+                        }
+                        let (&id, &(s, side, price)) = slots.iter().nth(pick % slots.len()).unwrap();
+                        prop_assert_eq!(b.node(s).id.as_u128(), id);
+                        b.remove(s);
+                        slots.remove(&id);
+                        let q = model[side as usize].get_mut(&price).unwrap();
+                        q.retain(|o| o.0 != id);
+                        if q.is_empty() {
+                            model[side as usize].remove(&price);
+                        }
+                    }
+                    Op::Take { bid, qty } => {
+                        let (taker, opp) = if bid { (BookSide::Bid, BookSide::Ask) } else { (BookSide::Ask, BookSide::Bid) };
+                        let limit = if bid { crate::domain::PRICE_ONE } else { 0 };
+                        let mut left = qty;
+                        while left > 0 {
+                            let Some((s, px)) = b.head_crossing(taker, limit) else { break };
+                            let levels = &mut model[opp as usize];
+                            let price = if bid { *levels.keys().next().unwrap() } else { *levels.keys().next_back().unwrap() };
+                            prop_assert_eq!(px, price);
+                            let q = levels.get_mut(&price).unwrap();
+                            let head = q.front_mut().unwrap();
+                            prop_assert_eq!(b.node(s).id.as_u128(), head.0);
+                            let f = left.min(head.1);
+                            head.1 -= f;
+                            left -= f;
+                            let gone = b.fill_head(opp, f);
+                            prop_assert_eq!(gone, head.1 == 0);
+                            if gone {
+                                slots.remove(&head.0);
+                                q.pop_front();
+                                if q.is_empty() {
+                                    levels.remove(&price);
+                                }
+                            }
+                        }
+                    }
+                }
+                b.check().map_err(TestCaseError::fail)?;
+                prop_assert_eq!(b.len(), slots.len());
+                for (side, levels) in model.iter().enumerate() {
+                    let side = if side == 0 { BookSide::Bid } else { BookSide::Ask };
+                    let mut want: Vec<(u32, u64)> = levels.iter().map(|(&p, q)| (p, q.iter().map(|o| o.1).sum())).collect();
+                    if side == BookSide::Bid {
+                        want.reverse();
+                    }
+                    prop_assert_eq!(b.depth(side), want);
+                    for (&p, q) in levels {
+                        let got: Vec<(u128, u64)> = b.level_orders(side, p).iter().map(|o| (o.0.as_u128(), o.1)).collect();
+                        prop_assert_eq!(got, q.iter().copied().collect::<Vec<_>>());
+                    }
+                }
+            }
+        }
     }
 }
