@@ -31,7 +31,7 @@ use super::book::{Book, BookSide, NIL};
 use super::LedgerChange;
 use crate::domain::*;
 use crate::ledger::{Acct, AssetId, Ledger};
-use crate::store::{cf, encode, meta, Batch, Stored};
+use crate::store::{cf, encode, Batch, Stored};
 
 /// Why the engine refused an order: an outcome, not an error.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -718,7 +718,7 @@ impl Core {
         self.flush_ledger(batch);
         if !trades.is_empty() {
             let last = self.markets[o.token.market_idx as usize].last_trade;
-            batch.put(crate::store::cf::META, meta::last_trade(o.token.market_idx), crate::store::encode(&last));
+            batch.put_last_trade(o.token.market_idx, last);
         }
         Placed { order: o, trades, making, taking }
     }

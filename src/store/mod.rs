@@ -187,8 +187,8 @@ pub mod meta {
     /// The last UTC day (u32) whose rewards and rebates were paid.
     pub const PAYOUTS_THROUGH: &[u8] = b"payouts_through";
 
-    /// Key of a market's last trade (YES price, taker side in YES terms).
-    /// Built at its final size: every crossing order writes one, on the matching thread.
+    /// Key of a market's last trade (YES price, taker side in YES terms), written by every
+    /// crossing order ([`super::Op::LastTrade`]).
     pub fn last_trade(market_idx: u32) -> Vec<u8> {
         [b"last_trade/".as_slice(), &market_idx.to_be_bytes()].concat()
     }
@@ -257,6 +257,9 @@ pub enum Op {
     /// An accepted order's signature, under its sequence in `order_signatures` (the key is
     /// built by the persister, so the matching thread allocates nothing for it).
     Signature(u64, crate::domain::packed::PackedStr),
+    /// A market's last trade (YES price, the taker's side in YES terms) under
+    /// [`meta::last_trade`]; key and value are built by the persister, as for signatures.
+    LastTrade(u32, Option<(u32, crate::domain::Side)>),
 }
 
 /// What the store held of an order before an [`Op::Order`] writes it. The record and the
@@ -328,6 +331,11 @@ impl Batch {
 
     pub fn put_balance(&mut self, address: Arc<str>, asset: Arc<str>, balance: u64) {
         self.ops.push(Op::Balance(address, asset, balance));
+    }
+
+    /// Writes a market's last trade (see [`Op::LastTrade`]).
+    pub fn put_last_trade(&mut self, market_idx: u32, last: Option<(u32, crate::domain::Side)>) {
+        self.ops.push(Op::LastTrade(market_idx, last));
     }
 }
 
@@ -882,6 +890,7 @@ impl Store {
                 out.put(cf::LEDGER, index::position(addr, asset), bal.to_be_bytes());
             }
             Op::Signature(seq, signature) => out.put(cf::ORDER_SIGNATURES, seq.to_be_bytes(), signature.as_bytes()),
+            Op::LastTrade(market_idx, last) => out.put(cf::META, meta::last_trade(*market_idx), encode(last)),
         }
     }
 
