@@ -653,7 +653,7 @@ mod props {
             for op in ops {
                 match op {
                     Op::Insert { ask, level, size } => {
-                        // Bids at 0.40–0.43, asks at 0.50–0.53: never crossing.
+                        // Bids at 0.40–0.41, asks at 0.50–0.51: never crossing.
                         let (side, price) = if ask { (BookSide::Ask, 5000 + 100 * level) } else { (BookSide::Bid, 4000 + 100 * level) };
                         next += 1;
                         let s = b.insert(side, price, Uuid::from_u128(next), size);
