@@ -92,6 +92,13 @@ impl Changes {
     pub fn is_empty(&self) -> bool {
         self.bids.is_empty() && self.asks.is_empty()
     }
+
+    fn side_mut(&mut self, side: BookSide) -> &mut Changed {
+        match side {
+            BookSide::Bid => &mut self.bids,
+            BookSide::Ask => &mut self.asks,
+        }
+    }
 }
 
 impl Book {
@@ -314,6 +321,16 @@ impl Book {
     /// touched and restored in between is not a change).
     pub fn take_changes(&mut self) -> Changes {
         let mut out = Changes::default();
+        // One level noted — a resting order, a cancel, a sweep within one level, most
+        // commands: nothing to sort or skip.
+        if let [(side, level, before)] = self.changed[..] {
+            self.changed.clear();
+            let now = self.levels(side)[level as usize].total;
+            if now != before {
+                out.side_mut(side).push((self.price_of(level), now));
+            }
+            return out;
+        }
         if self.changed.len() > 1 {
             // Stable: the first entry of each level holds its total before the changes.
             self.changed.sort_by_key(|&(side, level, _)| (side as u8, level));
@@ -326,11 +343,7 @@ impl Book {
             last = Some((side, level));
             let now = self.levels(side)[level as usize].total;
             if now != before {
-                let v = match side {
-                    BookSide::Bid => &mut out.bids,
-                    BookSide::Ask => &mut out.asks,
-                };
-                v.push((self.price_of(level), now));
+                out.side_mut(side).push((self.price_of(level), now));
             }
         }
         self.changed.clear();
