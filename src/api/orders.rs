@@ -5,6 +5,7 @@
 //! handle's claim on the id for duplicates still in flight); the engine then checks what
 //! needs its state (an open order with the id, nonce, balance, post-only, FOK, FAK).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -148,8 +149,8 @@ pub(crate) fn check_cancels(s: &AppState) -> Result<(), ApiError> {
 }
 
 /// A field that clients send either as a JSON string or a number.
-#[derive(Deserialize)]
-#[serde(untagged)]
+/// A field the official clients send either as a JSON string or as a number (`salt`,
+/// `signatureType`, amounts from hand-written bots).
 #[derive(Debug, Clone)]
 pub(crate) enum StrOrNum {
     S(String),
@@ -157,11 +158,45 @@ pub(crate) enum StrOrNum {
 }
 
 impl StrOrNum {
-    pub(crate) fn text(&self) -> String {
+    /// The field as text: a string as sent, a number as `serde_json` writes it.
+    pub(crate) fn text(&self) -> Cow<'_, str> {
         match self {
-            StrOrNum::S(s) => s.clone(),
-            StrOrNum::N(n) => n.to_string(),
+            StrOrNum::S(s) => Cow::Borrowed(s),
+            StrOrNum::N(n) => Cow::Owned(n.to_string()),
         }
+    }
+}
+
+/// By hand rather than `#[serde(untagged)]`, which buffers every value before trying the
+/// variants and builds (and formats) an error for each number it first reads as a string:
+/// twice per order from the official clients. Accepts what the untagged enum accepted.
+impl<'de> Deserialize<'de> for StrOrNum {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = StrOrNum;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or a number")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<StrOrNum, E> {
+                Ok(StrOrNum::S(v.to_owned()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<StrOrNum, E> {
+                Ok(StrOrNum::S(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<StrOrNum, E> {
+                Ok(StrOrNum::N(v.into()))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<StrOrNum, E> {
+                Ok(StrOrNum::N(v.into()))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<StrOrNum, E> {
+                serde_json::Number::from_f64(v)
+                    .map(StrOrNum::N)
+                    .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Float(v), &self))
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 
@@ -276,7 +311,7 @@ pub(crate) fn wire_fields(w: &WireOrder) -> Result<WireFields, ApiError> {
         Some(x) if !x.trim().is_empty() => addr(x)?,
         _ => Address::ZERO,
     };
-    let token_text = w.token_id.text();
+    let token_text = w.token_id.text().into_owned();
     let token = u256(&token_text)?;
     let maker_amount = u64_of(&w.maker_amount)?;
     let taker_amount = u64_of(&w.taker_amount)?;
@@ -774,6 +809,28 @@ mod tests {
         assert!(!is_lower_hex(&Address::ZERO, "0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed"));
         assert_eq!(&*zero_address(), format!("{:#x}", Address::ZERO));
         assert!(Arc::ptr_eq(&zero_address(), &zero_address()));
+    }
+
+    /// A field takes a string or a number, as the untagged enum it replaced did, and
+    /// nothing else; a number reads back as `serde_json` writes it.
+    #[test]
+    fn str_or_num_takes_strings_and_numbers_only() {
+        let read = |json: &str| serde_json::from_str::<StrOrNum>(json).map(|v| v.text().into_owned());
+        assert_eq!(read(r#""1234""#).unwrap(), "1234");
+        assert_eq!(read(r#""a\"b""#).unwrap(), "a\"b");
+        assert_eq!(read("1234").unwrap(), "1234");
+        assert_eq!(read("18446744073709551615").unwrap(), u64::MAX.to_string());
+        // A number reads as `serde_json::Number` reads it (the old variant's type): past
+        // u64 as a float, which no salt or amount parses from.
+        for n in ["-7", "1.5", "123456789012345678901234"] {
+            assert_eq!(read(n).unwrap(), serde_json::from_str::<serde_json::Number>(n).unwrap().to_string());
+        }
+        assert_eq!(read("123456789012345678901234").unwrap(), "1.2345678901234567e+23");
+        for bad in ["true", "null", "[]", "{}", r#"{"a":1}"#] {
+            assert!(read(bad).is_err(), "{bad} was read");
+        }
+        let o: Option<StrOrNum> = serde_json::from_str("null").unwrap();
+        assert!(o.is_none());
     }
 
     /// A placement's reply is written byte for byte as the JSON object it replaced.
