@@ -573,6 +573,11 @@ impl Store {
         opts.set_max_background_jobs(2);
         opts.set_max_total_wal_size(MAX_WAL_BYTES);
         opts.set_recycle_log_file_num(RECYCLED_WAL_FILES);
+        // Obsolete files are deleted, and the memtables a flush retired are freed, on a
+        // background thread instead of the thread that let go of them last: the open
+        // after a crash deleted every replayed log before returning, and the writer freed
+        // a retired memtable (tens of MB) between two groups.
+        opts.set_avoid_unnecessary_blocking_io(true);
         // One block cache for every family, and bloom filters: most point reads on the
         // request path are misses (is this order ID new?), which a filter answers without
         // reading a data block.
