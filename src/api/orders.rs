@@ -689,11 +689,8 @@ fn list_orders(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let q = r.query_map();
     let offset = cursor_offset(&q)?;
-    let rows = s.store.scan_prefix(crate::store::cf::OPEN_BY_OWNER, key.key.as_bytes(), &[], usize::MAX)?;
     let mut items = Vec::new();
-    for (_, v) in rows {
-        let Ok(id) = Uuid::from_slice(&v) else { continue };
-        let Some(o) = s.store.get_order(&id)? else { continue };
+    for o in s.store.open_orders_of(&key.key)? {
         if q.get("id").is_some_and(|x| !x.is_empty() && *x != o.id.to_string())
             || q.get("market").is_some_and(|x| !x.is_empty() && **x != *o.token.condition_id)
             || q.get("asset_id").is_some_and(|x| !x.is_empty() && **x != *o.token.token_id)

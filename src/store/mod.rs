@@ -43,8 +43,6 @@ pub mod cf {
     /// order's record — on disk and held in memory while it is open — does not carry it
     /// (records written before carry it themselves). See [`Store::order_signature`].
     pub const ORDER_SIGNATURES: &str = "order_signatures";
-    /// owner (16) + seq (8) → order id: open orders per API key.
-    pub const OPEN_BY_OWNER: &str = "open_by_owner";
     pub const TRADES: &str = "trades";
     /// owner (16) + trade seq (8) → trade id.
     pub const TRADES_BY_OWNER: &str = "trades_by_owner";
@@ -123,18 +121,18 @@ pub mod cf {
     /// wallet) rather than appended (by sequence), each key once: their memtables are kept
     /// small (`SCATTERED_WRITE_BUFFER_BYTES`). The counters and the ledger are scattered too
     /// but rewrite their few keys, and are sized apart (`REWRITTEN_WRITE_BUFFER_BYTES`).
-    pub const SCATTERED: &[&str] = &[ORDERS, OPEN_BY_OWNER, TRADES_BY_OWNER, NOTIFICATIONS, TRADES_BY_WALLET];
+    pub const SCATTERED: &[&str] = &[ORDERS, TRADES_BY_OWNER, NOTIFICATIONS, TRADES_BY_WALLET];
 
     /// Families of earlier layouts, dropped when a store that has them opens: `order_seq`
-    /// (order id → seq of an open order), now kept in memory (`open_index`).
-    pub const RETIRED: &[&str] = &["order_seq"];
+    /// (order id → seq of an open order) and `open_by_owner` (owner and seq → id of an
+    /// open order), both now kept in memory (`open_index`).
+    pub const RETIRED: &[&str] = &["order_seq", "open_by_owner"];
 
     pub const ALL: &[&str] = &[
         ORDERS,
         LIVE_ORDERS,
         OPEN_STATE,
         ORDER_SIGNATURES,
-        OPEN_BY_OWNER,
         TRADES,
         TRADES_BY_OWNER,
         API_KEYS,
@@ -263,7 +261,7 @@ pub enum Op {
 }
 
 /// What the store held of an order before an [`Op::Order`] writes it. The record and the
-/// open-order index entries (`open_by_owner`, and the in-memory `open_index`) are written
+/// in-memory open-order index entries (`open_index`: by id, by owner) are written
 /// when the order opens and deleted when it closes; in between, a fill or a status change
 /// writes only what changed (`open_state`). An order that closes on arrival (a filled
 /// taker) writes its record only.
@@ -391,9 +389,9 @@ fn coalesce(cf: &'static str, family: Vec<Entry>) -> Vec<Entry> {
 struct Entries {
     families: Vec<(&'static str, Vec<Entry>)>,
     last: usize,
-    /// Orders that open (id, seq) and that close, in the order written.
-    opened: Vec<(Uuid, u64)>,
-    closed: Vec<(Uuid, u64)>,
+    /// Orders that open (id, seq, owner) and that close, in the order written.
+    opened: Vec<(Uuid, u64, Uuid)>,
+    closed: Vec<(Uuid, u64, Uuid)>,
     /// Trades whose wallet analytics change, with the change's sign, in the order written.
     analytics: Vec<(Arc<TradeRecord>, i64)>,
 }
@@ -454,7 +452,7 @@ impl<'a> OpenState<'a> {
 /// orders they close (which leave the open-order index once written).
 pub struct Prepared {
     batch: WriteBatch,
-    closed: Vec<(Uuid, u64)>,
+    closed: Vec<(Uuid, u64, Uuid)>,
     analytics: Vec<aggregator::Event>,
 }
 
@@ -495,7 +493,7 @@ const REWRITTEN_WRITE_BUFFER_BYTES: usize = 4 << 20;
 /// held, and flushes them before the store opens: at RocksDB's default of 64 MB each these
 /// two were most of that work, and the signatures' (three times as many orders as the
 /// records' at the same size) reached furthest back. Sized to hold about as many orders as
-/// each other and as `open_by_owner`'s 16 MB, the first start after kill -9 with 1,000,000
+/// each other and as `open_by_owner`'s 16 MB (a family since retired), the first start after kill -9 with 1,000,000
 /// open orders took 1.47–2.25 s against 1.65–2.22 (seven alternating pairs, faster in six;
 /// means 1.74 and 1.91 s) and held ≈ 40 MB less memory; `store/commit` did not move
 /// (docs/performance.md, "Memtables sized to the log a crash replays").
@@ -766,9 +764,7 @@ impl Store {
         }
         // Before the write, so a reader finds the order's seq at the latest when its record
         // is readable (see `open_index`).
-        for (id, seq) in entries.opened.drain(..) {
-            self.open.insert(id, seq);
-        }
+        self.open.insert_all(&entries.opened);
         // Sequences only grow; batches are prepared by one thread, in commit order.
         if self.next_order_seq.fetch_max(order_seq, Ordering::Relaxed) < order_seq {
             entries.put(cf::META, meta::NEXT_ORDER_SEQ, order_seq.to_be_bytes());
@@ -814,9 +810,7 @@ impl Store {
         wo.set_sync(sync);
         self.db.write_opt(prepared.batch, &wo)?;
         // After the write: a reader that still finds the seq falls back to `orders`.
-        for (id, seq) in &prepared.closed {
-            self.open.remove(id, *seq);
-        }
+        self.open.remove_all(&prepared.closed);
         self.analytics.hand_over(prepared.analytics);
         Ok(())
     }
@@ -837,8 +831,7 @@ impl Store {
                 match (open, stored) {
                     (true, Stored::New) => {
                         out.put(cf::LIVE_ORDERS, seq, encode(o.as_ref()));
-                        out.opened.push((o.id, o.seq));
-                        out.put(cf::OPEN_BY_OWNER, keys::owner_seq(&o.owner, o.seq), o.id.as_bytes());
+                        out.opened.push((o.id, o.seq, o.owner));
                     }
                     (true, Stored::Open) => out.put(cf::OPEN_STATE, seq, encode(&OpenState::of(o))),
                     (false, _) => {
@@ -846,8 +839,7 @@ impl Store {
                         if *stored == Stored::Open {
                             out.delete(cf::LIVE_ORDERS, seq);
                             out.delete(cf::OPEN_STATE, seq);
-                            out.closed.push((o.id, o.seq));
-                            out.delete(cf::OPEN_BY_OWNER, keys::owner_seq(&o.owner, o.seq));
+                            out.closed.push((o.id, o.seq, o.owner));
                         }
                     }
                 }
@@ -1039,24 +1031,38 @@ impl Store {
     /// runs (`engine::recover`) before anything reads an order.
     pub fn get_order(&self, id: &Uuid) -> Result<Option<OrderRecord>, StoreError> {
         if let Some(seq) = self.open.get(id) {
-            let seq = seq.to_be_bytes();
-            // The state first: the record as it opened does not change until the order
-            // closes, when both go in one write. Read the other way round, a close between
-            // the two reads gave the record as it opened without its fills — a state older
-            // than one the caller may have read before.
-            let state = self.get_raw(cf::OPEN_STATE, &seq)?;
-            if let Some(v) = self.get_raw(cf::LIVE_ORDERS, &seq)? {
-                let mut o: OrderRecord = decode(cf::LIVE_ORDERS, &v)?;
-                // The index may answer with another open order sharing the id's prefix.
-                if o.id == *id {
-                    if let Some(v) = state {
-                        decode::<OpenState>(cf::OPEN_STATE, &v)?.lay_over(&mut o);
-                    }
-                    return Ok(Some(o));
-                }
+            // The index may answer with another open order sharing the id's prefix.
+            if let Some(o) = self.open_at(seq)?.filter(|o| o.id == *id) {
+                return Ok(Some(o));
             }
         }
         self.get(cf::ORDERS, id.as_bytes())
+    }
+
+    /// The open order under priority `seq`, if it is still open.
+    fn open_at(&self, seq: u64) -> Result<Option<OrderRecord>, StoreError> {
+        let seq = seq.to_be_bytes();
+        // The state first: the record as it opened does not change until the order closes,
+        // when both go in one write. Read the other way round, a close between the two
+        // reads gave the record as it opened without its fills — a state older than one
+        // the caller may have read before.
+        let state = self.get_raw(cf::OPEN_STATE, &seq)?;
+        let Some(v) = self.get_raw(cf::LIVE_ORDERS, &seq)? else { return Ok(None) };
+        let mut o: OrderRecord = decode(cf::LIVE_ORDERS, &v)?;
+        if let Some(v) = state {
+            decode::<OpenState>(cf::OPEN_STATE, &v)?.lay_over(&mut o);
+        }
+        Ok(Some(o))
+    }
+
+    /// The open orders of `owner` (an API key), in priority order. An order that closes
+    /// while they are read is left out.
+    pub fn open_orders_of(&self, owner: &Uuid) -> Result<Vec<OrderRecord>, StoreError> {
+        let mut out = Vec::new();
+        for seq in self.open.of_owner(owner) {
+            out.extend(self.open_at(seq)?.filter(|o| o.owner == *owner));
+        }
+        Ok(out)
     }
 
     /// The signature an order was accepted with: from its record when written there (before
@@ -1215,7 +1221,7 @@ impl Store {
             });
             match r {
                 Ok(Some(o)) => {
-                    found.push(o.id, o.seq);
+                    found.push(o.id, o.seq, o.owner);
                     chunk.push(Arc::new(o));
                 }
                 Ok(None) => {}
@@ -1479,9 +1485,7 @@ mod tests {
         assert_eq!(scan(&store), vec![b.clone()]);
         assert_eq!(store.get_order(&a.id).unwrap(), Some(a.clone()));
         assert_eq!(store.open.get(&a.id), None);
-        let by_owner =
-            |s: &Store, o: &OrderRecord| s.get_raw(cf::OPEN_BY_OWNER, &keys::owner_seq(&o.owner, o.seq)).unwrap();
-        assert!(by_owner(&store, &a).is_none());
+        assert!(store.open_orders_of(&a.owner).unwrap().is_empty());
         // A fill of an open order writes what changed beside its record, which stays as it
         // opened, and keeps its index entries. Reads lay the change over the record.
         let opened = b.clone();
@@ -1491,7 +1495,7 @@ mod tests {
         put(&store, &[&b], Stored::Open);
         assert_eq!(scan(&store), vec![b.clone()]);
         assert_eq!(store.get_order(&b.id).unwrap(), Some(b.clone()));
-        assert_eq!(by_owner(&store, &b).as_deref(), Some(&b.id.as_bytes()[..]));
+        assert_eq!(store.open_orders_of(&b.owner).unwrap(), vec![b.clone()]);
         let live = store.get_raw(cf::LIVE_ORDERS, &b.seq.to_be_bytes()).unwrap().unwrap();
         assert_eq!(decode::<OrderRecord>(cf::LIVE_ORDERS, &live).unwrap(), opened);
         let state = store.get_raw(cf::OPEN_STATE, &b.seq.to_be_bytes()).unwrap().unwrap();

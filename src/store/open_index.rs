@@ -10,6 +10,12 @@
 //! by that scan and kept here instead: ≈ 55 MB more resident after a start with a million
 //! open orders (the reload bench: 473–477 MB against 418–422).
 //!
+//! The open orders of each owner (API key) are kept here too, by sequence, for the list
+//! of a key's open orders: they were a column family (`open_by_owner`) written when an
+//! order opened and deleted when it closed, the last scattered write an open order had, and
+//! the family whose memtable pinned the oldest log a start after kill -9 replayed
+//! (docs/performance.md, "Open orders by owner in memory").
+//!
 //! Writers are the store's own: [`Store::prepare`](super::Store::prepare) adds an order
 //! when it opens, before its write; [`Store::commit`](super::Store::commit) removes the
 //! orders that closed, after theirs. So a reader that finds no sequence finds the record
@@ -18,6 +24,7 @@
 //! locks; the persister's two threads and the HTTP readers do, one shard at a time.
 
 use std::collections::hash_map::Entry;
+use std::collections::BTreeSet;
 
 use parking_lot::RwLock;
 use uuid::Uuid;
@@ -28,6 +35,8 @@ const SHARDS: usize = 16;
 #[derive(Default)]
 pub struct OpenIndex {
     shards: [RwLock<Shard>; SHARDS],
+    /// Owner → the sequences of its open orders (in priority order, as a list shows them).
+    owners: RwLock<foldhash::HashMap<Uuid, BTreeSet<u64>>>,
 }
 
 /// An open order is kept under its id's first 8 bytes (16 bytes an entry with its seq,
@@ -83,7 +92,7 @@ impl OpenIndex {
     pub fn fill(&self, found: &mut Found, first: usize) {
         for i in 0..SHARDS {
             let k = (first + i) % SHARDS;
-            let pairs = &mut found.0[k];
+            let pairs = &mut found.ids[k];
             if !pairs.is_empty() {
                 let mut shard = self.shards[k].write();
                 for (id, seq) in pairs.drain(..) {
@@ -91,15 +100,49 @@ impl OpenIndex {
                 }
             }
         }
+        self.enter_owners(found.owners.drain(..));
     }
 
-    pub fn insert(&self, id: Uuid, seq: u64) {
-        self.shard(&id).write().insert(id, seq);
+    /// Enters opened orders (id, seq, owner).
+    pub fn insert_all(&self, opened: &[(Uuid, u64, Uuid)]) {
+        for &(id, seq, _) in opened {
+            self.shard(&id).write().insert(id, seq);
+        }
+        self.enter_owners(opened.iter().map(|&(_, seq, owner)| (owner, seq)));
     }
 
-    /// Takes out the open order `id`, whose sequence is `seq`.
-    pub fn remove(&self, id: &Uuid, seq: u64) {
-        self.shard(id).write().remove(id, seq);
+    /// Takes out closed orders (id, seq, owner).
+    pub fn remove_all(&self, closed: &[(Uuid, u64, Uuid)]) {
+        for (id, seq, _) in closed {
+            self.shard(id).write().remove(id, *seq);
+        }
+        if closed.is_empty() {
+            return;
+        }
+        let mut owners = self.owners.write();
+        for (_, seq, owner) in closed {
+            if let Some(seqs) = owners.get_mut(owner) {
+                seqs.remove(seq);
+                if seqs.is_empty() {
+                    owners.remove(owner);
+                }
+            }
+        }
+    }
+
+    fn enter_owners(&self, pairs: impl ExactSizeIterator<Item = (Uuid, u64)>) {
+        if pairs.len() == 0 {
+            return;
+        }
+        let mut owners = self.owners.write();
+        for (owner, seq) in pairs {
+            owners.entry(owner).or_default().insert(seq);
+        }
+    }
+
+    /// The sequences of `owner`'s open orders, ascending.
+    pub fn of_owner(&self, owner: &Uuid) -> Vec<u64> {
+        self.owners.read().get(owner).map(|s| s.iter().copied().collect()).unwrap_or_default()
     }
 
     /// The sequence of the open order `id`, or of another open order whose id starts with
@@ -125,11 +168,15 @@ fn shard_of(id: &Uuid) -> usize {
 
 /// Open orders a scan found, by shard, to be entered with [`OpenIndex::fill`].
 #[derive(Default)]
-pub struct Found([Vec<(Uuid, u64)>; SHARDS]);
+pub struct Found {
+    ids: [Vec<(Uuid, u64)>; SHARDS],
+    owners: Vec<(Uuid, u64)>,
+}
 
 impl Found {
-    pub fn push(&mut self, id: Uuid, seq: u64) {
-        self.0[shard_of(&id)].push((id, seq));
+    pub fn push(&mut self, id: Uuid, seq: u64, owner: Uuid) {
+        self.ids[shard_of(&id)].push((id, seq));
+        self.owners.push((owner, seq));
     }
 }
 
@@ -145,22 +192,30 @@ mod tests {
     fn ids_map_to_their_sequence_until_removed() {
         let index = OpenIndex::default();
         let mut found = Found::default();
+        let owner = |i: u128| Uuid::from_u128(i % 3);
         for i in 0..500u128 {
-            found.push(id(i), i as u64);
+            found.push(id(i), i as u64, owner(i));
         }
         index.fill(&mut found, 3);
-        for i in 500..1000u128 {
-            index.insert(id(i), i as u64);
-        }
+        let later: Vec<_> = (500..1000u128).map(|i| (id(i), i as u64, owner(i))).collect();
+        index.insert_all(&later);
         assert_eq!(index.len(), 1000);
-        for i in (0..1000u128).step_by(2) {
-            index.remove(&id(i), i as u64);
-        }
+        let even: Vec<_> = (0..1000u128).step_by(2).map(|i| (id(i), i as u64, owner(i))).collect();
+        index.remove_all(&even);
         for i in 0..1000u128 {
             let want = (i % 2 == 1).then_some(i as u64);
             assert_eq!(index.get(&id(i)), want, "{i}");
         }
         assert_eq!(index.len(), 500);
+        // Each owner's open orders, ascending; an owner with none left is forgotten.
+        for o in 0..3u128 {
+            let want: Vec<u64> = (0..1000u128).filter(|i| i % 2 == 1 && i % 3 == o).map(|i| i as u64).collect();
+            assert_eq!(index.of_owner(&Uuid::from_u128(o)), want, "owner {o}");
+        }
+        let odd: Vec<_> = (0..1000u128).filter(|i| i % 2 == 1).map(|i| (id(i), i as u64, owner(i))).collect();
+        index.remove_all(&odd);
+        assert!(index.owners.read().is_empty());
+        assert!(index.of_owner(&Uuid::from_u128(1)).is_empty());
     }
 
     /// Ids that share their first 8 bytes: each is found under its own sequence, whichever
@@ -172,16 +227,18 @@ mod tests {
         let shared = |n: u64| Uuid::from_u64_pair(0x0123_4567_89ab_cdef, n << 8);
         for first_out in [1u64, 2, 3] {
             let index = OpenIndex::default();
+            let owner = Uuid::from_u128(7);
             for n in 1..=3u64 {
-                index.insert(shared(n), 10 * n);
+                index.insert_all(&[(shared(n), 10 * n, owner)]);
             }
             // Entered again (a store that rewrites an open order): no change.
-            index.insert(shared(2), 20);
+            index.insert_all(&[(shared(2), 20, owner)]);
+            assert_eq!(index.of_owner(&owner), [10, 20, 30]);
             assert_eq!(index.len(), 3);
             for n in 1..=3u64 {
                 assert_eq!(index.get(&shared(n)), Some(10 * n));
             }
-            index.remove(&shared(first_out), 10 * first_out);
+            index.remove_all(&[(shared(first_out), 10 * first_out, owner)]);
             for n in (1..=3u64).filter(|n| *n != first_out) {
                 assert_eq!(index.get(&shared(n)), Some(10 * n), "{n} after {first_out} left");
             }
@@ -189,7 +246,7 @@ mod tests {
             assert!(left.is_none() || left.is_some_and(|s| s != 10 * first_out), "{left:?}");
             // A wrong sequence removes nothing.
             let other = (1..=3u64).find(|n| *n != first_out).unwrap();
-            index.remove(&shared(other), 999);
+            index.remove_all(&[(shared(other), 999, owner)]);
             assert_eq!(index.get(&shared(other)), Some(10 * other));
             assert_eq!(index.len(), 2);
         }
