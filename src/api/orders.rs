@@ -148,9 +148,8 @@ pub(crate) fn check_cancels(s: &AppState) -> Result<(), ApiError> {
     }
 }
 
-/// A field that clients send either as a JSON string or a number.
-/// A field the official clients send either as a JSON string or as a number (`salt`,
-/// `signatureType`, amounts from hand-written bots).
+/// A field that clients send either as a JSON string or as a number (`salt` and
+/// `signatureType` from the official clients, amounts from hand-written bots).
 #[derive(Debug, Clone)]
 pub(crate) enum StrOrNum {
     S(String),

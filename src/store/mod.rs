@@ -493,10 +493,11 @@ const REWRITTEN_WRITE_BUFFER_BYTES: usize = 4 << 20;
 /// held, and flushes them before the store opens: at RocksDB's default of 64 MB each these
 /// two were most of that work, and the signatures' (three times as many orders as the
 /// records' at the same size) reached furthest back. Sized to hold about as many orders as
-/// each other and as `open_by_owner`'s 16 MB (a family since retired), the first start after kill -9 with 1,000,000
-/// open orders took 1.47–2.25 s against 1.65–2.22 (seven alternating pairs, faster in six;
-/// means 1.74 and 1.91 s) and held ≈ 40 MB less memory; `store/commit` did not move
-/// (docs/performance.md, "Memtables sized to the log a crash replays").
+/// each other and as `open_by_owner`'s 16 MB (a family since retired), the first start
+/// after kill -9 with 1,000,000 open orders took 1.47–2.25 s against 1.65–2.22 (seven
+/// alternating pairs, faster in six; means 1.74 and 1.91 s) and held ≈ 40 MB less memory;
+/// `store/commit` did not move (docs/performance.md, "Memtables sized to the log a crash
+/// replays").
 const LIVE_ORDERS_WRITE_BUFFER_BYTES: usize = 32 << 20;
 /// See [`LIVE_ORDERS_WRITE_BUFFER_BYTES`].
 const SIGNATURES_WRITE_BUFFER_BYTES: usize = 16 << 20;
