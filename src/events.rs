@@ -198,31 +198,28 @@ impl Feeds {
 pub fn spawn(bus: Arc<Bus>, user_bus: Arc<UserBus>) -> (Feeds, std::thread::JoinHandle<()>) {
     let (tx, rx) = crossbeam_channel::unbounded::<Published>();
     let feeds = Feeds::new(tx, bus.clone(), user_bus.clone());
-    let h = std::thread::Builder::new()
-        .name("publisher".into())
-        .spawn(move || {
-            for p in rx {
-                match &p {
-                    Published::Book { view, .. } => {
-                        let m = view.market.idx;
-                        let wanted = bus.followed(m);
-                        if wanted.contains(&true) {
-                            for f in render(&p, wanted) {
-                                bus.publish(&(f.market, f.outcome), &Arc::new(f));
-                            }
+    let h = crate::vital::spawn("publisher", move || {
+        for p in rx {
+            match &p {
+                Published::Book { view, .. } => {
+                    let m = view.market.idx;
+                    let wanted = bus.followed(m);
+                    if wanted.contains(&true) {
+                        for f in render(&p, wanted) {
+                            bus.publish(&(f.market, f.outcome), &Arc::new(f));
                         }
                     }
-                    Published::User { taker, orders, trades } if !user_bus.is_empty() => {
-                        for f in render_user(*taker, orders, trades, |k| user_bus.has_subscribers(k)) {
-                            let owner = f.owner;
-                            user_bus.publish(&owner, &Arc::new(f));
-                        }
-                    }
-                    _ => {}
                 }
+                Published::User { taker, orders, trades } if !user_bus.is_empty() => {
+                    for f in render_user(*taker, orders, trades, |k| user_bus.has_subscribers(k)) {
+                        let owner = f.owner;
+                        user_bus.publish(&owner, &Arc::new(f));
+                    }
+                }
+                _ => {}
             }
-        })
-        .expect("spawn publisher");
+        }
+    });
     (feeds, h)
 }
 

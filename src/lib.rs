@@ -36,6 +36,7 @@ pub mod resolution;
 pub mod rfq;
 pub mod sign;
 pub mod store;
+pub mod vital;
 pub mod workers;
 
 use std::net::SocketAddr;

@@ -371,18 +371,15 @@ pub fn spawn(
         registry.add(v.clone());
         views.push(v);
     }
-    let h = std::thread::Builder::new()
-        .name("engine".into())
-        .spawn(move || {
-            for ms in &mut core.markets {
-                // The views start from the reloaded books; later changes come as deltas.
-                ms.book.take_changes();
-            }
-            let last_trade = core.markets.iter().map(|m| m.last_trade).collect();
-            let mut out = Out { seqs: vec![0; views.len()], last_trade, views, persist, events };
-            run(&mut core, rx, registry, &mut out, &metrics)
-        })
-        .expect("spawn engine");
+    let h = crate::vital::spawn("engine", move || {
+        for ms in &mut core.markets {
+            // The views start from the reloaded books; later changes come as deltas.
+            ms.book.take_changes();
+        }
+        let last_trade = core.markets.iter().map(|m| m.last_trade).collect();
+        let mut out = Out { seqs: vec![0; views.len()], last_trade, views, persist, events };
+        run(&mut core, rx, registry, &mut out, &metrics)
+    });
     (EngineHandle { tx, claims: Arc::default() }, h)
 }
 

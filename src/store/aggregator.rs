@@ -104,10 +104,7 @@ impl Aggregator {
         let applied = Arc::new(Applied { below: Mutex::new(0), changed: Condvar::new() });
         let thread = {
             let applied = applied.clone();
-            std::thread::Builder::new()
-                .name("analytics".into())
-                .spawn(move || run(&db, &events_rx, &requests_rx, &applied))
-                .expect("spawn analytics writer")
+            crate::vital::spawn("analytics", move || run(&db, &events_rx, &requests_rx, &applied))
         };
         Aggregator { events, requests, sent: AtomicU64::new(0), applied, thread: Mutex::new(Some(thread)) }
     }

@@ -9,7 +9,8 @@
 //! handed, the preparer writes the group itself: at low rates a group is one or two jobs,
 //! and handing it over would only add a thread wake-up to each request's path. Groups are
 //! still written and completed one at a time, in the order they were taken (see
-//! `prepare_groups`). A failed write aborts the process (see `write`).
+//! `prepare_groups`). A failed write aborts the process (see `write`), and so does a panic
+//! on either thread (`crate::vital`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -80,24 +81,18 @@ pub fn spawn(store: Arc<Store>, metrics: Arc<PersistMetrics>) -> (Sender<Job>, s
     let written = Arc::new(AtomicU64::new(0));
     let writer = {
         let (store, metrics, written) = (store.clone(), metrics.clone(), written.clone());
-        std::thread::Builder::new()
-            .name("persister".into())
-            .spawn(move || {
-                while let Ok(group) = prepared_rx.recv() {
-                    write(&store, group, &metrics);
-                    // Release: the preparer that reads this count sees the group complete.
-                    written.fetch_add(1, Ordering::Release);
-                }
-            })
-            .expect("spawn persister")
-    };
-    let h = std::thread::Builder::new()
-        .name("persist-prepare".into())
-        .spawn(move || {
-            prepare_groups(&store, rx, prepared_tx, &written, &metrics);
-            let _ = writer.join();
+        crate::vital::spawn("persister", move || {
+            while let Ok(group) = prepared_rx.recv() {
+                write(&store, group, &metrics);
+                // Release: the preparer that reads this count sees the group complete.
+                written.fetch_add(1, Ordering::Release);
+            }
         })
-        .expect("spawn persister");
+    };
+    let h = crate::vital::spawn("persist-prepare", move || {
+        prepare_groups(&store, rx, prepared_tx, &written, &metrics);
+        let _ = writer.join();
+    });
     (tx, h)
 }
 
