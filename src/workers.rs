@@ -182,6 +182,12 @@ impl Workers {
     }
 }
 
+/// Runs `run` every `every` until `stop` fires or is dropped. A run that panics is logged
+/// and the worker runs again at its next interval: unwinding would end the thread (a
+/// heartbeat monitor that silently stops cancelling), and aborting, as the vital threads
+/// do (`crate::vital`), would restart the exchange into the same panic at the worker's
+/// first run. A run changes state through engine commands and synced writes, so one cut
+/// short leaves what a crash at that point would, and later runs take up what is still due.
 fn spawn(
     name: &'static str,
     every: Duration,
@@ -193,12 +199,43 @@ fn spawn(
         .spawn(move || loop {
             match stop.recv_timeout(every) {
                 Err(RecvTimeoutError::Timeout) => {
-                    if let Some(msg) = run() {
-                        tracing::info!(worker = name, "{msg}");
+                    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut run)) {
+                        Ok(Some(msg)) => tracing::info!(worker = name, "{msg}"),
+                        Ok(None) => {}
+                        Err(_) => tracing::error!(worker = name, "run panicked; the worker runs again next interval"),
                     }
                 }
                 _ => return,
             }
         })
         .expect("spawn worker")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    /// A run that panics does not end its worker: the next interval runs again, and the
+    /// worker still stops when told.
+    #[test]
+    fn a_panicking_run_is_followed_by_the_next() {
+        let runs = Arc::new(AtomicU32::new(0));
+        let (stop, rx) = crossbeam_channel::bounded::<()>(0);
+        let counted = runs.clone();
+        let h = super::spawn("worker-test", Duration::from_millis(1), rx, move || {
+            if counted.fetch_add(1, Ordering::Relaxed) == 0 {
+                panic!("the worker test's first run panics");
+            }
+            None
+        });
+        let start = Instant::now();
+        while runs.load(Ordering::Relaxed) < 3 && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(runs.load(Ordering::Relaxed) >= 3, "the worker stopped after its panicking run");
+        drop(stop);
+        h.join().unwrap();
+    }
 }
