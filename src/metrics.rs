@@ -75,6 +75,8 @@ pub struct Metrics {
     pub worker_runs: Family<WorkerLabels, Counter>,
     /// Orders a worker cancelled (GTD expiry, missed heartbeats).
     pub worker_cancels: Family<WorkerLabels, Counter>,
+    /// Worker runs that panicked (the worker runs again next interval).
+    pub worker_panics: Family<WorkerLabels, Counter>,
     /// Open orders (LIVE and DEFERRED) and markets with a book.
     pub open_orders: Gauge,
     pub books: Gauge,
@@ -108,6 +110,7 @@ impl Metrics {
             settlements: Family::default(),
             worker_runs: Family::default(),
             worker_cancels: Family::default(),
+            worker_panics: Family::default(),
             open_orders: Gauge::default(),
             books: Gauge::default(),
             pending_trades: Gauge::default(),
@@ -129,6 +132,7 @@ impl Metrics {
         registry.register("settlements", "Trades settled, by result", m.settlements.clone());
         registry.register("worker_runs", "Background worker runs", m.worker_runs.clone());
         registry.register("worker_cancels", "Orders cancelled by a worker", m.worker_cancels.clone());
+        registry.register("worker_panics", "Background worker runs that panicked", m.worker_panics.clone());
         registry.register("open_orders", "Open orders (LIVE and DEFERRED)", m.open_orders.clone());
         registry.register("books", "Markets with an order book", m.books.clone());
         registry.register("pending_trades", "Trades matched and not yet settled", m.pending_trades.clone());
@@ -167,6 +171,10 @@ impl Metrics {
 
     pub fn worker_cancelled(&self, worker: &'static str, n: usize) {
         self.worker_cancels.get_or_create(&WorkerLabels { worker }).inc_by(n as u64);
+    }
+
+    pub fn worker_panicked(&self, worker: &'static str) {
+        self.worker_panics.get_or_create(&WorkerLabels { worker }).inc();
     }
 }
 

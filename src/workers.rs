@@ -81,21 +81,27 @@ impl Workers {
         let mut threads = Vec::new();
         {
             let (engine, stats) = (engine.clone(), stats.clone());
-            threads.push(spawn("settlement", ms(config.settlement_interval_ms), rx.clone(), move || {
-                stats.worker_ran("settlement");
-                match settle_all(&engine) {
-                    Ok((0, 0)) => None,
-                    Ok((c, f)) => {
-                        stats.settled(c, f);
-                        Some(format!("settled {} trades: {c} confirmed, {f} failed", c + f))
+            threads.push(spawn(
+                "settlement",
+                stats.clone(),
+                ms(config.settlement_interval_ms),
+                rx.clone(),
+                move || {
+                    stats.worker_ran("settlement");
+                    match settle_all(&engine) {
+                        Ok((0, 0)) => None,
+                        Ok((c, f)) => {
+                            stats.settled(c, f);
+                            Some(format!("settled {} trades: {c} confirmed, {f} failed", c + f))
+                        }
+                        Err(e) => Some(format!("settlement stopped: {e:?}")),
                     }
-                    Err(e) => Some(format!("settlement stopped: {e:?}")),
-                }
-            }));
+                },
+            ));
         }
         {
             let (engine, stats) = (engine.clone(), stats.clone());
-            threads.push(spawn("gtd-expiration", ms(config.gtd_interval_ms), rx.clone(), move || {
+            threads.push(spawn("gtd-expiration", stats.clone(), ms(config.gtd_interval_ms), rx.clone(), move || {
                 stats.worker_ran("gtd-expiration");
                 match engine.blocking().expire() {
                     Ok(ids) if ids.is_empty() => None,
@@ -109,7 +115,7 @@ impl Workers {
         }
         {
             let (s, stats, every) = (state.clone(), stats.clone(), config.reward_sample_ms);
-            threads.push(spawn("reward-sampler", ms(every), rx.clone(), move || {
+            threads.push(spawn("reward-sampler", stats.clone(), ms(every), rx.clone(), move || {
                 stats.worker_ran("reward-sampler");
                 match crate::incentives::sample(&s, every, crate::domain::now_secs()) {
                     Ok(_) => None,
@@ -119,7 +125,7 @@ impl Workers {
         }
         {
             let (s, stats) = (state.clone(), stats.clone());
-            threads.push(spawn("payouts", ms(config.payout_check_ms), rx.clone(), move || {
+            threads.push(spawn("payouts", stats.clone(), ms(config.payout_check_ms), rx.clone(), move || {
                 stats.worker_ran("payouts");
                 match crate::incentives::run_due(&s) {
                     Ok(days) if days.is_empty() => None,
@@ -134,18 +140,24 @@ impl Workers {
         }
         {
             let (s, stats) = (state.clone(), stats.clone());
-            threads.push(spawn("resolution", ms(config.resolution_interval_ms), rx.clone(), move || {
-                stats.worker_ran("resolution");
-                match crate::resolution::run_due(&s) {
-                    Ok(done) if done.is_empty() => None,
-                    Ok(done) => Some(format!("resolved {} markets: {}", done.len(), done.join(", "))),
-                    Err(e) => Some(format!("resolution failed: {e}")),
-                }
-            }));
+            threads.push(spawn(
+                "resolution",
+                stats.clone(),
+                ms(config.resolution_interval_ms),
+                rx.clone(),
+                move || {
+                    stats.worker_ran("resolution");
+                    match crate::resolution::run_due(&s) {
+                        Ok(done) if done.is_empty() => None,
+                        Ok(done) => Some(format!("resolved {} markets: {}", done.len(), done.join(", "))),
+                        Err(e) => Some(format!("resolution failed: {e}")),
+                    }
+                },
+            ));
         }
         {
             let (s, stats) = (state.clone(), stats.clone());
-            threads.push(spawn("rfq-expiration", ms(config.rfq_interval_ms), rx.clone(), move || {
+            threads.push(spawn("rfq-expiration", stats.clone(), ms(config.rfq_interval_ms), rx.clone(), move || {
                 stats.worker_ran("rfq-expiration");
                 match crate::rfq::expire_due(&s, crate::domain::now_secs()) {
                     Ok((0, 0)) => None,
@@ -154,7 +166,7 @@ impl Workers {
                 }
             }));
         }
-        threads.push(spawn("heartbeat-monitor", ms(config.heartbeat_check_ms), rx, move || {
+        threads.push(spawn("heartbeat-monitor", stats.clone(), ms(config.heartbeat_check_ms), rx, move || {
             stats.worker_ran("heartbeat-monitor");
             let silent = heartbeats.take_silent(Instant::now(), HEARTBEAT_TIMEOUT);
             if silent.is_empty() {
@@ -183,13 +195,14 @@ impl Workers {
 }
 
 /// Runs `run` every `every` until `stop` fires or is dropped. A run that panics is logged
-/// and the worker runs again at its next interval: unwinding would end the thread (a
+/// and counted (`predex_worker_panics_total`), and the worker runs again at its next interval: unwinding would end the thread (a
 /// heartbeat monitor that silently stops cancelling), and aborting, as the vital threads
 /// do (`crate::vital`), would restart the exchange into the same panic at the worker's
 /// first run. A run changes state through engine commands and synced writes, so one cut
 /// short leaves what a crash at that point would, and later runs take up what is still due.
 fn spawn(
     name: &'static str,
+    stats: Arc<crate::metrics::Metrics>,
     every: Duration,
     stop: Receiver<()>,
     mut run: impl FnMut() -> Option<String> + Send + 'static,
@@ -202,7 +215,10 @@ fn spawn(
                     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut run)) {
                         Ok(Some(msg)) => tracing::info!(worker = name, "{msg}"),
                         Ok(None) => {}
-                        Err(_) => tracing::error!(worker = name, "run panicked; the worker runs again next interval"),
+                        Err(_) => {
+                            stats.worker_panicked(name);
+                            tracing::error!(worker = name, "run panicked; the worker runs again next interval");
+                        }
                     }
                 }
                 _ => return,
@@ -224,7 +240,8 @@ mod tests {
         let runs = Arc::new(AtomicU32::new(0));
         let (stop, rx) = crossbeam_channel::bounded::<()>(0);
         let counted = runs.clone();
-        let h = super::spawn("worker-test", Duration::from_millis(1), rx, move || {
+        let stats = Arc::new(crate::metrics::Metrics::new());
+        let h = super::spawn("worker-test", stats.clone(), Duration::from_millis(1), rx, move || {
             if counted.fetch_add(1, Ordering::Relaxed) == 0 {
                 panic!("the worker test's first run panics");
             }
@@ -237,5 +254,7 @@ mod tests {
         assert!(runs.load(Ordering::Relaxed) >= 3, "the worker stopped after its panicking run");
         drop(stop);
         h.join().unwrap();
+        let panics = stats.worker_panics.get_or_create(&crate::metrics::WorkerLabels { worker: "worker-test" }).get();
+        assert_eq!(panics, 1);
     }
 }
