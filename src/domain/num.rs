@@ -15,6 +15,11 @@ pub enum Side {
     Sell,
 }
 
+/// A market's last trade: its YES price (1e-4 units) and the taker's side in YES terms;
+/// `None` before the first. Kept by the engine, written by the persister, shown by the
+/// readers' snapshots and the feeds.
+pub type LastTrade = Option<(u32, Side)>;
+
 impl Side {
     pub fn as_str(self) -> &'static str {
         match self {

@@ -283,7 +283,7 @@ impl std::ops::Deref for Open {
 pub struct MarketState {
     pub market: Market,
     pub book: Book,
-    pub last_trade: Option<(u32, Side)>,
+    pub last_trade: LastTrade,
     /// The fee account's handles for what this market's orders receive: collateral, then
     /// each outcome token.
     fee_accts: Vec<Acct>,

@@ -21,7 +21,7 @@ use crossbeam_channel::{Receiver, Sender};
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use crate::domain::{now_millis, now_secs, Market, OrderRecord, Side};
+use crate::domain::{now_millis, now_secs, LastTrade, Market, OrderRecord};
 use crate::events::{Feeds, Published};
 use crate::ledger::Account;
 use crate::store::persister::Job;
@@ -332,8 +332,7 @@ pub fn recover(store: &Store, fee_address: String) -> Result<Core, StoreError> {
     for m in markets {
         let idx = m.idx;
         core.add_market(m);
-        let last: Option<Option<(u32, crate::domain::Side)>> =
-            store.get(cf::META, &crate::store::meta::last_trade(idx))?;
+        let last: Option<LastTrade> = store.get(cf::META, &crate::store::meta::last_trade(idx))?;
         core.markets[idx as usize].last_trade = last.flatten();
     }
     for (addr, asset, bal) in store.balances()? {
@@ -388,7 +387,7 @@ struct Out {
     views: Vec<Arc<MarketView>>,
     /// Publication sequence per market, and the last trade published.
     seqs: Vec<u64>,
-    last_trade: Vec<Option<(u32, Side)>>,
+    last_trade: Vec<LastTrade>,
     persist: Sender<Job>,
     events: Feeds,
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
-use crate::domain::{Market, OrderToken, Side, PRICE_ONE};
+use crate::domain::{LastTrade, Market, OrderToken, Side, PRICE_ONE};
 
 /// Aggregated levels: (price, size), best first.
 pub type Levels = Vec<(u32, u64)>;
@@ -25,7 +25,7 @@ pub struct BookSnapshot {
     pub bids: Vec<(u32, u64)>,
     pub asks: Vec<(u32, u64)>,
     /// Last trade: YES price and the taker's side in YES terms.
-    pub last_trade: Option<(u32, Side)>,
+    pub last_trade: LastTrade,
     pub timestamp_ms: u64,
     /// Publication sequence of this market's book (since start): each snapshot is one more
     /// than the last, so a feed client detects a gap.
@@ -49,7 +49,7 @@ impl BookSnapshot {
         best_of((self.bids.first().map(|x| x.0), self.asks.first().map(|x| x.0)), outcome)
     }
 
-    pub fn last_trade(&self, outcome: u8) -> Option<(u32, Side)> {
+    pub fn last_trade(&self, outcome: u8) -> LastTrade {
         self.last_trade.map(|(p, s)| {
             if outcome == 0 {
                 (p, s)
@@ -70,7 +70,7 @@ impl BookSnapshot {
 pub struct BookDelta {
     pub bids: super::book::Changed,
     pub asks: super::book::Changed,
-    pub last_trade: Option<(u32, Side)>,
+    pub last_trade: LastTrade,
     pub timestamp_ms: u64,
     /// The market's publication sequence: one more than the previous delta's.
     pub seq: u64,
@@ -95,7 +95,7 @@ pub fn best_of(best: Best, outcome: u8) -> Best {
 struct Live {
     bids: BTreeMap<u32, u64>,
     asks: BTreeMap<u32, u64>,
-    last_trade: Option<(u32, Side)>,
+    last_trade: LastTrade,
     timestamp_ms: u64,
     seq: u64,
     /// The snapshot of this state, once a reader asked for it.

@@ -257,7 +257,7 @@ pub enum Op {
     Signature(u64, crate::domain::packed::PackedStr),
     /// A market's last trade (YES price, the taker's side in YES terms) under
     /// [`meta::last_trade`]; key and value are built by the persister, as for signatures.
-    LastTrade(u32, Option<(u32, crate::domain::Side)>),
+    LastTrade(u32, crate::domain::LastTrade),
 }
 
 /// What the store held of an order before an [`Op::Order`] writes it. The record and the
@@ -332,7 +332,7 @@ impl Batch {
     }
 
     /// Writes a market's last trade (see [`Op::LastTrade`]).
-    pub fn put_last_trade(&mut self, market_idx: u32, last: Option<(u32, crate::domain::Side)>) {
+    pub fn put_last_trade(&mut self, market_idx: u32, last: crate::domain::LastTrade) {
         self.ops.push(Op::LastTrade(market_idx, last));
     }
 }
@@ -1323,8 +1323,8 @@ mod tests {
         }
         let st = AddressStatus::ClosedOnly;
         assert_eq!(decode::<AddressStatus>("addresses", &encode(&st)).unwrap(), st);
-        let some: Option<(u32, crate::domain::Side)> = Some((5500, crate::domain::Side::Sell));
-        assert_eq!(decode::<Option<(u32, crate::domain::Side)>>("meta", &encode(&some)).unwrap(), some);
+        let some: crate::domain::LastTrade = Some((5500, crate::domain::Side::Sell));
+        assert_eq!(decode::<crate::domain::LastTrade>("meta", &encode(&some)).unwrap(), some);
         // Version-1 (JSON) values still decode.
         let mut v1 = vec![VERSION_JSON];
         v1.extend_from_slice(br#""LIVE""#);
