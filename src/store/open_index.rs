@@ -21,7 +21,8 @@
 //! orders that closed, after theirs. So a reader that finds no sequence finds the record
 //! in `orders` (written by the same commit), and a reader that finds one looks in
 //! `live_orders` first and falls back to `orders`. The matching thread never takes these
-//! locks; the persister's two threads and the HTTP readers do, one shard at a time.
+//! locks; the persister's two threads and the HTTP readers do, one id shard at a time,
+//! and the owners' map once a group.
 
 use std::collections::hash_map::Entry;
 use std::collections::BTreeSet;
@@ -116,18 +117,7 @@ impl OpenIndex {
         for (id, seq, _) in closed {
             self.shard(id).write().remove(id, *seq);
         }
-        if closed.is_empty() {
-            return;
-        }
-        let mut owners = self.owners.write();
-        for (_, seq, owner) in closed {
-            if let Some(seqs) = owners.get_mut(owner) {
-                seqs.remove(seq);
-                if seqs.is_empty() {
-                    owners.remove(owner);
-                }
-            }
-        }
+        self.leave_owners(closed.iter().map(|&(_, seq, owner)| (owner, seq)));
     }
 
     fn enter_owners(&self, pairs: impl ExactSizeIterator<Item = (Uuid, u64)>) {
@@ -137,6 +127,22 @@ impl OpenIndex {
         let mut owners = self.owners.write();
         for (owner, seq) in pairs {
             owners.entry(owner).or_default().insert(seq);
+        }
+    }
+
+    /// Takes (owner, seq) pairs out; an owner left with none is forgotten.
+    fn leave_owners(&self, pairs: impl ExactSizeIterator<Item = (Uuid, u64)>) {
+        if pairs.len() == 0 {
+            return;
+        }
+        let mut owners = self.owners.write();
+        for (owner, seq) in pairs {
+            if let Entry::Occupied(mut seqs) = owners.entry(owner) {
+                seqs.get_mut().remove(&seq);
+                if seqs.get().is_empty() {
+                    seqs.remove();
+                }
+            }
         }
     }
 
