@@ -494,6 +494,74 @@ struct PhaseResult {
     /// the hypervisor took from its vCPUs (steal time); `None` where /proc/stat is not
     /// readable.
     machine: Option<MachineTime>,
+    /// The persister's group commits over the measured window (predex phases only).
+    persister: Option<PersisterReading>,
+}
+
+/// The persister's group commits between two readings of the internal server's counters
+/// (`GET /internal/metrics`). At a fixed rate the open loop's tail follows how much of the
+/// time the persister spends writing: near 100%, each request waits for the group being
+/// synced before its own, and a slow sync holds every request that arrives meanwhile.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct PersisterReading {
+    /// Groups written (each one synced RocksDB write).
+    groups: u64,
+    /// Commands those groups carried.
+    jobs: u64,
+    /// Time spent writing and syncing them.
+    writing_s: f64,
+    /// Time between the two readings.
+    seconds: f64,
+}
+
+impl PersisterReading {
+    /// The difference of two `/internal/metrics` bodies read `seconds` apart; None when
+    /// either lacks a counter or the counters went back (another server answered).
+    fn between(before: &Value, after: &Value, seconds: f64) -> Option<PersisterReading> {
+        let d = |f: &str| after[f].as_u64()?.checked_sub(before[f].as_u64()?);
+        Some(PersisterReading {
+            groups: d("commits")?,
+            jobs: d("jobs")?,
+            writing_s: d("sync_micros_total")? as f64 / 1e6,
+            seconds,
+        })
+        .filter(|_| seconds > 0.0)
+    }
+
+    fn groups_per_s(&self) -> f64 {
+        self.groups as f64 / self.seconds
+    }
+
+    fn jobs_per_group(&self) -> Option<f64> {
+        (self.groups > 0).then(|| self.jobs as f64 / self.groups as f64)
+    }
+
+    fn write_us_per_group(&self) -> Option<f64> {
+        (self.groups > 0).then(|| self.writing_s * 1e6 / self.groups as f64)
+    }
+
+    /// Percent of the window spent writing groups.
+    fn writing_pct(&self) -> f64 {
+        self.writing_s * 100.0 / self.seconds
+    }
+}
+
+/// Reads the persister's counters at the start and the end of a phase's measured window.
+async fn persister_window(
+    internal: SocketAddr,
+    start: Instant,
+    warm: Duration,
+    end: Duration,
+) -> Option<PersisterReading> {
+    let read = || async {
+        let (status, body) = call(internal, "GET", "/internal/metrics", &[], None).await;
+        (status == 200).then_some((Instant::now(), body))
+    };
+    tokio::time::sleep_until((start + warm).into()).await;
+    let before = read().await;
+    tokio::time::sleep_until((start + end).into()).await;
+    let ((t0, a), (t1, b)) = before.zip(read().await)?;
+    PersisterReading::between(&a, &b, (t1 - t0).as_secs_f64())
 }
 
 /// CPU time of the whole machine, from /proc/stat's `cpu` line.
@@ -582,6 +650,7 @@ async fn phase(
     name: &str,
     feed_rt: &tokio::runtime::Handle,
     addr: SocketAddr,
+    internal: Option<SocketAddr>,
     clients: Vec<Client>,
     mode: Mode,
     cancel_pct: u64,
@@ -608,6 +677,7 @@ async fn phase(
     };
     let subs: Vec<_> = feeds.into_iter().map(|ws| feed_rt.spawn(subscriber(ws, start, warm, end))).collect();
     let cpu = cpu_window(start, warm, end);
+    let persister = internal.map(|a| tokio::spawn(persister_window(a, start, warm, end)));
     let tasks: Vec<_> = clients
         .into_iter()
         .enumerate()
@@ -631,7 +701,12 @@ async fn phase(
         Some((h, n))
     };
     let (cpu_s, machine) = cpu.join().expect("cpu window thread");
-    let r = PhaseResult { name: name.to_string(), mode, seconds: args.duration, tally, feed, cpu_s, machine };
+    let persister = match persister {
+        Some(t) => t.await.expect("persister window task"),
+        None => None,
+    };
+    let r =
+        PhaseResult { name: name.to_string(), mode, seconds: args.duration, tally, feed, cpu_s, machine, persister };
     eprintln!("{}", line(&r));
     r
 }
@@ -697,6 +772,12 @@ fn line(r: &PhaseResult) -> String {
         s += "\n";
         s += &row("", "cancels/s", t.cancels_done as f64 / r.seconds, &t.cancels);
     }
+    if let Some(p) = &r.persister {
+        s += &format!("\n{:<15} persister {:>7.0} groups/s", "", p.groups_per_s());
+        if let Some((jobs, us)) = p.jobs_per_group().zip(p.write_us_per_group()) {
+            s += &format!(" of {jobs:.2} commands, {us:.0} µs each: writing {:.0}% of the time", p.writing_pct());
+        }
+    }
     for (e, n) in &t.errors {
         s += &format!("\n{:<15} error x{n}: {e}", "");
     }
@@ -734,6 +815,10 @@ fn summary(args: &Args, results: &[PhaseResult]) -> Value {
                 "cpu_us_per_request": cpu_us_per_request(r),
                 "steal_s": r.machine.map(|m| m.steal_s),
                 "steal_pct": steal_pct(r),
+                "persister": r.persister.map(|p| json!({
+                    "groups_per_s": p.groups_per_s(), "commands_per_group": p.jobs_per_group(),
+                    "write_us_per_group": p.write_us_per_group(), "writing_pct": p.writing_pct(),
+                })),
                 "feed": r.feed.as_ref().map(|(h, n)| json!({
                     "subscribers": args.subscribers, "frames": n, "frames_per_s": *n as f64 / r.seconds,
                     "delivery_latency": pct(h),
@@ -919,6 +1004,7 @@ fn fanout_ceiling(feed_rt: &tokio::runtime::Handle, args: &Args, per_sec: f64) -
         feed: Some((h, frames)),
         cpu_s: None,
         machine: None,
+        persister: None,
     };
     eprintln!("{}", line(&r));
     Ok(r)
@@ -1024,18 +1110,36 @@ fn main() -> anyhow::Result<()> {
         let (pa, ca, stop) = ceilings(&keys, &domains)?;
         for (name, addr) in [("ceiling-parse", pa), ("ceiling-crypto", ca)] {
             let cl = clients(closed_corpus.clone(), true);
-            results.push(rt.block_on(phase(name, feed_rt.handle(), addr, cl, Mode::Closed, 0, &args)));
+            results.push(rt.block_on(phase(name, feed_rt.handle(), addr, None, cl, Mode::Closed, 0, &args)));
         }
         let _ = stop.send(true);
     }
     if !args.no_closed {
         let cl = clients(closed_corpus, false);
-        results.push(rt.block_on(phase("predex-orders", feed_rt.handle(), clob, cl, Mode::Closed, 0, &args)));
+        results.push(rt.block_on(phase(
+            "predex-orders",
+            feed_rt.handle(),
+            clob,
+            Some(internal),
+            cl,
+            Mode::Closed,
+            0,
+            &args,
+        )));
     }
     if args.rate > 0 {
         let cl = clients(open_corpus, false);
         let mode = Mode::Open { rate: args.rate };
-        results.push(rt.block_on(phase("predex-open", feed_rt.handle(), clob, cl, mode, args.cancel_pct, &args)));
+        results.push(rt.block_on(phase(
+            "predex-open",
+            feed_rt.handle(),
+            clob,
+            Some(internal),
+            cl,
+            mode,
+            args.cancel_pct,
+            &args,
+        )));
     }
     if args.subscribers > 0 && !args.no_fanout_ceiling {
         // The same number of subscribers and frames per second as predex's feed had.
@@ -1083,9 +1187,31 @@ mod tests {
             feed: None,
             cpu_s: None,
             machine: Some(MachineTime { total_s, steal_s }),
+            persister: None,
         };
         assert_eq!(steal_pct(&r(80.0, 4.0)), Some(5.0));
         assert_eq!(steal_pct(&r(20.0, 0.25)), Some(1.3));
         assert_eq!(steal_pct(&r(0.0, 0.0)), None);
+    }
+
+    #[test]
+    fn the_persister_reading_is_the_difference_of_two_counter_readings() {
+        let m = |commits: u64, jobs: u64, micros: u64| {
+            json!({"bytes": 0, "commits": commits, "inline_commits": 0, "jobs": jobs, "last_batch_jobs": 1,
+                   "last_sync_micros": 1, "sync_micros_total": micros})
+        };
+        let p = PersisterReading::between(&m(1_000, 1_500, 400_000), &m(6_000, 11_500, 1_200_000), 2.0).unwrap();
+        assert_eq!(p, PersisterReading { groups: 5_000, jobs: 10_000, writing_s: 0.8, seconds: 2.0 });
+        assert_eq!(p.groups_per_s(), 2_500.0);
+        assert_eq!(p.jobs_per_group(), Some(2.0));
+        assert_eq!(p.write_us_per_group(), Some(160.0));
+        assert_eq!(p.writing_pct(), 40.0);
+        // A window without a group: a rate of nothing, no per-group figures.
+        let idle = PersisterReading::between(&m(7, 9, 100), &m(7, 9, 100), 1.0).unwrap();
+        assert_eq!((idle.groups_per_s(), idle.jobs_per_group(), idle.write_us_per_group()), (0.0, None, None));
+        // Counters that went back (a restarted server), a missing one, or no time: no reading.
+        assert_eq!(PersisterReading::between(&m(8, 9, 100), &m(7, 9, 100), 1.0), None);
+        assert_eq!(PersisterReading::between(&json!({}), &m(7, 9, 100), 1.0), None);
+        assert_eq!(PersisterReading::between(&m(7, 9, 100), &m(8, 10, 200), 0.0), None);
     }
 }

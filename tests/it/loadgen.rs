@@ -34,6 +34,18 @@ fn loadgen_runs_every_phase_and_writes_its_summary() {
         let statuses = p["statuses"].as_object().unwrap();
         assert_eq!(statuses.keys().collect::<Vec<_>>(), ["200"], "{p}");
     }
+    // The predex phases read the persister's group commits over their window: every
+    // acknowledged request was in one; the ceilings have no persister.
+    for p in &phases[2..4] {
+        let w = &p["persister"];
+        assert!(w["groups_per_s"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(w["commands_per_group"].as_f64().unwrap() >= 1.0, "{p}");
+        assert!(w["write_us_per_group"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(w["writing_pct"].as_f64().unwrap() > 0.0, "{p}");
+    }
+    for p in [&phases[0], &phases[1], &phases[4]] {
+        assert_eq!(p["persister"], Value::Null, "{p}");
+    }
     // The feed subscribers heard the first market's changes during both predex phases.
     for p in &phases[2..] {
         assert_eq!(p["feed"]["subscribers"], 3, "{p}");
