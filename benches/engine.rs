@@ -22,6 +22,10 @@
 //!
 //! After criterion, a percentile pass times each of 200,000 mix commands alone (two
 //! `Instant::now` calls included) per engine at each depth and prints p50/p99/p99.9.
+//!
+//! `PREDEX_BENCH_GROW=<orders>` instead grows one book to that many resting orders through
+//! the whole engine command and prints the slowest commands: the stalls when a map or an
+//! array doubles ([`grow`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -717,12 +721,53 @@ fn one() -> bool {
     true
 }
 
+/// `PREDEX_BENCH_GROW=<orders>`: the whole engine command placing that many resting
+/// orders into one book that never shrinks, each command timed alone; prints the slowest
+/// commands and how many orders rested when each ran, then exits. What a venue's book
+/// growing past a map's or an array's doubling costs the commands queued behind it, which
+/// the criterion means hide (one slow command among millions). See docs/performance.md.
+fn grow() -> bool {
+    let Ok(v) = std::env::var("PREDEX_BENCH_GROW") else { return false };
+    let n: u64 = v.parse().expect("PREDEX_BENCH_GROW=<orders>");
+    const CHUNK: u64 = 10_000;
+    const SLOWEST: usize = 12;
+    let mut e = PredexEngine::new();
+    let mut times = Vec::with_capacity(n as usize);
+    for start in (0..n).step_by(CHUNK as usize) {
+        // Bids and asks over the ladder's 50 levels a side, never crossing.
+        let ops: Vec<Op> = (start..n.min(start + CHUNK))
+            .map(|id| {
+                let bid = id % 2 == 0;
+                let level = (id / 2 % LEVELS as u64) as u32 * TICK;
+                let price = if bid { BID_TOP - level } else { ASK_TOP + level };
+                Op::Add { id, bid, price, qty: 10 * UNIT }
+            })
+            .collect();
+        e.prepare(&ops);
+        for &op in &ops {
+            let t = Instant::now();
+            timed_command(&mut e, op);
+            times.push(t.elapsed());
+        }
+        e.tidy();
+    }
+    let mut by_time: Vec<(Duration, usize)> = times.iter().copied().zip(0..).collect();
+    by_time.sort_unstable_by(|a, b| b.cmp(a));
+    let q = |x: f64| by_time[((by_time.len() as f64 * (1.0 - x)) as usize).min(by_time.len() - 1)].0;
+    println!("engine/grow to {n} resting orders: p50 {:?}, p99.9 {:?}, max {:?}", q(0.5), q(0.999), by_time[0].0);
+    println!("the {SLOWEST} slowest commands (orders resting before each):");
+    for (t, at) in by_time.iter().take(SLOWEST) {
+        println!("  {t:>12.3?}  at {at}");
+    }
+    true
+}
+
 fn kinds_named(name: &str) -> Kind {
     KINDS.into_iter().find(|k| k.name() == name).unwrap_or_else(|| panic!("no kind {name}"))
 }
 
 fn bench(c: &mut Criterion) {
-    if one() {
+    if one() || grow() {
         return;
     }
     for kind in kinds() {
