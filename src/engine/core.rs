@@ -28,6 +28,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::book::{Book, BookSide, NIL};
+use super::spread_map::SpreadMap;
 use super::LedgerChange;
 use crate::domain::*;
 use crate::ledger::{Acct, AssetId, Ledger};
@@ -305,7 +306,8 @@ pub struct Core {
     /// Open orders (LIVE resting, or DEFERRED). Shared with the persister's batches:
     /// updates go through `Arc::make_mut`, which copies only while a batch still holds the
     /// previous version.
-    pub orders: HashMap<Uuid, Open>,
+    /// A map that grows a few entries a command ([`SpreadMap`]), never all at once.
+    pub orders: SpreadMap<Uuid, Open>,
     pub ledger: Ledger,
     /// The ledger's number of the collateral.
     collateral: AssetId,
@@ -374,7 +376,7 @@ impl Core {
             markets: Vec::new(),
             tokens: HashMap::new(),
             conditions: HashMap::new(),
-            orders: HashMap::new(),
+            orders: SpreadMap::new(),
             ledger,
             collateral,
             memo: AcctMemo::new(),
@@ -742,7 +744,7 @@ impl Core {
             let node = book.node(slot);
             let maker_id = node.id;
             let q = t.remaining().min(node.remaining);
-            let std::collections::hash_map::Entry::Occupied(mut entry) = self.orders.entry(maker_id) else {
+            let Some(mut entry) = self.orders.find_entry(&maker_id) else {
                 unreachable!("resting order {maker_id} has no record")
             };
             if entry.get().expiration != 0 && entry.get().expiration <= now {
@@ -1090,8 +1092,8 @@ impl Core {
         let mut out = Canceled::default();
         for id in ids {
             // One probe of the map finds, checks and removes the order.
-            match self.orders.entry(*id) {
-                std::collections::hash_map::Entry::Occupied(e) if e.get().owner == owner => {
+            match self.orders.find_entry(id) {
+                Some(e) if e.get().owner == owner => {
                     let open = e.remove();
                     self.close_open(open, batch);
                     out.canceled.push(*id);
