@@ -138,7 +138,10 @@ impl<K: Hash + Eq, V> SpreadMap<K, V> {
         self.cur.iter().chain(self.old.iter()).map(|e| &e.1)
     }
 
-    /// `cur` is full: it becomes `old`, beside an empty table twice its size.
+    /// `cur` is full: it becomes `old`, beside an empty table twice its size. Full counts
+    /// the tombstones removals leave (hashbrown's capacity is its entries plus the inserts
+    /// it has room for), so a table that filled with them is moved into one sized for
+    /// twice its entries, where hashbrown would rehash it in place, all at once.
     fn grow(&mut self) {
         // Never while a move is under way (see the module's doc), but a move must not be
         // lost if it were.
