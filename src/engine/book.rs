@@ -57,6 +57,110 @@ pub struct Node {
     next: u32,
 }
 
+/// From this capacity on, a full node array's successor is allocated and touched ahead.
+const PREPARE_FROM: usize = 1 << 14;
+/// Nodes per 4 KB page (rounded down): the step at which the successor is touched.
+const NODES_PER_PAGE: usize = 4096 / std::mem::size_of::<Node>();
+/// Pushes between two pages touched: the successor's first half (what the copy fills) is
+/// touched within the first quarter of the pushes that fill the array's second half.
+const PUSHES_PER_TOUCH: usize = NODES_PER_PAGE / 8;
+
+/// A book's nodes, by slot, in one array. A `Vec` doubles when full and copies every node
+/// into memory nobody has touched yet: on this VM, backing a fresh page costs more than
+/// the copy itself, and at a million orders in one book the push that doubled took
+/// ≈ 0.1 s on the matching thread. So once the array is half full (and large), its
+/// successor, twice its capacity, is allocated beside it and its pages are touched a few
+/// at a time by the pushes that fill the second half; the push that finds the array full
+/// copies it into memory already backed (≈ 10 ms at a million orders; docs/performance.md,
+/// "A book's node array grown ahead"). A lookup is one plain index, as before: chunked
+/// storage that never copies cost every book operation 4–16% more instructions.
+///
+/// Free slots are listed through their own `next` link (`free`, `NIL` when none), so
+/// freeing and reusing a slot touches only the node, which the caller holds anyway.
+#[derive(Debug, Clone)]
+struct Nodes {
+    v: Vec<Node>,
+    /// The array's successor while the array is over half full (empty, capacity 0 before).
+    next: Vec<Node>,
+    /// Nodes of `next`'s spare room whose pages have been touched.
+    touched: usize,
+    free: u32,
+}
+
+impl Nodes {
+    fn new() -> Nodes {
+        Nodes { v: Vec::new(), next: Vec::new(), touched: 0, free: NIL }
+    }
+
+    #[inline]
+    fn get(&self, slot: u32) -> &Node {
+        &self.v[slot as usize]
+    }
+
+    #[inline]
+    fn get_mut(&mut self, slot: u32) -> &mut Node {
+        &mut self.v[slot as usize]
+    }
+
+    /// Slots ever allocated (queued or free).
+    fn len(&self) -> usize {
+        self.v.len()
+    }
+
+    /// A slot holding `node`: the last one freed, else a new one.
+    #[inline]
+    fn alloc(&mut self, node: Node) -> u32 {
+        let slot = self.free;
+        if slot != NIL {
+            let n = self.get_mut(slot);
+            let next_free = n.next;
+            *n = node;
+            self.free = next_free;
+            return slot;
+        }
+        let len = self.v.len();
+        if len >= PREPARE_FROM / 2 && len >= self.v.capacity() / 2 {
+            self.grow_ahead();
+        }
+        self.v.push(node);
+        len as u32
+    }
+
+    /// With the array at least half full: allocate its successor, touch one more of its
+    /// pages every `PUSHES_PER_TOUCH` pushes, and when the array is full move it there.
+    #[cold]
+    fn grow_ahead(&mut self) {
+        let (len, cap) = (self.v.len(), self.v.capacity());
+        if cap < PREPARE_FROM {
+            return;
+        }
+        if self.next.capacity() == 0 {
+            self.next = Vec::with_capacity(2 * cap);
+            self.touched = 0;
+        }
+        if len == cap {
+            // The copy lands in pages touched already; the old array is freed.
+            self.next.extend_from_slice(&self.v);
+            self.v = std::mem::take(&mut self.next);
+            return;
+        }
+        if (len - cap / 2).is_multiple_of(PUSHES_PER_TOUCH) && self.touched < cap {
+            let spare = self.next.spare_capacity_mut();
+            spare[self.touched].write(self.v[0].clone());
+            self.touched += NODES_PER_PAGE;
+        }
+    }
+
+    /// Room for `n` more nodes.
+    fn reserve(&mut self, n: usize) {
+        self.v.reserve(n);
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Node> {
+        self.v.iter_mut()
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Book {
     /// Tick in 1e-4 price units.
@@ -65,8 +169,7 @@ pub struct Book {
     asks: Vec<Level>,
     best_bid: Option<u32>,
     best_ask: Option<u32>,
-    nodes: Vec<Node>,
-    free: Vec<u32>,
+    nodes: Nodes,
     count: usize,
     /// Non-empty levels per side (bid, ask): depth scans stop after this many instead of
     /// walking the whole ladder (10,001 levels at a 0.0001 tick).
@@ -110,8 +213,7 @@ impl Book {
             asks: vec![EMPTY; n],
             best_bid: None,
             best_ask: None,
-            nodes: Vec::new(),
-            free: Vec::new(),
+            nodes: Nodes::new(),
             count: 0,
             used: [0, 0],
             changed: Vec::new(),
@@ -185,7 +287,7 @@ impl Book {
     }
 
     pub fn node(&self, slot: u32) -> &Node {
-        &self.nodes[slot as usize]
+        self.nodes.get(slot)
     }
 
     /// The order a taker on `taker` side with YES-limit `limit` meets next: the head of the
@@ -223,7 +325,8 @@ impl Book {
             BookSide::Ask => &mut self.asks[l as usize],
         };
         let slot = lv.head;
-        let n = &mut self.nodes[slot as usize];
+        let free = self.nodes.free;
+        let n = self.nodes.get_mut(slot);
         debug_assert!(n.remaining >= q && n.prev == NIL);
         n.remaining -= q;
         lv.total -= q;
@@ -231,11 +334,12 @@ impl Book {
             return false;
         }
         let next = n.next;
+        n.next = free;
+        self.nodes.free = slot;
         lv.head = next;
-        self.free.push(slot);
         self.count -= 1;
         if next != NIL {
-            self.nodes[next as usize].prev = NIL;
+            self.nodes.get_mut(next).prev = NIL;
         } else {
             lv.tail = NIL;
             self.used[side as usize] -= 1;
@@ -247,18 +351,11 @@ impl Book {
     /// Appends an order at the tail of its level; returns its slot.
     pub fn insert(&mut self, side: BookSide, price: u32, id: Uuid, size: u64) -> u32 {
         let level = self.level_of(price);
-        let slot = match self.free.pop() {
-            Some(s) => s,
-            None => {
-                self.nodes.push(Node { id, remaining: 0, side, level, prev: NIL, next: NIL });
-                (self.nodes.len() - 1) as u32
-            }
-        };
         let tail = self.levels(side)[level as usize].tail;
         self.note_change(side, level);
-        self.nodes[slot as usize] = Node { id, remaining: size, side, level, prev: tail, next: NIL };
+        let slot = self.nodes.alloc(Node { id, remaining: size, side, level, prev: tail, next: NIL });
         if tail != NIL {
-            self.nodes[tail as usize].next = slot;
+            self.nodes.get_mut(tail).next = slot;
         }
         let lv = &mut self.levels_mut(side)[level as usize];
         let was_empty = lv.head == NIL;
@@ -279,16 +376,36 @@ impl Book {
         slot
     }
 
-    /// Removes an order whatever its remaining size.
+    /// Removes an order whatever its remaining size. The node is read and freed in one
+    /// visit; then its neighbours are linked past it.
     pub fn remove(&mut self, slot: u32) {
-        let (side, level, rem) = {
-            let n = &self.nodes[slot as usize];
-            (n.side, n.level, n.remaining)
-        };
+        let free = self.nodes.free;
+        let n = self.nodes.get_mut(slot);
+        let (side, level, rem, prev, next) = (n.side, n.level, n.remaining, n.prev, n.next);
+        n.remaining = 0;
+        n.next = free;
+        self.nodes.free = slot;
         self.note_change(side, level);
-        self.levels_mut(side)[level as usize].total -= rem;
-        self.nodes[slot as usize].remaining = 0;
-        self.unlink(slot);
+        if prev != NIL {
+            self.nodes.get_mut(prev).next = next;
+        }
+        if next != NIL {
+            self.nodes.get_mut(next).prev = prev;
+        }
+        let lv = &mut self.levels_mut(side)[level as usize];
+        lv.total -= rem;
+        if lv.head == slot {
+            lv.head = next;
+        }
+        if lv.tail == slot {
+            lv.tail = prev;
+        }
+        let emptied = lv.head == NIL;
+        self.count -= 1;
+        if emptied {
+            self.used[side as usize] -= 1;
+            self.refresh_best(side, level);
+        }
     }
 
     /// Notes a level about to change, with its total before. A level noted last already
@@ -348,33 +465,6 @@ impl Book {
         }
         self.changed.clear();
         out
-    }
-
-    fn unlink(&mut self, slot: u32) {
-        let (side, level, prev, next) = {
-            let n = &self.nodes[slot as usize];
-            (n.side, n.level, n.prev, n.next)
-        };
-        if prev != NIL {
-            self.nodes[prev as usize].next = next;
-        }
-        if next != NIL {
-            self.nodes[next as usize].prev = prev;
-        }
-        let lv = &mut self.levels_mut(side)[level as usize];
-        if lv.head == slot {
-            lv.head = next;
-        }
-        if lv.tail == slot {
-            lv.tail = prev;
-        }
-        let emptied = lv.head == NIL;
-        self.free.push(slot);
-        self.count -= 1;
-        if emptied {
-            self.used[side as usize] -= 1;
-            self.refresh_best(side, level);
-        }
     }
 
     /// After `level` emptied, move the best price past empty levels.
@@ -443,7 +533,7 @@ impl Book {
         let mut out = Vec::new();
         let mut s = self.levels(side)[self.level_of(price) as usize].head;
         while s != NIL {
-            let n = &self.nodes[s as usize];
+            let n = self.nodes.get(s);
             out.push((n.id, n.remaining));
             s = n.next;
         }
@@ -474,7 +564,7 @@ impl Book {
                 while s != NIL {
                     mark(s, "queued")?;
                     resting += 1;
-                    let n = &self.nodes[s as usize];
+                    let n = self.nodes.get(s);
                     if n.prev != prev || n.level as usize != l || n.side != side || n.remaining == 0 {
                         return Err(format!("bad link at level {l}"));
                     }
@@ -496,8 +586,10 @@ impl Book {
                 return Err(format!("best {best:?} vs depth {:?}", d.first()));
             }
         }
-        for &s in &self.free {
+        let mut s = self.nodes.free;
+        while s != NIL {
             mark(s, "free")?;
+            s = self.nodes.get(s).next;
         }
         if let Some(s) = seen.iter().position(|x| !x) {
             return Err(format!("slot {s} neither queued nor free"));
@@ -565,6 +657,48 @@ mod tests {
         b.remove(sx);
         assert_eq!(b.depth(BookSide::Bid), vec![(9750, 7), (9700, 20)]);
         b.check().unwrap();
+    }
+
+    /// A large node array's successor is allocated once the array is half full, every
+    /// page the copy will fill is touched before the array is full, and the move keeps
+    /// every slot's node; freed slots are reused before the array grows.
+    #[test]
+    fn node_array_grows_into_a_successor_touched_ahead() {
+        let mut b = Book::new(100);
+        let mut live: Vec<(u32, u128)> = Vec::new();
+        let (mut id, mut moves) = (0u128, 0);
+        while moves < 2 {
+            let (len, cap) = (b.nodes.v.len(), b.nodes.v.capacity());
+            if cap >= PREPARE_FROM && len < cap / 2 {
+                assert_eq!(b.nodes.next.capacity(), 0, "no successor before half full");
+            }
+            if cap >= PREPARE_FROM && len == cap && b.nodes.free == NIL {
+                assert_eq!(b.nodes.next.capacity(), 2 * cap);
+                assert!(b.nodes.touched >= cap, "{} of {cap} touched when full", b.nodes.touched);
+                moves += 1;
+            }
+            let side = if id % 2 == 0 { BookSide::Bid } else { BookSide::Ask };
+            let price = if side == BookSide::Bid { 100 * (1 + id as u32 % 40) } else { 100 * (60 + id as u32 % 40) };
+            live.push((b.insert(side, price, Uuid::from_u128(id), 1 + id as u64 % 7), id));
+            id += 1;
+            // Every tenth insert, cancel an older order: its slot is the next one used.
+            if id % 10 == 0 {
+                let (s, _) = live.swap_remove((id as usize * 7) % live.len());
+                let before = b.nodes.len();
+                b.remove(s);
+                let reused = b.insert(BookSide::Ask, 5000, Uuid::from_u128(id), 1);
+                assert_eq!(reused, s, "a freed slot is reused first");
+                assert_eq!(b.nodes.len(), before);
+                live.push((reused, id));
+                id += 1;
+            }
+        }
+        assert_eq!(b.nodes.next.capacity(), 0, "the successor became the array");
+        b.check().unwrap();
+        for &(s, id) in &live {
+            assert_eq!(b.node(s).id, Uuid::from_u128(id));
+        }
+        assert_eq!(b.len(), live.len());
     }
 
     #[test]
