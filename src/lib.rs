@@ -35,6 +35,7 @@ pub mod relay;
 pub mod resolution;
 pub mod rfq;
 pub mod sign;
+pub mod spread_map;
 pub mod store;
 pub mod vital;
 pub mod workers;

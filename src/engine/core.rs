@@ -28,10 +28,10 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::book::{Book, BookSide, NIL};
-use super::spread_map::SpreadMap;
 use super::LedgerChange;
 use crate::domain::*;
 use crate::ledger::{Acct, AssetId, Ledger};
+use crate::spread_map::SpreadMap;
 use crate::store::{cf, encode, Batch, Stored};
 
 /// Why the engine refused an order: an outcome, not an error.

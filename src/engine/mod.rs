@@ -14,7 +14,6 @@ pub mod core;
 #[cfg(test)]
 mod proptests;
 pub mod snapshot;
-pub mod spread_map;
 
 use std::sync::Arc;
 

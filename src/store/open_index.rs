@@ -30,6 +30,8 @@ use std::collections::BTreeSet;
 use parking_lot::RwLock;
 use uuid::Uuid;
 
+use crate::spread_map::SpreadMap;
+
 /// Shards, so a reader and the persister rarely meet on one lock.
 const SHARDS: usize = 16;
 
@@ -45,21 +47,27 @@ pub struct OpenIndex {
 /// Two open orders rarely share those bytes (ids are hashes), but may: the later one goes
 /// to `clashes` under its whole id. So a sequence found by prefix may be another order's,
 /// and a reader checks the record's id ([`OpenIndex::get`]).
+///
+/// `by_prefix` grows a few entries a write ([`SpreadMap`]): a shard growing all at once
+/// held its write lock, and the persister's group, for 5–14 ms between half a million
+/// and two million open orders, and the shards, filled evenly, grow within a few hundred
+/// orders of one another.
 #[derive(Default)]
 struct Shard {
-    by_prefix: foldhash::HashMap<u64, u64>,
+    by_prefix: SpreadMap<u64, u64>,
     clashes: foldhash::HashMap<Uuid, u64>,
 }
 
 impl Shard {
     fn insert(&mut self, id: Uuid, seq: u64) {
-        match self.by_prefix.entry(prefix(&id)) {
-            Entry::Vacant(e) => {
-                e.insert(seq);
+        let p = prefix(&id);
+        match self.by_prefix.get(&p) {
+            None => {
+                self.by_prefix.insert(p, seq);
             }
             // The same order entered again (a sequence is one order's).
-            Entry::Occupied(e) if *e.get() == seq => {}
-            Entry::Occupied(_) => {
+            Some(&s) if s == seq => {}
+            Some(_) => {
                 self.clashes.insert(id, seq);
             }
         }
@@ -96,6 +104,8 @@ impl OpenIndex {
             let pairs = &mut found.ids[k];
             if !pairs.is_empty() {
                 let mut shard = self.shards[k].write();
+                // At startup nobody waits: grow at once, not a few entries an insert.
+                shard.by_prefix.reserve(pairs.len());
                 for (id, seq) in pairs.drain(..) {
                     shard.insert(id, seq);
                 }

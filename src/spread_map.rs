@@ -1,5 +1,5 @@
-//! A hash map that grows without stopping its thread: the open orders of the matching
-//! thread.
+//! A hash map that grows without stopping its thread: the matching thread's open orders,
+//! and the store's open-order index on the persister's threads.
 //!
 //! A hash table grows by doubling, and the insert that crosses its load limit moves every
 //! entry into the new table at once. On the matching thread that insert is a command every
