@@ -767,6 +767,8 @@ fn kinds_named(name: &str) -> Kind {
 }
 
 fn bench(c: &mut Criterion) {
+    // As `predex serve` runs: the pages this run touches are backed 4 KB at a time.
+    predex::no_transparent_huge_pages();
     if one() || grow() {
         return;
     }

@@ -56,6 +56,8 @@ const ROLE: &str = "PREDEX_RELOAD_ROLE";
 const DIR: &str = "PREDEX_RELOAD_DIR";
 
 fn main() {
+    // As `predex serve` starts.
+    predex::no_transparent_huge_pages();
     if let (Ok(role), Ok(dir)) = (std::env::var(ROLE), std::env::var(DIR)) {
         match role.as_str() {
             "build" => build(Path::new(&dir)),

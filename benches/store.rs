@@ -188,6 +188,8 @@ fn run(tx: &crossbeam_channel::Sender<Job>, start_seq: u64, n: usize) -> (Durati
 }
 
 fn bench(c: &mut Criterion) {
+    // As `predex serve` runs: the pages this run touches are backed 4 KB at a time.
+    predex::no_transparent_huge_pages();
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(dir.path()).unwrap());
     let metrics = Arc::new(PersistMetrics::default());

@@ -14,6 +14,7 @@
 static ALLOC: alloc::Mimalloc = alloc::Mimalloc;
 
 mod alloc;
+pub use alloc::no_transparent_huge_pages;
 
 pub mod admin;
 pub mod analytics;

@@ -275,6 +275,7 @@ impl Drop for Watchdog {
 }
 
 fn main() -> anyhow::Result<ExitCode> {
+    predex::no_transparent_huge_pages();
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => {

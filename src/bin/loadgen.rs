@@ -1046,6 +1046,8 @@ fn ceilings(
 }
 
 fn main() -> anyhow::Result<()> {
+    // As `predex serve` runs, for the server this process starts and for the client.
+    predex::no_transparent_huge_pages();
     let args = Args::parse();
     let config = Config::default();
     let domains = OrderDomains::new(
