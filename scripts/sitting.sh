@@ -5,7 +5,7 @@
 # target/sitting/<UTC start>/; the machine's idle share is logged before each run, since
 # the host is shared and a busy neighbour moves every figure.
 #
-#   sh scripts/sitting.sh          # the whole set, ≈ 35 minutes on the 2-core build machine
+#   sh scripts/sitting.sh          # the whole set, ≈ 20 minutes after the build on the 2-core machine
 #   SITTING_ONLY="store reload" sh scripts/sitting.sh   # some of: engine auth store reload loadgen
 set -eu
 cd "$(dirname "$0")/.."
