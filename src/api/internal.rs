@@ -51,6 +51,8 @@ pub fn routes(state: Arc<AppState>) -> Routes {
             "sync_micros_total": m.sync_micros_total.load(Relaxed),
             "last_batch_jobs": m.last_batch_jobs.load(Relaxed),
             "last_sync_micros": m.last_sync_micros.load(Relaxed),
+            "slow_syncs": m.slow_syncs.load(Relaxed),
+            "slow_sync_micros_total": m.slow_sync_micros_total.load(Relaxed),
             "bytes": m.bytes.get(),
         }))
         .into_response()

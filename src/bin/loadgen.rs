@@ -510,6 +510,11 @@ struct PersisterReading {
     jobs: u64,
     /// Time spent writing and syncing them.
     writing_s: f64,
+    /// Of those groups, the ones whose synced write took 10 ms or more (the server's
+    /// `SLOW_SYNC_MICROS`), and their time: a disk that stalls now and then sets the open
+    /// loop's tail alone, whatever predex does.
+    slow_syncs: u64,
+    slow_sync_s: f64,
     /// Time between the two readings.
     seconds: f64,
 }
@@ -523,6 +528,8 @@ impl PersisterReading {
             groups: d("commits")?,
             jobs: d("jobs")?,
             writing_s: d("sync_micros_total")? as f64 / 1e6,
+            slow_syncs: d("slow_syncs")?,
+            slow_sync_s: d("slow_sync_micros_total")? as f64 / 1e6,
             seconds,
         })
         .filter(|_| seconds > 0.0)
@@ -777,6 +784,14 @@ fn line(r: &PhaseResult) -> String {
         if let Some((jobs, us)) = p.jobs_per_group().zip(p.write_us_per_group()) {
             s += &format!(" of {jobs:.2} commands, {us:.0} µs each: writing {:.0}% of the time", p.writing_pct());
         }
+        if p.slow_syncs > 0 {
+            let n = p.slow_syncs;
+            s += &format!(
+                "; {n} synced write{} of 10 ms or more, {:.0} ms in all",
+                if n == 1 { "" } else { "s" },
+                p.slow_sync_s * 1e3
+            );
+        }
     }
     for (e, n) in &t.errors {
         s += &format!("\n{:<15} error x{n}: {e}", "");
@@ -818,6 +833,7 @@ fn summary(args: &Args, results: &[PhaseResult]) -> Value {
                 "persister": r.persister.map(|p| json!({
                     "groups_per_s": p.groups_per_s(), "commands_per_group": p.jobs_per_group(),
                     "write_us_per_group": p.write_us_per_group(), "writing_pct": p.writing_pct(),
+                    "slow_syncs": p.slow_syncs, "slow_sync_s": p.slow_sync_s,
                 })),
                 "feed": r.feed.as_ref().map(|(h, n)| json!({
                     "subscribers": args.subscribers, "frames": n, "frames_per_s": *n as f64 / r.seconds,
@@ -1199,11 +1215,21 @@ mod tests {
     #[test]
     fn the_persister_reading_is_the_difference_of_two_counter_readings() {
         let m = |commits: u64, jobs: u64, micros: u64| {
+            // One group in a thousand slow, 20 ms each.
             json!({"bytes": 0, "commits": commits, "inline_commits": 0, "jobs": jobs, "last_batch_jobs": 1,
-                   "last_sync_micros": 1, "sync_micros_total": micros})
+                   "last_sync_micros": 1, "sync_micros_total": micros,
+                   "slow_syncs": commits / 1_000, "slow_sync_micros_total": commits / 1_000 * 20_000})
         };
         let p = PersisterReading::between(&m(1_000, 1_500, 400_000), &m(6_000, 11_500, 1_200_000), 2.0).unwrap();
-        assert_eq!(p, PersisterReading { groups: 5_000, jobs: 10_000, writing_s: 0.8, seconds: 2.0 });
+        let want = PersisterReading {
+            groups: 5_000,
+            jobs: 10_000,
+            writing_s: 0.8,
+            slow_syncs: 5,
+            slow_sync_s: 0.1,
+            seconds: 2.0,
+        };
+        assert_eq!(p, want);
         assert_eq!(p.groups_per_s(), 2_500.0);
         assert_eq!(p.jobs_per_group(), Some(2.0));
         assert_eq!(p.write_us_per_group(), Some(160.0));
