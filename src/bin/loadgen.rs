@@ -488,7 +488,8 @@ struct PhaseResult {
     /// Feed delivery latency (µs) over the measured window, and the frames received.
     feed: Option<(Histogram<u64>, u64)>,
     /// CPU seconds the whole process (server, clients, subscribers) spent in the measured
-    /// window; `None` where /proc is not readable.
+    /// window, plus the server's own against a server in another process (`--clob`);
+    /// `None` where /proc is not readable.
     cpu_s: Option<f64>,
     /// The machine's CPU seconds in the measured window (every CPU, busy or idle), and those
     /// the hypervisor took from its vCPUs (steal time); `None` where /proc/stat is not
@@ -515,6 +516,9 @@ struct PersisterReading {
     /// loop's tail alone, whatever predex does.
     slow_syncs: u64,
     slow_sync_s: f64,
+    /// The server process's CPU seconds between the readings (None where it has no /proc):
+    /// a phase against a server in another process adds them to its own.
+    server_cpu_s: Option<f64>,
     /// Time between the two readings.
     seconds: f64,
 }
@@ -530,6 +534,11 @@ impl PersisterReading {
             writing_s: d("sync_micros_total")? as f64 / 1e6,
             slow_syncs: d("slow_syncs")?,
             slow_sync_s: d("slow_sync_micros_total")? as f64 / 1e6,
+            server_cpu_s: after["process_cpu_s"]
+                .as_f64()
+                .zip(before["process_cpu_s"].as_f64())
+                .map(|(b, a)| b - a)
+                .filter(|d| *d >= 0.0),
             seconds,
         })
         .filter(|_| seconds > 0.0)
@@ -711,6 +720,11 @@ async fn phase(
     let persister = match persister {
         Some(t) => t.await.expect("persister window task"),
         None => None,
+    };
+    // A server in another process: its CPU counts too, as it does in-process.
+    let cpu_s = match args.clob {
+        Some(_) if persister.is_some() => cpu_s.zip(persister.and_then(|p| p.server_cpu_s)).map(|(a, b)| a + b),
+        _ => cpu_s,
     };
     let r =
         PhaseResult { name: name.to_string(), mode, seconds: args.duration, tally, feed, cpu_s, machine, persister };
@@ -1218,7 +1232,8 @@ mod tests {
             // One group in a thousand slow, 20 ms each.
             json!({"bytes": 0, "commits": commits, "inline_commits": 0, "jobs": jobs, "last_batch_jobs": 1,
                    "last_sync_micros": 1, "sync_micros_total": micros,
-                   "slow_syncs": commits / 1_000, "slow_sync_micros_total": commits / 1_000 * 20_000})
+                   "slow_syncs": commits / 1_000, "slow_sync_micros_total": commits / 1_000 * 20_000,
+                   "process_cpu_s": micros as f64 / 400_000.0})
         };
         let p = PersisterReading::between(&m(1_000, 1_500, 400_000), &m(6_000, 11_500, 1_200_000), 2.0).unwrap();
         let want = PersisterReading {
@@ -1227,6 +1242,7 @@ mod tests {
             writing_s: 0.8,
             slow_syncs: 5,
             slow_sync_s: 0.1,
+            server_cpu_s: Some(2.0),
             seconds: 2.0,
         };
         assert_eq!(p, want);
@@ -1237,6 +1253,14 @@ mod tests {
         // A window without a group: a rate of nothing, no per-group figures.
         let idle = PersisterReading::between(&m(7, 9, 100), &m(7, 9, 100), 1.0).unwrap();
         assert_eq!((idle.groups_per_s(), idle.jobs_per_group(), idle.write_us_per_group()), (0.0, None, None));
+        // A server without /proc (or an older one): the reading stands, without its CPU.
+        let no_cpu = |v: Value| {
+            let mut v = v;
+            v.as_object_mut().unwrap().remove("process_cpu_s");
+            v
+        };
+        let p = PersisterReading::between(&no_cpu(m(1_000, 1_500, 400_000)), &m(6_000, 11_500, 1_200_000), 2.0);
+        assert_eq!(p.map(|p| (p.groups, p.server_cpu_s)), Some((5_000, None)));
         // Counters that went back (a restarted server), a missing one, or no time: no reading.
         assert_eq!(PersisterReading::between(&m(8, 9, 100), &m(7, 9, 100), 1.0), None);
         assert_eq!(PersisterReading::between(&json!({}), &m(7, 9, 100), 1.0), None);
