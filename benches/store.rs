@@ -213,6 +213,8 @@ fn bench(c: &mut Criterion) {
     let i0 = metrics.inline_commits.get();
     let s0 = metrics.sync_micros_total.load(Ordering::Relaxed);
     let b0 = metrics.bytes.get();
+    let (slow0, slow_us0) =
+        (metrics.slow_syncs.load(Ordering::Relaxed), metrics.slow_sync_micros_total.load(Ordering::Relaxed));
     let n = timed_fills();
     let (el, mut lat) = run(&tx, seq, n);
     // The wallet analytics are written behind the trades: the run ends once they are too
@@ -227,8 +229,11 @@ fn bench(c: &mut Criterion) {
     let jobs = metrics.jobs.load(Ordering::Relaxed) - j0;
     let sync = metrics.sync_micros_total.load(Ordering::Relaxed) - s0;
     let bytes = metrics.bytes.get() - b0;
+    // The disk's stalls: a commit's worst latency is often one sync the host held.
+    let slow = metrics.slow_syncs.load(Ordering::Relaxed) - slow0;
+    let slow_ms = (metrics.slow_sync_micros_total.load(Ordering::Relaxed) - slow_us0) / 1_000;
     println!(
-        "store/commit: {:.0} durable fills/s with {} in flight, {} wallets a side; commit latency p50 {} µs, p99 {} µs, max {} µs; {} groups ({} written by the preparer), mean {:.1} fills/group, mean write+sync {} µs; {} WAL bytes/fill",
+        "store/commit: {:.0} durable fills/s with {} in flight, {} wallets a side; commit latency p50 {} µs, p99 {} µs, max {} µs; {} groups ({} written by the preparer), mean {:.1} fills/group, mean write+sync {} µs ({} of 10 ms or more, {} ms in all); {} WAL bytes/fill",
         n as f64 / el.as_secs_f64(),
         in_flight(),
         wallets(),
@@ -239,6 +244,8 @@ fn bench(c: &mut Criterion) {
         inline,
         jobs as f64 / commits.max(1) as f64,
         sync / commits.max(1),
+        slow,
+        slow_ms,
         bytes / jobs.max(1)
     );
 }
