@@ -44,6 +44,7 @@ use predex::api::ceiling::{self, Ceiling, KeySecret};
 use predex::auth::{self, OrderDomains, SignedOrderFields};
 use predex::config::Config;
 use predex::metrics::USER_HZ;
+use predex::store::persister::SLOW_SYNC_MICROS;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
@@ -511,9 +512,9 @@ struct PersisterReading {
     jobs: u64,
     /// Time spent writing and syncing them.
     writing_s: f64,
-    /// Of those groups, the ones whose synced write took 10 ms or more (the server's
-    /// `SLOW_SYNC_MICROS`), and their time: a disk that stalls now and then sets the open
-    /// loop's tail alone, whatever predex does.
+    /// Of those groups, the ones whose synced write took [`SLOW_SYNC_MICROS`] or more, and
+    /// their time: a disk that stalls now and then sets the open loop's tail alone,
+    /// whatever predex does.
     slow_syncs: u64,
     slow_sync_s: f64,
     /// The server process's CPU seconds between the readings (None where it has no /proc):
@@ -801,8 +802,9 @@ fn line(r: &PhaseResult) -> String {
         if p.slow_syncs > 0 {
             let n = p.slow_syncs;
             s += &format!(
-                "; {n} synced write{} of 10 ms or more, {:.0} ms in all",
+                "; {n} synced write{} of {} ms or more, {:.0} ms in all",
                 if n == 1 { "" } else { "s" },
+                SLOW_SYNC_MICROS / 1_000,
                 p.slow_sync_s * 1e3
             );
         }

@@ -71,6 +71,22 @@ impl PersistMetrics {
             sync_seconds: m.sync_seconds.clone(),
         }
     }
+
+    /// Counts one group of `jobs` commands written (`bytes`) and synced in `micros`.
+    fn count(&self, jobs: u64, bytes: u64, micros: u64) {
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        self.jobs.fetch_add(jobs, Ordering::Relaxed);
+        self.bytes.inc_by(bytes);
+        self.sync_micros_total.fetch_add(micros, Ordering::Relaxed);
+        self.last_batch_jobs.store(jobs, Ordering::Relaxed);
+        self.last_sync_micros.store(micros, Ordering::Relaxed);
+        if micros >= SLOW_SYNC_MICROS {
+            self.slow_syncs.fetch_add(1, Ordering::Relaxed);
+            self.slow_sync_micros_total.fetch_add(micros, Ordering::Relaxed);
+        }
+        self.batch_jobs.observe(jobs as f64);
+        self.sync_seconds.observe(micros as f64 / 1e6);
+    }
 }
 
 impl Default for PersistMetrics {
@@ -172,24 +188,6 @@ fn write(store: &Store, group: Group, metrics: &PersistMetrics) {
     metrics.count(group.done.len() as u64, bytes, start.elapsed().as_micros() as u64);
     for done in group.done {
         done(true);
-    }
-}
-
-impl PersistMetrics {
-    /// Counts one group of `jobs` commands written (`bytes`) and synced in `micros`.
-    fn count(&self, jobs: u64, bytes: u64, micros: u64) {
-        self.commits.fetch_add(1, Ordering::Relaxed);
-        self.jobs.fetch_add(jobs, Ordering::Relaxed);
-        self.bytes.inc_by(bytes);
-        self.sync_micros_total.fetch_add(micros, Ordering::Relaxed);
-        self.last_batch_jobs.store(jobs, Ordering::Relaxed);
-        self.last_sync_micros.store(micros, Ordering::Relaxed);
-        if micros >= SLOW_SYNC_MICROS {
-            self.slow_syncs.fetch_add(1, Ordering::Relaxed);
-            self.slow_sync_micros_total.fetch_add(micros, Ordering::Relaxed);
-        }
-        self.batch_jobs.observe(jobs as f64);
-        self.sync_seconds.observe(micros as f64 / 1e6);
     }
 }
 
