@@ -127,8 +127,38 @@ impl<K: Hash + Eq, V> SpreadMap<K, V> {
         replaced
     }
 
+    /// Inserts `v` under `k` if `k` has no entry, in one lookup per table; `false` (and `v`
+    /// dropped) if it has one.
+    pub fn insert_if_vacant(&mut self, k: K, v: V) -> bool {
+        let h = self.hasher.hash_one(&k);
+        if self.cur.len() == self.cur.capacity() {
+            // As in `insert`.
+            self.grow();
+        }
+        if !self.old.is_empty() && self.old.find(h, |e| e.0 == k).is_some() {
+            return false;
+        }
+        let hasher = &self.hasher;
+        match self.cur.entry(h, |e| e.0 == k, |e| hasher.hash_one(&e.0)) {
+            hashbrown::hash_table::Entry::Occupied(_) => return false,
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                e.insert((k, v));
+            }
+        }
+        self.step();
+        true
+    }
+
     pub fn remove(&mut self, k: &K) -> Option<V> {
-        let v = self.find_entry(k).map(Entry::remove);
+        self.remove_if(k, |_| true)
+    }
+
+    /// Removes `k`'s entry if `remove` says so of its value, in one lookup.
+    pub fn remove_if(&mut self, k: &K, remove: impl FnOnce(&V) -> bool) -> Option<V> {
+        let v = match self.find_entry(k) {
+            Some(e) if remove(e.get()) => Some(e.remove()),
+            _ => None,
+        };
         self.step();
         v
     }
@@ -244,6 +274,9 @@ mod tests {
         Remove(u16),
         Take(u16),
         Change(u16, u32),
+        InsertVacant(u16, u32),
+        /// Removes the entry if its value is even.
+        RemoveEven(u16),
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -252,6 +285,8 @@ mod tests {
             2 => (0..2_000u16).prop_map(Op::Remove),
             1 => (0..2_000u16).prop_map(Op::Take),
             1 => (0..2_000u16, any::<u32>()).prop_map(|(k, v)| Op::Change(k, v)),
+            3 => (0..2_000u16, any::<u32>()).prop_map(|(k, v)| Op::InsertVacant(k, v)),
+            1 => (0..2_000u16).prop_map(Op::RemoveEven),
         ]
     }
 
@@ -275,11 +310,26 @@ mod tests {
                             *x = v;
                         }
                     }
+                    Op::InsertVacant(k, v) => {
+                        let vacant = !model.contains_key(&k);
+                        if vacant {
+                            model.insert(k, v);
+                        }
+                        prop_assert_eq!(m.insert_if_vacant(k, v), vacant);
+                    }
+                    Op::RemoveEven(k) => {
+                        let even = model.get(&k).is_some_and(|v| v % 2 == 0);
+                        let want = if even { model.remove(&k) } else { None };
+                        prop_assert_eq!(m.remove_if(&k, |v| v % 2 == 0), want);
+                    }
                 }
                 prop_assert_eq!(m.len(), model.len());
                 prop_assert_eq!(m.is_empty(), model.is_empty());
                 // Read while a move may be under way: the key just used and its neighbours.
-                let k = match op { Op::Insert(k, _) | Op::Remove(k) | Op::Take(k) | Op::Change(k, _) => k };
+                let k = match op {
+                    Op::Insert(k, _) | Op::Remove(k) | Op::Take(k) | Op::Change(k, _) => k,
+                    Op::InsertVacant(k, _) | Op::RemoveEven(k) => k,
+                };
                 for k in [k, k.wrapping_add(1), k.wrapping_sub(1)] {
                     prop_assert_eq!(m.get(&k), model.get(&k));
                     prop_assert_eq!(m.contains_key(&k), model.contains_key(&k));

@@ -61,15 +61,10 @@ struct Shard {
 impl Shard {
     fn insert(&mut self, id: Uuid, seq: u64) {
         let p = prefix(&id);
-        match self.by_prefix.get(&p) {
-            None => {
-                self.by_prefix.insert(p, seq);
-            }
-            // The same order entered again (a sequence is one order's).
-            Some(&s) if s == seq => {}
-            Some(_) => {
-                self.clashes.insert(id, seq);
-            }
+        // Taken: by the same order entered again (a sequence is one order's), or by another
+        // order whose id shares the prefix.
+        if !self.by_prefix.insert_if_vacant(p, seq) && self.by_prefix.get(&p) != Some(&seq) {
+            self.clashes.insert(id, seq);
         }
     }
 
@@ -78,10 +73,7 @@ impl Shard {
             self.clashes.remove(id);
             return;
         }
-        let p = prefix(id);
-        if self.by_prefix.get(&p) == Some(&seq) {
-            self.by_prefix.remove(&p);
-        }
+        self.by_prefix.remove_if(&prefix(id), |&s| s == seq);
     }
 
     fn get(&self, id: &Uuid) -> Option<u64> {
@@ -247,8 +239,9 @@ mod tests {
             for n in 1..=3u64 {
                 index.insert_all(&[(shared(n), 10 * n, owner)]);
             }
-            // Entered again (a store that rewrites an open order): no change.
-            index.insert_all(&[(shared(2), 20, owner)]);
+            // Entered again (a store that rewrites an open order), the prefix's holder as
+            // well as a clash: no change.
+            index.insert_all(&[(shared(1), 10, owner), (shared(2), 20, owner)]);
             assert_eq!(index.of_owner(&owner), [10, 20, 30]);
             assert_eq!(index.len(), 3);
             for n in 1..=3u64 {
