@@ -55,7 +55,7 @@ pub fn routes(state: Arc<AppState>) -> Routes {
             "slow_sync_micros_total": m.slow_sync_micros_total.load(Relaxed),
             // The server's own CPU (user + system, every thread), for a load generator
             // in another process to count per request.
-            "process_cpu_s": crate::metrics::process_cpu().map(|c| c.user_s + c.system_s),
+            "process_cpu_s": crate::metrics::process_cpu_s(),
             "bytes": m.bytes.get(),
         }))
         .into_response()

@@ -43,7 +43,9 @@ use hdrhistogram::Histogram;
 use predex::api::ceiling::{self, Ceiling, KeySecret};
 use predex::auth::{self, OrderDomains, SignedOrderFields};
 use predex::config::Config;
-use predex::metrics::USER_HZ;
+// In-process, the server's threads are this process's: a phase's CPU covers them and
+// the clients alike.
+use predex::metrics::{process_cpu_s, USER_HZ};
 use predex::store::persister::SLOW_SYNC_MICROS;
 use serde_json::{json, Value};
 use tokio::sync::watch;
@@ -590,13 +592,6 @@ struct MachineTime {
     steal_s: f64,
 }
 
-/// CPU time (user + system) this process has used: every thread, so a phase's figure
-/// covers the server and its clients alike. Per request, it is what a change costs or saves
-/// even where the rate is fixed (the open loop) or the cores were not all busy.
-fn process_cpu_s() -> Option<f64> {
-    predex::metrics::process_cpu().map(|c| c.user_s + c.system_s)
-}
-
 /// The machine's CPU time so far. Steal is the time its vCPUs were runnable but the
 /// hypervisor ran something else (the 8th value of /proc/stat's `cpu` line); on a shared VM
 /// it comes in freezes of every vCPU at once, which no thread can schedule around, so a
@@ -723,8 +718,8 @@ async fn phase(
         None => None,
     };
     // A server in another process: its CPU counts too, as it does in-process.
-    let cpu_s = match args.clob {
-        Some(_) if persister.is_some() => cpu_s.zip(persister.and_then(|p| p.server_cpu_s)).map(|(a, b)| a + b),
+    let cpu_s = match (&args.clob, persister) {
+        (Some(_), Some(p)) => cpu_s.zip(p.server_cpu_s).map(|(a, b)| a + b),
         _ => cpu_s,
     };
     let r =
