@@ -7,10 +7,14 @@
 //! 1. `ceiling-parse`: closed loop against a bare warp endpoint that only parses the order
 //!    JSON (same request filter and body types as predex).
 //! 2. `ceiling-crypto`: the same plus L2 HMAC verification and EIP-712 signer recovery.
-//! 3. `predex-orders`: closed loop of signed POST /order (resting and crossing orders over
+//! 3. `ceiling-sync`: no requests — one thread appends [`SYNC_BYTES`] to a fresh file in the
+//!    temporary directory (where the in-process server keeps its store) and `fdatasync`s it,
+//!    again and again: the disk's own price for one durable write, which every predex
+//!    acknowledgement pays once per group. Its latencies are read beside the persister's.
+//! 4. `predex-orders`: closed loop of signed POST /order (resting and crossing orders over
 //!    many markets and API keys) against predex, every reply durable (synced) before it is
 //!    sent — the throughput figure, comparable with the ceilings.
-//! 4. `predex-open`: open loop at `--rate` orders/s with cancels of acknowledged resting
+//! 5. `predex-open`: open loop at `--rate` orders/s with cancels of acknowledged resting
 //!    orders mixed in — the latency figure. Latency is measured from each request's
 //!    scheduled send time, so a stalled server is charged for the requests it held back
 //!    (no coordinated omission).
@@ -314,6 +318,10 @@ enum Mode {
     /// No orders: one frame to every subscriber this many times a second.
     Fanout {
         per_sec: f64,
+    },
+    /// No requests: appends of this many bytes, each synced (the sync ceiling).
+    Sync {
+        bytes: usize,
     },
 }
 
@@ -685,7 +693,7 @@ async fn phase(
     let tickets = match mode {
         // Cancels are drawn from the same schedule, so it runs faster by their share.
         Mode::Open { rate } => Some(pacer(rate * 100 / (100 - cancel_pct.min(90)), start, end)),
-        Mode::Closed | Mode::Fanout { .. } => None,
+        Mode::Closed | Mode::Fanout { .. } | Mode::Sync { .. } => None,
     };
     let subs: Vec<_> = feeds.into_iter().map(|ws| feed_rt.spawn(subscriber(ws, start, warm, end))).collect();
     let cpu = cpu_window(start, warm, end);
@@ -778,6 +786,13 @@ fn line(r: &PhaseResult) -> String {
     if let (Mode::Fanout { .. }, Some((h, n))) = (r.mode, &r.feed) {
         return row(&r.name, "frames/s", *n as f64 / r.seconds, h);
     }
+    if let Mode::Sync { bytes } = r.mode {
+        let mut s = row(&r.name, "syncs/s", t.orders_done as f64 / r.seconds, &t.orders);
+        if let Some(us) = cpu_us_per_request(r) {
+            s += &format!("  cpu {us:.0} µs/sync");
+        }
+        return s + &format!("  ({bytes} bytes appended, then fdatasync)");
+    }
     let mut s = row(&r.name, "orders/s", t.orders_done as f64 / r.seconds, &t.orders);
     if let Some(us) = cpu_us_per_request(r) {
         s += &format!("  cpu {us:.0} µs/req");
@@ -828,7 +843,8 @@ fn summary(args: &Args, results: &[PhaseResult]) -> Value {
                 "name": r.name,
                 "mode": match r.mode { Mode::Closed => json!({"closed_loop": args.concurrency}),
                                        Mode::Open { rate } => json!({"open_loop_rate": rate}),
-                                       Mode::Fanout { per_sec } => json!({"fanouts_per_s": per_sec}) },
+                                       Mode::Fanout { per_sec } => json!({"fanouts_per_s": per_sec}),
+                                       Mode::Sync { bytes } => json!({"synced_append_bytes": bytes}) },
                 "seconds": r.seconds,
                 "orders_per_s": r.tally.orders_done as f64 / r.seconds,
                 "cancels_per_s": r.tally.cancels_done as f64 / r.seconds,
@@ -865,6 +881,14 @@ fn summary(args: &Args, results: &[PhaseResult]) -> Value {
             .filter(|(h, _)| !h.is_empty())
             .map(|(h, _)| h.value_at_quantile(0.99) as f64 / 1000.0)
     };
+    // Mean µs of a group's synced write in the open loop, and of a bare synced append.
+    let open_write_us =
+        results.iter().find(|r| r.name == "predex-open").and_then(|r| r.persister?.write_us_per_group());
+    let bare_sync_us = results
+        .iter()
+        .find(|r| matches!(r.mode, Mode::Sync { .. }))
+        .filter(|r| !r.tally.orders.is_empty())
+        .map(|r| r.tally.orders.mean());
     json!({
         "machine": { "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0) },
         "args": { "keys": args.keys, "markets": args.markets, "concurrency": args.concurrency, "rate": args.rate,
@@ -879,6 +903,8 @@ fn summary(args: &Args, results: &[PhaseResult]) -> Value {
             // The same comparison by CPU spent per request (the ceiling's over predex's).
             "crypto_ceiling_cpu_over_predex_cpu": ratio(cpu("ceiling-crypto"), cpu("predex-orders")),
             "feed_p99_over_fanout_ceiling_p99": ratio(feed_p99(false), feed_p99(true)),
+            // The open loop's groups (one or two commands) against one bare synced append.
+            "open_group_write_over_bare_sync": ratio(open_write_us, bare_sync_us),
         },
     })
 }
@@ -1037,6 +1063,60 @@ fn fanout_ceiling(feed_rt: &tokio::runtime::Handle, args: &Args, per_sec: f64) -
     Ok(r)
 }
 
+/// Bytes of each synced append of the sync ceiling: about one command's share of a group
+/// (≈ 430 bytes of WriteBatch a command in the closed loop) — what a group of one or two,
+/// the open loop's, writes to RocksDB's log.
+const SYNC_BYTES: usize = 512;
+
+/// The sync ceiling: one thread appends [`SYNC_BYTES`] to a new file and `fdatasync`s it,
+/// over and over for the phase, timing each write and sync together — what a fresh store's
+/// log does once per group commit, with nothing else in it. In the temporary directory,
+/// where the in-process server keeps its store (against `--clob`, point `TMPDIR` at the
+/// server's disk). A recycled RocksDB log is overwritten in place instead, which skips the
+/// file's size and block map (docs/performance.md): this is the dearer case, the one every
+/// run of this tool on a fresh store measures.
+fn sync_ceiling(args: &Args) -> anyhow::Result<PhaseResult> {
+    use std::io::Write;
+    let path = std::env::temp_dir().join(format!("predex-loadgen-sync-{}", std::process::id()));
+    let mut file = std::fs::File::create(&path).with_context(|| format!("create {}", path.display()))?;
+    let start = Instant::now() + Duration::from_millis(50);
+    let (warm, end) = (Duration::from_secs_f64(args.warmup), Duration::from_secs_f64(args.warmup + args.duration));
+    let cpu = cpu_window(start, warm, end);
+    let mut tally = Tally::new();
+    let record = [b'x'; SYNC_BYTES];
+    std::thread::sleep(start.saturating_duration_since(Instant::now()));
+    let written = loop {
+        let t = Instant::now();
+        if t >= start + end {
+            break Ok(());
+        }
+        if let Err(e) = file.write_all(&record).and_then(|()| file.sync_data()) {
+            break Err(e);
+        }
+        let done = Instant::now();
+        if t >= start + warm && done <= start + end {
+            tally.orders.saturating_record(done.duration_since(t).as_micros().max(1) as u64);
+            tally.orders_done += 1;
+        }
+    };
+    drop(file);
+    let _ = std::fs::remove_file(&path);
+    written.with_context(|| format!("synced append to {}", path.display()))?;
+    let (cpu_s, machine) = cpu.join().expect("cpu window thread");
+    let r = PhaseResult {
+        name: "ceiling-sync".into(),
+        mode: Mode::Sync { bytes: SYNC_BYTES },
+        seconds: args.duration,
+        tally,
+        feed: None,
+        cpu_s,
+        machine,
+        persister: None,
+    };
+    eprintln!("{}", line(&r));
+    Ok(r)
+}
+
 fn ceilings(
     keys: &[Arc<Key>],
     domains: &OrderDomains,
@@ -1142,6 +1222,7 @@ fn main() -> anyhow::Result<()> {
             results.push(rt.block_on(phase(name, feed_rt.handle(), addr, None, cl, Mode::Closed, 0, &args)));
         }
         let _ = stop.send(true);
+        results.push(sync_ceiling(&args)?);
     }
     if !args.no_closed {
         let cl = clients(closed_corpus, false);
