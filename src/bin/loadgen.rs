@@ -49,7 +49,7 @@ use predex::auth::{self, OrderDomains, SignedOrderFields};
 use predex::config::Config;
 // In-process, the server's threads are this process's: a phase's CPU covers them and
 // the clients alike.
-use predex::metrics::{process_cpu_s, USER_HZ};
+use predex::metrics::{process_cpu_s, threads_cpu_s, USER_HZ};
 use predex::store::persister::SLOW_SYNC_MICROS;
 use serde_json::{json, Value};
 use tokio::sync::watch;
@@ -502,6 +502,9 @@ struct PhaseResult {
     /// window, plus the server's own against a server in another process (`--clob`);
     /// `None` where /proc is not readable.
     cpu_s: Option<f64>,
+    /// Of `cpu_s`, what the load generator's own threads spent (its clients, pacer and
+    /// subscribers): the rest is the server's, or the ceiling's.
+    client_cpu_s: Option<f64>,
     /// The machine's CPU seconds in the measured window (every CPU, busy or idle), and those
     /// the hypervisor took from its vCPUs (steal time); `None` where /proc/stat is not
     /// readable.
@@ -624,8 +627,17 @@ fn steal_pct(r: &PhaseResult) -> Option<f64> {
 
 /// CPU microseconds per request of a phase.
 fn cpu_us_per_request(r: &PhaseResult) -> Option<f64> {
+    per_request_us(r, r.cpu_s)
+}
+
+/// Of those, the load generator's own.
+fn client_cpu_us_per_request(r: &PhaseResult) -> Option<f64> {
+    per_request_us(r, r.client_cpu_s)
+}
+
+fn per_request_us(r: &PhaseResult, seconds: Option<f64>) -> Option<f64> {
     let n = r.tally.orders_done + r.tally.cancels_done;
-    r.cpu_s.filter(|_| n > 0).map(|s| (s * 1e6 / n as f64).round())
+    seconds.filter(|_| n > 0).map(|s| (s * 1e6 / n as f64).round())
 }
 
 type FeedConn = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -720,7 +732,7 @@ async fn phase(
         let n = h.len();
         Some((h, n))
     };
-    let (cpu_s, machine) = cpu.join().expect("cpu window thread");
+    let (cpu_s, client_cpu_s, machine) = cpu.join().expect("cpu window thread");
     let persister = match persister {
         Some(t) => t.await.expect("persister window task"),
         None => None,
@@ -730,8 +742,17 @@ async fn phase(
         (Some(_), Some(p)) => cpu_s.zip(p.server_cpu_s).map(|(a, b)| a + b),
         _ => cpu_s,
     };
-    let r =
-        PhaseResult { name: name.to_string(), mode, seconds: args.duration, tally, feed, cpu_s, machine, persister };
+    let r = PhaseResult {
+        name: name.to_string(),
+        mode,
+        seconds: args.duration,
+        tally,
+        feed,
+        cpu_s,
+        client_cpu_s,
+        machine,
+        persister,
+    };
     eprintln!("{}", line(&r));
     r
 }
@@ -739,20 +760,32 @@ async fn phase(
 /// The process's CPU seconds and the machine's CPU and steal time between `start + warm` and
 /// `start + end`, read by a thread of its own so the reading is on time whatever the
 /// runtimes are doing.
-fn cpu_window(
-    start: Instant,
-    warm: Duration,
-    end: Duration,
-) -> std::thread::JoinHandle<(Option<f64>, Option<MachineTime>)> {
+/// The load generator's own threads, by name; every other thread of this process is a
+/// server's (predex in-process, or a ceiling). They live through a phase but for the pacer,
+/// which ends with it: its time is counted as what the server's live threads leave.
+const CLIENT_THREADS: [&str; 4] = ["predex-loadgen", "pacer", "feed-client", "cpu-window"];
+
+/// CPU seconds of this process's server threads so far (see [`CLIENT_THREADS`]).
+fn server_threads_cpu_s() -> Option<f64> {
+    threads_cpu_s(|n| !CLIENT_THREADS.contains(&n))
+}
+
+/// A phase's CPU: the process's seconds, the load generator's own share of them, and the
+/// machine's time, over the measured window.
+type CpuWindow = (Option<f64>, Option<f64>, Option<MachineTime>);
+
+fn cpu_window(start: Instant, warm: Duration, end: Duration) -> std::thread::JoinHandle<CpuWindow> {
     named("cpu-window", move || {
         std::thread::sleep((start + warm).saturating_duration_since(Instant::now()));
-        let (cpu, machine) = (process_cpu_s(), machine_time());
+        let (cpu, server, machine) = (process_cpu_s(), server_threads_cpu_s(), machine_time());
         std::thread::sleep((start + end).saturating_duration_since(Instant::now()));
         let cpu = cpu.zip(process_cpu_s()).map(|(a, b)| b - a);
+        let server = server.zip(server_threads_cpu_s()).map(|(a, b)| b - a);
+        let client = cpu.zip(server).map(|(c, s)| (c - s).max(0.0));
         let machine = machine
             .zip(machine_time())
             .map(|(a, b)| MachineTime { total_s: b.total_s - a.total_s, steal_s: b.steal_s - a.steal_s });
-        (cpu, machine)
+        (cpu, client, machine)
     })
 }
 
@@ -796,6 +829,9 @@ fn line(r: &PhaseResult) -> String {
     let mut s = row(&r.name, "orders/s", t.orders_done as f64 / r.seconds, &t.orders);
     if let Some(us) = cpu_us_per_request(r) {
         s += &format!("  cpu {us:.0} µs/req");
+        if let Some(c) = client_cpu_us_per_request(r) {
+            s += &format!(" ({c:.0} of them the load generator's)");
+        }
     }
     if let Some(p) = steal_pct(r) {
         s += &format!("  steal {p:.1}%");
@@ -855,6 +891,7 @@ fn summary(args: &Args, results: &[PhaseResult]) -> Value {
                 "corpus_exhausted": r.tally.exhausted,
                 "cpu_s": r.cpu_s,
                 "cpu_us_per_request": cpu_us_per_request(r),
+                "client_cpu_us_per_request": client_cpu_us_per_request(r),
                 "steal_s": r.machine.map(|m| m.steal_s),
                 "steal_pct": steal_pct(r),
                 "persister": r.persister.map(|p| json!({
@@ -1056,6 +1093,7 @@ fn fanout_ceiling(feed_rt: &tokio::runtime::Handle, args: &Args, per_sec: f64) -
         tally: Tally::new(),
         feed: Some((h, frames)),
         cpu_s: None,
+        client_cpu_s: None,
         machine: None,
         persister: None,
     };
@@ -1103,7 +1141,7 @@ fn sync_ceiling(args: &Args) -> anyhow::Result<PhaseResult> {
     drop(file);
     let _ = std::fs::remove_file(&path);
     written.with_context(|| format!("synced append to {}", path.display()))?;
-    let (cpu_s, machine) = cpu.join().expect("cpu window thread");
+    let (cpu_s, client_cpu_s, machine) = cpu.join().expect("cpu window thread");
     let r = PhaseResult {
         name: "ceiling-sync".into(),
         mode: Mode::Sync { bytes: SYNC_BYTES },
@@ -1111,6 +1149,7 @@ fn sync_ceiling(args: &Args) -> anyhow::Result<PhaseResult> {
         tally,
         feed: None,
         cpu_s,
+        client_cpu_s,
         machine,
         persister: None,
     };
@@ -1297,6 +1336,7 @@ mod tests {
             tally: Tally::new(),
             feed: None,
             cpu_s: None,
+            client_cpu_s: None,
             machine: Some(MachineTime { total_s, steal_s }),
             persister: None,
         };

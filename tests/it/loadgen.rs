@@ -33,6 +33,10 @@ fn loadgen_runs_every_phase_and_writes_its_summary() {
         assert!(p["order_latency"]["p99_ms"].as_f64().unwrap() > 0.0, "{p}");
         // The machine's steal time over the window is read beside the latencies.
         assert!(p["steal_pct"].as_f64().unwrap() >= 0.0, "{p}");
+        // The load generator's own share of the CPU is told apart from the server's.
+        let (cpu, client) =
+            (p["cpu_us_per_request"].as_f64().unwrap(), p["client_cpu_us_per_request"].as_f64().unwrap());
+        assert!((0.0..=cpu).contains(&client), "{p}");
         // Only 200s: every order is valid, every cancel names an acknowledged order.
         let statuses = p["statuses"].as_object().unwrap();
         assert_eq!(statuses.keys().collect::<Vec<_>>(), ["200"], "{p}");
@@ -48,6 +52,12 @@ fn loadgen_runs_every_phase_and_writes_its_summary() {
     }
     for p in [&phases[0], &phases[1], &phases[2], &phases[5]] {
         assert_eq!(p["persister"], Value::Null, "{p}");
+    }
+    // In the closed loops both sides are busy: each has a share.
+    for p in [&phases[0], &phases[1], &phases[3]] {
+        let (cpu, client) =
+            (p["cpu_us_per_request"].as_f64().unwrap(), p["client_cpu_us_per_request"].as_f64().unwrap());
+        assert!(client > 0.0 && client < cpu, "{p}");
     }
     // The disk's own synced appends were timed, with no requests and no feed.
     let sync = &phases[2];
