@@ -757,9 +757,6 @@ async fn phase(
     r
 }
 
-/// The process's CPU seconds and the machine's CPU and steal time between `start + warm` and
-/// `start + end`, read by a thread of its own so the reading is on time whatever the
-/// runtimes are doing.
 /// The load generator's own threads, by name; every other thread of this process is a
 /// server's (predex in-process, or a ceiling). They live through a phase but for the pacer,
 /// which ends with it: its time is counted as what the server's live threads leave.
@@ -774,6 +771,9 @@ fn server_threads_cpu_s() -> Option<f64> {
 /// machine's time, over the measured window.
 type CpuWindow = (Option<f64>, Option<f64>, Option<MachineTime>);
 
+/// The process's CPU seconds (and the load generator's share) and the machine's CPU and
+/// steal time between `start + warm` and `start + end`, read by a thread of its own so the
+/// reading is on time whatever the runtimes are doing.
 fn cpu_window(start: Instant, warm: Duration, end: Duration) -> std::thread::JoinHandle<CpuWindow> {
     named("cpu-window", move || {
         std::thread::sleep((start + warm).saturating_duration_since(Instant::now()));
