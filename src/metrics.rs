@@ -20,6 +20,13 @@ pub struct ProcessCpu {
     pub system_s: f64,
 }
 
+impl ProcessCpu {
+    /// User + system.
+    pub fn total_s(&self) -> f64 {
+        self.user_s + self.system_s
+    }
+}
+
 /// This process's CPU time from `/proc/self/stat`; None where that file is missing or
 /// unreadable. The benches and the load generator read it around what they measure.
 pub fn process_cpu() -> Option<ProcessCpu> {
@@ -29,7 +36,7 @@ pub fn process_cpu() -> Option<ProcessCpu> {
 /// This process's CPU time, user + system, every thread: what a change costs or saves per
 /// request even where the rate is fixed or the cores were not all busy.
 pub fn process_cpu_s() -> Option<f64> {
-    process_cpu().map(|c| c.user_s + c.system_s)
+    process_cpu().map(|c| c.total_s())
 }
 
 /// CPU seconds, user + system, of this process's live threads whose name `keep` accepts
@@ -43,8 +50,7 @@ pub fn threads_cpu_s(keep: impl Fn(&str) -> bool) -> Option<f64> {
         let Ok(stat) = std::fs::read_to_string(task.ok()?.path().join("stat")) else { continue };
         let name = stat.get(stat.find('(')? + 1..stat.rfind(')')?)?;
         if keep(name) {
-            let c = parse_process_cpu(&stat)?;
-            total += c.user_s + c.system_s;
+            total += parse_process_cpu(&stat)?.total_s();
         }
     }
     Some(total)

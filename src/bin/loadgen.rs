@@ -700,8 +700,7 @@ async fn phase(
     } else {
         Vec::new()
     };
-    let start = Instant::now() + Duration::from_millis(50);
-    let (warm, end) = (Duration::from_secs_f64(args.warmup), Duration::from_secs_f64(args.warmup + args.duration));
+    let (start, warm, end) = phase_clock(args);
     let tickets = match mode {
         // Cancels are drawn from the same schedule, so it runs faster by their share.
         Mode::Open { rate } => Some(pacer(rate * 100 / (100 - cancel_pct.min(90)), start, end)),
@@ -755,6 +754,13 @@ async fn phase(
     };
     eprintln!("{}", line(&r));
     r
+}
+
+/// A phase's clock: its start (a moment from now, once everything is set up) and, from
+/// there, the end of the warm-up and of the measured window.
+fn phase_clock(args: &Args) -> (Instant, Duration, Duration) {
+    let start = Instant::now() + Duration::from_millis(50);
+    (start, Duration::from_secs_f64(args.warmup), Duration::from_secs_f64(args.warmup + args.duration))
 }
 
 /// The load generator's own threads, by name; every other thread of this process is a
@@ -1051,8 +1057,7 @@ fn fanout_ceiling(feed_rt: &tokio::runtime::Handle, args: &Args, per_sec: f64) -
     });
     let mut socks = accept.join().expect("accept thread")?;
     eprintln!("{} of {n} subscribers connected to the bare fan-out", conns.len());
-    let start = Instant::now() + Duration::from_millis(50);
-    let (warm, end) = (Duration::from_secs_f64(args.warmup), Duration::from_secs_f64(args.warmup + args.duration));
+    let (start, warm, end) = phase_clock(args);
     let subs: Vec<_> = conns.into_iter().map(|ws| feed_rt.spawn(subscriber(ws, start, warm, end))).collect();
     // One writer per core the machine has, each over its share of the sockets.
     let writers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(socks.len().max(1));
@@ -1118,8 +1123,7 @@ fn sync_ceiling(args: &Args) -> anyhow::Result<PhaseResult> {
     use std::io::Write;
     let path = std::env::temp_dir().join(format!("predex-loadgen-sync-{}", std::process::id()));
     let mut file = std::fs::File::create(&path).with_context(|| format!("create {}", path.display()))?;
-    let start = Instant::now() + Duration::from_millis(50);
-    let (warm, end) = (Duration::from_secs_f64(args.warmup), Duration::from_secs_f64(args.warmup + args.duration));
+    let (start, warm, end) = phase_clock(args);
     let cpu = cpu_window(start, warm, end);
     let mut tally = Tally::new();
     let record = [b'x'; SYNC_BYTES];
