@@ -79,45 +79,67 @@ impl<K: Hash + Eq, V> SpreadMap<K, V> {
     }
 
     pub fn get(&self, k: &K) -> Option<&V> {
-        let h = self.hasher.hash_one(k);
-        match self.cur.find(h, |e| e.0 == *k) {
-            Some(e) => Some(&e.1),
-            None if self.old.is_empty() => None,
-            None => self.old.find(h, |e| e.0 == *k).map(|e| &e.1),
-        }
+        self.get_where(k, |_| true)
     }
 
     pub fn contains_key(&self, k: &K) -> bool {
         self.get(k).is_some()
     }
 
+    /// The value under `k` of which `is` holds. Keys need not be unique among the entries
+    /// the `_where` methods keep: one whose values tell entries of the same key apart (an
+    /// id folded to a shorter key, the full id in the value) makes entries smaller.
+    pub fn get_where(&self, k: &K, is: impl Fn(&V) -> bool) -> Option<&V> {
+        let h = self.hasher.hash_one(k);
+        let eq = |e: &(K, V)| e.0 == *k && is(&e.1);
+        match self.cur.find(h, eq) {
+            Some(e) => Some(&e.1),
+            None if self.old.is_empty() => None,
+            None => self.old.find(h, eq).map(|e| &e.1),
+        }
+    }
+
     /// The entry of `k`, to read, change or remove in one lookup.
     pub fn find_entry(&mut self, k: &K) -> Option<Entry<'_, K, V>> {
+        self.find_entry_where(k, |_| true)
+    }
+
+    /// The entry under `k` whose value `is` holds of (see [`SpreadMap::get_where`]).
+    pub fn find_entry_where(&mut self, k: &K, is: impl Fn(&V) -> bool) -> Option<Entry<'_, K, V>> {
         let h = self.hasher.hash_one(k);
-        if let Ok(e) = self.cur.find_entry(h, |e| e.0 == *k) {
+        let eq = |e: &(K, V)| e.0 == *k && is(&e.1);
+        if let Ok(e) = self.cur.find_entry(h, eq) {
             return Some(Entry(e));
         }
         if self.old.is_empty() {
             return None;
         }
-        self.old.find_entry(h, |e| e.0 == *k).ok().map(Entry)
+        self.old.find_entry(h, eq).ok().map(Entry)
     }
 
     /// Inserts `v` under `k`, returning the value it replaces.
     pub fn insert(&mut self, k: K, v: V) -> Option<V> {
+        self.insert_where(k, v, |_| true)
+    }
+
+    /// Inserts `v` under `k` in place of the entry under `k` whose value `is` holds of, if
+    /// there is one (returned); entries of `k` it does not hold of stay (see
+    /// [`SpreadMap::get_where`]).
+    pub fn insert_where(&mut self, k: K, v: V, is: impl Fn(&V) -> bool) -> Option<V> {
         let h = self.hasher.hash_one(&k);
         if self.cur.len() == self.cur.capacity() {
             // Before the lookups, so that the entry below never grows `cur` all at once,
             // and so that a key of the table just retired is found in `old`.
             self.grow();
         }
-        // A key is in one table at most: one still in `old` moves over with its new value.
+        let eq = |e: &(K, V)| e.0 == k && is(&e.1);
+        // An entry is in one table at most: one still in `old` moves over with its new value.
         let mut replaced = match self.old.is_empty() {
             true => None,
-            false => self.old.find_entry(h, |e| e.0 == k).ok().map(|e| e.remove().0 .1),
+            false => self.old.find_entry(h, eq).ok().map(|e| e.remove().0 .1),
         };
         let hasher = &self.hasher;
-        match self.cur.entry(h, |e| e.0 == k, |e| hasher.hash_one(&e.0)) {
+        match self.cur.entry(h, eq, |e| hasher.hash_one(&e.0)) {
             hashbrown::hash_table::Entry::Occupied(mut e) => replaced = Some(std::mem::replace(&mut e.get_mut().1, v)),
             hashbrown::hash_table::Entry::Vacant(e) => {
                 e.insert((k, v));
@@ -159,6 +181,14 @@ impl<K: Hash + Eq, V> SpreadMap<K, V> {
             Some(e) if remove(e.get()) => Some(e.remove()),
             _ => None,
         };
+        self.step();
+        v
+    }
+
+    /// Removes the entry under `k` whose value `is` holds of (see
+    /// [`SpreadMap::get_where`]).
+    pub fn remove_where(&mut self, k: &K, is: impl Fn(&V) -> bool) -> Option<V> {
+        let v = self.find_entry_where(k, is).map(Entry::remove);
         self.step();
         v
     }
@@ -344,6 +374,36 @@ mod tests {
             values.sort_unstable();
             expected.sort_unstable();
             prop_assert_eq!(values, expected);
+        }
+
+        /// Many entries under one key, told apart by their values (an id folded to a short
+        /// key, as the engine's open orders are): against std's map by full id, through
+        /// growths and moves under way.
+        #[test]
+        fn entries_under_one_key_are_told_apart_by_their_values(
+            ops in proptest::collection::vec((0..3u8, 0..2_000u16, any::<u32>()), 1..3_000)
+        ) {
+            // 2,000 ids under 64 keys.
+            let key = |id: u16| id % 64;
+            let (mut m, mut model) = (SpreadMap::new(), HashMap::new());
+            for (what, id, v) in ops {
+                let is = |e: &(u16, u32)| e.0 == id;
+                match what {
+                    0 => prop_assert_eq!(m.insert_where(key(id), (id, v), is).map(|e| e.1), model.insert(id, v)),
+                    1 => prop_assert_eq!(m.remove_where(&key(id), is).map(|e| e.1), model.remove(&id)),
+                    _ => prop_assert_eq!(
+                        m.find_entry_where(&key(id), is).map(|e| e.remove().1),
+                        model.remove(&id)
+                    ),
+                }
+                prop_assert_eq!(m.len(), model.len());
+                for id in [id, id.wrapping_add(64), id.wrapping_sub(64)] {
+                    prop_assert_eq!(m.get_where(&key(id), |e| e.0 == id).map(|e| e.1), model.get(&id).copied());
+                }
+            }
+            for id in 0..2_000u16 {
+                prop_assert_eq!(m.get_where(&key(id), |e| e.0 == id).map(|e| e.1), model.get(&id).copied());
+            }
         }
     }
 }
