@@ -135,8 +135,9 @@ const _: () = assert!(std::mem::size_of::<(u64, Open)>() == 32);
 
 /// The open orders by id. The map's key is the id's two halves folded into one `u64`, and a
 /// lookup compares the full id in the record a hit reads next anyway: an entry is 32 bytes,
-/// one cache line at most, where the 16-byte id as the key made it 40 and six entries in
-/// ten straddled two lines (docs/performance.md, "The open-order map's 32-byte entries").
+/// within one cache line in a table that starts on a 32-byte boundary, where the 16-byte id
+/// as the key made it 40 and six entries in ten straddled two lines (docs/performance.md,
+/// "The open-order map's 32-byte entries").
 /// Two ids that fold alike are two entries under one key, told apart by their records.
 #[derive(Default)]
 pub struct OpenOrders(SpreadMap<u64, Open>);
