@@ -475,7 +475,7 @@ fn named<T: Send + 'static>(name: &str, f: impl FnOnce() -> T + Send + 'static) 
 /// own runtime. A pacer thread sleeping until each ticket and handing it over cost each
 /// request a sleeper's wake-up and a cross-thread wake of the client: ≈ 20 µs of CPU a
 /// request on the build VM, taken from the cores the server under test shares.
-fn pacer(rate: u64, start: Instant, end: Duration) -> Tickets {
+fn schedule(rate: u64, start: Instant, end: Duration) -> Tickets {
     let step = Duration::from_secs_f64(1.0 / rate as f64);
     let timer = Timer::new().expect("create the open loop's timerfd");
     Arc::new(tokio::sync::Mutex::new(Schedule { timer, step, at: start, stop: start + end }))
@@ -483,7 +483,7 @@ fn pacer(rate: u64, start: Instant, end: Duration) -> Tickets {
 
 type Tickets = Arc<tokio::sync::Mutex<Schedule>>;
 
-/// The open loop's send times, handed out in order (see [`pacer`]).
+/// The open loop's send times, handed out in order (see [`schedule`]).
 struct Schedule {
     timer: Timer,
     step: Duration,
@@ -768,7 +768,7 @@ async fn phase(
     let (start, warm, end) = phase_clock(args);
     let tickets = match mode {
         // Cancels are drawn from the same schedule, so it runs faster by their share.
-        Mode::Open { rate } => Some(pacer(rate * 100 / (100 - cancel_pct.min(90)), start, end)),
+        Mode::Open { rate } => Some(schedule(rate * 100 / (100 - cancel_pct.min(90)), start, end)),
         Mode::Closed | Mode::Fanout { .. } | Mode::Sync { .. } => None,
     };
     let subs: Vec<_> = feeds.into_iter().map(|ws| feed_rt.spawn(subscriber(ws, start, warm, end))).collect();
@@ -1394,7 +1394,7 @@ mod tests {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
             let start = Instant::now() + Duration::from_millis(5);
-            let tickets = pacer(2_000, start, Duration::from_millis(30));
+            let tickets = schedule(2_000, start, Duration::from_millis(30));
             let mut times = Vec::new();
             while let Some(at) = tickets.lock().await.next().await {
                 assert!(Instant::now() >= at, "ticket {} handed out before its time", times.len());
