@@ -161,33 +161,34 @@ const _: () = assert!(std::mem::size_of::<TradeIds>() == std::mem::size_of::<Vec
 /// rebuild the on-chain order (the signature in a family of its own); the recovered signer
 /// is stored so restart never recomputes a signature.
 ///
-/// Laid out for the matching thread (`#[repr(C)]`): with the `Arc`'s two counts, the
-/// fields a cancel reads and writes (owner, token, reserved, status) and most of what a
-/// fill checks fill the record's first cache line, so cancelling an order deep in a book
-/// touches one line of its record instead of three or four (docs/performance.md, "Hot
-/// fields first"). The layout is memory only: the record encodes through
-/// [`OrderRecordOut`] in the stored field order, byte for byte [`FlatOrderRecord`]'s
-/// (postcard writes a nested struct's fields in line), and decodes through that flat form,
-/// which also reads version-1 JSON.
+/// Laid out for the matching thread (`#[repr(C)]`): with the `Arc`'s two counts, what a
+/// cancel reads and writes (owner, id, reserved, status) and most of what a fill checks
+/// fill the record's first cache line, so cancelling an order deep in a book touches one
+/// line of its record instead of three or four (docs/performance.md, "Hot fields first",
+/// and "The id in the record's first line"). The layout is memory only: the record encodes
+/// through [`OrderRecordOut`] in the stored field order, byte for byte
+/// [`FlatOrderRecord`]'s (postcard writes a nested struct's fields in line), and decodes
+/// through that flat form, which also reads version-1 JSON.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(from = "FlatOrderRecord")]
 #[repr(C)]
 pub struct OrderRecord {
     /// API key that placed the order.
     pub owner: Uuid,
-    /// Market, token and outcome (shared).
-    pub token: Arc<OrderToken>,
+    /// What the open-order map's lookups compare (its key is the id folded to 64 bits).
+    pub id: Uuid,
     /// What the order still holds reserved in the ledger (collateral for BUY, tokens for SELL).
     pub reserved: u64,
     pub status: OrderStatus,
     pub side: Side,
     pub order_type: OrderType,
     pub post_only: bool,
-    pub signature_type: u8,
     /// Limit price of the order's own token, 1e-4 units.
     pub price: u32,
+    /// Market, token and outcome (shared).
+    pub token: Arc<OrderToken>,
     pub fee_rate_bps: u32,
-    pub id: Uuid,
+    pub signature_type: u8,
     /// Global acceptance sequence: the time priority of the order.
     pub seq: u64,
     pub maker: Arc<str>,
@@ -210,8 +211,8 @@ pub struct OrderRecord {
     pub created_at: u64,
 }
 
-// The first cache line of the record's block: the `Arc`'s counts, then owner .. fee_rate_bps.
-const _: () = assert!(std::mem::offset_of!(OrderRecord, id) + 16 == 64);
+// The first cache line of the record's block: the `Arc`'s counts, then owner .. price.
+const _: () = assert!(std::mem::offset_of!(OrderRecord, price) + 4 + 16 == 64);
 
 /// How an [`OrderRecord`] is written: its fields in the stored order, borrowed (the
 /// record's own declaration order is its memory layout's).
