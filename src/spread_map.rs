@@ -172,21 +172,11 @@ impl<K: Hash + Eq, V> SpreadMap<K, V> {
     }
 
     pub fn remove(&mut self, k: &K) -> Option<V> {
-        self.remove_if(k, |_| true)
+        self.remove_where(k, |_| true)
     }
 
-    /// Removes `k`'s entry if `remove` says so of its value, in one lookup.
-    pub fn remove_if(&mut self, k: &K, remove: impl FnOnce(&V) -> bool) -> Option<V> {
-        let v = match self.find_entry(k) {
-            Some(e) if remove(e.get()) => Some(e.remove()),
-            _ => None,
-        };
-        self.step();
-        v
-    }
-
-    /// Removes the entry under `k` whose value `is` holds of (see
-    /// [`SpreadMap::get_where`]).
+    /// Removes the entry under `k` whose value `is` holds of, in one lookup (with unique
+    /// keys: `k`'s entry if `is` says so of its value; see [`SpreadMap::get_where`]).
     pub fn remove_where(&mut self, k: &K, is: impl Fn(&V) -> bool) -> Option<V> {
         let v = self.find_entry_where(k, is).map(Entry::remove);
         self.step();
@@ -350,7 +340,7 @@ mod tests {
                     Op::RemoveEven(k) => {
                         let even = model.get(&k).is_some_and(|v| v % 2 == 0);
                         let want = if even { model.remove(&k) } else { None };
-                        prop_assert_eq!(m.remove_if(&k, |v| v % 2 == 0), want);
+                        prop_assert_eq!(m.remove_where(&k, |v| v % 2 == 0), want);
                     }
                 }
                 prop_assert_eq!(m.len(), model.len());

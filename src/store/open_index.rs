@@ -73,7 +73,7 @@ impl Shard {
             self.clashes.remove(id);
             return;
         }
-        self.by_prefix.remove_if(&prefix(id), |&s| s == seq);
+        self.by_prefix.remove_where(&prefix(id), |&s| s == seq);
     }
 
     fn get(&self, id: &Uuid) -> Option<u64> {
