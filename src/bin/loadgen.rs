@@ -666,6 +666,21 @@ struct MachineTime {
     /// counts, whatever this process's affinity mask allows.
     total_s: f64,
     steal_s: f64,
+    /// Time with nothing to run: idle, and idle with I/O outstanding (iowait).
+    idle_s: f64,
+    iowait_s: f64,
+}
+
+impl MachineTime {
+    /// The time between an earlier reading and this one.
+    fn since(self, a: MachineTime) -> MachineTime {
+        MachineTime {
+            total_s: self.total_s - a.total_s,
+            steal_s: self.steal_s - a.steal_s,
+            idle_s: self.idle_s - a.idle_s,
+            iowait_s: self.iowait_s - a.iowait_s,
+        }
+    }
 }
 
 /// The machine's CPU time so far. Steal is the time its vCPUs were runnable but the
@@ -674,20 +689,38 @@ struct MachineTime {
 /// phase's tail is read beside it.
 fn machine_time() -> Option<MachineTime> {
     machine_ticks(&std::fs::read_to_string("/proc/stat").ok()?)
-        .map(|(total, steal)| MachineTime { total_s: total as f64 / USER_HZ, steal_s: steal as f64 / USER_HZ })
 }
 
-/// (all, steal) ticks of /proc/stat's machine line: the first eight values (user, nice,
-/// system, idle, iowait, irq, softirq, steal); guest time is already inside user and nice.
-fn machine_ticks(stat: &str) -> Option<(u64, u64)> {
+/// The machine's time from /proc/stat's machine line: the first eight values (user, nice,
+/// system, idle, iowait, irq, softirq, steal), in ticks; guest time is already inside user
+/// and nice.
+fn machine_ticks(stat: &str) -> Option<MachineTime> {
     let cpu = stat.lines().next()?.strip_prefix("cpu ")?;
     let v: Vec<u64> = cpu.split_whitespace().take(8).map(|t| t.parse().ok()).collect::<Option<_>>()?;
-    (v.len() == 8).then(|| (v.iter().sum(), v[7]))
+    let s = |ticks: u64| ticks as f64 / USER_HZ;
+    (v.len() == 8).then(|| MachineTime {
+        total_s: s(v.iter().sum()),
+        steal_s: s(v[7]),
+        idle_s: s(v[3]),
+        iowait_s: s(v[4]),
+    })
+}
+
+/// A share of all the machine's CPU time in a phase's window, in percent (one decimal).
+fn machine_pct(r: &PhaseResult, part: impl Fn(&MachineTime) -> f64) -> Option<f64> {
+    r.machine.filter(|m| m.total_s > 0.0).map(|m| (part(&m) * 1000.0 / m.total_s).round() / 10.0)
 }
 
 /// Steal time of a phase as a percentage of all the machine's CPU time in its window.
 fn steal_pct(r: &PhaseResult) -> Option<f64> {
-    r.machine.filter(|m| m.total_s > 0.0).map(|m| (m.steal_s * 1000.0 / m.total_s).round() / 10.0)
+    machine_pct(r, |m| m.steal_s)
+}
+
+/// The machine's time with nothing to run (idle and iowait) in a phase's window, in
+/// percent: what a closed loop leaves unused when its requests wait on something other
+/// than the CPU (the persister's syncs, a hand-off), and a ceiling phase's reference.
+fn idle_pct(r: &PhaseResult) -> Option<f64> {
+    machine_pct(r, |m| m.idle_s + m.iowait_s)
 }
 
 /// CPU microseconds per request of a phase.
@@ -852,9 +885,7 @@ fn cpu_window(start: Instant, warm: Duration, end: Duration) -> std::thread::Joi
         let cpu = cpu.zip(process_cpu_s()).map(|(a, b)| b - a);
         let server = server.zip(server_threads_cpu_s()).map(|(a, b)| b - a);
         let client = cpu.zip(server).map(|(c, s)| (c - s).max(0.0));
-        let machine = machine
-            .zip(machine_time())
-            .map(|(a, b)| MachineTime { total_s: b.total_s - a.total_s, steal_s: b.steal_s - a.steal_s });
+        let machine = machine.zip(machine_time()).map(|(a, b)| b.since(a));
         (cpu, client, machine)
     })
 }
@@ -902,6 +933,9 @@ fn line(r: &PhaseResult) -> String {
         if let Some(c) = client_cpu_us_per_request(r) {
             s += &format!(" ({c:.0} of them the load generator's)");
         }
+    }
+    if let Some(p) = idle_pct(r) {
+        s += &format!("  idle {p:.1}%");
     }
     if let Some(p) = steal_pct(r) {
         s += &format!("  steal {p:.1}%");
@@ -964,6 +998,8 @@ fn summary(args: &Args, results: &[PhaseResult]) -> Value {
                 "client_cpu_us_per_request": client_cpu_us_per_request(r),
                 "steal_s": r.machine.map(|m| m.steal_s),
                 "steal_pct": steal_pct(r),
+                "idle_pct": idle_pct(r),
+                "iowait_pct": machine_pct(r, |m| m.iowait_s),
                 "persister": r.persister.map(|p| json!({
                     "groups_per_s": p.groups_per_s(), "commands_per_group": p.jobs_per_group(),
                     "write_us_per_group": p.write_us_per_group(), "writing_pct": p.writing_pct(),
@@ -1406,16 +1442,26 @@ mod tests {
     }
 
     #[test]
-    fn steal_is_the_eighth_value_of_the_machine_line_and_a_share_of_all_eight() {
+    fn steal_idle_and_iowait_are_values_of_the_machine_line_and_shares_of_all_eight() {
         let stat = "cpu  424155 0 42491 111535 15634 0 3015 3221 7 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n";
+        let ticks = |m: Option<MachineTime>| {
+            m.map(|m| [m.total_s, m.steal_s, m.idle_s, m.iowait_s].map(|s| (s * USER_HZ).round() as u64))
+        };
         // Guest time (the 9th value) is inside user already: not counted twice.
-        assert_eq!(machine_ticks(stat), Some((424155 + 42491 + 111535 + 15634 + 3015 + 3221, 3221)));
+        assert_eq!(
+            ticks(machine_ticks(stat)),
+            Some([424155 + 42491 + 111535 + 15634 + 3015 + 3221, 3221, 111535, 15634])
+        );
         // A kernel too old to report steal, or not the machine line first: no reading.
-        assert_eq!(machine_ticks("cpu  1 2 3 4 5 6 7\n"), None);
-        assert_eq!(machine_ticks("cpu0 1 2 3 4 5 6 7 8 0 0\n"), None);
-        assert_eq!(machine_ticks("cpu  1 2 3 4 x 6 7 8\n"), None);
-        // The percentage is of the machine's time in the window, whatever the CPU count.
-        let r = |total_s, steal_s| PhaseResult {
+        assert!(machine_ticks("cpu  1 2 3 4 5 6 7\n").is_none());
+        assert!(machine_ticks("cpu0 1 2 3 4 5 6 7 8 0 0\n").is_none());
+        assert!(machine_ticks("cpu  1 2 3 4 x 6 7 8\n").is_none());
+        // A window is the difference of two readings.
+        let (a, b) = (machine_ticks("cpu  10 0 5 100 20 0 1 2\n"), machine_ticks("cpu  70 0 25 130 30 0 3 4\n"));
+        assert_eq!(ticks(b.zip(a).map(|(b, a)| b.since(a))), Some([124, 2, 30, 10]));
+        // The percentages are of the machine's time in the window, whatever the CPU count;
+        // idle counts the time waiting on I/O too (nothing to run either way).
+        let r = |total_s, steal_s, idle_s, iowait_s| PhaseResult {
             name: "p".into(),
             mode: Mode::Closed,
             seconds: 10.0,
@@ -1423,12 +1469,15 @@ mod tests {
             feed: None,
             cpu_s: None,
             client_cpu_s: None,
-            machine: Some(MachineTime { total_s, steal_s }),
+            machine: Some(MachineTime { total_s, steal_s, idle_s, iowait_s }),
             persister: None,
         };
-        assert_eq!(steal_pct(&r(80.0, 4.0)), Some(5.0));
-        assert_eq!(steal_pct(&r(20.0, 0.25)), Some(1.3));
-        assert_eq!(steal_pct(&r(0.0, 0.0)), None);
+        assert_eq!(steal_pct(&r(80.0, 4.0, 0.0, 0.0)), Some(5.0));
+        assert_eq!(steal_pct(&r(20.0, 0.25, 0.0, 0.0)), Some(1.3));
+        assert_eq!(idle_pct(&r(20.0, 0.25, 2.0, 0.5)), Some(12.5));
+        assert_eq!(idle_pct(&r(20.0, 0.0, 0.0, 0.0)), Some(0.0));
+        assert_eq!(steal_pct(&r(0.0, 0.0, 0.0, 0.0)), None);
+        assert_eq!(idle_pct(&r(0.0, 0.0, 0.0, 0.0)), None);
     }
 
     #[test]
