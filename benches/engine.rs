@@ -210,6 +210,9 @@ impl Lob for PredexEngine {
             core.credit(a, "USDC", u64::MAX / 64, &mut batch);
             core.credit(a, "1", u64::MAX / 64, &mut batch);
         }
+        // A live venue has makers that raised their nonce (the clients' cancel-all): with
+        // the engine's nonce map not empty, every placement looks its maker up in it.
+        core.increment_nonce(&format!("0x{:040x}", 0xdead), &mut batch);
         // The market's shared token, as the API's market view hands it to every order.
         let token = core.markets[0].order_tokens[0].clone();
         PredexEngine {
