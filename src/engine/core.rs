@@ -261,8 +261,14 @@ struct MemoSlot {
 /// [`Core::place`]).
 const CROSSING_WRITES: usize = 9;
 
-/// Slots of [`AcctMemo`]: a power of two, 32 bytes each.
+/// Slots of [`AcctMemo`] and [`NonceMemo`]: a power of two.
 const MEMO_BITS: u32 = 10;
+
+/// The slot of a makers' memo for the address of the maker's string, mixed with `salt`.
+fn memo_slot(maker: &Arc<str>, salt: u64) -> usize {
+    let key = (Arc::as_ptr(maker) as *const u8 as u64) ^ salt;
+    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - MEMO_BITS)) as usize
+}
 
 impl AcctMemo {
     fn new() -> AcctMemo {
@@ -270,8 +276,7 @@ impl AcctMemo {
     }
 
     fn slot(maker: &Arc<str>, token: AssetId) -> usize {
-        let key = (Arc::as_ptr(maker) as *const u8 as u64) ^ ((token.number() as u64) << 48);
-        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - MEMO_BITS)) as usize
+        memo_slot(maker, (token.number() as u64) << 48)
     }
 
     /// The maker's (collateral, token) accounts, from the slot or else from `lookup`.
@@ -312,8 +317,7 @@ impl NonceMemo {
 
     /// The maker's nonce, from its slot or else from `lookup`.
     fn get(&mut self, maker: &Arc<str>, lookup: impl FnOnce() -> u64) -> u64 {
-        let key = Arc::as_ptr(maker) as *const u8 as u64;
-        let slot = &mut self.slots[(key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - MEMO_BITS)) as usize];
+        let slot = &mut self.slots[memo_slot(maker, 0)];
         match slot {
             Some(s) if s.generation == self.generation && Arc::ptr_eq(&s.maker, maker) => s.nonce,
             _ => {
