@@ -168,6 +168,7 @@ async fn create_key_locked(s: &AppState, r: &Req) -> ApiResult {
         address: l.address.as_str().into(),
         nonce: l.nonce,
         created_at: now_secs(),
+        proxy: Default::default(),
     };
     batch.put(cf::API_KEYS, rec.key.as_bytes().to_vec(), encode(&rec));
     batch.put(cf::KEYS_BY_ADDRESS, keys::address_nonce(&l.address, l.nonce), rec.key.as_bytes().to_vec());

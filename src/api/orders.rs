@@ -370,11 +370,8 @@ fn validate(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<(OrderR
     if !is_lower_hex(&signer, &key.address) || (sig_type == 0 && maker != signer) {
         return Err(ApiError::bad("the order owner has to be the owner of the API KEY"));
     }
-    // The key's own string for the key's wallet, not a copy: the matching thread finds a
-    // maker's accounts by the string's address (docs/performance.md, "A maker's accounts
-    // by pointer"). A proxy wallet's address is built here.
     let signer_s = key.address.clone();
-    let maker_s: Arc<str> = if maker == signer { signer_s.clone() } else { format!("{maker:#x}").into() };
+    let maker_s = maker_string(key, maker, signer);
     for a in [&maker_s, &signer_s] {
         match s.address_status(a) {
             AddressStatus::Banned => return Err(ApiError::bad(format!("'{a}' address banned"))),
@@ -787,9 +784,58 @@ fn list_trades(s: Arc<AppState>, r: Req) -> ApiResult {
     page(items, offset)
 }
 
+/// The string an order's record holds as its maker, shared rather than copied: the
+/// matching thread finds a maker's accounts and nonce by the string's address
+/// (docs/performance.md, "A maker's accounts by pointer", "A proxy wallet's string kept
+/// per key"). The key's own wallet is the key's string (`signer` is the key's address,
+/// checked before); a proxy wallet's is formatted the first time one of the key's orders
+/// names it and shared by every later one. A key whose orders name a second proxy wallet
+/// gets that one's string formatted each time: correct, only without the memos.
+fn maker_string(key: &ApiKeyRecord, maker: Address, signer: Address) -> Arc<str> {
+    if maker == signer {
+        return key.address.clone();
+    }
+    let (bytes, s) = key.proxy.get_or_init(|| (maker.into_array(), format!("{maker:#x}").into()));
+    if *bytes == maker.into_array() {
+        s.clone()
+    } else {
+        format!("{maker:#x}").into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A proxy wallet's string is made once per key and shared; the key's own wallet is
+    /// the key's string; a second proxy wallet still reads as itself.
+    #[test]
+    fn a_keys_proxy_wallet_string_is_shared_by_its_orders() {
+        let signer: Address = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed".parse().unwrap();
+        let proxy: Address = "0x00000000000000000000000000000000000000aB".parse().unwrap();
+        let other: Address = "0x00000000000000000000000000000000000000cD".parse().unwrap();
+        let key = ApiKeyRecord {
+            key: Uuid::from_u128(7),
+            secret: String::new(),
+            passphrase: String::new(),
+            address: format!("{signer:#x}").into(),
+            nonce: 0,
+            created_at: 0,
+            proxy: Default::default(),
+        };
+        let own = maker_string(&key, signer, signer);
+        assert!(Arc::ptr_eq(&own, &key.address));
+        let first = maker_string(&key, proxy, signer);
+        assert_eq!(&*first, "0x00000000000000000000000000000000000000ab");
+        assert!(Arc::ptr_eq(&first, &maker_string(&key, proxy, signer)));
+        let second = maker_string(&key, other, signer);
+        assert_eq!(&*second, "0x00000000000000000000000000000000000000cd");
+        assert!(Arc::ptr_eq(&first, &maker_string(&key, proxy, signer)));
+        // A record read back from the store starts without one.
+        let stored = crate::store::encode(&key);
+        let back: ApiKeyRecord = crate::store::Store::decode_value("api_keys", &stored).unwrap();
+        assert!(back.proxy.get().is_none() && key.proxy.get().is_some());
+    }
 
     /// The signer check compares with the exact text `format!("{:#x}")` writes: lowercase,
     /// `0x`, 40 digits; a checksummed or otherwise different spelling is not it.

@@ -958,6 +958,11 @@ pub struct ApiKeyRecord {
     pub address: Arc<str>,
     pub nonce: u64,
     pub created_at: u64,
+    /// Not stored: the first proxy wallet (20 bytes) this key's orders named as maker since
+    /// the key was loaded, with its string, which every later order naming it shares
+    /// (`api::orders::maker_string`).
+    #[serde(skip)]
+    pub proxy: std::sync::OnceLock<([u8; 20], Arc<str>)>,
 }
 
 /// An invitation code handed out by `/internal/waitlist/approve`.
