@@ -703,7 +703,8 @@ fn kinds() -> Vec<Kind> {
     }
 }
 
-/// `PREDEX_BENCH_ONE=<engine>:<kind>:<depth>[:<commands>]` (engine `book` or `engine`):
+/// `PREDEX_BENCH_ONE=<engine>:<kind>:<depth>[:<commands>]` (engine `book`, `engine` or
+/// `lobster`, the peer that leads the deep sweeps):
 /// one timed run of that many commands (100,000 unless given), then exit — to count what a
 /// command costs without the host's noise, e.g. `valgrind --tool=callgrind --cache-sim=yes
 /// --D1=32768,8,64 --LL=524288,8,64 --toggle-collect='*engine::timed_command*' <bench binary>
@@ -718,7 +719,8 @@ fn one() -> bool {
     let t = match parts[0] {
         "book" => timed_run::<PredexBook>(kind, depth, n),
         "engine" => timed_run::<PredexEngine>(kind, depth, n),
-        e => panic!("PREDEX_BENCH_ONE: no engine {e} (book or engine)"),
+        "lobster" => timed_run::<Lobster>(kind, depth, n),
+        e => panic!("PREDEX_BENCH_ONE: no engine {e} (book, engine or lobster)"),
     };
     println!("{} at depth {depth}: {:?} per command over {n}", kind.name(), t / n as u32);
     true
