@@ -125,7 +125,12 @@ struct PredexEngine {
     /// The write batch of each command, as the matching thread builds one per command and
     /// hands it to the persister; dropped untimed.
     sent: Vec<Batch>,
+    /// Each user's maker address, which holds its funds, and the wallet that signs its
+    /// orders: the same string for the first half of the users, a wallet of its own for
+    /// the second half, who trade through a proxy wallet as most of Polymarket's users do
+    /// (signature type 2; the API hands every order of a key the key's one proxy string).
     addrs: Vec<Arc<str>>,
+    signers: Vec<Arc<str>>,
     /// The taker address every order names, and the token it trades.
     taker: Arc<str>,
     token: Arc<OrderToken>,
@@ -159,7 +164,8 @@ impl PredexEngine {
     fn order(&self, id: u64, side: Side, price: u32, size: u64, ty: OrderType) -> OrderRecord {
         let user = (id % USERS) as usize;
         let cost = size * price as u64 / PRICE_ONE as u64;
-        let who = self.addrs[user].clone();
+        let (who, signer) = (self.addrs[user].clone(), self.signers[user].clone());
+        let signature_type = if Arc::ptr_eq(&who, &signer) { 0 } else { 2 };
         let (empty, token) = (self.taker.clone(), self.token.clone());
         let (maker_amount, taker_amount) = if side == Side::Buy { (cost, size) } else { (size, cost) };
         OrderRecord {
@@ -167,8 +173,8 @@ impl PredexEngine {
             seq: 0,
             status: OrderStatus::Live,
             owner: Uuid::from_u128(1 + user as u128),
-            maker: who.clone(),
-            signer: who,
+            maker: who,
+            signer,
             taker: empty,
             token,
             side,
@@ -181,7 +187,7 @@ impl PredexEngine {
             expiration: 0,
             nonce: 0,
             salt: id,
-            signature_type: 0,
+            signature_type,
             // As a client sends it: the engine moves it into the write batch.
             signature: PackedStr::new(SIGNATURE),
             order_type: ty,
@@ -206,6 +212,9 @@ impl Lob for PredexEngine {
         ));
         let mut batch = Batch::default();
         let addrs: Vec<Arc<str>> = (0..USERS).map(|u| format!("0x{:040x}", u + 1).into()).collect();
+        let signers: Vec<Arc<str>> = (0..USERS)
+            .map(|u| if u < USERS / 2 { addrs[u as usize].clone() } else { format!("0x{:040x}", 0x5167 + u).into() })
+            .collect();
         for a in &addrs {
             core.credit(a, "USDC", u64::MAX / 64, &mut batch);
             core.credit(a, "1", u64::MAX / 64, &mut batch);
@@ -219,6 +228,7 @@ impl Lob for PredexEngine {
             core,
             sent: Vec::new(),
             addrs,
+            signers,
             taker: "".into(),
             token,
             ready: VecDeque::new(),
