@@ -334,6 +334,35 @@ impl NonceMemo {
     }
 }
 
+/// Proxy wallets already checked against the signer of an order naming them, found by the
+/// address of the maker's string as [`AcctMemo`] finds accounts (the API hands every order
+/// of a key the key's one proxy string, `api::orders::maker_string`). A proxy stays bound
+/// to the first signer of its orders, so a slot holding (proxy, signer) answers for every
+/// later order naming those two strings; a binding replaced by [`Core::bind_proxy`] forgets
+/// every slot. Without it a proxy order looked its 42-character maker up in the proxies'
+/// map twice, ≈ 280 instructions (docs/performance.md, "A proxy order's binding by
+/// pointer").
+struct ProxyMemo(Box<[Option<(Arc<str>, Arc<str>)>]>);
+
+impl ProxyMemo {
+    fn new() -> ProxyMemo {
+        ProxyMemo((0..1 << MEMO_BITS).map(|_| None).collect())
+    }
+
+    /// Whether this (proxy, signer) pair was checked against the binding.
+    fn bound(&self, maker: &Arc<str>, signer: &Arc<str>) -> bool {
+        matches!(&self.0[memo_slot(maker, 0)], Some((m, s)) if Arc::ptr_eq(m, maker) && Arc::ptr_eq(s, signer))
+    }
+
+    fn remember(&mut self, maker: &Arc<str>, signer: &Arc<str>) {
+        self.0[memo_slot(maker, 0)] = Some((maker.clone(), signer.clone()));
+    }
+
+    fn forget(&mut self) {
+        self.0.iter_mut().for_each(|s| *s = None);
+    }
+}
+
 /// What a taker's pass over the book produced: its trades, and what it gave and received.
 #[derive(Debug, Default)]
 struct Matched {
@@ -430,6 +459,8 @@ pub struct Core {
     expiries: BinaryHeap<Reverse<(u64, Uuid)>>,
     /// Proxy maker → the signer it is bound to (signature types 1 and 2).
     proxies: HashMap<String, String>,
+    /// Recent (proxy, signer) pairs checked against `proxies`.
+    proxy_memo: ProxyMemo,
     /// Signer → the first proxy bound to it (the wallet GET /balance-allowance reads for
     /// signature types 1 and 2).
     proxy_of: HashMap<String, String>,
@@ -490,6 +521,7 @@ impl Core {
             pending: VecDeque::new(),
             expiries: BinaryHeap::new(),
             proxies: HashMap::new(),
+            proxy_memo: ProxyMemo::new(),
             proxy_of: HashMap::new(),
             next_order_seq: 1,
             next_trade_seq: 1,
@@ -551,6 +583,9 @@ impl Core {
     /// Binds a proxy maker to its signer (first order through it, or at startup).
     pub fn bind_proxy(&mut self, proxy: String, signer: String) {
         self.proxy_of.entry(signer.clone()).or_insert_with(|| proxy.clone());
+        if self.proxies.get(&proxy).is_some_and(|bound| *bound != signer) {
+            self.proxy_memo.forget();
+        }
         self.proxies.insert(proxy, signer);
     }
 
@@ -719,11 +754,13 @@ impl Core {
         }
         // Compared once: a 42-character address each.
         let proxied = o.maker != o.signer;
-        if proxied {
-            if let Some(bound) = self.proxies.get(&*o.maker) {
-                if **bound != *o.signer {
-                    return Err(Reject::NotOwner);
-                }
+        // A proxy not bound yet is bound to this signer once the order is accepted.
+        let mut unbound = false;
+        if proxied && !self.proxy_memo.bound(&o.maker, &o.signer) {
+            match self.proxies.get(&*o.maker) {
+                Some(bound) if **bound != *o.signer => return Err(Reject::NotOwner),
+                Some(_) => self.proxy_memo.remember(&o.maker, &o.signer),
+                None => unbound = true,
             }
         }
         // The market's shared token: the API's market view hands the same one over (nothing
@@ -770,8 +807,9 @@ impl Core {
         if !signature.as_bytes().is_empty() {
             batch.put_signature(o.seq, signature);
         }
-        if proxied && !self.proxies.contains_key(&*o.maker) {
+        if unbound {
             self.bind_proxy(o.maker.to_string(), o.signer.to_string());
+            self.proxy_memo.remember(&o.maker, &o.signer);
             batch.put(crate::store::cf::PROXIES, o.maker.as_bytes().to_vec(), crate::store::encode(&o.signer));
         }
         if defer {
@@ -1646,6 +1684,31 @@ mod tests {
         core.restore_nonce(wallets[0].to_string(), NonceState { nonce: 5, since_trade: 0 });
         assert_eq!(place(&mut core, 5, 1), Err(Reject::InvalidNonce));
         place(&mut core, 6, 5).unwrap();
+    }
+
+    /// A proxy wallet stays bound to the first signer of its orders. The memo that skips
+    /// the map for a (proxy, signer) pair it has seen accepts neither another signer naming
+    /// the same proxy string nor, once the proxy is bound to another signer (as startup
+    /// binds what the store holds), the pair it remembered.
+    #[test]
+    fn a_proxy_is_refused_to_any_signer_but_the_one_it_is_bound_to() {
+        let (mut core, wallets) = market_and_wallets();
+        let (a, b): (Arc<str>, Arc<str>) = (format!("0x{:040x}", 0xa1).into(), format!("0x{:040x}", 0xb2).into());
+        let mut batch = Batch::default();
+        let mut place = |core: &mut Core, n, signer: &Arc<str>| {
+            let mut o = order_of(core, &wallets, n, 0, Side::Sell, 1_000_000);
+            let r = Arc::make_mut(&mut o);
+            (r.signer, r.signature_type) = (signer.clone(), 2);
+            core.place(o, false, 1, &mut batch).map(|_| ())
+        };
+        place(&mut core, 1, &a).unwrap();
+        assert_eq!(core.proxy_of(&a), Some(&*wallets[0]));
+        place(&mut core, 2, &a).unwrap();
+        assert_eq!(place(&mut core, 3, &b), Err(Reject::NotOwner));
+        place(&mut core, 4, &a).unwrap();
+        core.bind_proxy(wallets[0].to_string(), b.to_string());
+        assert_eq!(place(&mut core, 5, &a), Err(Reject::NotOwner));
+        place(&mut core, 6, &b).unwrap();
     }
 
     /// A fill's two sides hold their market's shared tokens; a trade read back from the
