@@ -342,7 +342,10 @@ impl NonceMemo {
 /// every slot. Without it a proxy order looked its 42-character maker up in the proxies'
 /// map twice, ≈ 280 instructions (docs/performance.md, "A proxy order's binding by
 /// pointer").
-struct ProxyMemo(Box<[Option<(Arc<str>, Arc<str>)>]>);
+struct ProxyMemo(Box<[Option<ProxyPair>]>);
+
+/// A proxy's string and the signer's its binding was checked against.
+type ProxyPair = (Arc<str>, Arc<str>);
 
 impl ProxyMemo {
     fn new() -> ProxyMemo {
