@@ -344,7 +344,7 @@ impl NonceMemo {
 /// pointer").
 struct ProxyMemo(Box<[Option<ProxyPair>]>);
 
-/// A proxy's string and the signer's its binding was checked against.
+/// A proxy's string and the string of the signer its binding was checked against.
 type ProxyPair = (Arc<str>, Arc<str>);
 
 impl ProxyMemo {
