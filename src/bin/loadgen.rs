@@ -84,6 +84,11 @@ struct Args {
     /// Percent of orders that cross the spread (FAK) instead of resting (GTC).
     #[arg(long, default_value_t = 10)]
     cross_pct: u64,
+    /// Percent of the API keys whose orders name a proxy wallet as maker (signature type 2,
+    /// the key's wallet signing), as most of Polymarket's users trade; the proxy holds the
+    /// key's funds.
+    #[arg(long, default_value_t = 0)]
+    proxy_pct: u64,
     /// Open loop: percent of requests that cancel an acknowledged resting order.
     #[arg(long, default_value_t = 20)]
     cancel_pct: u64,
@@ -121,6 +126,8 @@ use predex::client::{call, Conn};
 struct Key {
     wallet: PrivateKeySigner,
     address: String,
+    /// The maker its orders name: its wallet, or the proxy wallet it signs for.
+    maker: Address,
     key: String,
     secret: String,
     passphrase: String,
@@ -188,6 +195,12 @@ async fn setup(clob: SocketAddr, internal: SocketAddr, args: &Args, chain_id: u6
             bail!("create API key: {st} {b}");
         }
         let s = |f: &str| b[f].as_str().unwrap_or_default().to_string();
+        // The first `proxy_pct`% of the keys trade through a proxy: an address of their
+        // own, derived from the wallet's (a stand-in for the proxy factory's).
+        let maker = match (i as u64 * 100) < args.proxy_pct * args.keys as u64 {
+            true => Address::from_slice(&alloy_primitives::keccak256(wallet.address())[12..]),
+            false => wallet.address(),
+        };
         let mut credits = vec![("USDC".to_string(), 1_000_000_000_000u64)];
         credits.extend((0..args.markets).map(|m| (token(m, true), 1_000_000_000_000)));
         for (asset, amount) in credits {
@@ -196,14 +209,14 @@ async fn setup(clob: SocketAddr, internal: SocketAddr, args: &Args, chain_id: u6
                 "POST",
                 "/internal/ledger/credit",
                 &[],
-                Some(json!({"address": address, "asset": asset, "amount": amount.to_string()})),
+                Some(json!({"address": format!("{maker:#x}"), "asset": asset, "amount": amount.to_string()})),
             )
             .await;
             if st != 200 {
                 bail!("credit: {st} {b}");
             }
         }
-        keys.push(Key { wallet, address, key: s("apiKey"), secret: s("secret"), passphrase: s("passphrase") });
+        keys.push(Key { wallet, address, maker, key: s("apiKey"), secret: s("secret"), passphrase: s("passphrase") });
     }
     Ok(keys)
 }
@@ -234,6 +247,7 @@ impl Rng {
 fn corpus(key: &Key, n: usize, seed: u64, args: &Args, domains: &OrderDomains) -> Vec<Signed> {
     let mut rng = Rng(seed | 1);
     let mut out = Vec::with_capacity(n);
+    let sig_type: u8 = if key.maker == key.wallet.address() { 0 } else { 2 };
     for _ in 0..n {
         let m = (rng.next() % args.markets as u64) as usize;
         let buy = rng.next().is_multiple_of(2);
@@ -251,7 +265,7 @@ fn corpus(key: &Key, n: usize, seed: u64, args: &Args, domains: &OrderDomains) -
         let tok = token(m, true);
         let f = SignedOrderFields {
             salt: U256::from(salt),
-            maker: key.wallet.address(),
+            maker: key.maker,
             signer: key.wallet.address(),
             taker: Address::ZERO,
             token_id: U256::from_str_radix(&tok, 10).expect("token id"),
@@ -261,17 +275,17 @@ fn corpus(key: &Key, n: usize, seed: u64, args: &Args, domains: &OrderDomains) -
             nonce: U256::ZERO,
             fee_rate_bps: U256::ZERO,
             side: u8::from(!buy),
-            signature_type: 0,
+            signature_type: sig_type,
         };
         let h = auth::order_hash(&f, &domains.standard);
         let sig = key.wallet.sign_hash_sync(&h).expect("sign");
         let body = json!({
             "order": {
-                "salt": salt, "maker": key.address, "signer": key.address,
+                "salt": salt, "maker": format!("{:#x}", key.maker), "signer": key.address,
                 "taker": format!("{:#x}", Address::ZERO), "tokenId": tok,
                 "makerAmount": maker_amount.to_string(), "takerAmount": taker_amount.to_string(),
                 "expiration": "0", "nonce": "0", "feeRateBps": "0",
-                "side": if buy { "BUY" } else { "SELL" }, "signatureType": 0,
+                "side": if buy { "BUY" } else { "SELL" }, "signatureType": sig_type,
                 "signature": format!("0x{}", alloy_primitives::hex::encode(sig.as_bytes())),
             },
             "owner": key.key,
