@@ -795,11 +795,12 @@ fn maker_string(key: &ApiKeyRecord, maker: Address, signer: Address) -> Arc<str>
     if maker == signer {
         return key.address.clone();
     }
-    let (bytes, s) = key.proxy.get_or_init(|| (maker.into_array(), format!("{maker:#x}").into()));
+    let text = || -> Arc<str> { format!("{maker:#x}").into() };
+    let (bytes, s) = key.proxy.get_or_init(|| (maker.into_array(), text()));
     if *bytes == maker.into_array() {
         s.clone()
     } else {
-        format!("{maker:#x}").into()
+        text()
     }
 }
 

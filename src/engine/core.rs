@@ -261,8 +261,13 @@ struct MemoSlot {
 /// [`Core::place`]).
 const CROSSING_WRITES: usize = 9;
 
-/// Slots of [`AcctMemo`] and [`NonceMemo`]: a power of two.
+/// Slots of [`AcctMemo`], [`NonceMemo`] and [`ProxyMemo`]: a power of two.
 const MEMO_BITS: u32 = 10;
+
+/// A makers' memo's slots, all empty.
+fn empty_slots<T>() -> Box<[Option<T>]> {
+    (0..1 << MEMO_BITS).map(|_| None).collect()
+}
 
 /// The slot of a makers' memo for the address of the maker's string, mixed with `salt`.
 fn memo_slot(maker: &Arc<str>, salt: u64) -> usize {
@@ -272,7 +277,7 @@ fn memo_slot(maker: &Arc<str>, salt: u64) -> usize {
 
 impl AcctMemo {
     fn new() -> AcctMemo {
-        AcctMemo((0..1 << MEMO_BITS).map(|_| None).collect())
+        AcctMemo(empty_slots())
     }
 
     fn slot(maker: &Arc<str>, token: AssetId) -> usize {
@@ -312,7 +317,7 @@ struct NonceSlot {
 
 impl NonceMemo {
     fn new() -> NonceMemo {
-        NonceMemo { slots: (0..1 << MEMO_BITS).map(|_| None).collect(), generation: 0 }
+        NonceMemo { slots: empty_slots(), generation: 0 }
     }
 
     /// The maker's nonce, from its slot or else from `lookup`.
@@ -349,7 +354,7 @@ type ProxyPair = (Arc<str>, Arc<str>);
 
 impl ProxyMemo {
     fn new() -> ProxyMemo {
-        ProxyMemo((0..1 << MEMO_BITS).map(|_| None).collect())
+        ProxyMemo(empty_slots())
     }
 
     /// Whether this (proxy, signer) pair was checked against the binding.
