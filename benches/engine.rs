@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use predex::domain::packed::PackedStr;
 use predex::domain::*;
-use predex::engine::book::{Book, BookSide, Changes};
+use predex::engine::book::{Book, BookSide, Changes, Meet};
 use predex::engine::{Canceled, Core, Placed, Settled};
 use predex::store::Batch;
 use predex::workers::SETTLE_CHUNK;
@@ -85,18 +85,15 @@ impl Lob for PredexBook {
             self.book.remove(slot);
         }
     }
-    fn take(&mut self, _id: u64, bid: bool, limit: u32, mut qty: u64) {
+    fn take(&mut self, _id: u64, bid: bool, limit: u32, qty: u64) {
         let side = if bid { BookSide::Bid } else { BookSide::Ask };
-        let opp = side.opposite();
-        while qty > 0 {
-            let Some((slot, _px)) = self.book.head_crossing(side, limit) else { break };
-            let node = self.book.node(slot);
-            let (maker, q) = (node.id.as_u64_pair().1, qty.min(node.remaining));
-            if self.book.fill_head(opp, q) {
-                self.slots.remove(&maker);
+        let slots = &mut self.slots;
+        self.book.sweep(side, limit, qty, |node, q, _px| {
+            if q == node.remaining {
+                slots.remove(&node.id.as_u64_pair().1);
             }
-            qty -= q;
-        }
+            Meet::Fill
+        });
     }
     fn tidy(&mut self) {
         // The book notes each level it changes (one push, timed); reading the changes out

@@ -356,61 +356,105 @@ impl Book {
 
     /// The order a taker on `taker` side with YES-limit `limit` meets next: the head of the
     /// opposite side's best level, if that level crosses. Returns its slot and the level's
-    /// YES price. With [`Book::fill_head`], one sweep step reads the level once.
+    /// YES price. (A taker that trades sweeps with [`Book::sweep`].)
     #[inline]
     pub fn head_crossing(&self, taker: BookSide, limit: u32) -> Option<(u32, u32)> {
-        let side = taker.opposite();
-        let l = match side {
-            BookSide::Bid => self.best_bid?,
-            BookSide::Ask => self.best_ask?,
-        };
-        let px = self.price_of(l);
-        if !crosses(taker, limit, px) {
-            return None;
-        }
-        Some((self.levels(side)[l as usize].head, px))
+        let (l, px) = self.best_crossing(taker, limit)?;
+        Some((self.levels(taker.opposite())[l as usize].head, px))
     }
 
-    /// Takes `q` off the order at the head of `side`'s best level (the slot
-    /// [`Book::head_crossing`] returned for a taker on the other side); removes it when it
-    /// reaches zero. Returns true when the order left the book. Cheaper than the general
-    /// unlink of [`Book::remove`]: a head has no predecessor, so only the next order's link
-    /// and the level's head change.
+    /// A taker of `want` passing over the levels on the other side that cross its YES-limit
+    /// `limit`: best level first and each level's queue from its head, `meet` is shown each
+    /// order, the size the taker would trade with it (what the taker still wants, at most
+    /// what remains of the order) and its level's YES price, and says what the taker does
+    /// ([`Meet`]). The sweep ends when the taker has what it wants, when `meet` says stop,
+    /// or when no order is left within the limit. Returns what the taker still wants.
+    ///
+    /// Within a level the queue is consumed in place: what a fill changes beyond the
+    /// order's own node — the level's head and total, the book's count, the new head's back
+    /// link — is written once, as the sweep leaves the level. A step touches the node it
+    /// fills and nothing else; re-reading the best level and writing its bookkeeping at
+    /// every fill was half of the book's step (docs/performance.md, "A sweep that writes a
+    /// level once").
     #[inline]
-    pub fn fill_head(&mut self, side: BookSide, q: u64) -> bool {
-        let l = match side {
-            BookSide::Bid => self.best_bid,
-            BookSide::Ask => self.best_ask,
+    pub fn sweep(
+        &mut self,
+        taker: BookSide,
+        limit: u32,
+        mut want: u64,
+        mut meet: impl FnMut(&Node, u64, u32) -> Meet,
+    ) -> u64 {
+        let side = taker.opposite();
+        while want > 0 {
+            let Some((l, px)) = self.best_crossing(taker, limit) else { break };
+            self.note_change(side, l);
+            let mut head = self.levels(side)[l as usize].head;
+            let (mut took, mut gone, mut done) = (0u64, 0usize, false);
+            while head != NIL {
+                let free = self.nodes.free;
+                let n = self.nodes.get_mut(head);
+                let q = want.min(n.remaining);
+                match meet(n, q, px) {
+                    Meet::Fill => {
+                        n.remaining -= q;
+                        took += q;
+                        want -= q;
+                        if n.remaining > 0 {
+                            done = true;
+                            break;
+                        }
+                    }
+                    Meet::Remove => {
+                        took += n.remaining;
+                        n.remaining = 0;
+                    }
+                    Meet::Stop => {
+                        done = true;
+                        break;
+                    }
+                }
+                let next = n.next;
+                n.next = free;
+                self.nodes.free = head;
+                head = next;
+                gone += 1;
+                if want == 0 {
+                    done = true;
+                    break;
+                }
+            }
+            self.count -= gone;
+            let lv = match side {
+                BookSide::Bid => &mut self.bids[l as usize],
+                BookSide::Ask => &mut self.asks[l as usize],
+            };
+            lv.total -= took;
+            lv.head = head;
+            if head != NIL {
+                self.nodes.get_mut(head).prev = NIL;
+            } else {
+                lv.tail = NIL;
+                self.used[side as usize] -= 1;
+                self.in_use[side as usize].clear(l);
+                self.refresh_best(side, l);
+            }
+            if done {
+                break;
+            }
         }
-        .expect("fill_head on an empty side");
-        self.note_change(side, l);
-        let lv = match side {
-            BookSide::Bid => &mut self.bids[l as usize],
-            BookSide::Ask => &mut self.asks[l as usize],
+        want
+    }
+
+    /// The best level on the side a taker on `taker` side meets, and its YES price, if it
+    /// crosses the taker's YES-limit `limit`.
+    #[inline]
+    fn best_crossing(&self, taker: BookSide, limit: u32) -> Option<(u32, u32)> {
+        let l = match taker {
+            BookSide::Bid => self.best_ask?,
+            BookSide::Ask => self.best_bid?,
         };
-        let slot = lv.head;
-        let free = self.nodes.free;
-        let n = self.nodes.get_mut(slot);
-        debug_assert!(n.remaining >= q && n.prev == NIL);
-        n.remaining -= q;
-        lv.total -= q;
-        if n.remaining > 0 {
-            return false;
-        }
-        let next = n.next;
-        n.next = free;
-        self.nodes.free = slot;
-        lv.head = next;
-        self.count -= 1;
-        if next != NIL {
-            self.nodes.get_mut(next).prev = NIL;
-        } else {
-            lv.tail = NIL;
-            self.used[side as usize] -= 1;
-            self.in_use[side as usize].clear(l);
-            self.refresh_best(side, l);
-        }
-        true
+        let px = self.price_of(l);
+        crosses(taker, limit, px).then_some((l, px))
     }
 
     /// Appends an order at the tail of its level; returns its slot.
@@ -671,9 +715,31 @@ impl Book {
     }
 }
 
+/// What a taker does with the resting order it meets ([`Book::sweep`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Meet {
+    /// Trade the size offered with it.
+    Fill,
+    /// Take it off the book whatever remains of it, without trading (an expired order).
+    Remove,
+    /// Stop here: the taker cannot go on.
+    Stop,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A taker of `qty` with YES-limit `limit`: the (id, size, YES price) of each fill.
+    fn take(b: &mut Book, taker: BookSide, limit: u32, qty: u64) -> Vec<(Uuid, u64, u32)> {
+        let mut fills = Vec::new();
+        let left = b.sweep(taker, limit, qty, |n, q, px| {
+            fills.push((n.id, q, px));
+            Meet::Fill
+        });
+        assert_eq!(left, qty - fills.iter().map(|f| f.1).sum::<u64>());
+        fills
+    }
 
     #[test]
     fn fifo_and_cancel() {
@@ -690,12 +756,12 @@ mod tests {
         // An ask taker with a limit at or under 0.50 meets y, the level's head now.
         assert_eq!(b.head_crossing(BookSide::Ask, 5000), Some((sy, 5000)));
         assert_eq!(b.head_crossing(BookSide::Ask, 5001), None);
-        assert!(b.fill_head(BookSide::Bid, 20));
+        // An ask taker at 0.5 takes y, the level's head now, and reaches no further.
+        assert_eq!(take(&mut b, BookSide::Ask, 5000, 30), vec![(y, 20, 5000)]);
         assert_eq!(b.best(BookSide::Bid), Some(4900));
-        // An ask taker at 0.5 no longer reaches the bids; at 0.49 it meets z.
         assert_eq!(b.head_crossing(BookSide::Ask, 5000), None);
         assert_eq!(b.head_crossing(BookSide::Ask, 4900), Some((sz, 4900)));
-        assert!(!b.fill_head(BookSide::Bid, 10));
+        assert_eq!(take(&mut b, BookSide::Ask, 4900, 10), vec![(z, 10, 4900)]);
         assert_eq!(b.depth(BookSide::Bid), vec![(4900, 20)]);
         b.check().unwrap();
         assert_eq!(b.len(), 1);
@@ -770,9 +836,15 @@ mod tests {
         b.remove(bid_hi);
         assert_eq!(b.best(BookSide::Bid), Some(100));
         assert_eq!(b.head_crossing(BookSide::Bid, crate::domain::PRICE_ONE).map(|h| h.1), Some(9950));
-        assert!(b.fill_head(BookSide::Ask, 8));
+        let one = crate::domain::PRICE_ONE;
+        assert_eq!(take(&mut b, BookSide::Bid, one, 8), vec![(Uuid::from_u128(4), 8, 9950)]);
         assert_eq!(b.best(BookSide::Ask), Some(9999));
-        assert!(b.fill_head(BookSide::Ask, 7));
+        b.insert(BookSide::Ask, 9950, Uuid::from_u128(5), 1);
+        // One taker goes on to the far ask, 49 levels on, and empties the side.
+        assert_eq!(
+            take(&mut b, BookSide::Bid, one, 10),
+            vec![(Uuid::from_u128(5), 1, 9950), (Uuid::from_u128(3), 7, 9999)]
+        );
         assert_eq!((b.best(BookSide::Ask), b.depth(BookSide::Ask)), (None, vec![]));
         b.check().unwrap();
     }
@@ -834,8 +906,12 @@ mod tests {
         let y = b.insert(BookSide::Bid, 4900, Uuid::from_u128(5), 3);
         b.remove(y);
         assert_eq!(b.head_crossing(BookSide::Ask, 5000).map(|h| h.0), Some(x));
-        assert!(b.fill_head(BookSide::Bid, 10), "x, at the head of 0.50, leaves");
-        b.fill_head(BookSide::Ask, 7);
+        assert_eq!(
+            take(&mut b, BookSide::Ask, 5000, 10),
+            vec![(Uuid::from_u128(1), 10, 5000)],
+            "x, at the head of 0.50, leaves"
+        );
+        take(&mut b, BookSide::Bid, 5100, 7);
         let c = b.take_changes();
         assert_eq!(c.bids[..], [(5000, 5)]);
         assert_eq!(c.asks[..], [(5100, 0)]);
@@ -851,11 +927,11 @@ mod tests {
         }
         b.insert(BookSide::Ask, 5200, Uuid::from_u128(9), 4);
         b.take_changes();
-        while b.best(BookSide::Ask) == Some(5100) {
-            assert!(!b.fill_head(BookSide::Ask, 2));
-            assert!(b.fill_head(BookSide::Ask, 2));
-        }
-        b.fill_head(BookSide::Ask, 1);
+        let fills = take(&mut b, BookSide::Bid, 5200, 21);
+        assert_eq!(
+            fills.iter().map(|f| (f.1, f.2)).collect::<Vec<_>>(),
+            [[(4, 5100)].repeat(5), vec![(1, 5200)]].concat()
+        );
         assert_eq!(b.changed, vec![(BookSide::Ask, 51, 20), (BookSide::Ask, 52, 4)]);
         let c = b.take_changes();
         assert_eq!(c.asks[..], [(5100, 0), (5200, 3)]);
@@ -875,7 +951,7 @@ mod tests {
         assert!(b.take_changes().is_empty());
         assert_eq!(b.depth(BookSide::Bid), vec![(5000, 15)]);
         assert_eq!(b.head_crossing(BookSide::Ask, 5000).map(|h| h.0), Some(x));
-        b.fill_head(BookSide::Bid, 4);
+        take(&mut b, BookSide::Ask, 5000, 4);
         assert_eq!(b.take_changes(), Changes { bids: [(5000, 11)][..].into(), asks: Changed::new() });
         b.check().unwrap();
     }
@@ -894,16 +970,28 @@ mod props {
 
     #[derive(Debug, Clone)]
     enum Op {
-        Insert { ask: bool, level: u32, size: u64 },
-        Cancel { pick: usize },
-        Take { bid: bool, qty: u64 },
+        Insert {
+            ask: bool,
+            level: u32,
+            size: u64,
+        },
+        Cancel {
+            pick: usize,
+        },
+        /// `expired`: the first order met leaves whole without trading, as an expired
+        /// order a taker meets does.
+        Take {
+            bid: bool,
+            qty: u64,
+            expired: bool,
+        },
     }
 
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
             5 => (any::<bool>(), 0u32..2, 1u64..5).prop_map(|(ask, level, size)| Op::Insert { ask, level, size }),
             4 => any::<usize>().prop_map(|pick| Op::Cancel { pick }),
-            1 => (any::<bool>(), 1u64..12).prop_map(|(bid, qty)| Op::Take { bid, qty }),
+            1 => (any::<bool>(), 1u64..12, proptest::bool::weighted(0.2)).prop_map(|(bid, qty, expired)| Op::Take { bid, qty, expired }),
         ]
     }
 
@@ -942,31 +1030,43 @@ mod props {
                             model[side as usize].remove(&price);
                         }
                     }
-                    Op::Take { bid, qty } => {
+                    Op::Take { bid, qty, mut expired } => {
                         let (taker, opp) = if bid { (BookSide::Bid, BookSide::Ask) } else { (BookSide::Ask, BookSide::Bid) };
                         let limit = if bid { crate::domain::PRICE_ONE } else { 0 };
-                        let mut left = qty;
-                        while left > 0 {
-                            let Some((s, px)) = b.head_crossing(taker, limit) else { break };
+                        let (mut left, mut wrong) = (qty, None);
+                        let want = b.sweep(taker, limit, qty, |n, f, px| {
+                            if wrong.is_some() {
+                                return Meet::Stop;
+                            }
                             let levels = &mut model[opp as usize];
                             let price = if bid { *levels.keys().next().unwrap() } else { *levels.keys().next_back().unwrap() };
-                            prop_assert_eq!(px, price);
                             let q = levels.get_mut(&price).unwrap();
                             let head = q.front_mut().unwrap();
-                            prop_assert_eq!(b.node(s).id.as_u128(), head.0);
-                            let f = left.min(head.1);
-                            head.1 -= f;
-                            left -= f;
-                            let gone = b.fill_head(opp, f);
-                            prop_assert_eq!(gone, head.1 == 0);
-                            if gone {
+                            if (px, n.id.as_u128(), n.remaining, f) != (price, head.0, head.1, left.min(head.1)) {
+                                wrong = Some(format!("met {:?} at {px}, offered {f}; the model's head {head:?} at {price}, {left} wanted", (n.id, n.remaining)));
+                                return Meet::Stop;
+                            }
+                            let meet = if std::mem::take(&mut expired) {
+                                head.1 = 0;
+                                Meet::Remove
+                            } else {
+                                head.1 -= f;
+                                left -= f;
+                                Meet::Fill
+                            };
+                            if head.1 == 0 {
                                 slots.remove(&head.0);
                                 q.pop_front();
                                 if q.is_empty() {
                                     levels.remove(&price);
                                 }
                             }
+                            meet
+                        });
+                        if let Some(w) = wrong {
+                            return Err(TestCaseError::fail(w));
                         }
+                        prop_assert_eq!(want, left);
                     }
                 }
                 b.check().map_err(TestCaseError::fail)?;

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use super::book::{Book, BookSide, NIL};
+use super::book::{Book, BookSide, Meet, NIL};
 use super::LedgerChange;
 use crate::domain::*;
 use crate::ledger::{Acct, AssetId, Ledger};
@@ -196,17 +196,34 @@ impl Open {
 
     /// Its accounts, the fee account found in `markets`.
     fn accts(&self, markets: &[MarketState]) -> Accts {
-        Accts { pay: self.pay, recv: self.recv, fee: fee_acct(markets, &self.rec) }
+        self.accts_in(&markets[self.rec.token.market_idx as usize].fee_accts)
+    }
+
+    /// [`Open::accts`] given its market's fee accounts.
+    fn accts_in(&self, fee_accts: &[Acct]) -> Accts {
+        Accts { pay: self.pay, recv: self.recv, fee: fee_acct_in(fee_accts, &self.rec) }
     }
 }
 
 /// The fee account of what an order receives: its market's, for the collateral (a SELL)
 /// or its outcome token (a BUY).
 fn fee_acct(markets: &[MarketState], o: &OrderRecord) -> Acct {
-    let ms = &markets[o.token.market_idx as usize];
+    fee_acct_in(&markets[o.token.market_idx as usize].fee_accts, o)
+}
+
+/// [`fee_acct`] given the order's market's fee accounts.
+fn fee_acct_in(fee_accts: &[Acct], o: &OrderRecord) -> Acct {
     match o.side {
-        Side::Buy => ms.fee_accts[1 + o.token.outcome_index as usize],
-        Side::Sell => ms.fee_accts[0],
+        Side::Buy => fee_accts[1 + o.token.outcome_index as usize],
+        Side::Sell => fee_accts[0],
+    }
+}
+
+/// Notes a trade's receipts as expected on the receivers' and the fee accounts.
+fn expect_receipts(ledger: &mut Ledger, flows: &[Flow; 2]) {
+    for f in flows {
+        ledger.expect_at(f.accts.recv, f.net);
+        ledger.expect_at(f.accts.fee, f.fee);
     }
 }
 
@@ -649,10 +666,7 @@ impl Core {
 
     /// What a matched trade will deliver: usable at once, credited at settlement.
     fn expect_receipts(&mut self, flows: &[Flow; 2]) {
-        for f in flows {
-            self.ledger.expect_at(f.accts.recv, f.net);
-            self.ledger.expect_at(f.accts.fee, f.fee);
-        }
+        expect_receipts(&mut self.ledger, flows);
     }
 
     /// An order's market and outcome. The API's market view hands over the market's shared
@@ -896,31 +910,30 @@ impl Core {
         let midx = t.token.market_idx as usize;
         let bside = book_side(t.token.outcome_index, t.side);
         let limit = yes_price(t.token.outcome_index, t.price);
-        let opp = bside.opposite();
         let mut trades = Vec::new();
         let (mut making, mut taking) = (0u64, 0u64);
-        while t.remaining() > 0 {
-            let book = &self.markets[midx].book;
-            let Some((slot, px)) = book.head_crossing(bside, limit) else { break };
-            let node = book.node(slot);
+        // The fields the sweep needs, borrowed apart: the book is swept in place while the
+        // records, the ledger and the settlement queue change beside it.
+        let Core { markets, orders, ledger, pending, next_trade_seq, id_prefix, .. } = self;
+        let MarketState { book, last_trade, fee_accts, trade_tokens, .. } = &mut markets[midx];
+        book.sweep(bside, limit, t.remaining(), |node, q, px| {
             let maker_id = node.id;
-            let q = t.remaining().min(node.remaining);
-            let Some(mut entry) = self.orders.find_entry(&maker_id) else {
+            let maker_done = q == node.remaining;
+            let Some(mut entry) = orders.find_entry(&maker_id) else {
                 unreachable!("resting order {maker_id} has no record")
             };
             if entry.get().expiration != 0 && entry.get().expiration <= now {
                 // An expired GTD order never trades: it leaves the book here, before the
                 // expiry sweep gets to it.
-                self.markets[midx].book.remove(slot);
                 let Open { rec: mut m_arc, pay, .. } = entry.remove();
                 let m = Arc::make_mut(&mut m_arc);
                 m.status = OrderStatus::Canceled;
-                release_rest(&mut self.ledger, pay, m);
+                release_rest(ledger, pay, m);
                 batch.put_order(m_arc, Stored::Open);
-                continue;
+                return Meet::Remove;
             }
             let m = entry.get();
-            let ma = m.accts(&self.markets);
+            let ma = m.accts_in(fee_accts);
             // Amounts in each order's own token price.
             let pm = yes_price(m.token.outcome_index, px); // maker's own price
             let pt = yes_price(t.token.outcome_index, px); // taker's own price
@@ -937,16 +950,16 @@ impl Core {
             // mint; it must come from its free balance, or the sweep stops here.
             if t.side == Side::Buy && taker_amt > t.reserved {
                 let extra = taker_amt - t.reserved;
-                if self.ledger.get(ta.pay).available() < extra {
-                    break;
+                if ledger.get(ta.pay).available() < extra {
+                    return Meet::Stop;
                 }
-                self.ledger.reserve_at(ta.pay, extra);
+                ledger.reserve_at(ta.pay, extra);
                 t.reserved += extra;
             }
             // Copies the record only while a batch in flight still holds this version.
             let m = Arc::make_mut(&mut entry.get_mut().rec);
-            let maker_fee = fill(&mut self.ledger, ma.pay, m, q, pm, maker_amt);
-            let taker_fee = fill(&mut self.ledger, ta.pay, t, q, pt, taker_amt);
+            let maker_fee = fill(ledger, ma.pay, m, q, pm, maker_amt);
+            let taker_fee = fill(ledger, ta.pay, t, q, pt, taker_amt);
             match t.side {
                 Side::Buy => {
                     making += taker_amt;
@@ -958,10 +971,10 @@ impl Core {
                 }
             }
             let trade = TradeRecord {
-                id: Uuid::from_u64_pair(self.id_prefix, self.next_trade_seq),
-                seq: self.next_trade_seq,
+                id: Uuid::from_u64_pair(*id_prefix, *next_trade_seq),
+                seq: *next_trade_seq,
                 taker_order_id: t.id,
-                token: self.markets[midx].trade_tokens[t.token.outcome_index as usize].clone(),
+                token: trade_tokens[t.token.outcome_index as usize].clone(),
                 side: t.side,
                 size: q,
                 price: pt,
@@ -978,7 +991,7 @@ impl Core {
                     maker_address: m.maker.clone(),
                     matched_amount: q,
                     price: pm,
-                    token: self.markets[midx].trade_tokens[m.token.outcome_index as usize].clone(),
+                    token: trade_tokens[m.token.outcome_index as usize].clone(),
                     side: m.side,
                     fee_rate_bps: m.fee_rate_bps,
                     fee: maker_fee,
@@ -988,11 +1001,11 @@ impl Core {
                 error_msg: None,
                 match_type,
             };
-            self.next_trade_seq += 1;
+            *next_trade_seq += 1;
             m.associate_trades.push(trade.id);
-            if self.markets[midx].book.fill_head(opp, q) {
+            if maker_done {
                 m.status = OrderStatus::Matched;
-                release_rest(&mut self.ledger, ma.pay, m);
+                release_rest(ledger, ma.pay, m);
                 batch.put_order(entry.remove().rec, Stored::Open);
             } else {
                 batch.put_order(entry.get().rec.clone(), Stored::Open);
@@ -1003,14 +1016,15 @@ impl Core {
                 "settlement recomputes the amounts matched"
             );
             let trade = Arc::new(trade);
-            let pending = Pending::new(trade.clone(), [ta, ma]);
-            self.expect_receipts(&pending.flows);
-            self.pending.push_back(pending);
+            let settling = Pending::new(trade.clone(), [ta, ma]);
+            expect_receipts(ledger, &settling.flows);
+            pending.push_back(settling);
             batch.put_trade(trade.clone());
             let taker_yes_side = if bside == BookSide::Bid { Side::Buy } else { Side::Sell };
-            self.markets[midx].last_trade = Some((px, taker_yes_side));
+            *last_trade = Some((px, taker_yes_side));
             trades.push(trade);
-        }
+            Meet::Fill
+        });
         // The taker's trade ids in one step, at their final size (pushed per fill, a sweep's
         // list grew from one held in line by doubling).
         t.associate_trades.extend(trades.iter().map(|tr| tr.id));
@@ -1665,6 +1679,36 @@ mod tests {
             assert!(len <= CROSSING_WRITES && cap == CROSSING_WRITES, "{fills} fills: {len} writes, room {cap}");
         }
         assert_eq!(core.markets[0].book.len(), 0, "every offer was taken");
+    }
+
+    /// A taker meets an expired order in the middle of a level: it leaves the book
+    /// canceled, its reservation released, and the taker trades on with the orders behind
+    /// it; a taker that stops inside the level leaves the rest of the queue in place.
+    #[test]
+    fn a_sweep_passes_an_expired_order_in_the_middle_of_a_level() {
+        let (mut core, wallets) = market_and_wallets();
+        let mut batch = Batch::default();
+        let mut ids = Vec::new();
+        // Four offers at 0.40; the second expires at 5.
+        for (n, w, expiration) in [(0, 0, 0), (1, 1, 5), (2, 2, 0), (3, 0, 0)] {
+            let mut o = order_of(&core, &wallets, n, w, Side::Sell, 1_000_000);
+            Arc::make_mut(&mut o).expiration = expiration;
+            ids.push(o.id);
+            core.place(o, false, 1, &mut batch).unwrap();
+        }
+        let reserved = |core: &Core, w: usize| core.ledger.account(&wallets[w], "1").reserved;
+        assert_eq!(reserved(&core, 1), 1_000_000);
+        let placed = core.place(order_of(&core, &wallets, 10, 3, Side::Buy, 2_500_000), false, 10, &mut batch).unwrap();
+        let fills: Vec<(Uuid, u64)> =
+            placed.trades.iter().map(|t| (t.maker_orders[0].order_id, t.maker_orders[0].matched_amount)).collect();
+        assert_eq!(fills, [(ids[0], 1_000_000), (ids[2], 1_000_000), (ids[3], 500_000)]);
+        assert!(core.orders.get(&ids[1]).is_none(), "the expired order left the open orders");
+        assert_eq!(reserved(&core, 1), 0, "its reservation went back");
+        let book = &core.markets[0].book;
+        assert_eq!(book.len(), 1);
+        assert_eq!(book.level_orders(BookSide::Ask, 4_000), vec![(ids[3], 500_000)]);
+        assert_eq!(book.depth(BookSide::Ask), vec![(4_000, 500_000)]);
+        core.check().unwrap();
     }
 
     /// A maker's nonce comes from the memo while it holds and never after it moved: with
