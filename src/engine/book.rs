@@ -756,7 +756,7 @@ mod tests {
         // An ask taker with a limit at or under 0.50 meets y, the level's head now.
         assert_eq!(b.head_crossing(BookSide::Ask, 5000), Some((sy, 5000)));
         assert_eq!(b.head_crossing(BookSide::Ask, 5001), None);
-        // An ask taker at 0.5 takes y, the level's head now, and reaches no further.
+        // At 0.50 it takes y and reaches no further.
         assert_eq!(take(&mut b, BookSide::Ask, 5000, 30), vec![(y, 20, 5000)]);
         assert_eq!(b.best(BookSide::Bid), Some(4900));
         assert_eq!(b.head_crossing(BookSide::Ask, 5000), None);
