@@ -389,7 +389,7 @@ impl Book {
             let Some((l, px)) = self.best_crossing(taker, limit) else { break };
             self.note_change(side, l);
             let mut head = self.levels(side)[l as usize].head;
-            let (mut took, mut gone, mut done) = (0u64, 0usize, false);
+            let (mut took, mut gone) = (0u64, 0usize);
             while head != NIL {
                 let free = self.nodes.free;
                 let n = self.nodes.get_mut(head);
@@ -399,27 +399,22 @@ impl Book {
                         n.remaining -= q;
                         took += q;
                         want -= q;
-                        if n.remaining > 0 {
-                            done = true;
-                            break;
-                        }
                     }
                     Meet::Remove => {
                         took += n.remaining;
                         n.remaining = 0;
                     }
-                    Meet::Stop => {
-                        done = true;
-                        break;
-                    }
+                    Meet::Stop => break,
                 }
-                let next = n.next;
-                n.next = free;
-                self.nodes.free = head;
-                head = next;
-                gone += 1;
+                // Partly filled, it stays at the head (and the taker has what it wants).
+                if n.remaining == 0 {
+                    let next = n.next;
+                    n.next = free;
+                    self.nodes.free = head;
+                    head = next;
+                    gone += 1;
+                }
                 if want == 0 {
-                    done = true;
                     break;
                 }
             }
@@ -438,7 +433,8 @@ impl Book {
                 self.in_use[side as usize].clear(l);
                 self.refresh_best(side, l);
             }
-            if done {
+            // Stopped inside the level: the sweep is over.
+            if head != NIL {
                 break;
             }
         }

@@ -219,7 +219,8 @@ fn fee_acct_in(fee_accts: &[Acct], o: &OrderRecord) -> Acct {
     }
 }
 
-/// Notes a trade's receipts as expected on the receivers' and the fee accounts.
+/// What a matched trade will deliver, noted as expected on the receivers' and the fee
+/// accounts: usable at once, credited at settlement.
 fn expect_receipts(ledger: &mut Ledger, flows: &[Flow; 2]) {
     for f in flows {
         ledger.expect_at(f.accts.recv, f.net);
@@ -640,7 +641,7 @@ impl Core {
         for f in &pending.flows {
             self.ledger.reserve_at(f.accts.pay, f.pays);
         }
-        self.expect_receipts(&pending.flows);
+        expect_receipts(&mut self.ledger, &pending.flows);
         self.pending.push_back(pending);
     }
 
@@ -662,11 +663,6 @@ impl Core {
             recv: self.ledger.acct(l.address, recv),
             fee: self.ledger.acct(&self.fee_address, recv),
         }
-    }
-
-    /// What a matched trade will deliver: usable at once, credited at settlement.
-    fn expect_receipts(&mut self, flows: &[Flow; 2]) {
-        expect_receipts(&mut self.ledger, flows);
     }
 
     /// An order's market and outcome. The API's market view hands over the market's shared
@@ -1218,7 +1214,7 @@ impl Core {
         self.next_trade_seq += 1;
         let trade = Arc::new(trade);
         let pending = Pending::new(trade.clone(), accts);
-        self.expect_receipts(&pending.flows);
+        expect_receipts(&mut self.ledger, &pending.flows);
         self.pending.push_back(pending);
         batch.put_trade(trade.clone());
         self.flush_ledger(batch);
