@@ -149,6 +149,20 @@ impl<K: Hash + Eq, V> SpreadMap<K, V> {
         replaced
     }
 
+    /// Inserts `v` under `k`, whose entries the caller knows `v` is not to replace (for a
+    /// map of unique keys: `k` has none). One search for room in `cur`: no key compared,
+    /// `old` not looked at.
+    pub fn insert_unique(&mut self, k: K, v: V) {
+        let h = self.hasher.hash_one(&k);
+        if self.cur.len() == self.cur.capacity() {
+            // As in `insert`.
+            self.grow();
+        }
+        let hasher = &self.hasher;
+        self.cur.insert_unique(h, (k, v), |e| hasher.hash_one(&e.0));
+        self.step();
+    }
+
     /// Inserts `v` under `k` if `k` has no entry, in one lookup per table; `false` (and `v`
     /// dropped) if it has one.
     pub fn insert_if_vacant(&mut self, k: K, v: V) -> bool {
@@ -297,6 +311,8 @@ mod tests {
         InsertVacant(u16, u32),
         /// Removes the entry if its value is even.
         RemoveEven(u16),
+        /// Inserts through `insert_unique` if the key has no entry.
+        InsertNew(u16, u32),
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -307,6 +323,7 @@ mod tests {
             1 => (0..2_000u16, any::<u32>()).prop_map(|(k, v)| Op::Change(k, v)),
             3 => (0..2_000u16, any::<u32>()).prop_map(|(k, v)| Op::InsertVacant(k, v)),
             1 => (0..2_000u16).prop_map(Op::RemoveEven),
+            3 => (0..2_000u16, any::<u32>()).prop_map(|(k, v)| Op::InsertNew(k, v)),
         ]
     }
 
@@ -342,13 +359,19 @@ mod tests {
                         let want = if even { model.remove(&k) } else { None };
                         prop_assert_eq!(m.remove_where(&k, |v| v % 2 == 0), want);
                     }
+                    Op::InsertNew(k, v) => {
+                        if let std::collections::hash_map::Entry::Vacant(e) = model.entry(k) {
+                            m.insert_unique(k, v);
+                            e.insert(v);
+                        }
+                    }
                 }
                 prop_assert_eq!(m.len(), model.len());
                 prop_assert_eq!(m.is_empty(), model.is_empty());
                 // Read while a move may be under way: the key just used and its neighbours.
                 let k = match op {
                     Op::Insert(k, _) | Op::Remove(k) | Op::Take(k) | Op::Change(k, _) => k,
-                    Op::InsertVacant(k, _) | Op::RemoveEven(k) => k,
+                    Op::InsertVacant(k, _) | Op::RemoveEven(k) | Op::InsertNew(k, _) => k,
                 };
                 for k in [k, k.wrapping_add(1), k.wrapping_sub(1)] {
                     prop_assert_eq!(m.get(&k), model.get(&k));
@@ -371,7 +394,7 @@ mod tests {
         /// growths and moves under way.
         #[test]
         fn entries_under_one_key_are_told_apart_by_their_values(
-            ops in proptest::collection::vec((0..3u8, 0..2_000u16, any::<u32>()), 1..3_000)
+            ops in proptest::collection::vec((0..4u8, 0..2_000u16, any::<u32>()), 1..3_000)
         ) {
             // 2,000 ids under 64 keys.
             let key = |id: u16| id % 64;
@@ -381,6 +404,11 @@ mod tests {
                 match what {
                     0 => prop_assert_eq!(m.insert_where(key(id), (id, v), is).map(|e| e.1), model.insert(id, v)),
                     1 => prop_assert_eq!(m.remove_where(&key(id), is).map(|e| e.1), model.remove(&id)),
+                    // A new id beside the others under its key.
+                    2 if !model.contains_key(&id) => {
+                        m.insert_unique(key(id), (id, v));
+                        model.insert(id, v);
+                    }
                     _ => prop_assert_eq!(
                         m.find_entry_where(&key(id), is).map(|e| e.remove().1),
                         model.remove(&id)

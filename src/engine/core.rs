@@ -179,6 +179,13 @@ impl OpenOrders {
         self.0.insert_where(fold(&id), open, |o| o.rec.id == id)
     }
 
+    /// Enters `open`, whose id has no entry (`place` refused it otherwise): without
+    /// looking for one to replace.
+    fn insert_new(&mut self, open: Open) {
+        debug_assert!(!self.contains_key(&open.rec.id), "an open order entered twice");
+        self.0.insert_unique(fold(&open.rec.id), open)
+    }
+
     fn remove(&mut self, id: &Uuid) -> Option<Open> {
         self.0.remove_where(&fold(id), |o| o.rec.id == *id)
     }
@@ -836,7 +843,7 @@ impl Core {
                 self.expiries.push(Reverse((o.expiration, o.id)));
             }
             batch.put_order(order.clone(), Stored::New);
-            self.orders.insert(Open::new(order.clone(), NIL, accts));
+            self.orders.insert_new(Open::new(order.clone(), NIL, accts));
             self.flush_ledger(batch);
             return Ok(Placed { order, trades: vec![], making: 0, taking: 0 });
         }
@@ -883,8 +890,10 @@ impl Core {
         released: bool,
         batch: &mut Batch,
     ) -> Placed {
+        // A new order's id has no entry, nor has a released DEFERRED order's, taken out
+        // before it was matched.
         if o.status == OrderStatus::Live {
-            self.orders.insert(Open::new(o.clone(), slot, accts));
+            self.orders.insert_new(Open::new(o.clone(), slot, accts));
         }
         // A released DEFERRED order was stored open; any other taker is new.
         batch.put_order(o.clone(), if released { Stored::Open } else { Stored::New });
