@@ -149,9 +149,10 @@ impl<K: Hash + Eq, V> SpreadMap<K, V> {
         replaced
     }
 
-    /// Inserts `v` under `k`, whose entries the caller knows `v` is not to replace (for a
-    /// map of unique keys: `k` has none). One search for room in `cur`: no key compared,
-    /// `old` not looked at.
+    /// Inserts `v` under `k` without looking for an entry it replaces: the caller knows
+    /// there is none (`k` has no entry, or, with keys shared as in
+    /// [`SpreadMap::get_where`], none for `v`'s id). One search for room in `cur`: no key
+    /// compared, `old` not looked at.
     pub fn insert_unique(&mut self, k: K, v: V) {
         let h = self.hasher.hash_one(&k);
         if self.cur.len() == self.cur.capacity() {
