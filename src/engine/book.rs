@@ -575,6 +575,7 @@ impl Book {
     }
 
     /// After `level` emptied, move the best price past empty levels.
+    #[inline]
     fn refresh_best(&mut self, side: BookSide, level: u32) {
         if self.used[side as usize] == 0 {
             // The side emptied: no need to scan the whole ladder to learn it.
