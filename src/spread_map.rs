@@ -127,11 +127,9 @@ impl<K: Hash + Eq, V> SpreadMap<K, V> {
     /// [`SpreadMap::get_where`]).
     pub fn insert_where(&mut self, k: K, v: V, is: impl Fn(&V) -> bool) -> Option<V> {
         let h = self.hasher.hash_one(&k);
-        if self.cur.len() == self.cur.capacity() {
-            // Before the lookups, so that the entry below never grows `cur` all at once,
-            // and so that a key of the table just retired is found in `old`.
-            self.grow();
-        }
+        // Before the lookups, so that the entry below never grows `cur` all at once, and
+        // so that a key of the table just retired is found in `old`.
+        self.grow_if_full();
         let eq = |e: &(K, V)| e.0 == k && is(&e.1);
         // An entry is in one table at most: one still in `old` moves over with its new value.
         let mut replaced = match self.old.is_empty() {
@@ -155,10 +153,8 @@ impl<K: Hash + Eq, V> SpreadMap<K, V> {
     /// compared, `old` not looked at.
     pub fn insert_unique(&mut self, k: K, v: V) {
         let h = self.hasher.hash_one(&k);
-        if self.cur.len() == self.cur.capacity() {
-            // As in `insert`.
-            self.grow();
-        }
+        // As in `insert_where`.
+        self.grow_if_full();
         let hasher = &self.hasher;
         self.cur.insert_unique(h, (k, v), |e| hasher.hash_one(&e.0));
         self.step();
@@ -168,10 +164,8 @@ impl<K: Hash + Eq, V> SpreadMap<K, V> {
     /// dropped) if it has one.
     pub fn insert_if_vacant(&mut self, k: K, v: V) -> bool {
         let h = self.hasher.hash_one(&k);
-        if self.cur.len() == self.cur.capacity() {
-            // As in `insert`.
-            self.grow();
-        }
+        // As in `insert_where`.
+        self.grow_if_full();
         if !self.old.is_empty() && self.old.find(h, |e| e.0 == k).is_some() {
             return false;
         }
@@ -201,6 +195,14 @@ impl<K: Hash + Eq, V> SpreadMap<K, V> {
     /// Every value, in no order.
     pub fn values(&self) -> impl Iterator<Item = &V> {
         self.cur.iter().chain(self.old.iter()).map(|e| &e.1)
+    }
+
+    /// Before an insert: grows while `cur` has no room left.
+    #[inline]
+    fn grow_if_full(&mut self) {
+        if self.cur.len() == self.cur.capacity() {
+            self.grow();
+        }
     }
 
     /// `cur` is full: it becomes `old`, beside an empty table twice its size. Full counts

@@ -427,16 +427,13 @@ impl Book {
             lv.head = head;
             if head != NIL {
                 self.nodes.get_mut(head).prev = NIL;
-            } else {
-                lv.tail = NIL;
-                self.used[side as usize] -= 1;
-                self.in_use[side as usize].clear(l);
-                self.refresh_best(side, l);
-            }
-            // Stopped inside the level: the sweep is over.
-            if head != NIL {
+                // Stopped inside the level: the sweep is over.
                 break;
             }
+            lv.tail = NIL;
+            self.used[side as usize] -= 1;
+            self.in_use[side as usize].clear(l);
+            self.refresh_best(side, l);
         }
         want
     }

@@ -208,18 +208,13 @@ impl Open {
 
     /// [`Open::accts`] given its market's fee accounts.
     fn accts_in(&self, fee_accts: &[Acct]) -> Accts {
-        Accts { pay: self.pay, recv: self.recv, fee: fee_acct_in(fee_accts, &self.rec) }
+        Accts { pay: self.pay, recv: self.recv, fee: fee_acct(fee_accts, &self.rec) }
     }
 }
 
-/// The fee account of what an order receives: its market's, for the collateral (a SELL)
-/// or its outcome token (a BUY).
-fn fee_acct(markets: &[MarketState], o: &OrderRecord) -> Acct {
-    fee_acct_in(&markets[o.token.market_idx as usize].fee_accts, o)
-}
-
-/// [`fee_acct`] given the order's market's fee accounts.
-fn fee_acct_in(fee_accts: &[Acct], o: &OrderRecord) -> Acct {
+/// The fee account of what an order receives, among its market's `fee_accts`: the one for
+/// the collateral (a SELL) or for its outcome token (a BUY).
+fn fee_acct(fee_accts: &[Acct], o: &OrderRecord) -> Acct {
     match o.side {
         Side::Buy => fee_accts[1 + o.token.outcome_index as usize],
         Side::Sell => fee_accts[0],
@@ -711,7 +706,7 @@ impl Core {
             Side::Buy => (coll, tok),
             Side::Sell => (tok, coll),
         };
-        Accts { pay, recv, fee: fee_acct(&self.markets, o) }
+        Accts { pay, recv, fee: fee_acct(&self.markets[o.token.market_idx as usize].fee_accts, o) }
     }
 
     /// Trades waiting for settlement.
