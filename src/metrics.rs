@@ -39,17 +39,21 @@ pub fn process_cpu_s() -> Option<f64> {
     process_cpu().map(|c| c.total_s())
 }
 
-/// CPU seconds, user + system, of this process's live threads whose name `keep` accepts
-/// (`/proc/self/task/*/stat`; a name is its thread's first 15 bytes). A thread that has
-/// exited is in no task file any more, though its time stays in [`process_cpu_s`]: take
-/// the threads that live throughout, and the rest as the difference.
-pub fn threads_cpu_s(keep: impl Fn(&str) -> bool) -> Option<f64> {
+/// CPU seconds, user + system, of this process's live threads that `keep` accepts by id
+/// and name (`/proc/self/task/*/stat`; a name is its thread's first 15 bytes, and the main
+/// thread's is the executable's file name, whatever it was renamed to; its id is the
+/// process's). A thread that has exited is in no task file any more, though its time
+/// stays in [`process_cpu_s`]: take the threads that live throughout, and the rest as the
+/// difference.
+pub fn threads_cpu_s(keep: impl Fn(u32, &str) -> bool) -> Option<f64> {
     let mut total = 0.0;
     for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let task = task.ok()?;
+        let Some(tid) = task.file_name().to_str().and_then(|t| t.parse::<u32>().ok()) else { continue };
         // A thread that exits between the listing and the read is skipped.
-        let Ok(stat) = std::fs::read_to_string(task.ok()?.path().join("stat")) else { continue };
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else { continue };
         let name = stat.get(stat.find('(')? + 1..stat.rfind(')')?)?;
-        if keep(name) {
+        if keep(tid, name) {
             total += parse_process_cpu(&stat)?.total_s();
         }
     }
@@ -249,7 +253,8 @@ mod tests {
         assert!(process_cpu().is_some(), "this process's own /proc/self/stat");
     }
 
-    /// A live thread's CPU is found under its name, and under no other.
+    /// A live thread's CPU is found under its name, and under no other; the main thread is
+    /// offered under the process's id.
     #[test]
     fn threads_cpu_is_counted_by_thread_name() {
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
@@ -268,10 +273,18 @@ mod tests {
             })
             .unwrap();
         done.recv().unwrap();
-        let burner = threads_cpu_s(|n| n == "cpu-test-burner").unwrap();
+        let burner = threads_cpu_s(|_, n| n == "cpu-test-burner").unwrap();
         assert!(burner > 0.03, "{burner}");
-        assert_eq!(threads_cpu_s(|n| n == "no-such-thread"), Some(0.0));
-        let all = threads_cpu_s(|_| true).unwrap();
+        assert_eq!(threads_cpu_s(|_, n| n == "no-such-thread"), Some(0.0));
+        let pid = std::process::id();
+        let ids = std::cell::RefCell::new(Vec::new());
+        let all = threads_cpu_s(|tid, _| {
+            ids.borrow_mut().push(tid);
+            true
+        })
+        .unwrap();
+        let ids = ids.into_inner();
+        assert!(ids.contains(&pid) && ids.len() >= 2, "{ids:?}");
         assert!(all >= burner && all <= process_cpu_s().unwrap() + 0.02, "{all}");
         stop.send(()).unwrap();
         t.join().unwrap();

@@ -875,13 +875,17 @@ fn phase_clock(args: &Args) -> (Instant, Duration, Duration) {
     (start, Duration::from_secs_f64(args.warmup), Duration::from_secs_f64(args.warmup + args.duration))
 }
 
-/// The load generator's own threads, by name; every other thread of this process is a
-/// server's (predex in-process, or a ceiling).
-const CLIENT_THREADS: [&str; 3] = ["predex-loadgen", "feed-client", "cpu-window"];
+/// The load generator's own threads besides the main one (which drives the requests), by
+/// name; every other thread of this process is a server's (predex in-process, or a
+/// ceiling).
+const CLIENT_THREADS: [&str; 2] = ["feed-client", "cpu-window"];
 
-/// CPU seconds of this process's server threads so far (see [`CLIENT_THREADS`]).
+/// CPU seconds of this process's server threads so far (see [`CLIENT_THREADS`]). The main
+/// thread is told by its id, not its name: a copy of the binary renamed to compare builds
+/// side by side names it after the copy.
 fn server_threads_cpu_s() -> Option<f64> {
-    threads_cpu_s(|n| !CLIENT_THREADS.contains(&n))
+    let main = std::process::id();
+    threads_cpu_s(|tid, n| tid != main && !CLIENT_THREADS.contains(&n))
 }
 
 /// A phase's CPU: the process's seconds, the load generator's own share of them, and the
