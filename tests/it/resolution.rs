@@ -204,8 +204,12 @@ fn a_question_auction_makes_the_highest_bidder_the_bonded_resolver() {
         (closed["winner"].as_str(), closed["winningAmount"].as_str()),
         (Some(a.address.as_str()), Some("16000000"))
     );
-    wait_for(10, || ([&b, &c].map(|t| t.balance(&s, "USDC")) == [m("100"), m("100")]).then_some(()));
-    assert_eq!(s.get(&format!("/auctions/{COND}")).1["bids"], json!([]));
+    // A refund's credit shows in the balance as the matching thread applies it, its bid's
+    // deletion once the persister has written it: wait for both.
+    wait_for(10, || {
+        let refunded = [&b, &c].map(|t| t.balance(&s, "USDC")) == [m("100"), m("100")];
+        (refunded && s.get(&format!("/auctions/{COND}")).1["bids"] == json!([])).then_some(())
+    });
     assert_eq!(a.balance(&s, "USDC"), m("84"));
     let (_, bonds) = s.get(&format!("/bonds/market/{COND}"));
     assert_eq!(bonds["totalAmount"], "16000000");
