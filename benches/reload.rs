@@ -1,10 +1,11 @@
 //! `reload`: startup with 1,000,000 LIVE orders across 1,000 markets. A child process
 //! builds the data dir through the real store (orders, live index, markets, balances); then
-//! three fresh processes, one after the other, each time `Store::open` + `engine::recover`
-//! — the read-back and re-insertion of every order in priority order — as a restart does,
-//! memory first touched included. `PREDEX_BENCH_ORDERS` and `PREDEX_BENCH_MARKETS` change
-//! the sizes; with `PREDEX_BENCH_CRASH=1` the builder is killed with SIGKILL once its last
-//! write is synced, so the first start replays the write-ahead log.
+//! three fresh processes, one after the other, each time `Store::open_with` (the log files
+//! written ahead as `predex serve` writes them) + `engine::recover` — the read-back and
+//! re-insertion of every order in priority order — as a restart does, memory first touched
+//! included. `PREDEX_BENCH_ORDERS` and `PREDEX_BENCH_MARKETS` change the sizes; with
+//! `PREDEX_BENCH_CRASH=1` the builder is killed with SIGKILL once its last write is synced,
+//! so the first start replays the write-ahead log.
 //!
 //! Each start also prints its CPU time, user and system. On a VM whose guest returns freed
 //! memory to the host (virtio-balloon free page reporting, about two seconds after the
@@ -115,7 +116,7 @@ fn main() {
 fn build(dir: &Path) {
     let orders = env("PREDEX_BENCH_ORDERS", 1_000_000);
     let markets = env("PREDEX_BENCH_MARKETS", 1_000);
-    let store = Store::open(dir).unwrap();
+    let store = Store::open_with(dir, predex::config::Config::default().wal_logs_ahead).unwrap();
     let t0 = Instant::now();
     let mut b = Batch::default();
     let mut yes = Vec::with_capacity(markets as usize);
@@ -193,7 +194,8 @@ fn build(dir: &Path) {
 /// One start, timed in a fresh process: open the store, restore the engine.
 fn open(dir: &Path) {
     let t = Instant::now();
-    let store = Store::open(dir).unwrap();
+    // As `predex serve` opens it, log files written ahead included.
+    let store = Store::open_with(dir, predex::config::Config::default().wal_logs_ahead).unwrap();
     let opened = t.elapsed();
     let core = predex::engine::recover(&store, "0xfee".into()).unwrap();
     let el = t.elapsed();

@@ -16,6 +16,10 @@ pub const DEFAULT_NEG_RISK_EXCHANGE: &str = "0xc5d563a36ae78145c45a50134d48a1215
 pub struct Config {
     /// RocksDB directory; `$STATE_DIRECTORY` under systemd.
     pub data_dir: PathBuf,
+    /// Write-ahead log files of 16 MB written at each start, so the log's syncs overwrite
+    /// files in place from the first write instead of growing them (docs/performance.md,
+    /// "Logs overwritten in place from the first write"); 0 turns it off, else at least 2.
+    pub wal_logs_ahead: usize,
     /// Order-book (CLOB) server.
     pub clob_addr: SocketAddr,
     /// Catalogue server.
@@ -105,6 +109,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             data_dir: PathBuf::from("var"),
+            wal_logs_ahead: 8,
             clob_addr: "0.0.0.0:8080".parse().expect("literal"),
             gamma_addr: "0.0.0.0:8081".parse().expect("literal"),
             data_addr: "0.0.0.0:8082".parse().expect("literal"),
@@ -176,6 +181,9 @@ impl Config {
                 anyhow::bail!("{name} must be at least 1");
             }
         }
+        if self.wal_logs_ahead == 1 || self.wal_logs_ahead > 64 {
+            anyhow::bail!("wal-logs-ahead must be 0 (off) or from 2 to 64, got {}", self.wal_logs_ahead);
+        }
         if self.ws_window == 0 || self.ws_idle_secs == 0 || self.ws_threads == 0 {
             anyhow::bail!("ws-window, ws-idle-secs and ws-threads must be at least 1");
         }
@@ -217,5 +225,14 @@ mod tests {
         assert!(Config::from_toml("nope = 1").is_err());
         let bad = Config { internal_addr: "0.0.0.0:8090".parse().unwrap(), ..Config::default() };
         assert!(bad.validate().is_err());
+    }
+
+    /// One log written ahead cannot leave a reused one live (the store needs two).
+    #[test]
+    fn logs_ahead_are_none_or_at_least_two() {
+        for (n, ok) in [(0, true), (1, false), (2, true), (8, true), (64, true), (65, false)] {
+            let c = Config::from_toml(&format!("wal-logs-ahead = {n}")).unwrap();
+            assert_eq!(c.validate().is_ok(), ok, "{n}");
+        }
     }
 }

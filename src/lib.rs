@@ -191,7 +191,7 @@ impl App {
     async fn start_inner(config: Config) -> anyhow::Result<App> {
         config.validate()?;
         std::fs::create_dir_all(&config.data_dir).with_context(|| format!("create {}", config.data_dir.display()))?;
-        let store = Arc::new(Store::open(&config.data_dir).context("open RocksDB")?);
+        let store = Arc::new(Store::open_with(&config.data_dir, config.wal_logs_ahead).context("open RocksDB")?);
         let fee_address = config
             .fee_address
             .as_deref()

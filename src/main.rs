@@ -133,6 +133,10 @@ struct ServeArgs {
     config: Option<PathBuf>,
     #[arg(long, env = "PREDEX_DATA_DIR")]
     data_dir: Option<PathBuf>,
+    /// Write-ahead log files of 16 MB written at start, so syncs overwrite in place
+    /// (0 = off; default 8).
+    #[arg(long, env = "PREDEX_WAL_LOGS_AHEAD")]
+    wal_logs_ahead: Option<usize>,
     #[arg(long, env = "PREDEX_CLOB_ADDR")]
     clob_addr: Option<SocketAddr>,
     #[arg(long, env = "PREDEX_GAMMA_ADDR")]
@@ -205,6 +209,7 @@ impl ServeArgs {
             ($($f:ident),*) => { $( if let Some(v) = self.$f { c.$f = v; } )* };
         }
         set!(
+            wal_logs_ahead,
             clob_addr,
             gamma_addr,
             data_addr,

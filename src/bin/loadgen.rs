@@ -101,6 +101,10 @@ struct Args {
     /// Feed runtime threads of the in-process predex (`--ws-threads` of `predex serve`).
     #[arg(long, default_value_t = 1)]
     ws_threads: usize,
+    /// Log files written ahead by the in-process predex (`--wal-logs-ahead` of `predex
+    /// serve`; 0 = off).
+    #[arg(long, default_value_t = Config::default().wal_logs_ahead)]
+    wal_logs_ahead: usize,
     /// Skip the ceiling phases.
     #[arg(long)]
     no_ceilings: bool,
@@ -1094,6 +1098,7 @@ impl LocalServer {
             // One client IP sends everything: the limiter runs, but never refuses.
             rate_limit_max: u32::MAX,
             ws_threads: args.ws_threads,
+            wal_logs_ahead: args.wal_logs_ahead,
             ..Config::default()
         };
         let (tx, rx) = std::sync::mpsc::channel();

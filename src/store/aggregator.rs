@@ -29,6 +29,7 @@ use parking_lot::{Condvar, Mutex};
 use rocksdb::{WriteBatch, WriteOptions, DB};
 use uuid::Uuid;
 
+use super::log_roll::LogRoll;
 use super::{cf, index, StoreError};
 use crate::domain::TradeRecord;
 
@@ -98,13 +99,13 @@ pub struct Aggregator {
 
 impl Aggregator {
     /// Starts the thread.
-    pub fn spawn(db: Arc<DB>) -> Aggregator {
+    pub fn spawn(db: Arc<DB>, logs: Arc<LogRoll>) -> Aggregator {
         let (events, events_rx) = crossbeam_channel::unbounded();
         let (requests, requests_rx) = crossbeam_channel::unbounded();
         let applied = Arc::new(Applied { below: Mutex::new(0), changed: Condvar::new() });
         let thread = {
             let applied = applied.clone();
-            crate::vital::spawn("analytics", move || run(&db, &events_rx, &requests_rx, &applied))
+            crate::vital::spawn("analytics", move || run(&db, &logs, &events_rx, &requests_rx, &applied))
         };
         Aggregator { events, requests, sent: AtomicU64::new(0), applied, thread: Mutex::new(Some(thread)) }
     }
@@ -145,7 +146,7 @@ impl Aggregator {
     }
 }
 
-fn run(db: &DB, events: &Receiver<Vec<Event>>, requests: &Receiver<Request>, applied: &Applied) {
+fn run(db: &DB, logs: &LogRoll, events: &Receiver<Vec<Event>>, requests: &Receiver<Request>, applied: &Applied) {
     let mut sums = Sums::default();
     loop {
         let request = requests.recv_timeout(INTERVAL);
@@ -154,19 +155,19 @@ fn run(db: &DB, events: &Receiver<Vec<Event>>, requests: &Receiver<Request>, app
                 sums.add(e);
             }
             if sums.events >= MAX_PENDING {
-                write(db, &mut sums, applied);
+                write(db, logs, &mut sums, applied);
             }
         }
-        write(db, &mut sums, applied);
+        write(db, logs, &mut sums, applied);
         if matches!(request, Ok(Request::Stop) | Err(RecvTimeoutError::Disconnected)) {
             return;
         }
     }
 }
 
-fn write(db: &DB, sums: &mut Sums, applied: &Applied) {
+fn write(db: &DB, logs: &LogRoll, sums: &mut Sums, applied: &Applied) {
     let Some(end) = sums.end else { return };
-    if let Err(e) = sums.write(db) {
+    if let Err(e) = sums.write(db, logs) {
         // As the persister does: what is written is consistent (each event's log entry
         // stays until its sums are written), and a restart applies the rest.
         tracing::error!(error = %e, "writing wallet analytics failed; aborting to restart from disk");
@@ -207,7 +208,7 @@ impl Sums {
     }
 
     /// Writes the sums and deletes the log entries they came from, then starts afresh.
-    fn write(&mut self, db: &DB) -> Result<(), StoreError> {
+    fn write(&mut self, db: &DB, logs: &LogRoll) -> Result<(), StoreError> {
         let (Some(start), Some(end)) = (self.start, self.end) else { return Ok(()) };
         let handle = |name| db.cf_handle(name).expect("column family created at open");
         let unsynced = WriteOptions::default();
@@ -219,7 +220,9 @@ impl Sums {
             for (k, id) in chunk {
                 wb.put_cf(wallets, k, id.as_bytes());
             }
+            let bytes = wb.size_in_bytes();
             db.write_opt(wb, &unsynced)?;
+            logs.wrote(db, bytes)?;
         }
         // The sums and the log's deletion in one batch: a start finds either both or the
         // log entries, never sums without their entries gone.
@@ -230,7 +233,9 @@ impl Sums {
             wb.merge_cf(handle(family), k, p.encode());
         }
         wb.delete_range_cf(handle(cf::ANALYTICS_LOG), start.to_be_bytes(), end.to_be_bytes());
+        let bytes = wb.size_in_bytes();
         db.write_opt(wb, &unsynced)?;
+        logs.wrote(db, bytes)?;
         self.wallet_trades.clear();
         (self.start, self.end, self.events) = (None, None, 0);
         Ok(())

@@ -7,6 +7,7 @@
 mod aggregator;
 pub mod index;
 pub mod keys;
+pub mod log_roll;
 mod open_index;
 pub mod persister;
 
@@ -125,8 +126,9 @@ pub mod cf {
 
     /// Families of earlier layouts, dropped when a store that has them opens: `order_seq`
     /// (order id → seq of an open order) and `open_by_owner` (owner and seq → id of an
-    /// open order), both now kept in memory (`open_index`).
-    pub const RETIRED: &[&str] = &["order_seq", "open_by_owner"];
+    /// open order), both now kept in memory (`open_index`); and the family that exists
+    /// only while logs are written ahead at open (`log_roll::PIN`), when a crash left it.
+    pub const RETIRED: &[&str] = &["order_seq", "open_by_owner", super::log_roll::PIN];
 
     pub const ALL: &[&str] = &[
         ORDERS,
@@ -534,7 +536,8 @@ const MAX_WAL_BYTES: u64 = 128 << 20;
 /// (docs/performance.md, "Recycled log files, and what the open loop waits on"). The
 /// bundled RocksDB (10.4) recovers recycled logs in point-in-time mode, the mode used here:
 /// a recycled record carries its log's number, and replay stops at the first record of the
-/// file's previous life.
+/// file's previous life. Only logs retired since the open are reused: with log files written
+/// ahead ([`log_roll`]) the store keeps as many as it wrote.
 const RECYCLED_WAL_FILES: usize = 4;
 
 /// What a startup scan thread sends: its next decoded open orders, or why it stopped.
@@ -553,6 +556,8 @@ pub struct Store {
     /// its log.
     analytics: aggregator::Aggregator,
     next_log: AtomicU64,
+    /// Starts a new log before the live one outgrows its file (see [`log_roll`]).
+    logs: Arc<log_roll::LogRoll>,
 }
 
 impl Drop for Store {
@@ -565,13 +570,20 @@ impl Drop for Store {
 }
 
 impl Store {
+    /// Opens (or creates) the store at `path`, with no log file written ahead.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Store::open_with(path, 0)
+    }
+
+    /// Opens the store with `logs_ahead` log files written ahead, so the log's syncs
+    /// overwrite files in place from the first write (0, or at least 2; see [`log_roll`]).
+    pub fn open_with(path: &Path, logs_ahead: usize) -> Result<Store, StoreError> {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
         opts.set_max_background_jobs(2);
         opts.set_max_total_wal_size(MAX_WAL_BYTES);
-        opts.set_recycle_log_file_num(RECYCLED_WAL_FILES);
+        opts.set_recycle_log_file_num(RECYCLED_WAL_FILES.max(logs_ahead));
         // Obsolete files are deleted, and the memtables a flush retired are freed, on a
         // background thread instead of the thread that let go of them last: the open
         // after a crash deleted every replayed log before returning, and the writer freed
@@ -628,10 +640,18 @@ impl Store {
             db.drop_cf(name)?;
             tracing::info!(family = name, "column family of an earlier layout dropped");
         }
+        let started = std::time::Instant::now();
+        let logs = Arc::new(log_roll::LogRoll::write_ahead(&mut db, logs_ahead)?);
+        if logs_ahead > 0 {
+            let ms = started.elapsed().as_millis() as u64;
+            let mb = logs_ahead as u64 * (log_roll::LOG_BYTES >> 20);
+            tracing::info!(logs = logs_ahead, mb, ms, "log files written ahead");
+        }
         let db = Arc::new(db);
         let s = Store {
-            analytics: aggregator::Aggregator::spawn(db.clone()),
+            analytics: aggregator::Aggregator::spawn(db.clone(), logs.clone()),
             next_log: AtomicU64::new(0),
+            logs,
             db,
             open: Default::default(),
             next_order_seq: AtomicU64::new(1),
@@ -809,7 +829,9 @@ impl Store {
     pub fn commit(&self, prepared: Prepared, sync: bool) -> Result<(), StoreError> {
         let mut wo = WriteOptions::default();
         wo.set_sync(sync);
+        let bytes = prepared.batch.size_in_bytes();
         self.db.write_opt(prepared.batch, &wo)?;
+        self.logs.wrote(&self.db, bytes)?;
         // After the write: a reader that still finds the seq falls back to `orders`.
         self.open.remove_all(&prepared.closed);
         self.analytics.hand_over(prepared.analytics);

@@ -18,6 +18,9 @@ use crate::fixture::*;
 struct Proc {
     child: Child,
     server: Server,
+    /// The server wrote its log files ahead at start (its default), so the writes before a
+    /// kill went into reused log files.
+    logs_ahead: bool,
 }
 
 /// Starts `predex serve` and reads the bound addresses from its JSON log.
@@ -47,9 +50,11 @@ fn spawn_with(dir: &std::path::Path, env: &[(&str, String)]) -> Proc {
     let out = BufReader::new(child.stdout.take().unwrap());
     let mut addrs = HashMap::new();
     let mut lines = out.lines();
+    let mut logs_ahead = false;
     while addrs.len() < 5 {
         let line = lines.next().expect("predex exited early").unwrap();
         let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+        logs_ahead |= v["fields"]["message"] == "log files written ahead";
         if v["fields"]["message"] == "listening" {
             addrs.insert(
                 v["fields"]["server"].as_str().unwrap().to_string(),
@@ -65,7 +70,7 @@ fn spawn_with(dir: &std::path::Path, env: &[(&str, String)]) -> Proc {
     let mut server =
         Server::external(format!("http://{}", addrs["clob"]), format!("http://{}", addrs["internal"]), config);
     server.data = format!("http://{}", addrs["data"]);
-    Proc { child, server }
+    Proc { child, server, logs_ahead }
 }
 
 #[test]
@@ -81,6 +86,7 @@ fn sigterm_drains_and_loses_nothing_acknowledged() {
 fn stop_under_load(sigterm: bool) {
     let dir = tempfile::tempdir().unwrap();
     let mut p = spawn(dir.path());
+    assert!(p.logs_ahead, "the server did not write its log files ahead");
     let s = &p.server;
     s.create_market(COND, YES, NO, "0.01", false);
     let traders: Vec<Arc<Trader>> = (0..4).map(|_| Arc::new(s.trader(m("1000")))).collect();

@@ -33,6 +33,9 @@ pub struct Server {
 pub fn test_config(dir: &Path) -> Config {
     Config {
         data_dir: dir.to_path_buf(),
+        // 128 MB written at each of the suite's many starts; the crash tests, which start
+        // the binary with its defaults, keep them.
+        wal_logs_ahead: 0,
         clob_addr: "127.0.0.1:0".parse().unwrap(),
         gamma_addr: "127.0.0.1:0".parse().unwrap(),
         data_addr: "127.0.0.1:0".parse().unwrap(),
