@@ -191,8 +191,10 @@ fn bench(c: &mut Criterion) {
     // As `predex serve` runs: the pages this run touches are backed 4 KB at a time.
     predex::no_transparent_huge_pages();
     let dir = tempfile::tempdir().unwrap();
-    // As `predex serve` opens it: the log's syncs overwrite files written ahead.
-    let store = Arc::new(Store::open_with(dir.path(), predex::config::Config::default().wal_logs_ahead).unwrap());
+    // As `predex serve` opens it: the log's syncs overwrite files written ahead
+    // (`PREDEX_BENCH_LOGS_AHEAD=0` opens it without).
+    let logs_ahead = env_or("PREDEX_BENCH_LOGS_AHEAD", predex::config::Config::default().wal_logs_ahead);
+    let store = Arc::new(Store::open_with(dir.path(), logs_ahead).unwrap());
     let metrics = Arc::new(PersistMetrics::default());
     let (tx, _h) = persister::spawn(store.clone(), metrics.clone());
     let mut seq = 1u64;

@@ -18,7 +18,7 @@
 //! life, which carries the old log number (RocksDB's recyclable record format, replayed in
 //! point-in-time mode).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use rocksdb::{FlushOptions, Options, WriteBatch, WriteOptions, DB};
 
@@ -48,12 +48,14 @@ const CHUNK: usize = 1 << 20;
 pub struct LogRoll {
     on: bool,
     written: AtomicU64,
+    /// A switch is due and not yet made (see [`LogRoll::wrote`]).
+    due: AtomicBool,
 }
 
 impl LogRoll {
     /// The store as RocksDB runs it alone: no log written ahead, logs switched by RocksDB.
     pub fn off() -> LogRoll {
-        LogRoll { on: false, written: AtomicU64::new(0) }
+        LogRoll { on: false, written: AtomicU64::new(0), due: AtomicBool::new(false) }
     }
 
     /// Writes `logs` log files of [`LOG_BYTES`] ahead on a store just opened (nothing else
@@ -82,21 +84,60 @@ impl LogRoll {
         // others for reuse once `meta`'s flush finishes.
         fill(db, None)?;
         switch(db, true)?;
-        Ok(LogRoll { on: true, written: AtomicU64::new(0) })
+        Ok(LogRoll { on: true, written: AtomicU64::new(0), due: AtomicBool::new(false) })
     }
 
     /// Counts a write of `bytes` (a WriteBatch's size) to the log, and starts the next log
     /// when the count passes a multiple of [`SWITCH_BYTES`] — by flushing `meta` without
     /// waiting for the flush. Called after every write by whichever thread made it.
-    pub fn wrote(&self, db: &DB, bytes: usize) -> Result<(), StoreError> {
+    ///
+    /// The write is durable by then, so nothing here fails it: a switch is an economy. It
+    /// waits for a later write while `meta` still has a memtable to flush or too many
+    /// level-0 files, or while RocksDB has stopped writes — when a flush request would
+    /// block the writer until the flushes catch up, or fail — and when RocksDB refuses it
+    /// all the same (the log then grows past its file by a little, appending).
+    pub fn wrote(&self, db: &DB, bytes: usize) {
         if !self.on {
-            return Ok(());
+            return;
         }
         let before = self.written.fetch_add(bytes as u64, Ordering::Relaxed);
         if (before + bytes as u64) / SWITCH_BYTES > before / SWITCH_BYTES {
-            switch(db, false)?;
+            self.due.store(true, Ordering::Relaxed);
         }
-        Ok(())
+        // One thread at a time tries a due switch.
+        if self.due.swap(false, Ordering::Relaxed) && !switch_now(db) {
+            self.due.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// `meta`'s level-0 files at which a switch waits for their compaction: well below
+/// RocksDB's slowdown trigger (20), and above its compaction trigger (4).
+const META_L0_FILES: u64 = 8;
+
+/// Switches logs unless that would wait for RocksDB's flushes or compactions; false when it
+/// did not.
+fn switch_now(db: &DB) -> bool {
+    let meta = db.cf_handle(cf::META).expect("column family created at open");
+    let int = |cf: Option<&rocksdb::ColumnFamily>, name: &str| {
+        let v = match cf {
+            Some(cf) => db.property_int_value_cf(cf, name),
+            None => db.property_int_value(name),
+        };
+        v.ok().flatten().unwrap_or(u64::MAX)
+    };
+    if int(Some(meta), "rocksdb.num-immutable-mem-table") > 0
+        || int(Some(meta), "rocksdb.num-files-at-level0") >= META_L0_FILES
+        || int(None, "rocksdb.is-write-stopped") > 0
+    {
+        return false;
+    }
+    match switch(db, false) {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::debug!(error = %e, "log switch put off");
+            false
+        }
     }
 }
 
@@ -207,7 +248,7 @@ mod tests {
                 b.put_cf(db.cf_handle(cf::LEDGER).unwrap(), k.to_be_bytes(), &value);
                 let bytes = b.size_in_bytes();
                 db.write_opt(b, &synced).unwrap();
-                roll.wrote(&db, bytes).unwrap();
+                roll.wrote(&db, bytes);
             }
             // Closed without a flush of `ledger`: its keys are in the logs alone.
         }
