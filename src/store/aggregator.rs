@@ -222,7 +222,7 @@ impl Sums {
             }
             let bytes = wb.size_in_bytes();
             db.write_opt(wb, &unsynced)?;
-            logs.wrote(db, bytes);
+            logs.wrote(db, bytes, false);
         }
         // The sums and the log's deletion in one batch: a start finds either both or the
         // log entries, never sums without their entries gone.
@@ -235,7 +235,7 @@ impl Sums {
         wb.delete_range_cf(handle(cf::ANALYTICS_LOG), start.to_be_bytes(), end.to_be_bytes());
         let bytes = wb.size_in_bytes();
         db.write_opt(wb, &unsynced)?;
-        logs.wrote(db, bytes);
+        logs.wrote(db, bytes, false);
         self.wallet_trades.clear();
         (self.start, self.end, self.events) = (None, None, 0);
         Ok(())

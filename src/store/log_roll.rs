@@ -48,6 +48,8 @@ const CHUNK: usize = 1 << 20;
 pub struct LogRoll {
     on: bool,
     written: AtomicU64,
+    /// Synced writes since the count last passed a multiple of [`SWITCH_BYTES`].
+    syncs: AtomicU64,
     /// A switch is due and not yet made (see [`LogRoll::wrote`]).
     due: AtomicBool,
 }
@@ -55,7 +57,7 @@ pub struct LogRoll {
 impl LogRoll {
     /// The store as RocksDB runs it alone: no log written ahead, logs switched by RocksDB.
     pub fn off() -> LogRoll {
-        LogRoll { on: false, written: AtomicU64::new(0), due: AtomicBool::new(false) }
+        LogRoll { on: false, written: AtomicU64::new(0), syncs: AtomicU64::new(0), due: AtomicBool::new(false) }
     }
 
     /// Writes `logs` log files of [`LOG_BYTES`] ahead on a store just opened (nothing else
@@ -84,24 +86,31 @@ impl LogRoll {
         // others for reuse once `meta`'s flush finishes.
         fill(db, None)?;
         switch(db, true)?;
-        Ok(LogRoll { on: true, written: AtomicU64::new(0), due: AtomicBool::new(false) })
+        Ok(LogRoll { on: true, written: AtomicU64::new(0), syncs: AtomicU64::new(0), due: AtomicBool::new(false) })
     }
 
-    /// Counts a write of `bytes` (a WriteBatch's size) to the log, and starts the next log
-    /// when the count passes a multiple of [`SWITCH_BYTES`] — by flushing `meta` without
-    /// waiting for the flush. Called after every write by whichever thread made it.
+    /// Counts a write of `bytes` (a WriteBatch's size) to the log, `synced` or not, and
+    /// starts the next log when the count passes a multiple of [`SWITCH_BYTES`] — by
+    /// flushing `meta` without waiting for the flush — if the log took at least
+    /// [`MIN_SYNCS`] synced writes meanwhile. Called after every write by whichever thread
+    /// made it.
     ///
     /// The write is durable by then, so nothing here fails it: a switch is an economy. It
     /// waits for a later write while `meta` still has a memtable to flush or too many
     /// level-0 files, or while RocksDB has stopped writes — when a flush request would
     /// block the writer until the flushes catch up, or fail — and when RocksDB refuses it
     /// all the same (the log then grows past its file by a little, appending).
-    pub fn wrote(&self, db: &DB, bytes: usize) {
+    pub fn wrote(&self, db: &DB, bytes: usize, synced: bool) {
         if !self.on {
             return;
         }
+        if synced {
+            self.syncs.fetch_add(1, Ordering::Relaxed);
+        }
         let before = self.written.fetch_add(bytes as u64, Ordering::Relaxed);
-        if (before + bytes as u64) / SWITCH_BYTES > before / SWITCH_BYTES {
+        if (before + bytes as u64) / SWITCH_BYTES > before / SWITCH_BYTES
+            && self.syncs.swap(0, Ordering::Relaxed) >= MIN_SYNCS
+        {
             self.due.store(true, Ordering::Relaxed);
         }
         // One thread at a time tries a due switch.
@@ -110,6 +119,16 @@ impl LogRoll {
         }
     }
 }
+
+/// Synced writes a log must take in [`SWITCH_BYTES`] for a switch to pay (groups of under
+/// ≈ 7.5 KB on average). A switch (a flush of `meta`: a table, a manifest write, a
+/// compaction now and then, and the writer's wait to switch) costs more than the syncs of
+/// large groups save in place: at `store/commit`'s rate, groups of ≈ 33 KB and ≈ 450 syncs
+/// a log, switching every log cost ≈ 11% of the durable fills against never switching
+/// (47,395 fills/s against 52,967–53,187), where the open loop's groups of ≈ 1 KB take ≈
+/// 15,000 syncs a log (docs/performance.md, "Where the 2–4% goes"). Past its file, a log
+/// that does not switch appends.
+pub const MIN_SYNCS: u64 = 2_000;
 
 /// `meta`'s level-0 files at which a switch waits for their compaction: well below
 /// RocksDB's slowdown trigger (20), and above its compaction trigger (4).
@@ -215,19 +234,36 @@ mod tests {
         assert!(at_open.iter().all(|&(_, size)| size >= LOG_BYTES), "{at_open:?}");
         assert!(store.db.cf_handle(PIN).is_none());
 
-        let value = vec![7u8; 64 << 10];
-        let mut n = 0u32;
-        while (n as u64) * (value.len() as u64) < SWITCH_BYTES + (1 << 20) {
-            let mut b = crate::store::Batch::default();
-            b.put(cf::META, format!("k{n}").into_bytes(), value.clone());
-            store.write([&b], true).unwrap();
-            n += 1;
-        }
+        // Small synced groups, as the open loop writes: enough syncs for a switch to pay.
+        write_meta(&store, 4 << 10, SWITCH_BYTES + (1 << 20));
         let after = logs(dir.path());
         let (live_then, live_now) = (at_open.last().unwrap().0, after.last().unwrap());
         assert!(live_now.0 > live_then, "no new log: {at_open:?} then {after:?}");
         assert!(live_now.1 >= LOG_BYTES, "the new log is not a reused file: {after:?}");
         assert!(after.len() <= 3, "a log file beyond those written ahead: {after:?}");
+    }
+
+    /// Writes `total` bytes into `meta` as synced writes of `value` bytes each.
+    fn write_meta(store: &Store, value: usize, total: u64) {
+        let value = vec![7u8; value];
+        let mut n = 0u32;
+        while (n as u64) * (value.len() as u64) < total {
+            let mut b = crate::store::Batch::default();
+            b.put(cf::META, format!("k{n}").into_bytes(), value.clone());
+            store.write([&b], true).unwrap();
+            n += 1;
+        }
+    }
+
+    /// Large groups take too few syncs for a switch to pay: the live log grows instead.
+    #[test]
+    fn a_log_of_large_groups_is_not_switched() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_with(dir.path(), 2).unwrap();
+        let at_open = logs(dir.path());
+        write_meta(&store, 64 << 10, SWITCH_BYTES + (1 << 20));
+        let after = logs(dir.path());
+        assert_eq!(after.last().unwrap().0, at_open.last().unwrap().0, "switched: {at_open:?} then {after:?}");
     }
 
     /// What was written into reused log files, synced and never flushed, is all back after
@@ -236,7 +272,8 @@ mod tests {
     #[test]
     fn writes_in_reused_logs_are_replayed_and_the_old_records_are_not() {
         let dir = tempfile::tempdir().unwrap();
-        let value = vec![9u8; 64 << 10];
+        // Small enough that the log takes the syncs a switch needs.
+        let value = vec![9u8; 4 << 10];
         let keys = (SWITCH_BYTES + (4 << 20)) / value.len() as u64;
         {
             let mut db = DB::open_cf(&raw_options(3), dir.path(), cf::ALL).unwrap();
@@ -248,7 +285,7 @@ mod tests {
                 b.put_cf(db.cf_handle(cf::LEDGER).unwrap(), k.to_be_bytes(), &value);
                 let bytes = b.size_in_bytes();
                 db.write_opt(b, &synced).unwrap();
-                roll.wrote(&db, bytes);
+                roll.wrote(&db, bytes, true);
             }
             // Closed without a flush of `ledger`: its keys are in the logs alone.
         }

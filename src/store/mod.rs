@@ -831,7 +831,7 @@ impl Store {
         wo.set_sync(sync);
         let bytes = prepared.batch.size_in_bytes();
         self.db.write_opt(prepared.batch, &wo)?;
-        self.logs.wrote(&self.db, bytes);
+        self.logs.wrote(&self.db, bytes, sync);
         // After the write: a reader that still finds the seq falls back to `orders`.
         self.open.remove_all(&prepared.closed);
         self.analytics.hand_over(prepared.analytics);
