@@ -8,8 +8,9 @@
 //! retires after ≈ 128 MB of writes: until then every group commit appends. So at open,
 //! with `logs` > 0, the store writes that many log files of [`LOG_BYTES`] ahead and leaves a
 //! reused one live, and from then on starts the next log (onto the next reused file) each
-//! time [`SWITCH_BYTES`] more were written, before the live one outgrows its file
-//! (docs/performance.md, "Logs overwritten in place from the first write").
+//! time [`SWITCH_BYTES`] more were written, before the live one outgrows its file — if the
+//! log took [`MIN_SYNCS`] synced writes meanwhile (docs/performance.md, "Logs overwritten in
+//! place from the first write, built").
 //!
 //! Writing ahead costs each start `logs` × 16 MB of writes (≈ 0.2 s for eight on the build
 //! machine) and keeps that much disk in reused log files. A log written ahead holds only
