@@ -58,7 +58,11 @@ pub struct LogRoll {
 impl LogRoll {
     /// The store as RocksDB runs it alone: no log written ahead, logs switched by RocksDB.
     pub fn off() -> LogRoll {
-        LogRoll { on: false, written: AtomicU64::new(0), syncs: AtomicU64::new(0), due: AtomicBool::new(false) }
+        LogRoll::new(false)
+    }
+
+    fn new(on: bool) -> LogRoll {
+        LogRoll { on, written: AtomicU64::new(0), syncs: AtomicU64::new(0), due: AtomicBool::new(false) }
     }
 
     /// Writes `logs` log files of [`LOG_BYTES`] ahead on a store just opened (nothing else
@@ -87,7 +91,7 @@ impl LogRoll {
         // others for reuse once `meta`'s flush finishes.
         fill(db, None)?;
         switch(db, true)?;
-        Ok(LogRoll { on: true, written: AtomicU64::new(0), syncs: AtomicU64::new(0), due: AtomicBool::new(false) })
+        Ok(LogRoll::new(true))
     }
 
     /// Counts a write of `bytes` (a WriteBatch's size) to the log, `synced` or not, and
@@ -114,8 +118,8 @@ impl LogRoll {
         {
             self.due.store(true, Ordering::Relaxed);
         }
-        // One thread at a time tries a due switch.
-        if self.due.swap(false, Ordering::Relaxed) && !switch_now(db) {
+        // One thread at a time tries a due switch (read first: most writes find none due).
+        if self.due.load(Ordering::Relaxed) && self.due.swap(false, Ordering::Relaxed) && !switch_now(db) {
             self.due.store(true, Ordering::Relaxed);
         }
     }

@@ -7,7 +7,7 @@
 mod aggregator;
 pub mod index;
 pub mod keys;
-pub mod log_roll;
+mod log_roll;
 mod open_index;
 pub mod persister;
 
