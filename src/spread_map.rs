@@ -197,7 +197,8 @@ impl<K: Hash + Eq, V> SpreadMap<K, V> {
         self.cur.iter().chain(self.old.iter()).map(|e| &e.1)
     }
 
-    /// Before an insert: grows while `cur` has no room left.
+    /// Before an insert: grows once if `cur` has no room left (its successor is empty and
+    /// twice its size).
     #[inline]
     fn grow_if_full(&mut self) {
         if self.cur.len() == self.cur.capacity() {

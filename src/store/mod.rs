@@ -638,7 +638,7 @@ impl Store {
         let mut db = DB::open_cf_descriptors(&opts, path, cfs)?;
         for name in retired {
             db.drop_cf(name)?;
-            tracing::info!(family = name, "column family of an earlier layout dropped");
+            tracing::info!(family = name, "retired column family dropped");
         }
         let started = std::time::Instant::now();
         let logs = Arc::new(log_roll::LogRoll::write_ahead(&mut db, logs_ahead)?);
