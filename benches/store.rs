@@ -195,6 +195,7 @@ fn bench(c: &mut Criterion) {
     // (`PREDEX_BENCH_LOGS_AHEAD=0` opens it without).
     let logs_ahead = env_or("PREDEX_BENCH_LOGS_AHEAD", predex::config::Config::default().wal_logs_ahead);
     let store = Arc::new(Store::open_with(dir.path(), logs_ahead).unwrap());
+    store.wait_logs_ahead().unwrap();
     let metrics = Arc::new(PersistMetrics::default());
     let (tx, _h) = persister::spawn(store.clone(), metrics.clone());
     let mut seq = 1u64;

@@ -199,6 +199,8 @@ impl App {
             .or_else(|| auth::normalize_address(&config.exchange_address))
             .expect("validated");
         let core = engine::recover(&store, fee_address).context("recover state")?;
+        // Written meanwhile, on a thread of the store's: done before anything is written.
+        store.wait_logs_ahead().context("write the log files ahead")?;
         let exported = Arc::new(metrics::Metrics::new());
         let metrics = Arc::new(store::persister::PersistMetrics::exported(&exported));
         let (persist_tx, persister) = store::persister::spawn(store.clone(), metrics.clone());

@@ -13,7 +13,9 @@
 //! place from the first write, built").
 //!
 //! Writing ahead costs each start `logs` × 16 MB of writes (≈ 0.2 s for eight on the build
-//! machine) and keeps that much disk in reused log files. A log written ahead holds only
+//! machine) and keeps that much disk in reused log files. The store writes them on a thread
+//! of their own once it is open, while the engine's recovery reads it back (see
+//! [`Store::open_with`](super::Store::open_with)). A log written ahead holds only
 //! log-data records (`WriteBatch::put_log_data`, which no replay applies) and is synced
 //! before it is reused; replay of a reused file stops at the first record of its previous
 //! life, which carries the old log number (RocksDB's recyclable record format, replayed in
@@ -21,7 +23,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use rocksdb::{FlushOptions, Options, WriteBatch, WriteOptions, DB};
+use rocksdb::{FlushOptions, WriteBatch, WriteOptions, DB};
 
 use super::{cf, StoreError};
 
@@ -32,10 +34,13 @@ pub const LOG_BYTES: u64 = 16 << 20;
 /// [`LOG_BYTES`], so what other threads write before the switch takes effect still fits.
 pub const SWITCH_BYTES: u64 = LOG_BYTES - (1 << 20);
 
-/// A family that exists only while logs are written ahead: its one key, never flushed,
-/// keeps every log from the first one on alive until it is dropped, so each log written
-/// ahead retires to the reuse list at the end instead of being reused at once. Dropped at
-/// open if a crash left it behind.
+/// A family written only while logs are written ahead: its one key, written into the first
+/// of them and unflushed, keeps every log from that one on alive until the family is
+/// flushed, so each log written ahead retires to the reuse list at the end instead of
+/// being reused at once. Flushing it (not dropping it, which would need the database
+/// `&mut`) is what lets the logs be written while other threads read the store. A crash
+/// while the logs are written leaves the key in the log; the next open replays and flushes
+/// it with the rest.
 pub const PIN: &str = "log_pin";
 
 /// The `meta` key whose deletion gives `meta`'s memtable something to flush, so flushing it
@@ -47,7 +52,8 @@ const CHUNK: usize = 1 << 20;
 
 /// Counts the bytes written to the log and starts the next log every [`SWITCH_BYTES`].
 pub struct LogRoll {
-    on: bool,
+    /// Set once the logs are written ahead: until then the count stays off.
+    on: AtomicBool,
     written: AtomicU64,
     /// Synced writes since the count last passed a multiple of [`SWITCH_BYTES`].
     syncs: AtomicU64,
@@ -56,42 +62,42 @@ pub struct LogRoll {
 }
 
 impl LogRoll {
-    /// The store as RocksDB runs it alone: no log written ahead, logs switched by RocksDB.
+    /// The store as RocksDB runs it alone, until [`LogRoll::write_ahead`] (if ever): no
+    /// log written ahead, logs switched by RocksDB.
     pub fn off() -> LogRoll {
-        LogRoll::new(false)
+        LogRoll {
+            on: AtomicBool::new(false),
+            written: AtomicU64::new(0),
+            syncs: AtomicU64::new(0),
+            due: AtomicBool::new(false),
+        }
     }
 
-    fn new(on: bool) -> LogRoll {
-        LogRoll { on, written: AtomicU64::new(0), syncs: AtomicU64::new(0), due: AtomicBool::new(false) }
-    }
-
-    /// Writes `logs` log files of [`LOG_BYTES`] ahead on a store just opened (nothing else
-    /// written yet, every memtable empty), the last of them left live; `logs` = 0 leaves
-    /// the store as RocksDB runs it ([`LogRoll::off`]). The store must keep at least
-    /// `logs` retired log files for reuse.
-    pub fn write_ahead(db: &mut DB, logs: usize) -> Result<LogRoll, StoreError> {
+    /// Writes `logs` log files of [`LOG_BYTES`] ahead on a store just opened (every
+    /// memtable empty, and written by no other thread meanwhile: its reads may go on), the
+    /// last of them left live, then starts counting; `logs` = 0 leaves the store as RocksDB
+    /// runs it. The store must keep at least `logs` retired log files for reuse.
+    pub fn write_ahead(&self, db: &DB, logs: usize) -> Result<(), StoreError> {
         if logs == 0 {
-            return Ok(LogRoll::off());
+            return Ok(());
         }
         assert!(logs >= 2, "log files written ahead: 0, or at least 2");
-        db.create_cf(PIN, &Options::default())?;
-        for i in 0..logs - 2 {
+        let pin = db.cf_handle(PIN).expect("column family created at open");
+        for i in 0..logs - 1 {
             // The pin is written into the first log only: RocksDB keeps every log from the
-            // oldest one holding unflushed data.
-            let pin = if i == 0 { db.cf_handle(PIN) } else { None };
-            fill(db, pin)?;
+            // oldest one holding unflushed data, so each switch here makes a new file.
+            fill(db, (i == 0).then_some(pin))?;
             switch(db, true)?;
         }
-        db.drop_cf(PIN)?;
-        // The switch after this log retires it and every pinned log (its new log is a new
-        // file, as nothing had retired when it was made)...
+        // The live log is new and still empty, so the pin's flush switches to no new one:
+        // it retires every log filled so far onto the reuse list at once...
+        db.flush_cf(pin)?;
+        // ...and the switch after the live log is filled takes the first of them, this one
+        // joining the others for reuse once `meta`'s flush finishes.
         fill(db, None)?;
         switch(db, true)?;
-        // ...and the one after this takes the first reused file, this new one joining the
-        // others for reuse once `meta`'s flush finishes.
-        fill(db, None)?;
-        switch(db, true)?;
-        Ok(LogRoll::new(true))
+        self.on.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// Counts a write of `bytes` (a WriteBatch's size) to the log, `synced` or not, and
@@ -106,7 +112,7 @@ impl LogRoll {
     /// block the writer until the flushes catch up, or fail — and when RocksDB refuses it
     /// all the same (the log then grows past its file by a little, appending).
     pub fn wrote(&self, db: &DB, bytes: usize, synced: bool) {
-        if !self.on {
+        if !self.on.load(Ordering::Relaxed) {
             return;
         }
         if synced {
@@ -203,6 +209,7 @@ fn switch(db: &DB, wait: bool) -> Result<(), StoreError> {
 mod tests {
     use super::*;
     use crate::store::Store;
+    use rocksdb::Options;
 
     /// The store's log files, (number, size), in number order: the last one is live.
     fn logs(dir: &std::path::Path) -> Vec<(u64, u64)> {
@@ -234,10 +241,11 @@ mod tests {
     fn the_live_log_is_a_file_written_ahead_and_so_is_the_next() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_with(dir.path(), 3).unwrap();
+        store.wait_logs_ahead().unwrap();
         let at_open = logs(dir.path());
         assert_eq!(at_open.len(), 3, "{at_open:?}");
         assert!(at_open.iter().all(|&(_, size)| size >= LOG_BYTES), "{at_open:?}");
-        assert!(store.db.cf_handle(PIN).is_none());
+        assert_eq!(pinned(&store.db), 0, "the pin's memtable was not flushed");
 
         // Small synced groups, as the open loop writes: enough syncs for a switch to pay.
         write_meta(&store, 4 << 10, SWITCH_BYTES + (1 << 20));
@@ -265,6 +273,7 @@ mod tests {
     fn a_log_of_large_groups_is_not_switched() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_with(dir.path(), 2).unwrap();
+        store.wait_logs_ahead().unwrap();
         let at_open = logs(dir.path());
         write_meta(&store, 64 << 10, SWITCH_BYTES + (1 << 20));
         let after = logs(dir.path());
@@ -281,8 +290,9 @@ mod tests {
         let value = vec![9u8; 4 << 10];
         let keys = (SWITCH_BYTES + (4 << 20)) / value.len() as u64;
         {
-            let mut db = DB::open_cf(&raw_options(3), dir.path(), cf::ALL).unwrap();
-            let roll = LogRoll::write_ahead(&mut db, 3).unwrap();
+            let db = DB::open_cf(&raw_options(3), dir.path(), cf::ALL).unwrap();
+            let roll = LogRoll::off();
+            roll.write_ahead(&db, 3).unwrap();
             let mut synced = WriteOptions::default();
             synced.set_sync(true);
             for k in 0..keys {
@@ -302,20 +312,48 @@ mod tests {
         assert_eq!(db.iterator_cf(ledger, rocksdb::IteratorMode::Start).count() as u64, keys);
     }
 
-    /// A crash while logs were being written ahead leaves the pin's family behind: the next
-    /// open drops it and writes the logs again.
+    /// Entries in the pin family's memtable: 1 while it holds the logs written ahead.
+    fn pinned(db: &DB) -> u64 {
+        let pin = db.cf_handle(PIN).unwrap();
+        db.property_int_value_cf(pin, "rocksdb.num-entries-active-mem-table").unwrap().unwrap()
+    }
+
+    /// A crash while logs were being written ahead leaves the pin's key unflushed in the
+    /// log: the next open replays it, and the logs written ahead again all retire and are
+    /// reused as at any start.
     #[test]
-    fn a_pin_left_by_a_crash_is_dropped_at_open() {
+    fn a_pin_left_by_a_crash_holds_no_log_after_the_next_open() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let names = cf::ALL.iter().copied().chain([PIN]);
-            let db = DB::open_cf(&raw_options(0), dir.path(), names).unwrap();
+            let db = DB::open_cf(&raw_options(0), dir.path(), cf::ALL).unwrap();
             db.put_cf(db.cf_handle(PIN).unwrap(), b"", b"").unwrap();
+            // Closed without a flush: the key is in the log alone.
         }
         let store = Store::open_with(dir.path(), 2).unwrap();
-        assert!(store.db.cf_handle(PIN).is_none());
-        drop(store);
-        let families = DB::list_cf(&Options::default(), dir.path()).unwrap();
-        assert!(!families.iter().any(|f| f == PIN), "{families:?}");
+        store.wait_logs_ahead().unwrap();
+        assert_eq!(pinned(&store.db), 0);
+        let at_open = logs(dir.path());
+        assert_eq!(at_open.len(), 2, "{at_open:?}");
+        assert!(at_open.iter().all(|&(_, size)| size >= LOG_BYTES), "{at_open:?}");
+    }
+
+    /// The files are written while the store is read: what was there before the open is
+    /// found all along, and the count of the log's bytes is on once they are done.
+    #[test]
+    fn the_store_is_read_while_the_logs_are_written_ahead() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            write_meta(&store, 100, 100 * 1_000);
+        }
+        let store = Store::open_with(dir.path(), 4).unwrap();
+        assert!(store.ahead.lock().is_some(), "no thread writes the logs ahead");
+        for n in (0..1_000).cycle().take(20_000) {
+            let key = format!("k{n}");
+            assert_eq!(store.get_raw(cf::META, key.as_bytes()).unwrap().as_deref(), Some(&[7u8; 100][..]), "{key}");
+        }
+        store.wait_logs_ahead().unwrap();
+        assert!(store.logs.on.load(Ordering::Relaxed));
+        assert_eq!(logs(dir.path()).len(), 4);
     }
 }

@@ -126,9 +126,12 @@ pub mod cf {
 
     /// Families of earlier layouts, dropped when a store that has them opens: `order_seq`
     /// (order id → seq of an open order) and `open_by_owner` (owner and seq → id of an
-    /// open order), both now kept in memory (`open_index`); and the family that exists
-    /// only while logs are written ahead at open (`log_roll::PIN`), when a crash left it.
-    pub const RETIRED: &[&str] = &["order_seq", "open_by_owner", super::log_roll::PIN];
+    /// open order), both now kept in memory (`open_index`).
+    pub const RETIRED: &[&str] = &["order_seq", "open_by_owner"];
+
+    /// The family whose one key keeps the logs written ahead at open alive until they are
+    /// all written (`log_roll::PIN`); empty the rest of the time.
+    pub const LOG_PIN: &str = super::log_roll::PIN;
 
     pub const ALL: &[&str] = &[
         ORDERS,
@@ -169,6 +172,7 @@ pub mod cf {
         BONDS,
         RFQ,
         BUILDERS,
+        LOG_PIN,
     ];
 }
 
@@ -558,10 +562,16 @@ pub struct Store {
     next_log: AtomicU64,
     /// Starts a new log before the live one outgrows its file (see [`log_roll`]).
     logs: Arc<log_roll::LogRoll>,
+    /// The thread writing the log files ahead, until [`Store::wait_logs_ahead`] joins it.
+    ahead: parking_lot::Mutex<Option<std::thread::JoinHandle<Result<(), StoreError>>>>,
 }
 
 impl Drop for Store {
     fn drop(&mut self) {
+        // The thread holds the database open: close it here, not whenever that ends.
+        if let Err(e) = self.wait_logs_ahead() {
+            tracing::warn!(error = %e, "writing the log files ahead failed");
+        }
         self.analytics.stop();
         if let Err(e) = self.flush() {
             tracing::warn!(error = %e, "flush on close failed; the next start replays the WAL");
@@ -577,6 +587,12 @@ impl Store {
 
     /// Opens the store with `logs_ahead` log files written ahead, so the log's syncs
     /// overwrite files in place from the first write (0, or at least 2; see [`log_roll`]).
+    ///
+    /// The files are written on a thread of their own, started once the open is done
+    /// (≈ 0.2 s of writes, mostly the disk's, where the engine's recovery after it is the
+    /// CPU's): reads may go on meanwhile, but nothing should be written before
+    /// [`Store::wait_logs_ahead`] returns — a write would be correct, but its family's
+    /// memtable would keep the files from retiring together, so that some syncs appended.
     pub fn open_with(path: &Path, logs_ahead: usize) -> Result<Store, StoreError> {
         let mut opts = Options::default();
         opts.create_if_missing(true);
@@ -640,14 +656,8 @@ impl Store {
             db.drop_cf(name)?;
             tracing::info!(family = name, "retired column family dropped");
         }
-        let started = std::time::Instant::now();
-        let logs = Arc::new(log_roll::LogRoll::write_ahead(&mut db, logs_ahead)?);
-        if logs_ahead > 0 {
-            let ms = started.elapsed().as_millis() as u64;
-            let mb = logs_ahead as u64 * (log_roll::LOG_BYTES >> 20);
-            tracing::info!(logs = logs_ahead, mb, ms, "log files written ahead");
-        }
         let db = Arc::new(db);
+        let logs = Arc::new(log_roll::LogRoll::off());
         let s = Store {
             analytics: aggregator::Aggregator::spawn(db.clone(), logs.clone()),
             next_log: AtomicU64::new(0),
@@ -656,12 +666,33 @@ impl Store {
             open: Default::default(),
             next_order_seq: AtomicU64::new(1),
             next_trade_seq: AtomicU64::new(1),
+            ahead: Default::default(),
         };
         s.next_order_seq.store(s.meta_u64(meta::NEXT_ORDER_SEQ)?.unwrap_or(1), Ordering::Relaxed);
         s.next_trade_seq.store(s.meta_u64(meta::NEXT_TRADE_SEQ)?.unwrap_or(1), Ordering::Relaxed);
         s.compact_wallet_keys()?;
         s.apply_log()?;
+        if logs_ahead > 0 {
+            let (db, logs) = (s.db.clone(), s.logs.clone());
+            *s.ahead.lock() = Some(crate::vital::spawn("log-ahead", move || {
+                let started = std::time::Instant::now();
+                logs.write_ahead(&db, logs_ahead)?;
+                let ms = started.elapsed().as_millis() as u64;
+                let mb = logs_ahead as u64 * (log_roll::LOG_BYTES >> 20);
+                tracing::info!(logs = logs_ahead, mb, ms, "log files written ahead");
+                Ok(())
+            }));
+        }
         Ok(s)
+    }
+
+    /// Waits until the log files [`Store::open_with`] writes ahead are written (at once if
+    /// it writes none, or once they are), and says whether that failed.
+    pub fn wait_logs_ahead(&self) -> Result<(), StoreError> {
+        match self.ahead.lock().take() {
+            Some(h) => h.join().expect("a vital thread aborts the process when it panics"),
+            None => Ok(()),
+        }
     }
 
     /// Writes the wallet analytics of the trades a crash left in the log (see
