@@ -18,7 +18,9 @@
 //! an id→slot map and the same match loop as the engine; `predex-engine` is the whole
 //! `Core` command (balance reservation, order and trade records, settlement, the write batch
 //! handed to the persister), i.e. what a request costs behind its signature check. Then
-//! `orderbook-rs`, `rust-order-book` and `lobster`.
+//! `orderbook-rs`, `rust-order-book` and `lobster`; and in the sweeps only,
+//! `predex-book-keep`, a floor rather than a book: `predex-book` leaving filled ids in its
+//! map as `lobster` does ([`PredexBookKeep`]).
 //!
 //! After criterion, a percentile pass times each of 200,000 mix commands alone (two
 //! `Instant::now` calls included) per engine at each depth and prints p50/p99/p99.9.
@@ -99,6 +101,33 @@ impl Lob for PredexBook {
         // The book notes each level it changes (one push, timed); reading the changes out
         // for the feeds is the engine's work, timed in `predex-engine`.
         self.book.take_changes();
+    }
+}
+
+/// A floor, not a book: `predex-book` whose adapter leaves a filled order's id in its map,
+/// as `lobster` leaves it in its own (only a cancel frees a `lobster` order). Such an id
+/// stays cancellable and the map grows by every order filled, so no exchange could ship
+/// it; it runs in the sweeps only, beside the others, to show in the same run what the
+/// book's walk costs without the removal that a book that forgets filled orders must pay.
+struct PredexBookKeep(PredexBook);
+
+impl Lob for PredexBookKeep {
+    const NAME: &'static str = "predex-book-keep";
+    fn new() -> Self {
+        PredexBookKeep(PredexBook::new())
+    }
+    fn add(&mut self, id: u64, bid: bool, price: u32, qty: u64) {
+        self.0.add(id, bid, price, qty)
+    }
+    fn cancel(&mut self, id: u64) {
+        self.0.cancel(id)
+    }
+    fn take(&mut self, _id: u64, bid: bool, limit: u32, qty: u64) {
+        let side = if bid { BookSide::Bid } else { BookSide::Ask };
+        self.0.book.sweep(side, limit, qty, |_, _, _| Meet::Fill);
+    }
+    fn tidy(&mut self) {
+        self.0.tidy()
     }
 }
 
@@ -790,6 +819,9 @@ fn bench(c: &mut Criterion) {
         group::<OrderbookRs>(c, kind);
         group::<RustOrderBook>(c, kind);
         group::<Lobster>(c, kind);
+        if let Kind::Sweep(_) = kind {
+            group::<PredexBookKeep>(c, kind);
+        }
     }
     for kind in kinds() {
         if let Kind::Sweep(k) = kind {
