@@ -3,7 +3,8 @@
 //! three fresh processes, one after the other, each time `Store::open_with` +
 //! `engine::recover` — the read-back and re-insertion of every order in priority order —
 //! and the wait for the log files the store writes ahead meanwhile, as `predex serve` waits
-//! before it takes a request: a restart, memory first touched included. `PREDEX_BENCH_ORDERS` and `PREDEX_BENCH_MARKETS` change the sizes; with
+//! before it takes a request: a restart, memory first touched included.
+//! `PREDEX_BENCH_ORDERS` and `PREDEX_BENCH_MARKETS` change the sizes; with
 //! `PREDEX_BENCH_CRASH=1` the builder is killed with SIGKILL once its last write is synced,
 //! so the first start replays the write-ahead log.
 //!

@@ -130,7 +130,7 @@ pub mod cf {
     pub const RETIRED: &[&str] = &["order_seq", "open_by_owner"];
 
     /// The family whose one key keeps the logs written ahead at open alive until they are
-    /// all written (`log_roll::PIN`); empty the rest of the time.
+    /// all written (`log_roll::PIN`); its memtable is empty the rest of the time.
     pub const LOG_PIN: &str = super::log_roll::PIN;
 
     pub const ALL: &[&str] = &[
