@@ -34,15 +34,6 @@ pub const LOG_BYTES: u64 = 16 << 20;
 /// [`LOG_BYTES`], so what other threads write before the switch takes effect still fits.
 pub const SWITCH_BYTES: u64 = LOG_BYTES - (1 << 20);
 
-/// A family written only while logs are written ahead: its one key, written into the first
-/// of them and unflushed, keeps every log from that one on alive until the family is
-/// flushed, so each log written ahead retires to the reuse list at the end instead of
-/// being reused at once. Flushing it (not dropping it, which would need the database
-/// `&mut`) is what lets the logs be written while other threads read the store. A crash
-/// while the logs are written leaves the key in the log; the next open replays and flushes
-/// it with the rest.
-pub const PIN: &str = "log_pin";
-
 /// The `meta` key whose deletion gives `meta`'s memtable something to flush, so flushing it
 /// switches memtables (and so logs) even when nothing else was written to `meta`.
 const SWITCH_KEY: &[u8] = b"log_switch";
@@ -82,7 +73,7 @@ impl LogRoll {
             return Ok(());
         }
         assert!(logs >= 2, "log files written ahead: 0, or at least 2");
-        let pin = db.cf_handle(PIN).expect("column family created at open");
+        let pin = db.cf_handle(cf::LOG_PIN).expect("column family created at open");
         for i in 0..logs - 1 {
             // The pin is written into the first log only: RocksDB keeps every log from the
             // oldest one holding unflushed data, so each switch here makes a new file.
@@ -314,7 +305,7 @@ mod tests {
 
     /// Entries in the pin family's memtable: 1 while it holds the logs written ahead.
     fn pinned(db: &DB) -> u64 {
-        let pin = db.cf_handle(PIN).unwrap();
+        let pin = db.cf_handle(cf::LOG_PIN).unwrap();
         db.property_int_value_cf(pin, "rocksdb.num-entries-active-mem-table").unwrap().unwrap()
     }
 
@@ -326,7 +317,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         {
             let db = DB::open_cf(&raw_options(0), dir.path(), cf::ALL).unwrap();
-            db.put_cf(db.cf_handle(PIN).unwrap(), b"", b"").unwrap();
+            db.put_cf(db.cf_handle(cf::LOG_PIN).unwrap(), b"", b"").unwrap();
             // Closed without a flush: the key is in the log alone.
         }
         let store = Store::open_with(dir.path(), 2).unwrap();

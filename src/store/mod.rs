@@ -129,9 +129,14 @@ pub mod cf {
     /// open order), both now kept in memory (`open_index`).
     pub const RETIRED: &[&str] = &["order_seq", "open_by_owner"];
 
-    /// The family whose one key keeps the logs written ahead at open alive until they are
-    /// all written (`log_roll::PIN`); its memtable is empty the rest of the time.
-    pub const LOG_PIN: &str = super::log_roll::PIN;
+    /// Written only while logs are written ahead at open (`log_roll`): its one key, written
+    /// into the first of them and unflushed, keeps every log from that one on alive until
+    /// the family is flushed, so each log written ahead retires to the reuse list at the
+    /// end instead of being reused at once. Flushing it (not dropping it, which would need
+    /// the database `&mut`) is what lets the logs be written while other threads read the
+    /// store. A crash meanwhile leaves the key in the log; the next open replays and
+    /// flushes it with the rest. Its memtable is empty the rest of the time.
+    pub const LOG_PIN: &str = "log_pin";
 
     pub const ALL: &[&str] = &[
         ORDERS,
