@@ -56,6 +56,10 @@ pub struct Config {
     /// Peers whose X-Forwarded-For / X-Real-IP headers name the client (reverse proxies).
     /// From any other peer those headers are ignored, so they cannot dodge the limit.
     pub trusted_proxies: Vec<IpAddr>,
+    /// Bytes that the request bodies being read or handled at once may hold, over all five
+    /// servers: a body takes its declared length, or the 1 MiB limit when chunked, and a
+    /// request that finds the budget spent is refused with 503 (`api::body`).
+    pub body_bytes_in_flight: usize,
     /// Feed frames a WebSocket connection may fall behind before it is cut off.
     pub ws_window: usize,
     /// A WebSocket connection that sends nothing (not even PING) this long is closed.
@@ -127,6 +131,7 @@ impl Default for Config {
             rate_limit_max: 500,
             rate_limit_window_secs: 60,
             trusted_proxies: vec![IpAddr::from([127, 0, 0, 1]), IpAddr::from(std::net::Ipv6Addr::LOCALHOST)],
+            body_bytes_in_flight: 64 << 20,
             ws_window: 4096,
             ws_idle_secs: 60,
             ws_threads: 1,
@@ -186,6 +191,9 @@ impl Config {
         }
         if self.ws_window == 0 || self.ws_idle_secs == 0 || self.ws_threads == 0 {
             anyhow::bail!("ws-window, ws-idle-secs and ws-threads must be at least 1");
+        }
+        if self.body_bytes_in_flight < crate::api::body::MAX_BODY {
+            anyhow::bail!("body-bytes-in-flight must hold one whole body, at least {}", crate::api::body::MAX_BODY);
         }
         if self.rate_limit_window_secs == 0 {
             anyhow::bail!("rate-limit-window-secs must be at least 1");

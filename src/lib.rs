@@ -250,11 +250,14 @@ impl App {
         let (bridge_l, bridge) = bind(config.bridge_addr, "bridge")?;
         let (internal_l, internal) = bind(config.internal_addr, "internal")?;
         let workers = workers::Workers::start(&state);
-        servers.push(api::front::serve(clob_l, api::clob_routes(state.clone()), Some(state.clone()), rx.clone()));
-        servers.push(serve(gamma_l, catalogue::routes::routes(state.clone()), rx.clone()));
-        servers.push(serve(data_l, analytics::routes(state.clone()), rx.clone()));
-        servers.push(serve(bridge_l, bridge::routes(state.clone()), rx.clone()));
-        servers.push(serve(internal_l, api::internal::routes(state.clone()), rx.clone()));
+        // One budget of request bodies in flight for the five servers (`api::body`).
+        let bodies = api::body::Bodies::new(config.body_bytes_in_flight);
+        let clob_routes = api::clob_routes(state.clone());
+        servers.push(api::front::serve(clob_l, clob_routes, Some(state.clone()), bodies.clone(), rx.clone()));
+        servers.push(serve(gamma_l, catalogue::routes::routes(state.clone()), bodies.clone(), rx.clone()));
+        servers.push(serve(data_l, analytics::routes(state.clone()), bodies.clone(), rx.clone()));
+        servers.push(serve(bridge_l, bridge::routes(state.clone()), bodies.clone(), rx.clone()));
+        servers.push(serve(internal_l, api::internal::routes(state.clone()), bodies, rx.clone()));
         Ok(App {
             bound: Bound { clob, gamma, data, bridge, internal },
             state,
@@ -304,17 +307,19 @@ pub fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
     socket.listen(1024)
 }
 
-/// Serves `routes` on `listener` until `stop` turns true (see [`api::front::serve`]).
+/// Serves `routes` on `listener` until `stop` turns true, its request bodies held within
+/// `bodies` (see [`api::front::serve`]).
 pub fn serve<F>(
     listener: tokio::net::TcpListener,
     routes: F,
+    bodies: Arc<api::body::Bodies>,
     stop: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()>
 where
     F: warp::Filter + Clone + Send + Sync + 'static,
     F::Extract: warp::Reply,
 {
-    api::front::serve(listener, routes, None, stop)
+    api::front::serve(listener, routes, None, bodies, stop)
 }
 
 async fn load_catalogue(state: &api::AppState, config: &Config) -> anyhow::Result<()> {

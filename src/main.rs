@@ -177,6 +177,10 @@ struct ServeArgs {
     /// Reverse proxies whose X-Forwarded-For / X-Real-IP are believed (comma-separated IPs).
     #[arg(long, env = "PREDEX_TRUSTED_PROXIES", value_delimiter = ',')]
     trusted_proxies: Option<Vec<std::net::IpAddr>>,
+    /// Bytes the request bodies in flight may hold at once, over all servers (a chunked
+    /// body counts as 1 MiB while it is read); past it requests are refused with 503.
+    #[arg(long, env = "PREDEX_BODY_BYTES_IN_FLIGHT")]
+    body_bytes_in_flight: Option<usize>,
     /// Feed frames a WebSocket connection may fall behind before it is closed.
     #[arg(long, env = "PREDEX_WS_WINDOW")]
     ws_window: Option<usize>,
@@ -225,6 +229,7 @@ impl ServeArgs {
             rate_limit_max,
             rate_limit_window_secs,
             trusted_proxies,
+            body_bytes_in_flight,
             ws_window,
             ws_idle_secs,
             ws_threads

@@ -1,13 +1,18 @@
 //! The HTTP servers' connection loop, and the order-book server's front: the trading routes
 //! ([`Trading`]) dispatched on method and path before warp's filter tree.
 //!
+//! Every request's body is read here, within the size limit and the process's budget of
+//! bodies in flight ([`super::body`]), before any route sees it; the routes get it whole.
+//! Each connection's stream gives hyper's own parse-error answers a JSON body
+//! ([`super::plain_errors`]).
+//!
 //! warp routes a request by trying its filters in turn: `POST /order` went through the
 //! rate-limit filter, about 35 routes that reject it, header copies and a chain of nested
 //! futures polled again on every wake-up. The front takes the request apart itself (its
-//! headers moved, not copied), applies the same rate limit, body limit and request
-//! counter, and calls the handler. Every other request, and a trading path with another
-//! method, goes to the filter tree, which still holds the trading routes, so the front
-//! changes no reply: the integration tests' trading requests all pass through it.
+//! headers moved, not copied), applies the same rate limit and request counter, and calls
+//! the handler. Every other request, and a trading path with another method, goes to the
+//! filter tree, which still holds the trading routes, so the front changes no reply: the
+//! integration tests' trading requests all pass through it.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -15,7 +20,8 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use http_body_util::BodyExt;
+use bytes::Bytes;
+use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::service::Service;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -23,13 +29,14 @@ use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::sync::watch;
-use warp::http::header::CONTENT_LENGTH;
 use warp::http::Request;
 use warp::reply::Response;
 use warp::Reply;
 
+use super::body::{self, Bodies};
 use super::orders::Trading;
-use super::{count_request, respond, too_large, too_many, ApiError, AppState, Req, MAX_BODY};
+use super::plain_errors::JsonErrors;
+use super::{count_request, respond, too_many, ApiError, AppState, Req};
 
 /// The connection's remote address, in each request's extensions (what the rate limit
 /// counts when no trusted proxy names the client).
@@ -37,11 +44,14 @@ use super::{count_request, respond, too_large, too_many, ApiError, AppState, Req
 pub struct Peer(pub SocketAddr);
 
 /// Serves `routes` on `listener` until `stop` turns true, then lets open connections
-/// finish. With `trading`, the order-book server's trading routes bypass the filter tree.
+/// finish. With `clob`, the order-book server's trading routes bypass the filter tree and
+/// the requests the front refuses are counted. `bodies` is the process's budget of
+/// request bodies in flight, shared by every server.
 pub fn serve<F>(
     listener: tokio::net::TcpListener,
     routes: F,
-    trading: Option<Arc<AppState>>,
+    clob: Option<Arc<AppState>>,
+    bodies: Arc<Bodies>,
     mut stop: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()>
 where
@@ -63,11 +73,12 @@ where
                     continue;
                 }
             };
-            let front = Front { tree: tree.clone(), trading: trading.clone(), peer: Peer(addr) };
+            let front = Front { tree: tree.clone(), clob: clob.clone(), bodies: bodies.clone(), peer: Peer(addr) };
             let watcher = graceful.watcher();
             tokio::spawn(async move {
                 let builder = auto::Builder::new(TokioExecutor::new());
-                let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), front);
+                let io = TokioIo::new(JsonErrors::new(stream));
+                let conn = builder.serve_connection_with_upgrades(io, front);
                 if let Err(e) = watcher.watch(conn).await {
                     tracing::debug!(error = %e, "connection ended with an error");
                 }
@@ -93,7 +104,8 @@ async fn accept_failed(e: std::io::Error) {
 #[derive(Clone)]
 struct Front<T> {
     tree: T,
-    trading: Option<Arc<AppState>>,
+    clob: Option<Arc<AppState>>,
+    bodies: Arc<Bodies>,
     peer: Peer,
 }
 
@@ -101,37 +113,69 @@ type Replying = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send
 
 impl<T> Service<Request<Incoming>> for Front<T>
 where
-    T: Service<Request<Incoming>, Response = Response, Error = Infallible>,
+    T: Service<Request<Full<Bytes>>, Response = Response, Error = Infallible> + Clone + Send + 'static,
     T::Future: Send + 'static,
 {
     type Response = Response;
     type Error = Infallible;
     type Future = Replying;
 
-    fn call(&self, mut req: Request<Incoming>) -> Replying {
-        if let Some(s) = &self.trading {
+    fn call(&self, req: Request<Incoming>) -> Replying {
+        if let Some(s) = &self.clob {
             if let Some(t) = Trading::of(req.method(), req.uri().path()) {
-                return Box::pin(trade(s.clone(), t, self.peer, req));
+                return Box::pin(trade(s.clone(), t, self.peer, self.bodies.clone(), req));
             }
         }
-        req.extensions_mut().insert(self.peer);
-        Box::pin(self.tree.call(req))
+        Box::pin(self.clone().through_tree(req))
     }
 }
 
-async fn trade(s: Arc<AppState>, t: Trading, peer: Peer, req: Request<Incoming>) -> Result<Response, Infallible> {
-    let resp = match admit(&s, peer, req).await {
-        Ok(r) => respond(t.handle(s.clone(), r).await),
+impl<T> Front<T>
+where
+    T: Service<Request<Full<Bytes>>, Response = Response, Error = Infallible>,
+{
+    /// Reads the body, then hands the request to the filter tree.
+    async fn through_tree(self, req: Request<Incoming>) -> Result<Response, Infallible> {
+        let (mut parts, body) = req.into_parts();
+        let (body, _share) = match body::read(&self.bodies, body).await {
+            Ok(b) => b,
+            Err(e) => {
+                // Refused before routing: counted under one label, not under a path
+                // that may match no route.
+                if let Some(s) = &self.clob {
+                    count_request(&s.exported, "(before routing)", e.status.as_u16());
+                }
+                return Ok(e.into_response());
+            }
+        };
+        parts.extensions.insert(self.peer);
+        self.tree.call(Request::from_parts(parts, Full::new(body))).await
+    }
+}
+
+async fn trade(
+    s: Arc<AppState>,
+    t: Trading,
+    peer: Peer,
+    bodies: Arc<Bodies>,
+    req: Request<Incoming>,
+) -> Result<Response, Infallible> {
+    let resp = match admit(&s, peer, &bodies, req).await {
+        Ok((r, _share)) => respond(t.handle(s.clone(), r).await),
         Err(e) => e.into_response(),
     };
     count_request(&s.exported, t.route().1, resp.status().as_u16());
     Ok(resp)
 }
 
-/// What the filter tree does before a route's handler, in its order: the rate limit, the
-/// declared body size, then the body. A header that is not text, or a body that breaks off,
-/// is the tree's 400 `Invalid payload`.
-async fn admit(s: &AppState, Peer(peer): Peer, req: Request<Incoming>) -> Result<Req, ApiError> {
+/// What the filter tree does before a route's handler, in its order: the rate limit, then
+/// the body. A header that is not text is the tree's 400 `Invalid payload`.
+async fn admit(
+    s: &AppState,
+    Peer(peer): Peer,
+    bodies: &Arc<Bodies>,
+    req: Request<Incoming>,
+) -> Result<(Req, Option<body::Share>), ApiError> {
     let (parts, body) = req.into_parts();
     let invalid = || ApiError::bad("Invalid payload");
     let text = |name: &str| parts.headers.get(name).map(|v| v.to_str().map_err(|_| invalid())).transpose();
@@ -141,19 +185,15 @@ async fn admit(s: &AppState, Peer(peer): Peer, req: Request<Incoming>) -> Result
             return Err(too_many());
         }
     }
-    if let Some(len) = text(CONTENT_LENGTH.as_str())? {
-        if len.parse::<u64>().map_err(|_| invalid())? > MAX_BODY {
-            return Err(too_large());
-        }
-    }
-    let body = body.collect().await.map_err(|_| invalid())?.to_bytes();
-    Ok(Req {
+    let (body, share) = body::read(bodies, body).await?;
+    let r = Req {
         method: parts.method,
         path: parts.uri.path().to_string(),
         query: parts.uri.query().filter(|q| !q.is_empty()).map(str::to_string),
         headers: parts.headers,
         body,
-    })
+    };
+    Ok((r, share))
 }
 
 #[cfg(test)]

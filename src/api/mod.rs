@@ -3,6 +3,7 @@
 //! `{"error": "<message>"}` with the status of SPEC §7 ([`ApiError`]).
 
 pub mod account;
+pub mod body;
 pub mod book;
 pub mod ceiling;
 pub mod ctf;
@@ -11,6 +12,7 @@ pub mod internal;
 pub mod keys;
 pub mod orders;
 pub mod params;
+pub mod plain_errors;
 pub mod ratelimit;
 pub mod ws;
 
@@ -36,8 +38,6 @@ use crate::engine::{EngineError, EngineHandle};
 use crate::store::persister::{Job, PersistMetrics};
 use crate::store::{cf, encode, meta, Batch, Store, StoreError};
 
-/// Largest accepted request body.
-const MAX_BODY: u64 = 1 << 20;
 /// Timestamp drift allowed on authenticated requests (SPEC §5.4).
 pub const MAX_DRIFT_SECS: i64 = 30;
 
@@ -343,13 +343,13 @@ impl Req {
 /// per boxed layer it enters, outside the trading path (`front` serves it without the tree).
 pub type Routes = warp::filters::BoxedFilter<(Response,)>;
 
-/// Captures method, path, query, headers and body.
+/// Captures method, path, query, headers and body (read whole and bounded by the server's
+/// front, [`front`]).
 pub fn req() -> warp::filters::BoxedFilter<(Req,)> {
     warp::method()
         .and(warp::path::full())
         .and(warp::query::raw().or(warp::any().map(String::new)).unify())
         .and(warp::header::headers_cloned())
-        .and(body_limit())
         .and(warp::body::bytes())
         .map(|method, path: warp::path::FullPath, q: String, headers, body| Req {
             method,
@@ -359,11 +359,6 @@ pub fn req() -> warp::filters::BoxedFilter<(Req,)> {
             body,
         })
         .boxed()
-}
-
-/// 413: a declared body over [`MAX_BODY`].
-fn too_large() -> ApiError {
-    ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload too large")
 }
 
 /// 429: over the client's request limit.
@@ -376,23 +371,6 @@ fn count_request(m: &crate::metrics::Metrics, path: &str, status: u16) {
     let labels = crate::metrics::RouteLabels { route: crate::metrics::route_of(path, status), status };
     m.requests.get_or_create(&labels).inc();
 }
-
-/// Refuses a declared body over [`MAX_BODY`]; bodiless requests (no Content-Length) pass,
-/// which warp's `content_length_limit` would refuse.
-fn body_limit() -> impl Filter<Extract = (), Error = warp::Rejection> + Clone {
-    warp::header::optional::<u64>("content-length")
-        .and_then(|len: Option<u64>| async move {
-            match len {
-                Some(n) if n > MAX_BODY => Err(warp::reject::custom(TooLarge)),
-                _ => Ok(()),
-            }
-        })
-        .untuple_one()
-}
-
-#[derive(Debug)]
-struct TooLarge;
-impl warp::reject::Reject for TooLarge {}
 
 #[derive(Debug)]
 struct RateLimited;
@@ -506,8 +484,6 @@ pub async fn recover(r: warp::Rejection) -> Result<Response, Infallible> {
         ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
     } else if r.find::<RateLimited>().is_some() {
         too_many()
-    } else if r.find::<TooLarge>().is_some() {
-        too_large()
     } else {
         ApiError::bad("Invalid payload")
     };

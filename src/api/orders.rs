@@ -120,7 +120,11 @@ pub fn routes(state: Arc<AppState>) -> Routes {
         .and(req())
         .and(s())
         .then(|id, r, s| async move { respond(get_order(s, r, id)) });
+    // The L2 trade history, at the path of SPEC §4.2 and at the CLOB's `GET /trades`
+    // (§4.9), which serves the same history with the same filters and envelope.
     let trades = warp::path!("data" / "trades")
+        .or(warp::path!("trades"))
+        .unify()
         .and(warp::get())
         .and(req())
         .and(s())
@@ -199,27 +203,24 @@ impl<'de> Deserialize<'de> for StrOrNum {
     }
 }
 
+/// A signed order as sent (SPEC §2.2): every field is required, and one that is missing,
+/// `null` or empty is `Invalid order payload` — except `signer`, which may be empty (the
+/// maker signs then, §5.7). Numbers may come as strings or as JSON numbers.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct WireOrder {
     salt: StrOrNum,
     maker: String,
-    #[serde(default)]
-    signer: Option<String>,
-    #[serde(default)]
-    taker: Option<String>,
+    signer: String,
+    taker: String,
     token_id: StrOrNum,
     maker_amount: StrOrNum,
     taker_amount: StrOrNum,
-    #[serde(default)]
-    expiration: Option<StrOrNum>,
-    #[serde(default)]
-    nonce: Option<StrOrNum>,
-    #[serde(default)]
-    fee_rate_bps: Option<StrOrNum>,
+    expiration: StrOrNum,
+    nonce: StrOrNum,
+    fee_rate_bps: StrOrNum,
     side: StrOrNum,
-    #[serde(default)]
-    signature_type: Option<StrOrNum>,
+    signature_type: StrOrNum,
     pub(crate) signature: String,
 }
 
@@ -294,29 +295,20 @@ pub(crate) fn wire_fields(w: &WireOrder) -> Result<WireFields, ApiError> {
             _ => return Err(invalid()),
         },
     };
-    let sig_type = match &w.signature_type {
-        Some(v) => u64_of(v)?,
-        None => 0,
-    };
+    let sig_type = u64_of(&w.signature_type)?;
     if sig_type > 2 {
         return Err(invalid());
     }
     let maker = addr(&w.maker)?;
-    let signer = match w.signer.as_deref() {
-        Some(x) if !x.trim().is_empty() => addr(x)?,
-        _ => maker,
-    };
-    let taker = match w.taker.as_deref() {
-        Some(x) if !x.trim().is_empty() => addr(x)?,
-        _ => Address::ZERO,
-    };
+    let signer = if w.signer.trim().is_empty() { maker } else { addr(&w.signer)? };
+    let taker = addr(&w.taker)?;
     let token_text = w.token_id.text().into_owned();
     let token = u256(&token_text)?;
     let maker_amount = u64_of(&w.maker_amount)?;
     let taker_amount = u64_of(&w.taker_amount)?;
-    let expiration = w.expiration.as_ref().map(u64_of).transpose()?.unwrap_or(0);
-    let nonce = w.nonce.as_ref().map(u64_of).transpose()?.unwrap_or(0);
-    let fee_bps = w.fee_rate_bps.as_ref().map(u64_of).transpose()?.unwrap_or(0);
+    let expiration = u64_of(&w.expiration)?;
+    let nonce = u64_of(&w.nonce)?;
+    let fee_bps = u64_of(&w.fee_rate_bps)?;
     let salt = u256(&w.salt.text())?;
     let fields = SignedOrderFields {
         salt,

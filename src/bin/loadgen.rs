@@ -1309,8 +1309,11 @@ fn ceilings(
             };
             let (pl, pa) = bind().await;
             let (cl, ca) = bind().await;
-            let p = predex::serve(pl, ceiling::routes(Ceiling::Parse, secrets.clone(), domain.clone()), rx.clone());
-            let c = predex::serve(cl, ceiling::routes(Ceiling::Crypto, secrets, domain), rx.clone());
+            // Bodies read within the budget `predex serve` gives them by default.
+            let bodies = predex::api::body::Bodies::new(predex::config::Config::default().body_bytes_in_flight);
+            let parse = ceiling::routes(Ceiling::Parse, secrets.clone(), domain.clone());
+            let p = predex::serve(pl, parse, bodies.clone(), rx.clone());
+            let c = predex::serve(cl, ceiling::routes(Ceiling::Crypto, secrets, domain), bodies, rx.clone());
             tx.send((pa, ca)).expect("report");
             let _ = tokio::join!(p, c);
         });

@@ -3,19 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::fixture::*;
-
-/// An L2-signed request with extra headers.
-fn with(t: &Trader, s: &Server, method: &str, path: &str, body: &str, extra: &[(&str, &str)]) -> (u16, Value) {
-    let mut r = ureq::request(method, &format!("{}{path}", s.clob));
-    for (k, v) in t.l2_headers(method, path, body) {
-        r = r.set(k, &v);
-    }
-    for (k, v) in extra {
-        r = r.set(k, v);
-    }
-    send(r, if body.is_empty() && method != "POST" { None } else { Some(body.to_string()) })
-}
+use crate::fixture::{l2_with as with, *};
 
 /// A request signed with builder credentials only (SPEC §5.5).
 fn as_builder(s: &Server, creds: &Value, path: &str) -> (u16, Value) {

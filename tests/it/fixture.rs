@@ -239,6 +239,19 @@ pub fn send(req: ureq::Request, body: Option<String>) -> (u16, Value) {
     (st, serde_json::from_str(&text).unwrap_or(Value::String(text)))
 }
 
+/// An L2-signed request to the order-book server with extra headers; a raw body (sent
+/// when not empty, and always on POST).
+pub fn l2_with(t: &Trader, s: &Server, method: &str, path: &str, body: &str, extra: &[(&str, &str)]) -> (u16, Value) {
+    let mut r = ureq::request(method, &format!("{}{path}", s.clob));
+    for (k, v) in t.l2_headers(method, path, body) {
+        r = r.set(k, &v);
+    }
+    for (k, v) in extra {
+        r = r.set(k, v);
+    }
+    send(r, if body.is_empty() && method != "POST" { None } else { Some(body.to_string()) })
+}
+
 /// Polls `f` every 50 ms until it returns Some, for at most `secs` seconds.
 pub fn wait_for<T>(secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
     let end = std::time::Instant::now() + Duration::from_secs(secs);
@@ -248,6 +261,41 @@ pub fn wait_for<T>(secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
         }
         assert!(std::time::Instant::now() < end, "condition not reached in {secs} s");
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Sends `bytes` as they are on a fresh connection to `base` (a server's URL) and reads one
+/// reply: (status, JSON body, or Null when the body is not JSON).
+pub fn raw_request(base: &str, bytes: &[u8]) -> (u16, Value) {
+    use std::io::Write;
+    let mut c = std::net::TcpStream::connect(base.trim_start_matches("http://")).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.write_all(bytes).unwrap();
+    read_reply(&mut c).expect("a whole reply")
+}
+
+/// Reads one HTTP/1.1 reply with a `Content-Length` from `c`: (status, JSON body, or Null
+/// when the body is not JSON); None when the connection fails or ends before a whole one.
+pub fn read_reply(c: &mut impl std::io::Read) -> Option<(u16, Value)> {
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&got).to_string();
+        if let Some((headers, body)) = text.split_once("\r\n\r\n") {
+            let len = headers
+                .lines()
+                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_string()))
+                .map(|v| v.parse::<usize>().unwrap())
+                .unwrap_or(0);
+            if body.len() >= len {
+                let status = headers.split(' ').nth(1).unwrap().parse().unwrap();
+                return Some((status, serde_json::from_str(&body[..len]).unwrap_or(Value::Null)));
+            }
+        }
+        match c.read(&mut chunk) {
+            Ok(n) if n > 0 => got.extend_from_slice(&chunk[..n]),
+            _ => return None,
+        }
     }
 }
 

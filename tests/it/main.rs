@@ -3,6 +3,7 @@
 mod account;
 mod admin;
 mod analytics;
+mod bad_input;
 mod book;
 mod bridge;
 mod builders;

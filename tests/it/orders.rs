@@ -263,32 +263,10 @@ fn deferred_orders_rest_outside_matching_until_released() {
     s.check();
 }
 
-/// Sends `head` (a request without its body) on a fresh connection and reads one reply:
-/// (status, JSON body).
+/// Sends `head` (a request without its body) to the order-book server on a fresh
+/// connection and reads one reply.
 fn raw(s: &Server, head: &str) -> (u16, Value) {
-    use std::io::{Read, Write};
-    let mut c = std::net::TcpStream::connect(s.clob.trim_start_matches("http://")).unwrap();
-    c.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
-    c.write_all(head.as_bytes()).unwrap();
-    let mut got = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let text = String::from_utf8_lossy(&got).to_string();
-        if let Some((headers, body)) = text.split_once("\r\n\r\n") {
-            let len = headers
-                .lines()
-                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_string()))
-                .map(|v| v.parse::<usize>().unwrap())
-                .unwrap_or(0);
-            if body.len() >= len {
-                let status = headers.split(' ').nth(1).unwrap().parse().unwrap();
-                return (status, serde_json::from_str(&body[..len]).unwrap_or(Value::Null));
-            }
-        }
-        let n = c.read(&mut chunk).unwrap();
-        assert!(n > 0, "connection closed before a whole reply: {text}");
-        got.extend_from_slice(&chunk[..n]);
-    }
+    raw_request(&s.clob, head.as_bytes())
 }
 
 #[test]
