@@ -11,6 +11,9 @@ pub const DEFAULT_EXCHANGE: &str = "0x4bfb41d5b3570defd03c39a9a4d8de6bd8b8982e";
 /// Polymarket's Neg Risk CTF Exchange on Polygon.
 pub const DEFAULT_NEG_RISK_EXCHANGE: &str = "0xc5d563a36ae78145c45a50134d48a1215220f80a";
 
+/// Largest request body any server accepts; `body-bytes-in-flight` must hold one.
+pub const MAX_BODY: usize = 1 << 20;
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Config {
@@ -192,8 +195,8 @@ impl Config {
         if self.ws_window == 0 || self.ws_idle_secs == 0 || self.ws_threads == 0 {
             anyhow::bail!("ws-window, ws-idle-secs and ws-threads must be at least 1");
         }
-        if self.body_bytes_in_flight < crate::api::body::MAX_BODY {
-            anyhow::bail!("body-bytes-in-flight must hold one whole body, at least {}", crate::api::body::MAX_BODY);
+        if self.body_bytes_in_flight < MAX_BODY {
+            anyhow::bail!("body-bytes-in-flight must hold one whole body, at least {MAX_BODY}");
         }
         if self.rate_limit_window_secs == 0 {
             anyhow::bail!("rate-limit-window-secs must be at least 1");

@@ -22,8 +22,7 @@ use warp::http::StatusCode;
 
 use super::ApiError;
 
-/// Largest accepted request body.
-pub const MAX_BODY: usize = 1 << 20;
+pub use crate::config::MAX_BODY;
 
 /// How long a body may take to arrive once its head has: a connection that trickles one
 /// keeps its share of the budget no longer than this.
