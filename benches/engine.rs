@@ -744,8 +744,7 @@ fn kinds() -> Vec<Kind> {
 /// one timed run of that many commands (100,000 unless given), then exit — to count what a
 /// command costs without the host's noise, e.g. `valgrind --tool=callgrind --cache-sim=yes
 /// --D1=32768,8,64 --LL=524288,8,64 --toggle-collect='*engine::timed_command*' <bench binary>
-/// --bench` (instructions and simulated L1/L2 misses inside the timed commands only). See
-/// docs/performance.md.
+/// --bench` (instructions and simulated L1/L2 misses inside the timed commands only).
 fn one() -> bool {
     let Ok(v) = std::env::var("PREDEX_BENCH_ONE") else { return false };
     let parts: Vec<&str> = v.split(':').collect();
@@ -766,7 +765,7 @@ fn one() -> bool {
 /// orders into one book that never shrinks, each command timed alone; prints the slowest
 /// commands and how many orders rested when each ran, then exits. What a venue's book
 /// growing past a map's or an array's doubling costs the commands queued behind it, which
-/// the criterion means hide (one slow command among millions). See docs/performance.md.
+/// the criterion means hide (one slow command among millions).
 fn grow() -> bool {
     let Ok(v) = std::env::var("PREDEX_BENCH_GROW") else { return false };
     let n: u64 = v.parse().expect("PREDEX_BENCH_GROW=<orders>");

@@ -11,8 +11,7 @@
 //! Each start also prints its CPU time, user and system. On a VM whose guest returns freed
 //! memory to the host (virtio-balloon free page reporting, about two seconds after the
 //! free), the system time of a start is mostly the host backing the pages it touches first;
-//! `PREDEX_BENCH_PAUSE=<seconds>` waits that long before each start so every start pays it
-//! (docs/performance.md, "Startup on this VM").
+//! `PREDEX_BENCH_PAUSE=<seconds>` waits that long before each start so every start pays it.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

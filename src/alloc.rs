@@ -8,7 +8,7 @@
 //! takes an 80-byte block, and its own page is never refilled. Every mimalloc block is
 //! word-aligned (block sizes are whole words, pages start 16-aligned), so alignments up to
 //! a word go to `mi_malloc` / `mi_zalloc` / `mi_realloc`; larger ones keep the aligned
-//! calls. docs/performance.md, "The allocator's aligned path".
+//! calls.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::c_void;
@@ -62,10 +62,8 @@ unsafe impl GlobalAlloc for Mimalloc {
 /// arenas, so whichever thread first touches a fresh 2 MB region waits while the kernel
 /// zeroes all of it — on the build machine's VM ≈ 1.8 ms, on the matching thread, a worker
 /// or the persister, a few dozen times a minute while the heap grows. Without them the
-/// same memory is backed 4 KB at a time: at 5,000 orders/s the open loop's p99 was ≤ 3 ms
-/// in six runs of seven against one of seven, the first start after `kill -9` 0.83–0.95 s
-/// against 1.02–1.25, the engine's timings level (docs/performance.md, "Transparent huge
-/// pages off"). Call it first thing in `main`: it applies to pages touched afterwards.
+/// same memory is backed 4 KB at a time, and those waits leave the open loop's tail. Call
+/// it first thing in `main`: it applies to pages touched afterwards.
 pub fn no_transparent_huge_pages() {
     if std::env::var_os("MIMALLOC_ALLOW_THP").is_some() {
         return;

@@ -20,8 +20,8 @@ pub struct Config {
     /// RocksDB directory; `$STATE_DIRECTORY` under systemd.
     pub data_dir: PathBuf,
     /// Write-ahead log files of 16 MB written at each start, so the log's syncs overwrite
-    /// files in place from the first write instead of growing them (docs/performance.md,
-    /// "Logs overwritten in place from the first write"); 0 turns it off, else at least 2.
+    /// files in place from the first write instead of growing them (`store::log_roll`); 0
+    /// turns it off, else at least 2.
     pub wal_logs_ahead: usize,
     /// Order-book (CLOB) server.
     pub clob_addr: SocketAddr,

@@ -6,10 +6,9 @@
 
 /// mimalloc for every Rust allocation of every binary, test and bench built on this crate:
 /// the request path allocates many small, short-lived objects, many of them freed on
-/// another thread than the one that made them; glibc's malloc spent ≈ 10% of a loaded
-/// server's CPU on them, mimalloc ≈ 11% less CPU per order in all (docs/performance.md,
-/// "The allocator, and CPU per request"), entered as [`alloc`] says. RocksDB's C++
-/// allocations keep the system's.
+/// another thread than the one that made them, where glibc's malloc spent ≈ 10% of a
+/// loaded server's CPU. Entered as [`alloc`] says; RocksDB's C++ allocations keep the
+/// system's.
 #[global_allocator]
 static ALLOC: alloc::Mimalloc = alloc::Mimalloc;
 

@@ -777,9 +777,8 @@ fn list_trades(s: Arc<AppState>, r: Req) -> ApiResult {
 }
 
 /// The string an order's record holds as its maker, shared rather than copied: the
-/// matching thread finds a maker's accounts and nonce by the string's address
-/// (docs/performance.md, "A maker's accounts by pointer", "A proxy wallet's string kept
-/// per key"). The key's own wallet is the key's string (`signer` is the key's address,
+/// matching thread finds a maker's accounts, nonce and proxy binding by the string's
+/// address (`engine::core`'s memos). The key's own wallet is the key's string (`signer` is the key's address,
 /// checked before); a proxy wallet's is formatted the first time one of the key's orders
 /// names it and shared by every later one. A key whose orders name a second proxy wallet
 /// gets that one's string formatted each time: correct, only without the memos.

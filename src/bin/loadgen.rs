@@ -1239,7 +1239,7 @@ const SYNC_BYTES: usize = 512;
 /// log does once per group commit, with nothing else in it. In the temporary directory,
 /// where the in-process server keeps its store (against `--clob`, point `TMPDIR` at the
 /// server's disk). A recycled RocksDB log is overwritten in place instead, which skips the
-/// file's size and block map (docs/performance.md); RocksDB recycles only logs retired in the
+/// file's size and block map; RocksDB recycles only logs retired in the
 /// same run, so appending is what a fresh store does, and any store after a start until its
 /// first logs retire.
 fn sync_ceiling(args: &Args) -> anyhow::Result<PhaseResult> {

@@ -123,8 +123,7 @@ impl OrderStatus {
 }
 
 /// The token an order trades, with its market: one per market and outcome, shared by every
-/// order on that token (an order held 53 bytes of these itself; with them shared a record
-/// fits a 256-byte allocation, not a 320-byte one: docs/performance.md). Serialized inline,
+/// order on that token, so a record fits a 256-byte allocation. Serialized inline,
 /// its fields take the place in an order's encoding they had as the order's own.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OrderToken {
@@ -164,8 +163,7 @@ const _: () = assert!(std::mem::size_of::<TradeIds>() == std::mem::size_of::<Vec
 /// Laid out for the matching thread (`#[repr(C)]`): with the `Arc`'s two counts, what a
 /// cancel reads and writes (owner, id, reserved, status) and most of what a fill checks
 /// fill the record's first cache line, so cancelling an order deep in a book touches one
-/// line of its record instead of three or four (docs/performance.md, "Hot fields first",
-/// and "The id in the record's first line"). The layout is memory only: the record encodes
+/// line of its record instead of three or four. The layout is memory only: the record encodes
 /// through [`OrderRecordOut`] in the stored field order, byte for byte
 /// [`FlatOrderRecord`]'s (postcard writes a nested struct's fields in line), and decodes
 /// through that flat form, which also reads version-1 JSON.
@@ -284,8 +282,7 @@ impl Serialize for OrderRecord {
 
 // With its `Arc` header an order's record takes a 256-byte block; a byte over 256 would take
 // 320. mimalloc gives a request of exactly 224 bytes a 256-byte block, so the 224-byte
-// block needs a record of at most 200 bytes
-// (docs/performance.md, "What the allocator really hands out").
+// block needs a record of at most 200 bytes.
 const _: () = assert!(std::mem::size_of::<OrderRecord>() + 16 <= 256);
 
 /// [`OrderRecord`] as it is stored: the token's fields in line. Keep in step with
@@ -600,8 +597,8 @@ impl TradeStatus {
 
 /// The token one side of a trade traded, with its market: one per market and outcome,
 /// shared by every trade on it as [`OrderToken`] is by orders — a fill clones one pointer a
-/// side instead of three strings, whose counts the persister lowers again on another core
-/// (docs/performance.md). A trade does not store its outcome's index, so this has none.
+/// side instead of three strings, whose counts the persister lowers again on another core.
+/// A trade does not store its outcome's index, so this has none.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TradeToken {
     pub market_idx: u32,
@@ -954,7 +951,7 @@ pub struct ApiKeyRecord {
     pub passphrase: String,
     /// Lowercase 0x address of the wallet that created the key. Shared: the orders its
     /// wallet signs hold this one string as their maker and signer, which the matching
-    /// thread finds its accounts by (docs/performance.md, "A maker's accounts by pointer").
+    /// thread finds its accounts by.
     pub address: Arc<str>,
     pub nonce: u64,
     pub created_at: u64,

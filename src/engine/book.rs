@@ -121,14 +121,12 @@ const NODES_PER_PAGE: usize = 4096 / std::mem::size_of::<Node>();
 const PUSHES_PER_TOUCH: usize = NODES_PER_PAGE / 8;
 
 /// A book's nodes, by slot, in one array. A `Vec` doubles when full and copies every node
-/// into memory nobody has touched yet: on this VM, backing a fresh page costs more than
-/// the copy itself, and at a million orders in one book the push that doubled took
-/// ≈ 0.1 s on the matching thread. So once the array is half full (and large), its
-/// successor, twice its capacity, is allocated beside it and its pages are touched a few
-/// at a time by the pushes that fill the second half; the push that finds the array full
-/// copies it into memory already backed (≤ 7 ms at a million orders with huge pages, ≈ 3 ms
-/// without; docs/performance.md, "A book's node array grown ahead"). A lookup is one plain index, as before: chunked
-/// storage that never copies cost every book operation 4–16% more instructions.
+/// into memory nobody has touched yet, and backing fresh pages costs more than the copy:
+/// at a million orders in one book that push stalled the matching thread for ≈ 0.1 s. So
+/// once the array is half full (and large), its successor is allocated beside it and its
+/// pages are touched a few at a time by the pushes that fill the second half; the push
+/// that finds the array full copies into memory already backed. A lookup stays one plain
+/// index: storage in chunks that never move cost every book operation more instructions.
 ///
 /// Free slots are listed through their own `next` link (`free`, `NIL` when none), so
 /// freeing and reusing a slot touches only the node, which the caller holds anyway.
@@ -373,9 +371,8 @@ impl Book {
     /// Within a level the queue is consumed in place: what a fill changes beyond the
     /// order's own node — the level's head and total, the book's count, the new head's back
     /// link — is written once, as the sweep leaves the level. A step touches the node it
-    /// fills and nothing else; re-reading the best level and writing its bookkeeping at
-    /// every fill was half of the book's step (docs/performance.md, "A sweep that writes a
-    /// level once").
+    /// fills and nothing else (re-reading the best level and writing its bookkeeping at
+    /// every fill was half of the book's step).
     #[inline]
     pub fn sweep(
         &mut self,

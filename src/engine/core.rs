@@ -136,8 +136,7 @@ const _: () = assert!(std::mem::size_of::<(u64, Open)>() == 32);
 /// The open orders by id. The map's key is the id's two halves folded into one `u64`, and a
 /// lookup compares the full id in the record a hit reads next anyway: an entry is 32 bytes,
 /// within one cache line in a table that starts on a 32-byte boundary, where the 16-byte id
-/// as the key made it 40 and six entries in ten straddled two lines (docs/performance.md,
-/// "The open-order map's 32-byte entries").
+/// as the key made it 40 and six entries in ten straddled two lines.
 /// Two ids that fold alike are two entries under one key, told apart by their records.
 #[derive(Default)]
 pub struct OpenOrders(SpreadMap<u64, Open>);
@@ -242,8 +241,8 @@ struct Accts {
 /// Startup's memo of the ledger accounts already resolved for restored orders, keyed by
 /// the addresses of the order's maker string and its token (the scan interns both, so a
 /// maker's orders in one market share them): a lookup hashes two pointers instead of a
-/// 42-character address (docs/performance.md, "Startup — `reload`"). Each entry keeps both alive, so an address cannot be reused by another
-/// value while the memo lives; equal values at two addresses only make two entries.
+/// 42-character address. Each entry keeps both alive, so an address cannot be reused by
+/// another value while the memo lives; equal values at two addresses only make two entries.
 #[derive(Default)]
 pub struct RestoreMemo(HashMap<MemoKey, (Accts, Arc<str>, Arc<OrderToken>)>);
 
@@ -263,8 +262,7 @@ impl RestoreMemo {
 /// The ledger accounts of recent (maker, outcome token) pairs, found by the address of the
 /// maker's string: the API hands every order of one API key's wallet the key's own shared
 /// address (`ApiKeyRecord::address`), so a placement compares a pointer instead of hashing
-/// and comparing a 42-character address in the ledger's index (docs/performance.md, "A
-/// maker's accounts by pointer"). Direct-mapped and bounded: a slot holds its maker's
+/// and comparing a 42-character address in the ledger's index. Direct-mapped and bounded: a slot holds its maker's
 /// string, so no other string can take that address while the slot keeps it, and a
 /// collision only replaces the slot. An address not shared (a proxy wallet's, or a caller
 /// that builds the string per order) only misses and falls back to the ledger's index.
@@ -320,8 +318,7 @@ impl AcctMemo {
 
 /// Recent makers' nonces, found by the address of the maker's string as [`AcctMemo`] finds
 /// their accounts. Once any maker has raised its nonce the nonce map is not empty, and a
-/// placement hashed and compared its maker's 42-character address in it: ≈ 97 of an
-/// `add`'s 1,172 instructions (docs/performance.md, "A maker's nonce by pointer"). Every
+/// placement would hash and compare its maker's 42-character address in it. Every
 /// change of a nonce starts a new generation, and a slot of an older one is a miss, so no
 /// slot answers with a nonce that has since moved.
 struct NonceMemo {
@@ -364,9 +361,8 @@ impl NonceMemo {
 /// of a key the key's one proxy string, `api::orders::maker_string`). A proxy stays bound
 /// to the first signer of its orders, so a slot holding (proxy, signer) answers for every
 /// later order naming those two strings; a binding replaced by [`Core::bind_proxy`] forgets
-/// every slot. Without it a proxy order looked its 42-character maker up in the proxies'
-/// map twice, ≈ 280 instructions (docs/performance.md, "A proxy order's binding by
-/// pointer").
+/// every slot. Without it a proxy order looks its 42-character maker up in the proxies'
+/// map twice.
 struct ProxyMemo(Box<[Option<ProxyPair>]>);
 
 /// A proxy's string and the string of the signer its binding was checked against.
@@ -401,8 +397,7 @@ struct Matched {
 
 /// A matched trade waiting for settlement, with what its legs (taker, maker) move and
 /// where: settlement applies these without reading the record, which was matched long
-/// before and has left the cache (docs/performance.md, "Settlement without the trade's
-/// record").
+/// before and has left the cache.
 #[derive(Debug)]
 struct Pending {
     trade: Arc<TradeRecord>,
@@ -822,7 +817,7 @@ impl Core {
         self.next_order_seq += 1;
         o.created_at = now;
         // The signature is written once, apart, and not held with the open order: nothing
-        // on the request path reads it (docs/performance.md, "Memory per order").
+        // on the request path reads it.
         let signature = std::mem::take(&mut o.signature);
         if !signature.as_bytes().is_empty() {
             batch.put_signature(o.seq, signature);

@@ -2,9 +2,7 @@
 //!
 //! A trade's wallet analytics — its two `trades_by_wallet` entries and its legs' six
 //! position counters (`positions`, `market_holders`, `wallet_days`) — are keys scattered
-//! over the wallets: the dearest writes of fills spread over many wallets (1,000 wallets a
-//! side: ≈ 43 k durable fills/s with them in the group's batch, ≈ 58 k with them written
-//! here; docs/performance.md, "Wallet analytics written behind the trade"). So the group
+//! over the wallets: the dearest writes of fills spread over many wallets. So the group
 //! commit writes, per trade that changes them (written PENDING: adds; FAILED: takes back), one entry of
 //! [`cf::ANALYTICS_LOG`] instead: a key the store assigns in commit order, appended, as
 //! durable as the trade. After its commit each event comes here, and this thread sums the

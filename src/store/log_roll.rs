@@ -1,16 +1,14 @@
 //! Write-ahead log files overwritten in place from the first write.
 //!
 //! A synced write that makes its log file grow also commits the file's new size through the
-//! filesystem's journal; one inside the file's existing size writes data only (ext4 on the
-//! build machines: an append plus `fdatasync` 119–207 µs, the same write in place 82–141
-//! µs). RocksDB reuses retired log files ([`RECYCLED_WAL_FILES`](super::RECYCLED_WAL_FILES)),
+//! filesystem's journal; one inside the file's existing size writes data only, about a
+//! third faster on ext4. RocksDB reuses retired log files ([`RECYCLED_WAL_FILES`](super::RECYCLED_WAL_FILES)),
 //! but only those retired since the database was opened, and under load the first log
 //! retires after ≈ 128 MB of writes: until then every group commit appends. So at open,
 //! with `logs` > 0, the store writes that many log files of [`LOG_BYTES`] ahead and leaves a
 //! reused one live, and from then on starts the next log (onto the next reused file) each
 //! time [`SWITCH_BYTES`] more were written, before the live one outgrows its file — if the
-//! log took [`MIN_SYNCS`] synced writes meanwhile (docs/performance.md, "Logs overwritten in
-//! place from the first write, built").
+//! log took [`MIN_SYNCS`] synced writes meanwhile.
 //!
 //! Writing ahead costs each start `logs` × 16 MB of writes (≈ 0.2 s for eight on the build
 //! machine) and keeps that much disk in reused log files. The store writes them on a thread
@@ -125,11 +123,8 @@ impl LogRoll {
 /// Synced writes a log must take in [`SWITCH_BYTES`] for a switch to pay (groups of under
 /// ≈ 7.5 KB on average). A switch (a flush of `meta`: a table, a manifest write, a
 /// compaction now and then, and the writer's wait to switch) costs more than the syncs of
-/// large groups save in place: at `store/commit`'s rate, groups of ≈ 33 KB and ≈ 450 syncs
-/// a log, switching every log cost ≈ 11% of the durable fills against never switching
-/// (47,395 fills/s against 52,967–53,187), where the open loop's groups of ≈ 1 KB take ≈
-/// 15,000 syncs a log (docs/performance.md, "Where the 2–4% goes"). Past its file, a log
-/// that does not switch appends.
+/// large groups save in place: `store/commit`'s groups of ≈ 33 KB take ≈ 450 syncs a log,
+/// the open loop's of ≈ 1 KB ≈ 15,000. Past its file, a log that does not switch appends.
 pub const MIN_SYNCS: u64 = 2_000;
 
 /// `meta`'s level-0 files at which a switch waits for their compaction: well below

@@ -485,11 +485,9 @@ const BLOCK_CACHE_BYTES: usize = 256 << 20;
 
 /// Memtable size of the families in `cf::SCATTERED` (RocksDB's default, kept by the
 /// families keyed by sequence, is 64 MB). An insert of a scattered key walks the skip list's
-/// levels through cache misses, and fills spread over many wallets are mostly such inserts:
-/// 16 MB gave ≈ 40% more durable fills than 64 MB over 1,000 wallets a side and the same for
-/// one hot pair, flushes and compactions included (docs/performance.md, "Smaller memtables
-/// for scattered keys"). 4 MB did no better spread and worse for the hot pair: these keys
-/// are all distinct, so every flush adds its whole size to the compactions.
+/// levels through cache misses, and fills spread over many wallets are mostly such inserts,
+/// which a shorter list makes cheaper. Smaller still does not pay: these keys are all
+/// distinct, so every flush adds its whole size to the compactions.
 const SCATTERED_WRITE_BUFFER_BYTES: usize = 16 << 20;
 
 /// Memtable size of the counter families and the ledger, whose few keys (a wallet's balance
@@ -504,11 +502,8 @@ const REWRITTEN_WRITE_BUFFER_BYTES: usize = 4 << 20;
 /// held, and flushes them before the store opens: at RocksDB's default of 64 MB each these
 /// two were most of that work, and the signatures' (three times as many orders as the
 /// records' at the same size) reached furthest back. Sized to hold about as many orders as
-/// each other and as `open_by_owner`'s 16 MB (a family since retired), the first start
-/// after kill -9 with 1,000,000 open orders took 1.47–2.25 s against 1.65–2.22 (seven
-/// alternating pairs, faster in six; means 1.74 and 1.91 s) and held ≈ 40 MB less memory;
-/// `store/commit` did not move (docs/performance.md, "Memtables sized to the log a crash
-/// replays").
+/// each other, the first start after kill -9 replays less and holds less memory, at no cost
+/// to durable throughput.
 const LIVE_ORDERS_WRITE_BUFFER_BYTES: usize = 32 << 20;
 /// See [`LIVE_ORDERS_WRITE_BUFFER_BYTES`].
 const SIGNATURES_WRITE_BUFFER_BYTES: usize = 16 << 20;
@@ -516,11 +511,9 @@ const SIGNATURES_WRITE_BUFFER_BYTES: usize = 16 << 20;
 /// Memtables a family with smaller ones (the sizes above) may hold, the one written and
 /// those waiting for the flush thread. With RocksDB's default of two, a small memtable
 /// fills while the one before waits behind other families' flushes (one flush thread on
-/// two cores), and every write stops until it is flushed: fills spread over 1,000 wallets
-/// stopped 0.23–0.73 s in each 17 s run (`ledger`, `trades_by_wallet`), for commit
-/// latencies up to 96–260 ms. With three, no run stopped and the worst commit took ≈ 40
-/// ms; fills/s and p99 did not move (docs/performance.md, "Write stops behind the
-/// flush thread"). At most 152 MB more memtable, held only while flushes lag (and less
+/// two cores), and every write stops until it is flushed (commits of hundreds of ms under
+/// fills spread over many wallets); with three, writes do not stop. At most 152 MB more
+/// memtable, held only while flushes lag (and less
 /// than `live_orders` and `order_signatures` could hold at RocksDB's default sizes).
 const SMALL_MEMTABLES: i32 = 3;
 
@@ -531,18 +524,15 @@ const SMALL_MEMTABLES: i32 = 3;
 /// the build machine). Past this size RocksDB flushes the families that hold the oldest
 /// log. Under steady writes the log stays between about half the bound and the bound, and
 /// a start after kill -9 replays it at 3–5 ms per MB: 128 MB keeps that replay near half a
-/// second at worst, where 256 MB let it reach a second. 128 MB cost no durable throughput
-/// and ≈ 10% commit p99 for fills spread over many wallets (none for one hot pair); 64 MB
-/// cost ≈ 30% (docs/performance.md, "Startup — `reload`" and "Startup on this VM").
+/// second at worst. A smaller bound forces flushes that cost the durable writes more than
+/// the shorter replay saves.
 const MAX_WAL_BYTES: u64 = 128 << 20;
 
 /// Obsolete write-ahead log files kept for reuse. A sync of a log that grows must also
 /// journal the file's new size (ext4 here: ≈ 120 µs per 600-byte `fdatasync` against ≈ 82
 /// µs for the same write inside a file's existing size); a recycled log is overwritten in
 /// place, so most syncs write data only. Logs become obsolete often enough for this since
-/// [`MAX_WAL_BYTES`] bounds them: `store/commit` with 8 requests in flight (groups of
-/// ≈ 4) gained 15–35% durable fills, and with 64 its p99 fell from 4.1–4.6 ms to 3.3–3.7
-/// (docs/performance.md, "Recycled log files, and what the open loop waits on"). The
+/// [`MAX_WAL_BYTES`] bounds them. The
 /// bundled RocksDB (10.4) recovers recycled logs in point-in-time mode, the mode used here:
 /// a recycled record carries its log's number, and replay stops at the first record of the
 /// file's previous life. Only logs retired since the open are reused: with log files written
@@ -622,7 +612,7 @@ impl Store {
             o.set_block_based_table_factory(&table);
             // Tables compressed (LZ4: records repeat their market's ids, ≈ 1 KB of values a
             // fill): a flush writes fewer bytes on the disk the log's syncs wait on, which
-            // was most of `store/commit`'s p99 (docs/performance.md, "Compressed tables").
+            // is most of `store/commit`'s p99.
             o.set_compression_type(rocksdb::DBCompressionType::Lz4);
             // The same for the memtable of the family a fresh order's duplicate check
             // reads (a point read that misses, which would otherwise walk a skip list).
@@ -1163,7 +1153,7 @@ impl Store {
     /// (which wait decoded meanwhile), so the order is the scan's, and startup costs about
     /// the largest of the three, not their sum. The decoding threads also allocate each
     /// record's `Arc` (and first touch its memory), which would otherwise fall to `each`'s
-    /// thread, the slowest of the three (docs/performance.md, "Startup — `reload`").
+    /// thread, the slowest of the three.
     ///
     /// Each order found is entered in the open-order index (`open_index`), which
     /// [`Store::get_order`] reads.

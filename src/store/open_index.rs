@@ -4,17 +4,13 @@
 //! open orders are one ordered scan at startup; a read by id needs the sequence. That map
 //! was a column family (`order_seq`) written when an order opened and deleted when it
 //! closed: a key scattered over the key space by the order's hashed id, the dearest write
-//! of a fill (≈ 2.4 µs of the writer's time a write, two per order that rests and closes,
-//! against 250–450 ns for a key written in order; docs/performance.md, "Which families the
-//! writer's time goes to"). Every start reads all open orders anyway, so the map is built
-//! by that scan and kept here instead: ≈ 55 MB more resident after a start with a million
-//! open orders (the reload bench: 473–477 MB against 418–422).
+//! of a fill. Every start reads all open orders anyway, so the map is built by that scan
+//! and kept here instead, for ≈ 55 bytes of memory an open order.
 //!
 //! The open orders of each owner (API key) are kept here too, by sequence, for the list
 //! of a key's open orders: they were a column family (`open_by_owner`) written when an
 //! order opened and deleted when it closed, the last scattered write an open order had, and
-//! the family whose memtable pinned the oldest log a start after kill -9 replayed
-//! (docs/performance.md, "Open orders by owner in memory").
+//! the family whose memtable pinned the oldest log a start after kill -9 replayed.
 //!
 //! Writers are the store's own: [`Store::prepare`](super::Store::prepare) adds an order
 //! when it opens, before its write; [`Store::commit`](super::Store::commit) removes the

@@ -23,7 +23,7 @@ use super::{Batch, Store};
 /// A synced write at least this slow is counted apart ([`PersistMetrics::slow_syncs`]): on
 /// a healthy disk a sync takes ≈ 0.2 ms and its p99.9 stays under 2 ms, while a shared
 /// host's disk now and then takes hundreds of milliseconds over one, holding every request
-/// behind it (docs/performance.md, "The disk's slow syncs"). Counting those tells a tail
+/// behind it. Counting those tells a tail
 /// the disk caused from one predex caused.
 pub const SLOW_SYNC_MICROS: u64 = 10_000;
 
