@@ -14,9 +14,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use predex::commit::persister::{self, Job, PersistMetrics};
+use predex::commit::After;
 use predex::domain::packed::PackedStr;
 use predex::domain::*;
-use predex::store::persister::{self, Job, PersistMetrics};
 use predex::store::{cf, Batch, Store, Stored};
 use uuid::Uuid;
 
@@ -166,7 +167,7 @@ fn run(tx: &crossbeam_channel::Sender<Job>, start_seq: u64, n: usize) -> (Durati
         let batch = fill(seq, &makers[m], &takers[t]);
         tx.send(Job {
             batch,
-            done: Box::new(move |ok| {
+            after: After::reply(move |ok| {
                 assert!(ok, "commit failed");
                 let _ = done.send(enq.elapsed().as_micros() as u64);
             }),

@@ -24,10 +24,10 @@ pub mod bridge;
 pub mod builders;
 pub mod catalogue;
 pub mod client;
+pub mod commit;
 pub mod config;
 pub mod domain;
 pub mod engine;
-pub mod events;
 pub mod incentives;
 pub mod ledger;
 pub mod metrics;
@@ -201,12 +201,12 @@ impl App {
         // Written meanwhile, on a thread of the store's: done before anything is written.
         store.wait_logs_ahead().context("write the log files ahead")?;
         let exported = Arc::new(metrics::Metrics::new());
-        let metrics = Arc::new(store::persister::PersistMetrics::exported(&exported));
-        let (persist_tx, persister) = store::persister::spawn(store.clone(), metrics.clone());
-        let registry = Arc::new(engine::snapshot::Registry::default());
-        let bus = Arc::new(events::Bus::new(config.ws_window, exported.ws_too_slow.clone()));
-        let user_bus = Arc::new(events::UserBus::new(config.ws_window, exported.ws_too_slow.clone()));
-        let (events_tx, publisher) = events::spawn(bus.clone(), user_bus.clone());
+        let metrics = Arc::new(commit::persister::PersistMetrics::exported(&exported));
+        let (persist_tx, persister) = commit::persister::spawn(store.clone(), metrics.clone());
+        let registry = Arc::new(commit::views::Registry::default());
+        let bus = Arc::new(commit::bus::Bus::new(config.ws_window, exported.ws_too_slow.clone()));
+        let user_bus = Arc::new(commit::bus::UserBus::new(config.ws_window, exported.ws_too_slow.clone()));
+        let (events_tx, publisher) = commit::bus::spawn(bus.clone(), user_bus.clone());
         let (engine, engine_thread) =
             engine::spawn(core, registry.clone(), persist_tx.clone(), events_tx, exported.clone());
         let mut state = api::AppState::new(config.clone(), store, engine, registry, metrics, exported, persist_tx)?;

@@ -20,8 +20,8 @@ use warp::Filter;
 
 use crate::api::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
 use crate::catalogue::{fmt_date, MarketMeta, ResolutionStatus};
+use crate::commit::views::MarketView;
 use crate::domain::{fmt_amount, now_secs, COLLATERAL};
-use crate::engine::snapshot::MarketView;
 use crate::engine::{EngineError, LedgerChange};
 use crate::store::{cf, encode, Batch, Store, StoreError};
 

@@ -23,8 +23,8 @@ use crate::api::{json, recover, req, respond, with_state, ApiError, ApiResult, A
 use crate::auth::normalize_address;
 use crate::catalogue::routes::number;
 use crate::catalogue::{current_price, live, Live, MarketMeta};
+use crate::commit::views::MarketView;
 use crate::domain::{fmt_amount, fmt_tick, mul_div_floor, parse_decimal, Side, TradeRecord, TradeStatus, AMOUNT_ONE};
-use crate::engine::snapshot::MarketView;
 use crate::store::index::{self, Position, Tick, DAY};
 use crate::store::{cf, Store, StoreError};
 

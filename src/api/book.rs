@@ -11,8 +11,8 @@ use warp::Filter;
 
 use super::orders::page;
 use super::{json, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
+use crate::commit::views::{BookSnapshot, MarketView};
 use crate::domain::*;
-use crate::engine::snapshot::{BookSnapshot, MarketView};
 
 /// Token IDs per batch request.
 pub const MAX_TOKENS: usize = 500;

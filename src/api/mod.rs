@@ -31,11 +31,12 @@ use warp::reply::Response;
 use warp::{Filter, Reply};
 
 use crate::auth::{self, OrderDomains};
+use crate::commit::persister::{Job, PersistMetrics};
+use crate::commit::views::Registry;
+use crate::commit::After;
 use crate::config::Config;
 use crate::domain::{AddressStatus, ApiKeyRecord, Mode};
-use crate::engine::snapshot::Registry;
 use crate::engine::{EngineError, EngineHandle};
-use crate::store::persister::{Job, PersistMetrics};
 use crate::store::{cf, encode, meta, Batch, Store, StoreError};
 
 /// Timestamp drift allowed on authenticated requests (SPEC §5.4).
@@ -68,8 +69,8 @@ pub struct AppState {
     /// What `GET /metrics` on the internal server exports.
     pub exported: Arc<crate::metrics::Metrics>,
     /// The WebSocket feeds' subscriptions (set once the publisher runs).
-    pub bus: Option<Arc<crate::events::Bus>>,
-    pub user_bus: Option<Arc<crate::events::UserBus>>,
+    pub bus: Option<Arc<crate::commit::bus::Bus>>,
+    pub user_bus: Option<Arc<crate::commit::bus::UserBus>>,
     /// Where WebSocket connections run (see `App`); None: on the HTTP workers.
     pub feed_rt: Option<tokio::runtime::Handle>,
     /// Series, events and market metadata (the gamma server).
@@ -173,7 +174,7 @@ impl AppState {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let job = Job {
             batch,
-            done: Box::new(move |ok| {
+            after: After::reply(move |ok| {
                 let _ = tx.send(ok);
             }),
         };
@@ -189,7 +190,7 @@ impl AppState {
         let (tx, rx) = crossbeam_channel::bounded(1);
         let job = Job {
             batch,
-            done: Box::new(move |ok| {
+            after: After::reply(move |ok| {
                 let _ = tx.send(ok);
             }),
         };

@@ -19,7 +19,7 @@ use warp::filters::ws::{Message, WebSocket, Ws};
 use warp::{Filter, Reply};
 
 use super::{with_state, AppState, Routes};
-use crate::events::{Frame, Outbox, Topics};
+use crate::commit::bus::{Frame, Outbox, Topics};
 
 pub fn routes(state: Arc<AppState>) -> Routes {
     let market_ch =

@@ -49,8 +49,8 @@ use predex::auth::{self, OrderDomains, SignedOrderFields};
 use predex::config::Config;
 // In-process, the server's threads are this process's: a phase's CPU covers them and
 // the clients alike.
+use predex::commit::persister::SLOW_SYNC_MICROS;
 use predex::metrics::{process_cpu_s, threads_cpu_s, USER_HZ};
-use predex::store::persister::SLOW_SYNC_MICROS;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 

@@ -16,7 +16,7 @@ use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
 use crate::api::ApiError;
-use crate::engine::snapshot::{BookSnapshot, MarketView};
+use crate::commit::views::{BookSnapshot, MarketView};
 use crate::store::{cf, encode, Batch, Store, StoreError};
 
 /// A series: a recurring family of events (a weekly question, a season).

@@ -11,7 +11,6 @@
 //! Priority is price, then arrival: a level is FIFO and nothing reorders it. The book stores
 //! only what matching needs (id, remaining size); the order records live in the engine.
 
-use smallvec::SmallVec;
 use uuid::Uuid;
 
 pub const NIL: u32 = u32::MAX;
@@ -234,10 +233,7 @@ pub struct Book {
     changed: Vec<(BookSide, u32, u64)>,
 }
 
-/// One side's changed levels, as (YES price, new total; 0 = the level emptied), ascending
-/// price. Held in line up to two levels: a resting order or a cancel changes one, and the
-/// engine takes these after every command, so most commands allocate nothing for them.
-pub type Changed = SmallVec<[(u32, u64); 2]>;
+pub use crate::commit::views::Changed;
 
 /// Levels whose total changed, per side.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

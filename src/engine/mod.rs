@@ -13,7 +13,6 @@ pub mod book;
 pub mod core;
 #[cfg(test)]
 mod proptests;
-pub mod snapshot;
 
 use std::sync::Arc;
 
@@ -21,13 +20,14 @@ use crossbeam_channel::{Receiver, Sender};
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
+use crate::commit::bus::Feeds;
+use crate::commit::persister::Job;
+use crate::commit::views::{BookDelta, BookSnapshot, MarketView, Registry};
+use crate::commit::{After, Visible};
 use crate::domain::{now_millis, now_secs, LastTrade, Market, OrderRecord};
-use crate::events::{Feeds, Published};
 use crate::ledger::Account;
-use crate::store::persister::Job;
 use crate::store::{cf, encode, Batch, Store, StoreError};
 pub use core::{BlockTrade, Canceled, Core, NonceState, Placed, Reject, RewardScores, Settled};
-use snapshot::{BookDelta, BookSnapshot, MarketView, Registry};
 
 /// Why a command did not complete.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -424,15 +424,23 @@ pub fn finer_tick(tick: u32, best: (Option<u32>, Option<u32>), last_trade: Optio
     (tick > FINE && tick.is_multiple_of(FINE) && extreme).then_some(FINE)
 }
 
-/// Sends a batch to the persister; `then` runs once it is durable (or failed).
-fn commit(persist: &Sender<Job>, batch: Batch, then: impl FnOnce(bool) + Send + 'static) {
+/// Sends a batch to the persister with what follows it; with nothing to write, that
+/// follows at once.
+fn commit(persist: &Sender<Job>, batch: Batch, after: After) {
     if batch.is_empty() {
-        then(true);
+        after.run(true);
         return;
     }
-    if let Err(e) = persist.send(Job { batch, done: Box::new(then) }) {
-        (e.into_inner().done)(false);
+    if let Err(e) = persist.send(Job { batch, after }) {
+        e.into_inner().after.run(false);
     }
+}
+
+/// The reply of an engine command once its write is durable, or its failure.
+fn reply_with<T: Send + 'static>(reply: Reply<T>, result: T) -> crate::commit::Reply {
+    Box::new(move |ok| {
+        let _ = reply.send(if ok { Ok(result) } else { Err(EngineError::Storage) });
+    })
 }
 
 /// The book changes of the markets a command touched — only of those whose book or last
@@ -521,15 +529,16 @@ fn run(
                 out.views.push(view.clone());
                 out.seqs.push(0);
                 out.last_trade.push(None);
-                let registry = registry.clone();
-                commit(&out.persist, batch, move |ok| {
-                    if ok {
-                        registry.add(view);
-                        let _ = reply.send(Ok(m));
-                    } else {
-                        let _ = reply.send(Err(EngineError::Storage));
-                    }
-                });
+                let visible = Visible {
+                    books: Vec::new(),
+                    trades: Vec::new(),
+                    taker: None,
+                    orders: Vec::new(),
+                    written: Vec::new(),
+                    listed: Some((registry.clone(), view)),
+                    bus: out.events.clone(),
+                };
+                commit(&out.persist, batch, After::Command(visible, reply_with(reply, m)));
             }
             Command::Transfer { address, changes, records, reply } => {
                 if let Err(r) = core.transfer(&address, &changes, &mut batch) {
@@ -620,9 +629,8 @@ fn touched(core: &Core, ids: &[Uuid]) -> Vec<u32> {
     v
 }
 
-/// Commits a command's batch; once durable, applies the changed markets' deltas to their
-/// views, hands them (with the best prices before and after, and the trades) to the feed
-/// publisher, and replies.
+/// Commits a command's batch; once it is durable, the commit stage makes the changed
+/// markets' deltas, its records and its trades visible, then replies (`commit::After`).
 #[allow(clippy::too_many_arguments)]
 fn finish<T: Send + 'static>(
     core: &mut Core,
@@ -634,8 +642,7 @@ fn finish<T: Send + 'static>(
     reply: Reply<T>,
     result: T,
 ) {
-    let deltas = publish(core, out, markets, &mut batch);
-    let events = out.events.clone();
+    let books = publish(core, out, markets, &mut batch);
     // The orders and trades this command wrote, for the user feed.
     let (mut orders, mut written) = (Vec::new(), Vec::new());
     for op in &batch.ops {
@@ -645,25 +652,8 @@ fn finish<T: Send + 'static>(
             _ => {}
         }
     }
-    commit(&out.persist, batch, move |ok| {
-        if ok {
-            if (!orders.is_empty() || !written.is_empty()) && events.wants_user() {
-                events.send(Published::User { taker, orders, trades: written });
-            }
-            let durable_us = crate::domain::now_micros();
-            for (v, delta) in deltas {
-                let best = v.apply(&delta);
-                // After the view took the change (see `Feeds::wants_book`).
-                if events.wants_book(v.market.idx) {
-                    let trades = trades.iter().filter(|t| t.token.market_idx == v.market.idx).cloned().collect();
-                    events.send(Published::Book { view: v, delta, best, trades, durable_us });
-                }
-            }
-            let _ = reply.send(Ok(result));
-        } else {
-            let _ = reply.send(Err(EngineError::Storage));
-        }
-    });
+    let visible = Visible { books, trades, taker, orders, written, listed: None, bus: out.events.clone() };
+    commit(&out.persist, batch, After::Command(visible, reply_with(reply, result)));
 }
 
 #[cfg(test)]

@@ -323,24 +323,24 @@ fn a_nonce_restored_at_startup_still_fails_the_trades_matched_before_it() {
 }
 
 /// Empty topics of the two feeds, for an engine under test.
-fn topics() -> (Arc<crate::events::Bus>, Arc<crate::events::UserBus>) {
+fn topics() -> (Arc<crate::commit::bus::Bus>, Arc<crate::commit::bus::UserBus>) {
     (
-        Arc::new(crate::events::Bus::new(8, Default::default())),
-        Arc::new(crate::events::UserBus::new(8, Default::default())),
+        Arc::new(crate::commit::bus::Bus::new(8, Default::default())),
+        Arc::new(crate::commit::bus::UserBus::new(8, Default::default())),
     )
 }
 
 /// The engine thread over [`funded`], with a persister that acknowledges every job at
 /// once; the receiver gets what it hands the publisher.
 fn spawned(
-    (bus, user_bus): (Arc<crate::events::Bus>, Arc<crate::events::UserBus>),
-) -> (super::EngineHandle, std::thread::JoinHandle<()>, crossbeam_channel::Receiver<crate::events::Published>) {
+    (bus, user_bus): (Arc<crate::commit::bus::Bus>, Arc<crate::commit::bus::UserBus>),
+) -> (super::EngineHandle, std::thread::JoinHandle<()>, crossbeam_channel::Receiver<crate::commit::bus::Published>) {
     let (c, _) = funded();
-    let (persist, jobs) = crossbeam_channel::unbounded::<crate::store::persister::Job>();
-    std::thread::spawn(move || jobs.into_iter().for_each(|j| (j.done)(true)));
+    let (persist, jobs) = crossbeam_channel::unbounded::<crate::commit::persister::Job>();
+    std::thread::spawn(move || jobs.into_iter().for_each(|j| j.after.run(true)));
     let (tx, published) = crossbeam_channel::unbounded();
-    let feeds = crate::events::Feeds::new(tx, bus, user_bus);
-    let registry = Arc::new(super::snapshot::Registry::default());
+    let feeds = crate::commit::bus::Feeds::new(tx, bus, user_bus);
+    let registry = Arc::new(crate::commit::views::Registry::default());
     let (h, engine) = super::spawn(c, registry, persist, feeds, Arc::new(crate::metrics::Metrics::new()));
     (h, engine, published)
 }
@@ -376,7 +376,7 @@ fn the_handle_refuses_an_order_sent_twice_and_gives_back_refused_ones() {
 /// market's tokens is — and nothing when nobody listens.
 #[test]
 fn the_publisher_is_handed_only_what_someone_follows() {
-    use crate::events::Published;
+    use crate::commit::bus::Published;
     let (bus, user_bus) = topics();
     let (h, _engine, published) = spawned((bus.clone(), user_bus.clone()));
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();

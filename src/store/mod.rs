@@ -2,14 +2,13 @@
 //!
 //! One DB, one column family per record kind (names in [`cf`]), big-endian keys so range
 //! scans come out ordered, values prefixed with a version byte. One logical change is one
-//! [`Batch`]; the [`persister`] group-commits batches with a synced WAL.
+//! [`Batch`]; the persister (`commit::persister`) group-commits batches with a synced WAL.
 
 mod aggregator;
 pub mod index;
 pub mod keys;
 mod log_roll;
 mod open_index;
-pub mod persister;
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -2078,6 +2077,7 @@ mod index_tests {
     fn a_reader_told_of_a_durable_trade_finds_it_in_the_wallet_analytics() {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(dir.path()).unwrap());
+        use crate::commit::{persister, After};
         let (tx, handle) = persister::spawn(store.clone(), Arc::new(persister::PersistMetrics::default()));
         let (acked, seen) = crossbeam_channel::unbounded::<u64>();
         let reader = {
@@ -2105,11 +2105,11 @@ mod index_tests {
             let mut batch = Batch::default();
             batch.put_trade(Arc::new(trade(seq, TradeStatus::Pending)));
             let acked = acked.clone();
-            let done: persister::Completion = Box::new(move |ok| {
+            let after = After::reply(move |ok| {
                 assert!(ok);
                 acked.send(seq).unwrap();
             });
-            tx.send(persister::Job { batch, done }).unwrap();
+            tx.send(persister::Job { batch, after }).unwrap();
         }
         drop((tx, acked));
         handle.join().unwrap();

@@ -1,5 +1,5 @@
-//! What the engine publishes for readers. The engine sends each durable command's level
-//! changes ([`BookDelta`]); the persister applies them to the market's [`MarketView`] once
+//! The market views readers see. The engine sends each durable command's level
+//! changes ([`BookDelta`]); the commit stage applies them to the market's [`MarketView`] once
 //! the command is durable. Readers (`/book`, `/price`, feed snapshots) take an
 //! `Arc<BookSnapshot>`, built from the view on the first read after a change and shared
 //! until the next. The view's lock is shared by the persister and readers, never by the
@@ -12,6 +12,8 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
+
+use smallvec::SmallVec;
 
 use crate::domain::{LastTrade, Market, OrderToken, Side, PRICE_ONE};
 
@@ -64,12 +66,17 @@ impl BookSnapshot {
     }
 }
 
+/// One side's changed levels, as (YES price, new total; 0 = the level emptied), ascending
+/// price. Held in line up to two levels: a resting order or a cancel changes one, and the
+/// engine takes these after every command, so most commands allocate nothing for them.
+pub type Changed = SmallVec<[(u32, u64); 2]>;
+
 /// One durable command's effect on a market's book: the levels whose total changed (YES
 /// price, new total; 0 = emptied), ascending price per side, and the last trade after it.
 #[derive(Debug, Clone, Default)]
 pub struct BookDelta {
-    pub bids: super::book::Changed,
-    pub asks: super::book::Changed,
+    pub bids: Changed,
+    pub asks: Changed,
     pub last_trade: LastTrade,
     pub timestamp_ms: u64,
     /// The market's publication sequence: one more than the previous delta's.

@@ -1,7 +1,7 @@
 //! The persister: group commit in two stages on two threads. The *preparer* takes every
 //! job queued while the previous group was being written (up to a cap) and encodes them
-//! into one WriteBatch; the *writer* writes it with a synced WAL, then runs each job's
-//! completion — the HTTP reply and the book-snapshot publication — in order. Encoding the
+//! into one WriteBatch; the *writer* writes it with a synced WAL, then runs what follows
+//! each job ([`After`]) in order. Encoding the
 //! next group overlaps the write and fsync of the current one, so throughput does not
 //! collapse under fsync, and nothing is acknowledged (or readable) before it is durable.
 //!
@@ -18,7 +18,8 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
 
-use super::{Batch, Store};
+use super::After;
+use crate::store::{Batch, Prepared, Store};
 
 /// A synced write at least this slow is counted apart ([`PersistMetrics::slow_syncs`]): on
 /// a healthy disk a sync takes ≈ 0.2 ms and its p99.9 stays under 2 ms, while a shared
@@ -27,12 +28,10 @@ use super::{Batch, Store};
 /// the disk caused from one predex caused.
 pub const SLOW_SYNC_MICROS: u64 = 10_000;
 
-/// Runs after the batch is durable (`true`); `false` only when the persister is gone.
-pub type Completion = Box<dyn FnOnce(bool) + Send>;
-
+/// A batch to write, and what follows once it is durable.
 pub struct Job {
     pub batch: Batch,
-    pub done: Completion,
+    pub after: After,
 }
 
 /// Counters a bench or an operator can read, and the histograms of `/metrics`.
@@ -126,8 +125,8 @@ pub fn spawn(store: Arc<Store>, metrics: Arc<PersistMetrics>) -> (Sender<Job>, s
 
 /// A group encoded and waiting for the writer.
 struct Group {
-    batch: super::Prepared,
-    done: Vec<Completion>,
+    batch: Prepared,
+    after: Vec<After>,
 }
 
 /// Takes the queued jobs, encodes them as one group, and either hands the group to the
@@ -159,8 +158,8 @@ fn prepare_groups(store: &Store, rx: Receiver<Job>, out: Sender<Group>, written:
         }
         let batch = store.prepare(jobs.iter().map(|j| &j.batch));
         // The records are encoded: drop them here, not on the writer's thread.
-        let done = jobs.drain(..).map(|j| j.done).collect();
-        let group = Group { batch, done };
+        let after = jobs.drain(..).map(|j| j.after).collect();
+        let group = Group { batch, after };
         if waited && written.load(Ordering::Acquire) == handed {
             metrics.inline_commits.inc();
             write(store, group, metrics);
@@ -173,7 +172,7 @@ fn prepare_groups(store: &Store, rx: Receiver<Job>, out: Sender<Group>, written:
     }
 }
 
-/// Writes a group with a synced WAL, counts it, then runs its completions in order.
+/// Writes a group with a synced WAL, counts it, then runs what follows each job, in order.
 fn write(store: &Store, group: Group, metrics: &PersistMetrics) {
     let bytes = group.batch.bytes() as u64;
     let start = Instant::now();
@@ -182,12 +181,12 @@ fn write(store: &Store, group: Group, metrics: &PersistMetrics) {
         // may build on them: memory is ahead of disk, and only the disk is consistent.
         // Answer nothing and stop, as a kill -9 would (which loses nothing
         // acknowledged); the service manager restarts from disk.
-        tracing::error!(error = %e, jobs = group.done.len(), "group commit failed; aborting to restart from disk");
+        tracing::error!(error = %e, jobs = group.after.len(), "group commit failed; aborting to restart from disk");
         std::process::abort();
     }
-    metrics.count(group.done.len() as u64, bytes, start.elapsed().as_micros() as u64);
-    for done in group.done {
-        done(true);
+    metrics.count(group.after.len() as u64, bytes, start.elapsed().as_micros() as u64);
+    for after in group.after {
+        after.run(true);
     }
 }
 
@@ -225,13 +224,13 @@ mod tests {
         batch.put(cf::META, b"test_last".to_vec(), i.to_be_bytes().to_vec());
         batch.put(cf::META, format!("test_{i}").into_bytes(), vec![1]);
         let (store, seen) = (store.clone(), seen.clone());
-        let done: Completion = Box::new(move |ok| {
+        let after = After::reply(move |ok| {
             assert!(ok);
             assert!(store.get_raw(cf::META, format!("test_{i}").as_bytes()).unwrap().is_some());
             std::thread::sleep(hold);
             seen.lock().push(i);
         });
-        Job { batch, done }
+        Job { batch, after }
     }
 
     /// Completions run in the order the jobs were sent, each after its write is readable,

@@ -26,10 +26,10 @@ use prometheus_client::metrics::counter::Counter;
 use serde_json::{json as j, Value};
 use tokio::sync::{mpsc, Notify};
 
+use crate::commit::views::{best_of, Best, BookDelta, MarketView};
 use crate::domain::{
     fmt_amount, fmt_price, fmt_tick, OrderRecord, OrderStatus, Side, TradeRecord, TradeStatus, PRICE_ONE,
 };
-use crate::engine::snapshot::{best_of, Best, BookDelta, MarketView};
 
 /// What the engine's durable commands hand to the publisher.
 pub enum Published {
