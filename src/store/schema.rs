@@ -1,0 +1,178 @@
+//! The storage schema's names: every column family and every meta key, in one place. The
+//! keys' layouts are in `store::keys` and `store::index`.
+
+/// Column-family names.
+pub mod cf {
+    /// order id → record of an order that is no longer open (filled, cancelled, …).
+    pub const ORDERS: &str = "orders";
+    /// seq (u64 BE) → record of a LIVE or DEFERRED order, so the open orders are one
+    /// ordered scan in priority order at startup. (Data written before this layout holds the
+    /// order id here and the record in `orders`; both are read.)
+    pub const LIVE_ORDERS: &str = "live_orders";
+    /// seq (u64 BE) → what changed of an open order since its record was written (status,
+    /// fills, reserve), so a fill rewrites a few dozen bytes instead of the order's signed
+    /// fields. Deleted with the record when the order closes.
+    pub const OPEN_STATE: &str = "open_state";
+    /// seq (u64 BE) → signature (its stored form) of every order accepted since this family
+    /// was added; written once with the order, never read on the request path, so an
+    /// order's record — on disk and held in memory while it is open — does not carry it
+    /// (records written before carry it themselves). See [`Store::order_signature`].
+    pub const ORDER_SIGNATURES: &str = "order_signatures";
+    pub const TRADES: &str = "trades";
+    /// owner (16) + trade seq (8) → trade id.
+    pub const TRADES_BY_OWNER: &str = "trades_by_owner";
+    pub const API_KEYS: &str = "api_keys";
+    /// address (20) + nonce (8) → api key.
+    pub const KEYS_BY_ADDRESS: &str = "keys_by_address";
+    /// wallet + asset (`index::position`: the ledger's keys have the compact form of the
+    /// position keys; a fill writes four) → balance (u64 BE).
+    pub const LEDGER: &str = "ledger";
+    pub const MARKETS: &str = "markets";
+    pub const INVITES: &str = "invites";
+    pub const WAITLIST: &str = "waitlist";
+    /// address → restriction (banned, closed-only).
+    pub const ADDRESSES: &str = "addresses";
+    /// proxy address → signer address it is bound to.
+    pub const PROXIES: &str = "proxies";
+    /// trade seq (u64 BE) → trade id of every PENDING trade: the settlement worker's queue,
+    /// maintained with the trade record (see `Op::Trade`).
+    pub const PENDING_TRADES: &str = "pending_trades";
+    /// owner (16) + trade seq (8) + kind (1) → notification record.
+    pub const NOTIFICATIONS: &str = "notifications";
+    /// maker address → its exchange nonce and the trade seq at which it last changed.
+    pub const NONCES: &str = "nonces";
+    pub const META: &str = "meta";
+    /// Analytics indexes and counters written with each trade (see [`crate::store::index`]).
+    pub const TRADES_BY_MARKET: &str = "trades_by_market";
+    pub const TRADES_BY_WALLET: &str = "trades_by_wallet";
+    pub const POSITIONS: &str = "positions";
+    pub const MARKET_HOLDERS: &str = "market_holders";
+    pub const WALLET_DAYS: &str = "wallet_days";
+    pub const MARKET_STATS: &str = "market_stats";
+    /// log sequence (u64 BE) → sign (0: add, 1: take back) + trade id, per trade whose
+    /// wallet analytics (`trades_by_wallet` and the position counters) are not written
+    /// yet; see [`crate::store::aggregator`].
+    pub const ANALYTICS_LOG: &str = "analytics_log";
+    /// Families written behind the trades (see [`crate::store::aggregator`]): a read of them first
+    /// waits for what was handed over before it.
+    pub const BEHIND: &[&str] = &[TRADES_BY_WALLET, POSITIONS, MARKET_HOLDERS, WALLET_DAYS];
+    /// Catalogue: id (u64 BE) → series / event record; condition id → market metadata;
+    /// (kind, parent id, inverted seq) → comment.
+    pub const SERIES: &str = "series";
+    pub const EVENTS: &str = "events";
+    pub const MARKET_META: &str = "market_meta";
+    pub const COMMENTS: &str = "comments";
+    /// Bridge: id (u64 BE) → deposit or withdrawal record; address + `/` + id (BE) → ();
+    /// registered bridge addresses, credited source transactions and PROCESSING
+    /// withdrawals (see `bridge::transfers`).
+    pub const TRANSFERS: &str = "transfers";
+    pub const TRANSFERS_BY_ADDRESS: &str = "transfers_by_address";
+    pub const BRIDGE: &str = "bridge";
+    /// A wallet's splits, merges and redeems: address + `/` + time (8) + tx hash (32) →
+    /// record (trades have their own index).
+    pub const ACTIVITY: &str = "activity";
+    /// Liquidity rewards (see `incentives`): `c/` + condition id → a market's reward
+    /// config; `e/` + day (4) + address + `/` + market (4) → earnings counters (merged);
+    /// `p/` + address + `/` + day (4) → the day's payout.
+    pub const REWARDS: &str = "rewards";
+    /// Maker rebates: address + `/` + day (4) → the day's rebate.
+    pub const REBATES: &str = "rebates";
+    /// Bonds and resolution (see `resolution`): `b/` agent `/` condition → bond; `m/`
+    /// condition `/` agent → (); `r/` condition → proposal; `k/` condition → cluster.
+    pub const BONDS: &str = "bonds";
+    /// Requests for quote (see `rfq`): `r/` rfq → request; `q/` rfq quote → quote; `i/`
+    /// quote → rfq; `o/` owner time rfq → (); `a/` rfq → () while open; `x/` expiry kind
+    /// rfq [quote] → () while open or PENDING.
+    pub const RFQ: &str = "rfq";
+    /// Builder and relayer API keys and builder attribution (see `builders`): `k/` key →
+    /// key; `a/` address `/` kind `/` key → (); `n/` builder → claiming address; `o/`
+    /// builder `/` order → ().
+    pub const BUILDERS: &str = "builders";
+
+    /// Families whose values are counters summed by the merge operator.
+    pub const COUNTERS: &[&str] = &[POSITIONS, MARKET_HOLDERS, WALLET_DAYS, MARKET_STATS, REWARDS];
+
+    /// Families whose keys a fill writes scattered over the key space (by order id, owner,
+    /// wallet) rather than appended (by sequence), each key once: their memtables are kept
+    /// small (`SCATTERED_WRITE_BUFFER_BYTES`). The counters and the ledger are scattered too
+    /// but rewrite their few keys, and are sized apart (`REWRITTEN_WRITE_BUFFER_BYTES`).
+    pub const SCATTERED: &[&str] = &[ORDERS, TRADES_BY_OWNER, NOTIFICATIONS, TRADES_BY_WALLET];
+
+    /// Families of earlier layouts, dropped when a store that has them opens: `order_seq`
+    /// (order id → seq of an open order) and `open_by_owner` (owner and seq → id of an
+    /// open order), both now kept in memory (`open_index`).
+    pub const RETIRED: &[&str] = &["order_seq", "open_by_owner"];
+
+    /// Written only while logs are written ahead at open (`log_roll`): its one key, written
+    /// into the first of them and unflushed, keeps every log from that one on alive until
+    /// the family is flushed, so each log written ahead retires to the reuse list at the
+    /// end instead of being reused at once. Flushing it (not dropping it, which would need
+    /// the database `&mut`) is what lets the logs be written while other threads read the
+    /// store. A crash meanwhile leaves the key in the log; the next open replays and
+    /// flushes it with the rest. Its memtable is empty the rest of the time.
+    pub const LOG_PIN: &str = "log_pin";
+
+    pub const ALL: &[&str] = &[
+        ORDERS,
+        LIVE_ORDERS,
+        OPEN_STATE,
+        ORDER_SIGNATURES,
+        TRADES,
+        TRADES_BY_OWNER,
+        API_KEYS,
+        KEYS_BY_ADDRESS,
+        LEDGER,
+        MARKETS,
+        INVITES,
+        WAITLIST,
+        ADDRESSES,
+        PROXIES,
+        PENDING_TRADES,
+        NOTIFICATIONS,
+        NONCES,
+        META,
+        TRADES_BY_MARKET,
+        TRADES_BY_WALLET,
+        POSITIONS,
+        MARKET_HOLDERS,
+        WALLET_DAYS,
+        MARKET_STATS,
+        ANALYTICS_LOG,
+        SERIES,
+        EVENTS,
+        MARKET_META,
+        COMMENTS,
+        TRANSFERS,
+        TRANSFERS_BY_ADDRESS,
+        BRIDGE,
+        ACTIVITY,
+        REWARDS,
+        REBATES,
+        BONDS,
+        RFQ,
+        BUILDERS,
+        LOG_PIN,
+    ];
+}
+
+/// Meta keys.
+pub mod meta {
+    pub const NEXT_ORDER_SEQ: &[u8] = b"next_order_seq";
+    pub const NEXT_TRADE_SEQ: &[u8] = b"next_trade_seq";
+    pub const MODE: &[u8] = b"mode";
+    pub const CATALOGUE_LOADED: &[u8] = b"catalogue_loaded";
+    pub const EVENTS_LOADED: &[u8] = b"events_loaded";
+    /// Set once the ledger's and the position counters' keys of the text layout were moved
+    /// to the compact one (see `index::position`).
+    pub const COMPACT_WALLET_KEYS: &[u8] = b"compact_wallet_keys";
+    /// Set once `trades_by_wallet` keys of the text layout have moved to compact ones.
+    pub const COMPACT_WALLET_TRADES: &[u8] = b"compact_wallet_trades";
+    /// The last UTC day (u32) whose rewards and rebates were paid.
+    pub const PAYOUTS_THROUGH: &[u8] = b"payouts_through";
+
+    /// Key of a market's last trade (YES price, taker side in YES terms), written by every
+    /// crossing order ([`crate::store::Op::LastTrade`]).
+    pub fn last_trade(market_idx: u32) -> Vec<u8> {
+        [b"last_trade/".as_slice(), &market_idx.to_be_bytes()].concat()
+    }
+}
