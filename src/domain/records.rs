@@ -1166,3 +1166,12 @@ pub enum TraderSide {
     Taker,
     Maker,
 }
+
+/// An address's exchange nonce (SPEC §1.6 incrementNonce) and the trade sequence at which
+/// it last changed: a PENDING trade matched before that point carries an order signed with
+/// an older nonce, which the exchange contract would refuse, so its settlement fails.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NonceState {
+    pub nonce: u64,
+    pub since_trade: u64,
+}

@@ -32,7 +32,7 @@ use super::LedgerChange;
 use crate::domain::*;
 use crate::ledger::{Acct, AssetId, Ledger};
 use crate::spread_map::SpreadMap;
-use crate::store::{cf, encode, Batch, Stored};
+use crate::store::{Batch, Stored};
 
 /// Why the engine refused an order: an outcome, not an error.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,15 +102,6 @@ pub struct RewardScores {
     pub spread2: u32,
     /// Per maker address: (bid-side, ask-side) scores, by address.
     pub makers: Vec<(Arc<str>, [u128; 2])>,
-}
-
-/// An address's exchange nonce (SPEC §1.6 incrementNonce) and the trade sequence at which
-/// it last changed: a PENDING trade matched before that point carries an order signed with
-/// an older nonce, which the exchange contract would refuse, so its settlement fails.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct NonceState {
-    pub nonce: u64,
-    pub since_trade: u64,
 }
 
 /// An open order: its record and, while it rests, its slot in its market's book (one map
@@ -825,7 +816,7 @@ impl Core {
         if unbound {
             self.bind_proxy(o.maker.to_string(), o.signer.to_string());
             self.proxy_memo.remember(&o.maker, &o.signer);
-            batch.put(crate::store::cf::PROXIES, o.maker.as_bytes().to_vec(), crate::store::encode(&o.signer));
+            batch.put_proxy(&o.maker, &o.signer);
         }
         if defer {
             o.status = OrderStatus::Deferred;
@@ -1126,7 +1117,7 @@ impl Core {
         self.nonces.insert(maker.to_string(), state);
         self.nonce_memo.invalidate();
         self.nonces_since = self.nonces_since.max(state.since_trade);
-        batch.put(cf::NONCES, maker.as_bytes().to_vec(), encode(&state));
+        batch.put_nonce(maker, &state);
         let ids = self.open_where(|o| *o.maker == *maker);
         for (id, _) in &ids {
             self.close(id, batch);
@@ -1142,7 +1133,7 @@ impl Core {
         if !m.closed || m.accepting_orders {
             m.closed = true;
             m.accepting_orders = false;
-            batch.put(cf::MARKETS, m.condition_id.as_bytes().to_vec(), encode(&*m));
+            batch.put_market(m);
         }
         let ids = self.open_where(|o| o.token.market_idx == idx);
         for (id, _) in &ids {
@@ -1772,7 +1763,7 @@ mod tests {
         assert!(Arc::ptr_eq(&trade.token, shared) && Arc::ptr_eq(&trade.maker_orders[0].token, shared));
         assert_eq!(*trade.token.token_id, *core.markets[0].order_tokens[0].token_id);
 
-        let stored: TradeRecord = crate::store::Store::decode_value(cf::TRADES, &encode(&**trade)).unwrap();
+        let stored: TradeRecord = crate::store::as_stored(&**trade);
         assert_eq!(stored, **trade);
         assert!(!Arc::ptr_eq(&stored.token, shared));
         let (mut restarted, _) = market_and_wallets();

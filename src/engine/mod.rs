@@ -24,10 +24,11 @@ use crate::commit::bus::Feeds;
 use crate::commit::persister::Job;
 use crate::commit::views::{BookDelta, BookSnapshot, MarketView, Registry};
 use crate::commit::{After, Visible};
+pub use crate::domain::NonceState;
 use crate::domain::{now_millis, now_secs, LastTrade, Market, OrderRecord};
 use crate::ledger::Account;
-use crate::store::{cf, encode, Batch, Store, StoreError};
-pub use core::{BlockTrade, Canceled, Core, NonceState, Placed, Reject, RewardScores, Settled};
+use crate::store::{Batch, Store, StoreError};
+pub use core::{BlockTrade, Canceled, Core, Placed, Reject, RewardScores, Settled};
 
 /// Why a command did not complete.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -332,17 +333,16 @@ pub fn recover(store: &Store, fee_address: String) -> Result<Core, StoreError> {
     for m in markets {
         let idx = m.idx;
         core.add_market(m);
-        let last: Option<LastTrade> = store.get(cf::META, &crate::store::meta::last_trade(idx))?;
-        core.markets[idx as usize].last_trade = last.flatten();
+        core.markets[idx as usize].last_trade = store.last_trade(idx)?;
     }
     for (addr, asset, bal) in store.balances()? {
         core.ledger.load(&addr, &asset, bal);
     }
-    for (k, signer) in store.all::<String>(cf::PROXIES)? {
-        core.bind_proxy(String::from_utf8_lossy(&k).into_owned(), signer);
+    for (proxy, signer) in store.proxies()? {
+        core.bind_proxy(proxy, signer);
     }
-    for (k, n) in store.all::<NonceState>(cf::NONCES)? {
-        core.restore_nonce(String::from_utf8_lossy(&k).into_owned(), n);
+    for (maker, n) in store.nonces()? {
+        core.restore_nonce(maker, n);
     }
     core.reserve(store.estimate_open_orders());
     let mut memo = self::core::RestoreMemo::default();
@@ -350,8 +350,7 @@ pub fn recover(store: &Store, fee_address: String) -> Result<Core, StoreError> {
     for t in store.pending_trades()? {
         core.restore_pending(t);
     }
-    core.next_order_seq = store.meta_u64(crate::store::meta::NEXT_ORDER_SEQ)?.unwrap_or(1);
-    core.next_trade_seq = store.meta_u64(crate::store::meta::NEXT_TRADE_SEQ)?.unwrap_or(1);
+    (core.next_order_seq, core.next_trade_seq) = store.next_sequences()?;
     Ok(core)
 }
 
@@ -463,7 +462,7 @@ fn publish(core: &mut Core, out: &mut Out, idxs: &[u32], batch: &mut Batch) -> V
             let old = ms.market.tick;
             ms.book.retick(fine);
             ms.market.tick = fine;
-            batch.put(cf::MARKETS, ms.market.condition_id.as_bytes().to_vec(), encode(&ms.market));
+            batch.put_market(&ms.market);
             (old, fine)
         });
         out.seqs[i] += 1;
@@ -523,7 +522,7 @@ fn run(
                     continue;
                 }
                 m.idx = core.markets.len() as u32;
-                batch.put(cf::MARKETS, m.condition_id.as_bytes().to_vec(), encode(&m));
+                batch.put_market(&m);
                 core.add_market(m.clone());
                 let view = view_of(core, m.idx);
                 out.views.push(view.clone());

@@ -13,8 +13,9 @@ use proptest::prelude::*;
 use uuid::Uuid;
 
 use super::book::BookSide;
-use super::core::{Core, NonceState, Reject};
+use super::core::{Core, Reject};
 use super::LedgerChange;
+use crate::domain::NonceState;
 use crate::domain::*;
 use crate::store::Batch;
 

@@ -9,8 +9,8 @@ use rocksdb::WriteBatch;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::{aggregator, cf, index};
-use crate::domain::{OrderRecord, OrderStatus, TradeRecord};
+use super::{aggregator, cf, encode, index};
+use crate::domain::{Market, NonceState, OrderRecord, OrderStatus, TradeRecord};
 
 /// One write in a batch. Records travel typed and are encoded by the persister, so the
 /// engine thread never pays for serialisation.
@@ -60,6 +60,22 @@ impl Batch {
     /// not grown on the first write.
     pub fn for_command() -> Batch {
         Batch { ops: Vec::with_capacity(4) }
+    }
+
+    /// A market's record, written when it is created and when its tick, or whether it
+    /// trades, changes.
+    pub fn put_market(&mut self, m: &Market) {
+        self.put(cf::MARKETS, m.condition_id.as_bytes().to_vec(), encode(m));
+    }
+
+    /// A proxy wallet, bound to the signer of its first accepted order.
+    pub fn put_proxy(&mut self, proxy: &str, signer: &str) {
+        self.put(cf::PROXIES, proxy.as_bytes().to_vec(), encode(&signer));
+    }
+
+    /// A maker's exchange nonce, after `incrementNonce`.
+    pub fn put_nonce(&mut self, maker: &str, state: &NonceState) {
+        self.put(cf::NONCES, maker.as_bytes().to_vec(), encode(state));
     }
 
     /// Room for `n` more writes. A batch nothing was written to yet is given a new list of

@@ -49,3 +49,9 @@ pub fn decode_order(bytes: &[u8], interner: &mut Interner) -> Result<OrderRecord
         _ => decode(cf::ORDERS, bytes),
     }
 }
+
+/// A value as it reads back from the store, for tests of what survives a restart.
+#[cfg(test)]
+pub fn as_stored<T: Serialize + DeserializeOwned>(v: &T) -> T {
+    decode("test", &encode(v)).expect("a value decodes as it was encoded")
+}

@@ -27,6 +27,8 @@ use uuid::Uuid;
 
 use batch::{coalesce, Entries, Kind, OpenState};
 pub use batch::{Batch, Op, Prepared, Stored};
+#[cfg(test)]
+pub use codec::as_stored;
 use codec::decode;
 pub use codec::{decode_order, encode, StoreError};
 pub use read::Pairs;

@@ -1,6 +1,7 @@
 //! Reading: point reads, prefix scans and walks, and the startup scan of the open orders.
 
 use super::*;
+use crate::domain::{LastTrade, NonceState};
 
 /// Raw (key, value) pairs of a scan.
 pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
@@ -209,6 +210,30 @@ impl Store {
 
     pub fn meta_u64(&self, key: &[u8]) -> Result<Option<u64>, StoreError> {
         Ok(self.get_raw(cf::META, key)?.and_then(|v| v.try_into().ok().map(u64::from_be_bytes)))
+    }
+
+    /// The next order and trade sequences to assign, as written with the last command.
+    pub fn next_sequences(&self) -> Result<(u64, u64), StoreError> {
+        let next = |key| self.meta_u64(key).map(|v| v.unwrap_or(1));
+        Ok((next(meta::NEXT_ORDER_SEQ)?, next(meta::NEXT_TRADE_SEQ)?))
+    }
+
+    /// A market's last trade (YES price, the taker's side in YES terms), if it traded.
+    pub fn last_trade(&self, market_idx: u32) -> Result<LastTrade, StoreError> {
+        let last: Option<LastTrade> = self.get(cf::META, &meta::last_trade(market_idx))?;
+        Ok(last.flatten())
+    }
+
+    /// Every proxy wallet and the signer it is bound to.
+    pub fn proxies(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let all = self.all::<String>(cf::PROXIES)?;
+        Ok(all.into_iter().map(|(k, signer)| (String::from_utf8_lossy(&k).into_owned(), signer)).collect())
+    }
+
+    /// Every maker's exchange nonce that `incrementNonce` moved.
+    pub fn nonces(&self) -> Result<Vec<(String, NonceState)>, StoreError> {
+        let all = self.all::<NonceState>(cf::NONCES)?;
+        Ok(all.into_iter().map(|(k, n)| (String::from_utf8_lossy(&k).into_owned(), n)).collect())
     }
 
     pub fn markets(&self) -> Result<Vec<Market>, StoreError> {
