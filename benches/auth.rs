@@ -41,7 +41,7 @@ fn bench(c: &mut Criterion) {
     g.finish();
 
     let mut g = c.benchmark_group("ratelimit");
-    let l = predex::api::ratelimit::RateLimiter::new(u32::MAX, 60, vec!["127.0.0.1".parse().unwrap()]);
+    let l = predex::app::ratelimit::RateLimiter::new(u32::MAX, 60, vec!["127.0.0.1".parse().unwrap()]);
     let peer: std::net::SocketAddr = "127.0.0.1:4000".parse().unwrap();
     let xffs: Vec<String> = (0..10_000u32).map(|i| std::net::Ipv4Addr::from(0x0a00_0000 + i).to_string()).collect();
     let mut i = 0;

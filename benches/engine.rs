@@ -34,12 +34,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use predex::app::workers::SETTLE_CHUNK;
 use predex::domain::packed::PackedStr;
 use predex::domain::*;
 use predex::engine::book::{Book, BookSide, Changes, Meet};
 use predex::engine::{Canceled, Core, Placed, Settled};
 use predex::store::Batch;
-use predex::workers::SETTLE_CHUNK;
 use uuid::Uuid;
 
 const TICK: u32 = 10;

@@ -18,27 +18,21 @@ pub use alloc::no_transparent_huge_pages;
 pub mod admin;
 pub mod analytics;
 pub mod api;
-pub mod auctions;
+pub mod app;
 pub mod auth;
 pub mod bridge;
-pub mod builders;
 pub mod catalogue;
 pub mod client;
 pub mod commit;
 pub mod config;
 pub mod domain;
 pub mod engine;
-pub mod incentives;
 pub mod ledger;
 pub mod metrics;
-pub mod relay;
-pub mod resolution;
-pub mod rfq;
 pub mod sign;
 pub mod spread_map;
 pub mod store;
 pub mod vital;
-pub mod workers;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -91,7 +85,7 @@ pub struct MarketSpec {
     pub end_date: Option<String>,
     /// A liquidity-reward program (docs/rewards.md).
     #[serde(default)]
-    pub rewards: Option<incentives::RewardSpec>,
+    pub rewards: Option<app::incentives::RewardSpec>,
 }
 
 fn default_tick() -> String {
@@ -144,10 +138,10 @@ pub struct Bound {
 /// A running exchange.
 pub struct App {
     pub bound: Bound,
-    pub state: Arc<api::AppState>,
+    pub state: Arc<app::AppState>,
     shutdown: watch::Sender<bool>,
     servers: Vec<tokio::task::JoinHandle<()>>,
-    workers: Option<workers::Workers>,
+    workers: Option<app::workers::Workers>,
     /// Engine, persister, feed publisher: each exits when its input channel closes.
     threads: Vec<std::thread::JoinHandle<()>>,
     /// The runtime the WebSocket connections run on.
@@ -209,7 +203,7 @@ impl App {
         let (events_tx, publisher) = commit::bus::spawn(bus.clone(), user_bus.clone());
         let (engine, engine_thread) =
             engine::spawn(core, registry.clone(), persist_tx.clone(), events_tx, exported.clone());
-        let mut state = api::AppState::new(config.clone(), store, engine, registry, metrics, exported, persist_tx)?;
+        let mut state = app::AppState::new(config.clone(), store, engine, registry, metrics, exported, persist_tx)?;
         let feeds = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.ws_threads)
             .thread_name("feeds")
@@ -248,7 +242,7 @@ impl App {
         let (data_l, data) = bind(config.data_addr, "data")?;
         let (bridge_l, bridge) = bind(config.bridge_addr, "bridge")?;
         let (internal_l, internal) = bind(config.internal_addr, "internal")?;
-        let workers = workers::Workers::start(&state);
+        let workers = app::workers::Workers::start(&state);
         // One budget of request bodies in flight for the five servers (`api::body`).
         let bodies = api::body::Bodies::new(config.body_bytes_in_flight);
         let clob_routes = api::clob_routes(state.clone());
@@ -321,7 +315,7 @@ where
     api::front::serve(listener, routes, None, bodies, stop)
 }
 
-async fn load_catalogue(state: &api::AppState, config: &Config) -> anyhow::Result<()> {
+async fn load_catalogue(state: &app::AppState, config: &Config) -> anyhow::Result<()> {
     let path = &config.catalogue;
     let specs: Vec<MarketSpec> = match std::fs::read_to_string(path) {
         Ok(text) => serde_json::from_str(&text).with_context(|| format!("parse {}", path.display()))?,
@@ -334,15 +328,15 @@ async fn load_catalogue(state: &api::AppState, config: &Config) -> anyhow::Resul
     for s in specs {
         let meta = s.meta(0, None).map_err(|e| anyhow::anyhow!("catalogue: {}", e.message))?;
         let program = s.rewards.as_ref().map(|r| r.config(&s.condition_id)).transpose();
-        let program = program.map_err(|e| anyhow::anyhow!("catalogue rewards: {}", e.message))?;
+        let program = program.map_err(|e| anyhow::anyhow!("catalogue rewards: {e}"))?;
         let m = s.into_market().map_err(|e| anyhow::anyhow!("catalogue: {e}"))?;
         match state.engine.create_market(m).await {
             Ok(_) | Err(engine::EngineError::Exists) => {}
             Err(e) => anyhow::bail!("catalogue: {e:?}"),
         }
-        catalogue::routes::put_meta(state, meta).await.map_err(|e| anyhow::anyhow!("catalogue: {}", e.message))?;
+        catalogue::put_meta(state, meta).await.map_err(|e| anyhow::anyhow!("catalogue: {e}"))?;
         if let Some(c) = program {
-            incentives::set_config(state, c).await.map_err(|e| anyhow::anyhow!("catalogue: {}", e.message))?;
+            app::incentives::set_config(state, c).await.map_err(|e| anyhow::anyhow!("catalogue: {e}"))?;
         }
     }
     state.store.put(cf::META, meta::CATALOGUE_LOADED, &true)?;
@@ -361,7 +355,7 @@ struct EventsFile {
     events: Vec<catalogue::routes::EventInput>,
 }
 
-async fn load_events(state: &api::AppState, config: &Config) -> anyhow::Result<()> {
+async fn load_events(state: &app::AppState, config: &Config) -> anyhow::Result<()> {
     let path = config.catalogue.with_file_name("events.json");
     let file: EventsFile = match std::fs::read_to_string(&path) {
         Ok(text) => serde_json::from_str(&text).with_context(|| format!("parse {}", path.display()))?,

@@ -19,7 +19,8 @@ use warp::http::StatusCode;
 use warp::{Filter, Reply};
 
 use crate::api::params::Params;
-use crate::api::{json, recover, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
+use crate::api::{json, recover, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use crate::app::AppState;
 use crate::auth::normalize_address;
 use crate::catalogue::routes::number;
 use crate::catalogue::{current_price, live, Live, MarketMeta};

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use serde_json::{json as j, Map, Value};
 use warp::Filter;
 
-use super::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
+use super::{authenticate, json, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use crate::app::AppState;
 use crate::domain::{
     fmt_amount, fmt_price, ApiKeyRecord, NotificationKind, NotificationRecord, Side, TradeStatus, TraderSide,
     COLLATERAL,

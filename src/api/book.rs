@@ -10,7 +10,8 @@ use serde_json::{json as j, Value};
 use warp::Filter;
 
 use super::orders::page;
-use super::{json, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
+use super::{json, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use crate::app::AppState;
 use crate::commit::views::{BookSnapshot, MarketView};
 use crate::domain::*;
 
@@ -274,7 +275,7 @@ fn token_prices(view: &MarketView) -> Vec<Value> {
 
 /// A market's reward program as SPEC §2.10 shows it (empty without one).
 fn rewards_of(s: &AppState, condition_id: &str) -> Value {
-    s.rewards.read().get(condition_id).map_or_else(crate::incentives::no_rewards, |c| c.summary())
+    super::incentives::rewards_json(s.rewards.read().get(condition_id))
 }
 
 fn market_json(s: &AppState, view: &MarketView) -> Value {
@@ -289,9 +290,9 @@ fn market_json(s: &AppState, view: &MarketView) -> Value {
         "neg_risk": m.neg_risk,
         "neg_risk_market_id": m.neg_risk_market_id.clone().unwrap_or_default(),
         "active": m.active,
-        "closed": crate::resolution::is_closed(s, view),
+        "closed": crate::app::resolution::is_closed(s, view),
         "archived": false,
-        "accepting_orders": m.accepting_orders && !crate::resolution::is_closed(s, view),
+        "accepting_orders": m.accepting_orders && !crate::app::resolution::is_closed(s, view),
         "rewards": rewards_of(s, &m.condition_id),
     })
 }
@@ -322,9 +323,9 @@ fn simplified(s: Arc<AppState>, r: Req) -> ApiResult {
                 "tokens": token_prices(v),
                 "rewards": rewards_of(&s, &m.condition_id),
                 "active": m.active,
-                "closed": crate::resolution::is_closed(&s, v),
+                "closed": crate::app::resolution::is_closed(&s, v),
                 "archived": false,
-                "accepting_orders": m.accepting_orders && !crate::resolution::is_closed(&s, v),
+                "accepting_orders": m.accepting_orders && !crate::app::resolution::is_closed(&s, v),
             })
         })
         .collect();

@@ -16,11 +16,12 @@ use serde::Deserialize;
 use serde_json::json as j;
 use warp::Filter;
 
-use super::orders::StrOrNum;
-use super::{acts_for, authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
+use super::{authenticate, json, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use crate::app::{acts_for, AppState};
 use crate::auth::normalize_address;
 use crate::catalogue::ResolutionStatus;
 use crate::domain::ApiKeyRecord;
+use crate::domain::NumberText;
 use crate::domain::{now_micros, parse_u64, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
 use crate::store::index::{self, CtfActivity, CtfKind, Position, DAY};
@@ -235,7 +236,7 @@ pub(crate) struct ConvertRequest {
     /// The negative-risk market (the markets' `neg_risk_market_id`).
     market_id: String,
     /// Bitmask of question indices whose NO tokens are converted (1 = question 0).
-    index_set: StrOrNum,
+    index_set: NumberText,
     /// Base units of NO converted per question.
     amount: String,
     pub(crate) address: Option<String>,

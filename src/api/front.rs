@@ -36,7 +36,8 @@ use warp::Reply;
 use super::body::{self, Bodies};
 use super::orders::Trading;
 use super::plain_errors::JsonErrors;
-use super::{count_request, respond, too_many, ApiError, AppState, Req};
+use super::{count_request, respond, too_many, ApiError, Req};
+use crate::app::AppState;
 
 /// The connection's remote address, in each request's extensions (what the rate limit
 /// counts when no trusted proxy names the client).

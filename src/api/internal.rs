@@ -10,15 +10,17 @@ use uuid::Uuid;
 use warp::http::StatusCode;
 use warp::Filter;
 
-use super::{json, recover, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
-use crate::auctions::open as open_auction;
+use super::auctions::open as open_auction;
+use super::incentives::{run_payouts, set_program};
+use super::resolution::assign_cluster;
+use super::{json, recover, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use crate::app::AppState;
 use crate::auth::normalize_address;
 use crate::bridge::transfers::{confirm_deposit, open_withdrawals, settle_withdrawal};
-use crate::catalogue::routes::{create_comment, create_event, create_series, put_meta, set_resolution};
+use crate::catalogue::put_meta;
+use crate::catalogue::routes::{create_comment, create_event, create_series, set_resolution};
 use crate::domain::{fmt_amount, parse_u64, AddressStatus, Asset, Mode};
 use crate::engine::EngineError;
-use crate::incentives::{run_payouts, set_program};
-use crate::resolution::assign_cluster;
 use crate::store::cf;
 use crate::MarketSpec;
 
@@ -184,7 +186,7 @@ async fn create_market(s: Arc<AppState>, r: Req) -> ApiResult {
         Ok(m) => {
             put_meta(&s, meta).await?;
             if let Some(c) = program {
-                crate::incentives::set_config(&s, c).await?;
+                crate::app::incentives::set_config(&s, c).await?;
             }
             json(&j!({ "condition_id": m.condition_id, "idx": m.idx }))
         }
@@ -310,7 +312,7 @@ async fn balances(s: Arc<AppState>, r: Req) -> ApiResult {
 async fn settle(s: Arc<AppState>, _r: Req) -> ApiResult {
     // The worker's own pass, on a blocking thread (its engine calls wait synchronously).
     let engine = s.engine.clone();
-    let (confirmed, failed) = tokio::task::spawn_blocking(move || crate::workers::settle_all(&engine))
+    let (confirmed, failed) = tokio::task::spawn_blocking(move || crate::app::workers::settle_all(&engine))
         .await
         .map_err(|_| ApiError::db())??;
     json(&j!({ "confirmed": confirmed, "failed": failed }))

@@ -4,14 +4,14 @@
 use std::sync::Arc;
 
 use alloy_primitives::{Address, U256};
-use base64::Engine;
 use serde::Deserialize;
 use uuid::Uuid;
 use warp::http::StatusCode;
 use warp::reply::Response;
 use warp::Filter;
 
-use super::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes, MAX_DRIFT_SECS};
+use super::{authenticate, json, req, respond, with_state, ApiError, ApiResult, Req, Routes, MAX_DRIFT_SECS};
+use crate::app::AppState;
 use crate::auth;
 use crate::domain::{now_secs, AddressStatus, ApiKeyRecord, InviteRecord};
 use crate::store::{cf, encode, index, keys, Batch};
@@ -130,12 +130,6 @@ fn creds(k: &ApiKeyRecord) -> serde_json::Value {
     serde_json::json!({ "apiKey": k.key.to_string(), "secret": k.secret, "passphrase": k.passphrase })
 }
 
-pub(crate) fn random_bytes<const N: usize>() -> Result<[u8; N], ApiError> {
-    let mut b = [0u8; N];
-    getrandom::getrandom(&mut b).map_err(|_| ApiError::db())?;
-    Ok(b)
-}
-
 async fn create_key(s: Arc<AppState>, r: Req) -> Response {
     let _guard = s.key_lock.lock().await;
     respond(create_key_locked(&s, &r).await)
@@ -161,10 +155,11 @@ async fn create_key_locked(s: &AppState, r: &Req) -> ApiResult {
         inv.used = true;
         batch.put(cf::INVITES, code.into_bytes(), encode(&inv));
     }
+    let (secret, passphrase) = crate::auth::new_secrets().map_err(|_| ApiError::db())?;
     let rec = ApiKeyRecord {
         key: Uuid::new_v4(),
-        secret: base64::engine::general_purpose::URL_SAFE.encode(random_bytes::<32>()?),
-        passphrase: alloy_primitives::hex::encode(random_bytes::<32>()?),
+        secret,
+        passphrase,
         address: l.address.as_str().into(),
         nonce: l.nonce,
         created_at: now_secs(),

@@ -3,237 +3,43 @@
 //! `{"error": "<message>"}` with the status of SPEC §7 ([`ApiError`]).
 
 pub mod account;
+pub mod auctions;
 pub mod body;
 pub mod book;
+pub mod builders;
 pub mod ceiling;
 pub mod ctf;
 pub mod front;
+pub mod incentives;
 pub mod internal;
 pub mod keys;
 pub mod orders;
 pub mod params;
 pub mod plain_errors;
-pub mod ratelimit;
+pub mod relay;
+pub mod resolution;
+pub mod rfq;
 pub mod ws;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
-use alloy_primitives::Address;
 use bytes::Bytes;
-use parking_lot::RwLock;
 use serde::Serialize;
 use uuid::Uuid;
 use warp::http::{HeaderMap, Method, StatusCode};
 use warp::reply::Response;
 use warp::{Filter, Reply};
 
-use crate::auth::{self, OrderDomains};
-use crate::commit::persister::{Job, PersistMetrics};
-use crate::commit::views::Registry;
-use crate::commit::After;
-use crate::config::Config;
-use crate::domain::{AddressStatus, ApiKeyRecord, Mode};
-use crate::engine::{EngineError, EngineHandle};
-use crate::store::{cf, encode, meta, Batch, Store, StoreError};
+use crate::app::AppState;
+use crate::auth;
+use crate::domain::ApiKeyRecord;
+use crate::engine::EngineError;
+use crate::store::StoreError;
 
 /// Timestamp drift allowed on authenticated requests (SPEC §5.4).
 pub const MAX_DRIFT_SECS: i64 = 30;
-
-/// Everything a handler needs.
-pub struct AppState {
-    pub config: Config,
-    pub store: Arc<Store>,
-    pub engine: EngineHandle,
-    pub registry: Arc<Registry>,
-    pub domains: OrderDomains,
-    pub metrics: Arc<PersistMetrics>,
-    /// The persister: handlers' own writes (keys, waitlist, operator settings) go through it
-    /// too, so no tokio worker ever waits on an fsync.
-    persist: crossbeam_channel::Sender<Job>,
-    /// Platform mode (SPEC §1.5), read lock-free by every trading request.
-    mode: AtomicU8,
-    /// Banned and closed-only addresses.
-    pub addresses: RwLock<HashMap<String, AddressStatus>>,
-    /// Serialises API-key creation so an invitation code is consumed once.
-    pub key_lock: tokio::sync::Mutex<()>,
-    /// Every API key, read by L2 authentication on each request without touching RocksDB;
-    /// updated after a key's creation or deletion is durable.
-    api_keys: RwLock<HashMap<Uuid, Arc<ApiKeyRecord>>>,
-    /// The order-book server's per-IP request limit (SPEC §8).
-    pub limiter: ratelimit::RateLimiter,
-    /// API keys enrolled in heartbeat monitoring (read by the monitor worker).
-    pub heartbeats: Arc<crate::workers::Heartbeats>,
-    /// What `GET /metrics` on the internal server exports.
-    pub exported: Arc<crate::metrics::Metrics>,
-    /// The WebSocket feeds' subscriptions (set once the publisher runs).
-    pub bus: Option<Arc<crate::commit::bus::Bus>>,
-    pub user_bus: Option<Arc<crate::commit::bus::UserBus>>,
-    /// Where WebSocket connections run (see `App`); None: on the HTTP workers.
-    pub feed_rt: Option<tokio::runtime::Handle>,
-    /// Series, events and market metadata (the gamma server).
-    pub catalogue: crate::catalogue::Catalogue,
-    /// The bridge's asset table (None: no table found; the bridge answers 503).
-    pub bridge: Option<crate::bridge::AssetTable>,
-    /// Serialises the bridge's deposits and withdrawals.
-    pub transfers: crate::bridge::transfers::Desk,
-    /// Liquidity-reward programs by condition ID.
-    pub rewards: RwLock<std::collections::BTreeMap<String, crate::incentives::RewardConfig>>,
-    /// Serialises reward and rebate payouts (worker and operator).
-    pub payouts: parking_lot::Mutex<()>,
-    /// Serialises bond and resolution changes (handlers and the resolution worker).
-    pub bonds: tokio::sync::Mutex<()>,
-    /// Serialises RFQ changes (handlers and the RFQ expiration worker).
-    pub rfq: tokio::sync::Mutex<()>,
-}
-
-impl AppState {
-    pub fn new(
-        config: Config,
-        store: Arc<Store>,
-        engine: EngineHandle,
-        registry: Arc<Registry>,
-        metrics: Arc<PersistMetrics>,
-        exported: Arc<crate::metrics::Metrics>,
-        persist: crossbeam_channel::Sender<Job>,
-    ) -> anyhow::Result<AppState> {
-        let exch: Address = config.exchange_address.parse()?;
-        let neg: Address = config.neg_risk_exchange_address.parse()?;
-        let mut addresses = HashMap::new();
-        for (k, v) in store.all::<AddressStatus>(cf::ADDRESSES)? {
-            addresses.insert(String::from_utf8_lossy(&k).into_owned(), v);
-        }
-        let mode: Mode = store.get(cf::META, meta::MODE)?.unwrap_or(Mode::Normal);
-        let catalogue = crate::catalogue::Catalogue::load(&store)?;
-        let transfers = crate::bridge::transfers::Desk::load(&store)?;
-        let rewards = RwLock::new(crate::incentives::load(&store)?);
-        let api_keys =
-            store.all::<ApiKeyRecord>(cf::API_KEYS)?.into_iter().map(|(_, k)| (k.key, Arc::new(k))).collect();
-        Ok(AppState {
-            domains: OrderDomains::new(config.chain_id, exch, neg),
-            config: config.clone(),
-            store,
-            engine,
-            registry,
-            metrics,
-            persist,
-            mode: AtomicU8::new(mode_code(mode)),
-            addresses: RwLock::new(addresses),
-            key_lock: tokio::sync::Mutex::new(()),
-            api_keys: RwLock::new(api_keys),
-            limiter: ratelimit::RateLimiter::new(
-                config.rate_limit_max,
-                config.rate_limit_window_secs,
-                config.trusted_proxies.clone(),
-            ),
-            heartbeats: Default::default(),
-            exported,
-            bus: None,
-            user_bus: None,
-            feed_rt: None,
-            catalogue,
-            bridge: None,
-            transfers,
-            rewards,
-            payouts: Default::default(),
-            bonds: Default::default(),
-            rfq: Default::default(),
-        })
-    }
-
-    pub fn api_key(&self, key: &Uuid) -> Option<Arc<ApiKeyRecord>> {
-        self.api_keys.read().get(key).cloned()
-    }
-
-    /// Records a created (Some) or deleted (None) key once its write is durable.
-    pub fn set_api_key(&self, key: Uuid, rec: Option<ApiKeyRecord>) {
-        let mut m = self.api_keys.write();
-        match rec {
-            Some(r) => m.insert(key, Arc::new(r)),
-            None => m.remove(&key),
-        };
-    }
-
-    /// Observes an order command's latency when the returned guard drops.
-    pub fn time_command(&self, command: &'static str) -> CommandTimer<'_> {
-        CommandTimer { state: self, command, start: std::time::Instant::now() }
-    }
-
-    pub fn mode(&self) -> Mode {
-        match self.mode.load(Ordering::Acquire) {
-            1 => Mode::CancelOnly,
-            2 => Mode::TradingDisabled,
-            _ => Mode::Normal,
-        }
-    }
-
-    /// Writes a batch through the persister (group commit, synced) and waits until durable.
-    pub async fn commit(&self, batch: Batch) -> Result<(), ApiError> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let job = Job {
-            batch,
-            after: After::reply(move |ok| {
-                let _ = tx.send(ok);
-            }),
-        };
-        self.persist.send(job).map_err(|_| ApiError::db())?;
-        match rx.await {
-            Ok(true) => Ok(()),
-            _ => Err(ApiError::db()),
-        }
-    }
-
-    /// [`AppState::commit`] from a worker's OS thread (never from a tokio worker).
-    pub fn commit_blocking(&self, batch: Batch) -> Result<(), ApiError> {
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let job = Job {
-            batch,
-            after: After::reply(move |ok| {
-                let _ = tx.send(ok);
-            }),
-        };
-        self.persist.send(job).map_err(|_| ApiError::db())?;
-        match rx.recv() {
-            Ok(true) => Ok(()),
-            _ => Err(ApiError::db()),
-        }
-    }
-
-    pub async fn set_mode(&self, m: Mode) -> Result<(), ApiError> {
-        let mut b = Batch::default();
-        b.put(cf::META, meta::MODE.to_vec(), encode(&m));
-        self.commit(b).await?;
-        self.mode.store(mode_code(m), Ordering::Release);
-        Ok(())
-    }
-
-    pub fn address_status(&self, addr: &str) -> AddressStatus {
-        self.addresses.read().get(addr).copied().unwrap_or(AddressStatus::None)
-    }
-}
-
-pub struct CommandTimer<'a> {
-    state: &'a AppState,
-    command: &'static str,
-    start: std::time::Instant,
-}
-
-impl Drop for CommandTimer<'_> {
-    fn drop(&mut self) {
-        let h = crate::metrics::CommandLabels { command: self.command };
-        self.state.exported.command_seconds.get_or_create(&h).observe(self.start.elapsed().as_secs_f64());
-    }
-}
-
-fn mode_code(m: Mode) -> u8 {
-    match m {
-        Mode::Normal => 0,
-        Mode::CancelOnly => 1,
-        Mode::TradingDisabled => 2,
-    }
-}
 
 /// An error reply: a status and the catalogued message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -264,6 +70,12 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> ApiError {
         tracing::error!(error = %e, "store");
         ApiError::db()
+    }
+}
+
+impl From<crate::domain::BadDate> for ApiError {
+    fn from(e: crate::domain::BadDate) -> ApiError {
+        ApiError::bad(e.to_string())
     }
 }
 
@@ -425,7 +237,7 @@ pub fn authenticate(state: &AppState, req: &Req) -> Result<Arc<ApiKeyRecord>, Ap
         return Err(fail());
     }
     // Passphrase: constant-time via HMAC-free comparison of equal-length digests.
-    if !ct_eq(pass.as_bytes(), rec.passphrase.as_bytes()) {
+    if !auth::ct_eq(pass.as_bytes(), rec.passphrase.as_bytes()) {
         return Err(fail());
     }
     if !signed_with(req, &rec.secret, ts, sig) {
@@ -464,19 +276,6 @@ pub(crate) fn signed_with(req: &Req, secret: &str, ts: &str, sig: &str) -> bool 
     auth::verify_hmac(secret, ts, req.method.as_str(), paths, bodies, sig)
 }
 
-/// Whether `wallet` acts for `key`: the key's own address, or the proxy wallet bound to it.
-pub async fn acts_for(state: &AppState, key: &ApiKeyRecord, wallet: &str) -> Result<bool, ApiError> {
-    Ok(wallet == &*key.address || state.engine.proxy_of(key.address.to_string()).await?.as_deref() == Some(wallet))
-}
-
-/// Constant-time byte comparison.
-pub(crate) fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 /// Catch-all: every rejection becomes a JSON error.
 pub async fn recover(r: warp::Rejection) -> Result<Response, Infallible> {
     let e = if r.is_not_found() {
@@ -505,17 +304,17 @@ pub fn clob_routes(state: Arc<AppState>) -> Routes {
         .unify()
         .or(ctf::routes(state.clone()))
         .unify()
-        .or(crate::incentives::routes(state.clone()))
+        .or(incentives::routes(state.clone()))
         .unify()
-        .or(crate::resolution::routes(state.clone()))
+        .or(resolution::routes(state.clone()))
         .unify()
-        .or(crate::rfq::routes(state.clone()))
+        .or(rfq::routes(state.clone()))
         .unify()
-        .or(crate::builders::routes(state.clone()))
+        .or(builders::routes(state.clone()))
         .unify()
-        .or(crate::relay::routes(state.clone()))
+        .or(relay::routes(state.clone()))
         .unify()
-        .or(crate::auctions::routes(state.clone()))
+        .or(auctions::routes(state.clone()))
         .unify()
         .or(orders::routes(state.clone()))
         .unify()

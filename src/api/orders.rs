@@ -5,7 +5,6 @@
 //! handle's claim on the id for duplicates still in flight); the engine then checks what
 //! needs its state (an open order with the id, nonce, balance, post-only, FOK, FAK).
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -17,7 +16,8 @@ use uuid::Uuid;
 use warp::http::{Method, StatusCode};
 use warp::Filter;
 
-use super::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
+use super::{authenticate, json, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use crate::app::AppState;
 use crate::auth::{self, SignedOrderFields};
 use crate::domain::*;
 use crate::engine::{EngineError, Placed, Reject};
@@ -152,75 +152,24 @@ pub(crate) fn check_cancels(s: &AppState) -> Result<(), ApiError> {
     }
 }
 
-/// A field that clients send either as a JSON string or as a number (`salt` and
-/// `signatureType` from the official clients, amounts from hand-written bots).
-#[derive(Debug, Clone)]
-pub(crate) enum StrOrNum {
-    S(String),
-    N(serde_json::Number),
-}
-
-impl StrOrNum {
-    /// The field as text: a string as sent, a number as `serde_json` writes it.
-    pub(crate) fn text(&self) -> Cow<'_, str> {
-        match self {
-            StrOrNum::S(s) => Cow::Borrowed(s),
-            StrOrNum::N(n) => Cow::Owned(n.to_string()),
-        }
-    }
-}
-
-/// By hand rather than `#[serde(untagged)]`, which buffers every value before trying the
-/// variants and builds (and formats) an error for each number it first reads as a string:
-/// twice per order from the official clients. Accepts what the untagged enum accepted.
-impl<'de> Deserialize<'de> for StrOrNum {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = StrOrNum;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a string or a number")
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<StrOrNum, E> {
-                Ok(StrOrNum::S(v.to_owned()))
-            }
-            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<StrOrNum, E> {
-                Ok(StrOrNum::S(v))
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<StrOrNum, E> {
-                Ok(StrOrNum::N(v.into()))
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<StrOrNum, E> {
-                Ok(StrOrNum::N(v.into()))
-            }
-            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<StrOrNum, E> {
-                serde_json::Number::from_f64(v)
-                    .map(StrOrNum::N)
-                    .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Float(v), &self))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
 /// A signed order as sent (SPEC §2.2): every field is required, and one that is missing,
 /// `null` or empty is `Invalid order payload` — except `signer`, which may be empty (the
 /// maker signs then, §5.7). Numbers may come as strings or as JSON numbers.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct WireOrder {
-    salt: StrOrNum,
+    salt: NumberText,
     maker: String,
     signer: String,
     taker: String,
-    token_id: StrOrNum,
-    maker_amount: StrOrNum,
-    taker_amount: StrOrNum,
-    expiration: StrOrNum,
-    nonce: StrOrNum,
-    fee_rate_bps: StrOrNum,
-    side: StrOrNum,
-    signature_type: StrOrNum,
+    token_id: NumberText,
+    maker_amount: NumberText,
+    taker_amount: NumberText,
+    expiration: NumberText,
+    nonce: NumberText,
+    fee_rate_bps: NumberText,
+    side: NumberText,
+    signature_type: NumberText,
     pub(crate) signature: String,
 }
 
@@ -250,7 +199,7 @@ fn u256(s: &str) -> Result<U256, ApiError> {
     U256::from_str_radix(s, 10).map_err(|_| invalid())
 }
 
-fn u64_of(v: &StrOrNum) -> Result<u64, ApiError> {
+fn u64_of(v: &NumberText) -> Result<u64, ApiError> {
     parse_u64(&v.text()).map_err(|_| invalid())
 }
 
@@ -288,8 +237,8 @@ pub(crate) struct WireFields {
 /// Parses what the order's signature covers; any malformed field is `Invalid order payload`.
 pub(crate) fn wire_fields(w: &WireOrder) -> Result<WireFields, ApiError> {
     let side = match &w.side {
-        StrOrNum::S(t) => Side::parse(t).ok_or_else(invalid)?,
-        StrOrNum::N(n) => match n.as_u64() {
+        NumberText::Text(t) => Side::parse(t).ok_or_else(invalid)?,
+        NumberText::Number(n) => match n.as_u64() {
             Some(0) => Side::Buy,
             Some(1) => Side::Sell,
             _ => return Err(invalid()),
@@ -525,7 +474,7 @@ pub(crate) async fn place_attributed(
 ) -> Result<Placed, ApiError> {
     let (order, defer) = validate(s, key, sub)?;
     let id = order.id;
-    let records = builder.map(|b| crate::builders::attribution(b, &order)).unwrap_or_default();
+    let records = builder.map(|b| crate::app::builders::attribution(b, &order)).unwrap_or_default();
     let _t = s.time_command("place");
     match s.engine.place_with(order, defer, records).await {
         Ok(p) => Ok(p),
@@ -671,8 +620,8 @@ pub fn page(items: Vec<Value>, offset: usize) -> ApiResult {
 }
 
 fn list_orders(s: Arc<AppState>, r: Req) -> ApiResult {
-    if crate::builders::has_builder_headers(&r) {
-        return crate::builders::builder_orders(&s, &r);
+    if super::builders::has_builder_headers(&r) {
+        return super::builders::builder_orders(&s, &r);
     }
     let key = authenticate(&s, &r)?;
     let q = r.query_map();
@@ -739,8 +688,8 @@ pub fn trade_json(t: &TradeRecord, viewer: Uuid) -> Value {
 }
 
 fn list_trades(s: Arc<AppState>, r: Req) -> ApiResult {
-    if crate::builders::has_builder_headers(&r) {
-        return crate::builders::builder_trades(&s, &r);
+    if super::builders::has_builder_headers(&r) {
+        return super::builders::builder_trades(&s, &r);
     }
     let key = authenticate(&s, &r)?;
     let q = r.query_map();
@@ -849,7 +798,7 @@ mod tests {
     /// nothing else; a number reads back as `serde_json` writes it.
     #[test]
     fn str_or_num_takes_strings_and_numbers_only() {
-        let read = |json: &str| serde_json::from_str::<StrOrNum>(json).map(|v| v.text().into_owned());
+        let read = |json: &str| serde_json::from_str::<NumberText>(json).map(|v| v.text().into_owned());
         assert_eq!(read(r#""1234""#).unwrap(), "1234");
         assert_eq!(read(r#""a\"b""#).unwrap(), "a\"b");
         assert_eq!(read("1234").unwrap(), "1234");
@@ -863,7 +812,7 @@ mod tests {
         for bad in ["true", "null", "[]", "{}", r#"{"a":1}"#] {
             assert!(read(bad).is_err(), "{bad} was read");
         }
-        let o: Option<StrOrNum> = serde_json::from_str("null").unwrap();
+        let o: Option<NumberText> = serde_json::from_str("null").unwrap();
         assert!(o.is_none());
     }
 

@@ -18,7 +18,8 @@ use serde_json::{json as j, Value};
 use warp::filters::ws::{Message, WebSocket, Ws};
 use warp::{Filter, Reply};
 
-use super::{with_state, AppState, Routes};
+use super::{with_state, Routes};
+use crate::app::AppState;
 use crate::commit::bus::{Frame, Outbox, Topics};
 
 pub fn routes(state: Arc<AppState>) -> Routes {
@@ -60,8 +61,8 @@ fn user_key(s: &AppState, auth: Option<&Auth>) -> Option<uuid::Uuid> {
     let a = auth?;
     let key: uuid::Uuid = a.api_key.trim().parse().ok()?;
     let rec = s.api_key(&key)?;
-    let ok = super::ct_eq(a.secret.as_bytes(), rec.secret.as_bytes())
-        & super::ct_eq(a.passphrase.as_bytes(), rec.passphrase.as_bytes());
+    let ok = crate::auth::ct_eq(a.secret.as_bytes(), rec.secret.as_bytes())
+        & crate::auth::ct_eq(a.passphrase.as_bytes(), rec.passphrase.as_bytes());
     ok.then_some(key)
 }
 

@@ -19,3 +19,23 @@ pub fn normalize_address(s: &str) -> Option<String> {
     let a: alloy_primitives::Address = s.trim().parse().ok()?;
     Some(format!("{a:#x}"))
 }
+
+/// Constant-time byte comparison.
+pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A new key's secret (32 random bytes, URL-safe base64) and passphrase (32 random bytes,
+/// hex): the shape of every credential predex issues.
+pub fn new_secrets() -> Result<(String, String), getrandom::Error> {
+    let (mut secret, mut passphrase) = ([0u8; 32], [0u8; 32]);
+    getrandom::getrandom(&mut secret)?;
+    getrandom::getrandom(&mut passphrase)?;
+    Ok((
+        base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE, secret),
+        alloy_primitives::hex::encode(passphrase),
+    ))
+}

@@ -14,7 +14,8 @@ use serde_json::{json as j, Value};
 use warp::http::StatusCode;
 use warp::{Filter, Reply};
 
-use crate::api::{json, recover, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
+use crate::api::{json, recover, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use crate::app::AppState;
 use crate::auth::normalize_address;
 use crate::catalogue::routes::number;
 use crate::domain::{fmt_amount, parse_decimal};

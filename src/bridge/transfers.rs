@@ -22,7 +22,8 @@ use warp::http::StatusCode;
 use warp::Reply;
 
 use super::{base_units, table, Asset, Family, Refusal};
-use crate::api::{acts_for, authenticate, json, ApiError, ApiResult, AppState, Req};
+use crate::api::{authenticate, json, ApiError, ApiResult, Req};
+use crate::app::{acts_for, AppState};
 use crate::auth::normalize_address;
 use crate::domain::{now_millis, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};

@@ -15,8 +15,10 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
-use crate::api::ApiError;
+use crate::app::AppState;
 use crate::commit::views::{BookSnapshot, MarketView};
+use crate::domain::now_secs;
+pub use crate::domain::{fmt_date, parse_date};
 use crate::store::{cf, encode, Batch, Store, StoreError};
 
 /// A series: a recurring family of events (a weekly question, a season).
@@ -311,20 +313,6 @@ pub fn current_price(meta: Option<&MarketMeta>, live: &Live, outcome: u8) -> u32
     }
 }
 
-/// An RFC 3339 date ("2026-12-31T00:00:00Z" or a bare "2026-12-31") as UNIX seconds.
-pub fn parse_date(s: &str) -> Result<u64, ApiError> {
-    let full = if s.len() == 10 { format!("{s}T00:00:00Z") } else { s.to_string() };
-    humantime::parse_rfc3339_weak(&full)
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| d.as_secs())
-        .ok_or_else(|| ApiError::bad(format!("invalid date: {s}")))
-}
-
-pub fn fmt_date(secs: u64) -> String {
-    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs)).to_string()
-}
-
 /// A slug from a title: lowercase ASCII letters and digits, other runs become one `-`.
 pub fn slugify(s: &str) -> String {
     let mut out = String::new();
@@ -336,6 +324,35 @@ pub fn slugify(s: &str) -> String {
         }
     }
     out.trim_end_matches('-').to_string()
+}
+
+/// A market's catalogue metadata, or fresh metadata for a market that has none yet.
+pub fn meta_or_new(s: &AppState, condition_id: &str) -> MarketMeta {
+    s.catalogue.meta(condition_id).map(|m| (*m).clone()).unwrap_or_else(|| MarketMeta {
+        condition_id: condition_id.to_string(),
+        created_at: now_secs(),
+        ..Default::default()
+    })
+}
+
+/// [`put_meta`] from a worker's OS thread.
+pub fn put_meta_blocking(s: &AppState, meta: MarketMeta) -> Result<(), StoreError> {
+    let _w = s.catalogue.write.blocking_lock();
+    let mut b = Batch::default();
+    Catalogue::stage_meta(&mut b, &meta);
+    s.commit_blocking(b)?;
+    s.catalogue.publish(None, None, vec![meta]);
+    Ok(())
+}
+
+/// Writes a market's catalogue metadata and publishes it.
+pub async fn put_meta(s: &AppState, meta: MarketMeta) -> Result<(), StoreError> {
+    let _w = s.catalogue.write.lock().await;
+    let mut b = Batch::default();
+    Catalogue::stage_meta(&mut b, &meta);
+    s.commit(b).await?;
+    s.catalogue.publish(None, None, vec![meta]);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -14,7 +14,8 @@ use warp::{Filter, Reply};
 
 use super::*;
 use crate::api::params::Params;
-use crate::api::{json, recover, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
+use crate::api::{json, recover, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use crate::app::AppState;
 use crate::auth::normalize_address;
 use crate::domain::{fmt_amount, fmt_tick, now_secs};
 use crate::engine::EngineError;
@@ -590,7 +591,7 @@ fn search(s: Arc<AppState>, r: Req) -> ApiResult {
 // ---- Operator writes (internal server) ----
 
 fn opt_date(d: &Option<String>) -> Result<Option<u64>, ApiError> {
-    d.as_deref().map(parse_date).transpose()
+    Ok(d.as_deref().map(parse_date).transpose()?)
 }
 
 fn slug_or_title(slug: &Option<String>, title: &str) -> Result<String, ApiError> {
@@ -757,35 +758,6 @@ pub async fn add_event(s: &AppState, input: EventInput) -> Result<EventRecord, A
     Ok(rec)
 }
 
-/// Writes a new market's catalogue metadata (POST /internal/markets).
-/// A market's catalogue metadata, or fresh metadata for a market that has none yet.
-pub fn meta_or_new(s: &AppState, condition_id: &str) -> MarketMeta {
-    s.catalogue.meta(condition_id).map(|m| (*m).clone()).unwrap_or_else(|| MarketMeta {
-        condition_id: condition_id.to_string(),
-        created_at: now_secs(),
-        ..Default::default()
-    })
-}
-
-/// [`put_meta`] from a worker's OS thread.
-pub fn put_meta_blocking(s: &AppState, meta: MarketMeta) -> Result<(), ApiError> {
-    let _w = s.catalogue.write.blocking_lock();
-    let mut b = Batch::default();
-    Catalogue::stage_meta(&mut b, &meta);
-    s.commit_blocking(b)?;
-    s.catalogue.publish(None, None, vec![meta]);
-    Ok(())
-}
-
-pub async fn put_meta(s: &AppState, meta: MarketMeta) -> Result<(), ApiError> {
-    let _w = s.catalogue.write.lock().await;
-    let mut b = Batch::default();
-    Catalogue::stage_meta(&mut b, &meta);
-    s.commit(b).await?;
-    s.catalogue.publish(None, None, vec![meta]);
-    Ok(())
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CommentInput {
@@ -861,7 +833,7 @@ pub async fn set_resolution(s: Arc<AppState>, r: Req) -> ApiResult {
     if let (ResolutionStatus::Resolved, Some(w)) = (b.status, winner) {
         // Resolving stops trading, cancels the market's orders and settles its bonds.
         let (s2, c) = (s.clone(), b.condition_id.clone());
-        tokio::task::spawn_blocking(move || crate::resolution::resolve(&s2, &c, w))
+        tokio::task::spawn_blocking(move || crate::app::resolution::resolve(&s2, &c, w))
             .await
             .map_err(|_| ApiError::db())?
             .map_err(|e| {

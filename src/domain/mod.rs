@@ -6,6 +6,8 @@
 pub mod num;
 pub mod packed;
 pub mod records;
+pub mod time;
 
 pub use num::*;
 pub use records::*;
+pub use time::*;

@@ -131,6 +131,57 @@ pub fn mul_div_floor(a: u64, b: u64, c: u64) -> u64 {
     }
 }
 
+/// A field that clients send either as a JSON string or as a number (`salt` and
+/// `signatureType` from the official clients, amounts from hand-written bots).
+#[derive(Debug, Clone)]
+pub enum NumberText {
+    Text(String),
+    Number(serde_json::Number),
+}
+
+impl NumberText {
+    /// The field as text: a string as sent, a number as `serde_json` writes it.
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            NumberText::Text(s) => std::borrow::Cow::Borrowed(s),
+            NumberText::Number(n) => std::borrow::Cow::Owned(n.to_string()),
+        }
+    }
+}
+
+/// By hand rather than `#[serde(untagged)]`, which buffers every value before trying the
+/// variants and builds (and formats) an error for each number it first reads as a string:
+/// twice per order from the official clients. Accepts what the untagged enum accepted.
+impl<'de> serde::Deserialize<'de> for NumberText {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = NumberText;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or a number")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<NumberText, E> {
+                Ok(NumberText::Text(v.to_owned()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<NumberText, E> {
+                Ok(NumberText::Text(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<NumberText, E> {
+                Ok(NumberText::Number(v.into()))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<NumberText, E> {
+                Ok(NumberText::Number(v.into()))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<NumberText, E> {
+                serde_json::Number::from_f64(v)
+                    .map(NumberText::Number)
+                    .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Float(v), &self))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

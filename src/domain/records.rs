@@ -989,21 +989,6 @@ pub enum Mode {
     TradingDisabled,
 }
 
-/// Current UNIX time in seconds.
-pub fn now_secs() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
-}
-
-/// Current UNIX time in microseconds.
-pub fn now_micros() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
-}
-
-/// Current UNIX time in milliseconds.
-pub fn now_millis() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
-}
-
 /// One party's side of a fill, as settlement moves it: what the order pays and what it
 /// receives. Both are derived from the trade record alone, so the engine holds exactly what
 /// the settlement worker later transfers, and a restart rebuilds the holds from the record.

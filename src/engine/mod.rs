@@ -31,14 +31,18 @@ use crate::store::{Batch, Store, StoreError};
 pub use core::{BlockTrade, Canceled, Core, Placed, Reject, RewardScores, Settled};
 
 /// Why a command did not complete.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EngineError {
+    #[error("rejected: {0:?}")]
     Rejected(Reject),
     /// The durable write failed; nothing was acknowledged.
+    #[error("the write was not made durable")]
     Storage,
     /// The market already exists.
+    #[error("market already exists")]
     Exists,
     /// The engine thread is gone.
+    #[error("the engine is not running")]
     Down,
 }
 

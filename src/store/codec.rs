@@ -21,6 +21,9 @@ pub enum StoreError {
     Db(#[from] rocksdb::Error),
     #[error("corrupt record in {cf}: {msg}")]
     Corrupt { cf: &'static str, msg: String },
+    /// The persister did not make a write durable (it failed, or it is gone).
+    #[error("the write was not made durable")]
+    NotDurable,
 }
 
 /// Encodes a record: version byte + postcard.

@@ -25,7 +25,7 @@ fn rewards_accrue_to_qualifying_makers_and_pay_once_with_rebates() {
         c.reward_sample_ms = 100;
         c.rebate_tiers = vec![RebateTier { min_volume: 1, bps: 10 }];
     });
-    let today = predex::incentives::day_str((now() / 86_400) as u32);
+    let today = predex::app::incentives::day_str((now() / 86_400) as u32);
 
     // The operator's program: 86,400 USDC a day (0.1 per 100 ms sample), orders of at
     // least 10 shares within 5 cents of the midpoint.

@@ -18,15 +18,43 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json as j, Value};
 use uuid::Uuid;
-use warp::Filter;
 
-use crate::api::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
-use crate::catalogue::fmt_date;
-use crate::domain::{fmt_amount, fmt_price, now_secs, parse_decimal, parse_price, Side, COLLATERAL, PRICE_ONE};
+use crate::app::AppState;
+use crate::domain::{fmt_amount, fmt_price, now_secs, ApiKeyRecord, Side, COLLATERAL, PRICE_ONE};
 use crate::engine::{BlockTrade, EngineError, Reject};
 use crate::store::{cf, encode, Batch, Store, StoreError};
+
+/// What an RFQ service refuses (the routes give each its SPEC §7 reply).
+#[derive(Debug, thiserror::Error)]
+pub enum RfqError {
+    #[error("No orderbook exists for the requested token id")]
+    NoBook,
+    #[error("market is not accepting orders")]
+    MarketClosed,
+    #[error("Size ({}) lower than the minimum: {}", fmt_amount(*.size), fmt_amount(*.min))]
+    BelowMinimum { size: u64, min: u64 },
+    #[error("RFQ not found, expired, or already filled")]
+    NotOpen,
+    #[error("cannot quote your own RFQ")]
+    OwnRequest,
+    #[error("Price ({}) breaks minimum tick size rule: {}", fmt_price(*.price), fmt_price(*.tick))]
+    OffTick { price: u32, tick: u32 },
+    #[error("not enough balance / allowance")]
+    NotEnoughBalance,
+    #[error("RFQ not found or not owned by you")]
+    NotOwned,
+    #[error("quote not found, expired, or already processed")]
+    QuoteGone,
+    #[error("no valid quotes available")]
+    NoQuotes,
+    #[error("RFQ cannot be traded")]
+    Untradable,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
 
 /// Longest TTL a request or quote may ask for (seconds).
 pub const MAX_TTL_SECS: u64 = 86_400;
@@ -80,58 +108,15 @@ pub struct RfqQuote {
 
 impl RfqRequest {
     /// Open and not past its TTL.
-    fn is_open(&self, now: u64) -> bool {
+    pub fn is_open(&self, now: u64) -> bool {
         self.state == RequestState::Open && self.expires_at > now
-    }
-
-    fn to_json(&self, now: u64, quotes: Option<&[RfqQuote]>) -> Value {
-        let status = match self.state {
-            RequestState::Open if self.expires_at <= now => "EXPIRED",
-            RequestState::Open => "OPEN",
-            RequestState::Filled => "FILLED",
-            RequestState::Expired => "EXPIRED",
-        };
-        let mut v = j!({
-            "rfqId": self.id.to_string(),
-            "tokenId": self.token_id,
-            "market": self.condition_id,
-            "side": self.side.as_str(),
-            "size": fmt_amount(self.size),
-            "status": status,
-            "createdAt": fmt_date(self.created_at),
-            "expiresAt": fmt_date(self.expires_at),
-            "acceptedQuoteId": self.accepted_quote.map(|q| q.to_string()),
-        });
-        if let Some(qs) = quotes {
-            v["quotes"] = qs.iter().map(|q| q.to_json(now, self.size)).collect();
-        }
-        v
     }
 }
 
 impl RfqQuote {
     /// PENDING and not past its TTL.
-    fn is_usable(&self, now: u64) -> bool {
+    pub fn is_usable(&self, now: u64) -> bool {
         self.state == QuoteState::Pending && self.expires_at > now
-    }
-
-    fn to_json(&self, now: u64, size: u64) -> Value {
-        let status = match self.state {
-            QuoteState::Pending if self.expires_at <= now => "EXPIRED",
-            QuoteState::Pending => "PENDING",
-            QuoteState::Accepted => "ACCEPTED",
-            QuoteState::Rejected => "REJECTED",
-            QuoteState::Expired => "EXPIRED",
-        };
-        j!({
-            "quoteId": self.id.to_string(),
-            "rfqId": self.rfq_id.to_string(),
-            "price": fmt_price(self.price),
-            "size": fmt_amount(size),
-            "status": status,
-            "createdAt": fmt_date(self.created_at),
-            "expiresAt": fmt_date(self.expires_at),
-        })
     }
 }
 
@@ -212,107 +197,37 @@ fn close(batch: &mut Batch, r: &RfqRequest, quotes: &[RfqQuote], quote_state: Qu
     }
 }
 
-// ---- HTTP ----------------------------------------------------------------------------
+// ---- services --------------------------------------------------------------------------
 
-pub fn routes(state: Arc<AppState>) -> Routes {
-    let s = move || with_state(state.clone());
-    let request = warp::path!("rfq" / "request")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(post_request(s, r).await) });
-    let quote = warp::path!("rfq" / "quote")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(post_quote(s, r).await) });
-    let accept = warp::path!("rfq" / "accept")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(accept(s, r).await) });
-    let mine = warp::path!("rfq" / "requests")
-        .and(warp::get())
-        .and(req())
-        .and(s())
-        .map(|r, s: Arc<AppState>| respond(own_requests(&s, &r)));
-    let open = warp::path!("rfq" / "requests" / "open")
-        .and(warp::get())
-        .and(req())
-        .and(s())
-        .map(|r, s: Arc<AppState>| respond(open_requests(&s, &r)));
-    let quotes = warp::path!("rfq" / "quotes")
-        .and(warp::get())
-        .and(req())
-        .and(s())
-        .map(|r, s: Arc<AppState>| respond(own_quotes(&s, &r)));
-    request.or(quote).unify().or(accept).unify().or(mine).unify().or(open).unify().or(quotes).unify().boxed()
+/// A request for quote as the requester asks it.
+pub struct NewRequest {
+    pub token_id: String,
+    pub side: Side,
+    /// Tokens, micro-units (> 0).
+    pub size: u64,
+    pub ttl_secs: u64,
 }
 
-/// The body as a JSON object; 400 `invalid JSON: …` otherwise (SPEC §7.5).
-pub fn json_object(r: &Req) -> Result<serde_json::Map<String, Value>, ApiError> {
-    match serde_json::from_slice::<Value>(&r.body) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(ApiError::bad("invalid JSON: expected an object")),
-        Err(e) => Err(ApiError::bad(format!("invalid JSON: {e}"))),
+/// Asks for quotes on `size` tokens.
+pub async fn request(s: &AppState, key: &ApiKeyRecord, new: NewRequest) -> Result<RfqRequest, RfqError> {
+    let (view, _) = s.registry.token(&new.token_id).ok_or(RfqError::NoBook)?;
+    if crate::app::resolution::is_closed(s, &view) {
+        return Err(RfqError::MarketClosed);
     }
-}
-
-/// A string or number field as text (None when absent, null or empty).
-fn text(b: &serde_json::Map<String, Value>, name: &str) -> Option<String> {
-    match b.get(name)? {
-        Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
-/// An optional TTL in seconds (`ttl`), within 1..=[`MAX_TTL_SECS`].
-fn ttl(b: &serde_json::Map<String, Value>, default: u64) -> Result<u64, ApiError> {
-    match b.get("ttl") {
-        None | Some(Value::Null) => Ok(default),
-        Some(v) => v
-            .as_u64()
-            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
-            .filter(|t| (1..=MAX_TTL_SECS).contains(t))
-            .ok_or_else(|| ApiError::bad(format!("ttl must be a whole number of seconds from 1 to {MAX_TTL_SECS}"))),
-    }
-}
-
-/// POST /rfq/request {tokenId, side, size, ttl?}: asks for quotes on `size` tokens.
-async fn post_request(s: Arc<AppState>, r: Req) -> ApiResult {
-    let key = authenticate(&s, &r)?;
-    let b = json_object(&r)?;
-    let required = || ApiError::bad("tokenId and size required");
-    let token_id = text(&b, "tokenId").ok_or_else(required)?;
-    let size = text(&b, "size").and_then(|x| parse_decimal(&x, 6).ok()).filter(|&q| q > 0).ok_or_else(required)?;
-    let side = text(&b, "side").as_deref().and_then(Side::parse).ok_or_else(|| ApiError::bad("Invalid side"))?;
-    let ttl = ttl(&b, s.config.rfq_request_ttl_secs)?;
-    let (view, _) = s
-        .registry
-        .token(&token_id)
-        .ok_or_else(|| ApiError::not_found("No orderbook exists for the requested token id"))?;
-    if crate::resolution::is_closed(&s, &view) {
-        return Err(ApiError::bad("market is not accepting orders"));
-    }
-    if size < view.market.min_order_size {
-        return Err(ApiError::bad(format!(
-            "Size ({}) lower than the minimum: {}",
-            fmt_amount(size),
-            fmt_amount(view.market.min_order_size)
-        )));
+    if new.size < view.market.min_order_size {
+        return Err(RfqError::BelowMinimum { size: new.size, min: view.market.min_order_size });
     }
     let now = now_secs();
     let req = RfqRequest {
         id: Uuid::new_v4(),
         owner: key.key,
         address: key.address.to_string(),
-        token_id,
+        token_id: new.token_id,
         condition_id: view.market.condition_id.clone(),
-        side,
-        size,
+        side: new.side,
+        size: new.size,
         created_at: now,
-        expires_at: now + ttl,
+        expires_at: now + new.ttl_secs,
         state: RequestState::Open,
         accepted_quote: None,
     };
@@ -322,43 +237,29 @@ async fn post_request(s: Arc<AppState>, r: Req) -> ApiResult {
     batch.put(cf::RFQ, open_key(&req.id), Vec::new());
     batch.put(cf::RFQ, expiry_key(req.expires_at, &req.id, None), Vec::new());
     s.commit(batch).await?;
-    json(&req.to_json(now, Some(&[])))
+    Ok(req)
 }
 
-/// A `rfqId` field: 400 `valid rfqId required` unless a UUID.
-fn rfq_id(b: &serde_json::Map<String, Value>) -> Result<Uuid, ApiError> {
-    b.get("rfqId")
-        .and_then(Value::as_str)
-        .and_then(|x| Uuid::parse_str(x).ok())
-        .ok_or_else(|| ApiError::bad("valid rfqId required"))
-}
-
-fn not_open() -> ApiError {
-    ApiError::bad("RFQ not found, expired, or already filled")
-}
-
-/// POST /rfq/quote {rfqId, price, ttl?}: offers a price for the whole request. The quoter
-/// must hold what it would pay now; nothing is reserved until the quote is accepted.
-async fn post_quote(s: Arc<AppState>, r: Req) -> ApiResult {
-    let key = authenticate(&s, &r)?;
-    let b = json_object(&r)?;
-    let rfq = rfq_id(&b)?;
-    let price = text(&b, "price").and_then(|p| parse_price(&p).ok()).ok_or_else(|| ApiError::bad("price required"))?;
-    let ttl = ttl(&b, s.config.rfq_quote_ttl_secs)?;
+/// Offers `price` for the whole of request `rfq`. The quoter must hold what it would pay
+/// now; nothing is reserved until the quote is accepted. Returns the quote and the
+/// request's size.
+pub async fn quote(
+    s: &AppState,
+    key: &ApiKeyRecord,
+    rfq: Uuid,
+    price: u32,
+    ttl_secs: u64,
+) -> Result<(RfqQuote, u64), RfqError> {
     let _one = s.rfq.lock().await;
     let now = now_secs();
-    let req = load_request(&s.store, &rfq)?.filter(|x| x.is_open(now)).ok_or_else(not_open)?;
+    let req = load_request(&s.store, &rfq)?.filter(|x| x.is_open(now)).ok_or(RfqError::NotOpen)?;
     if *req.address == *key.address {
-        return Err(ApiError::bad("cannot quote your own RFQ"));
+        return Err(RfqError::OwnRequest);
     }
-    let view = s.registry.token(&req.token_id).map(|(v, _)| v).ok_or_else(not_open)?;
+    let view = s.registry.token(&req.token_id).map(|(v, _)| v).ok_or(RfqError::NotOpen)?;
     let tick = view.tick();
     if price == 0 || price >= PRICE_ONE || price % tick != 0 {
-        return Err(ApiError::bad(format!(
-            "Price ({}) breaks minimum tick size rule: {}",
-            fmt_price(price),
-            fmt_price(tick)
-        )));
+        return Err(RfqError::OffTick { price, tick });
     }
     // What the quoter pays if accepted: collateral when it buys, tokens when it sells.
     let (asset, owed) = match req.side {
@@ -367,7 +268,7 @@ async fn post_quote(s: Arc<AppState>, r: Req) -> ApiResult {
     };
     let accounts = s.engine.accounts(key.address.to_string()).await?;
     if accounts.iter().find(|(a, _)| a == asset).map_or(0, |(_, acc)| acc.available()) < owed {
-        return Err(ApiError::bad("not enough balance / allowance"));
+        return Err(RfqError::NotEnoughBalance);
     }
     let q = RfqQuote {
         id: Uuid::new_v4(),
@@ -376,7 +277,7 @@ async fn post_quote(s: Arc<AppState>, r: Req) -> ApiResult {
         address: key.address.to_string(),
         price,
         created_at: now,
-        expires_at: (now + ttl).min(req.expires_at),
+        expires_at: (now + ttl_secs).min(req.expires_at),
         state: QuoteState::Pending,
     };
     let mut batch = Batch::default();
@@ -385,50 +286,47 @@ async fn post_quote(s: Arc<AppState>, r: Req) -> ApiResult {
     batch.put(cf::RFQ, quoter_key(&q.owner, now, &q.id), rfq.as_bytes().to_vec());
     batch.put(cf::RFQ, expiry_key(q.expires_at, &rfq, Some(&q.id)), Vec::new());
     s.commit(batch).await?;
-    json(&q.to_json(now, req.size))
+    Ok((q, req.size))
 }
 
-/// POST /rfq/accept {rfqId?, quoteId?}: the requester accepts a quote (SPEC §4.4).
-async fn accept(s: Arc<AppState>, r: Req) -> ApiResult {
-    let key = authenticate(&s, &r).map_err(|_| ApiError::unauthorized("invalid authorization"))?;
-    let b = json_object(&r)?;
-    let present = |n: &str| b.get(n).is_some_and(|v| !v.is_null());
-    let quote_gone = || ApiError::not_found("quote not found, expired, or already processed");
-    let (want_rfq, want_quote) = match (present("rfqId"), present("quoteId")) {
-        (false, false) => return Err(ApiError::bad("rfqId or quoteId required")),
-        (has_rfq, has_quote) => (
-            if has_rfq { Some(rfq_id(&b)?) } else { None },
-            if has_quote {
-                Some(b["quoteId"].as_str().and_then(|x| Uuid::parse_str(x).ok()).ok_or_else(quote_gone)?)
-            } else {
-                None
-            },
-        ),
-    };
+/// What an accepted quote became.
+pub struct Accepted {
+    pub quote_id: Uuid,
+    pub rfq_id: Uuid,
+    pub trade_id: Uuid,
+}
+
+/// The requester accepts a quote (SPEC §4.4): the one named, or — naming only the
+/// request — the best usable one. At least one of the two is given.
+pub async fn accept(
+    s: &AppState,
+    key: &ApiKeyRecord,
+    want_rfq: Option<Uuid>,
+    want_quote: Option<Uuid>,
+) -> Result<Accepted, RfqError> {
     let _one = s.rfq.lock().await;
     let now = now_secs();
     let rfq = match (want_quote, want_rfq) {
         (Some(q), named) => {
-            let raw = s.store.get_raw(cf::RFQ, &quote_index_key(&q))?.ok_or_else(quote_gone)?;
-            let parent = Uuid::from_slice(&raw).map_err(|_| ApiError::db())?;
+            let raw = s.store.get_raw(cf::RFQ, &quote_index_key(&q))?.ok_or(RfqError::QuoteGone)?;
+            let parent = Uuid::from_slice(&raw)
+                .map_err(|e| StoreError::Corrupt { cf: cf::RFQ, msg: format!("quote index: {e}") })?;
             if named.is_some_and(|n| n != parent) {
-                return Err(quote_gone());
+                return Err(RfqError::QuoteGone);
             }
             parent
         }
         (None, Some(r)) => r,
-        (None, None) => unreachable!("checked above"),
+        (None, None) => return Err(RfqError::NotOpen),
     };
-    let mut req = load_request(&s.store, &rfq)?
-        .filter(|x| *x.address == *key.address)
-        .ok_or_else(|| ApiError::bad("RFQ not found or not owned by you"))?;
+    let mut req = load_request(&s.store, &rfq)?.filter(|x| *x.address == *key.address).ok_or(RfqError::NotOwned)?;
     if !req.is_open(now) {
-        return Err(not_open());
+        return Err(RfqError::NotOpen);
     }
     let quotes = load_quotes(&s.store, &rfq)?;
     let chosen = match want_quote {
-        Some(id) => quotes.iter().find(|q| q.id == id && q.is_usable(now)).ok_or_else(quote_gone)?,
-        None => best_quote(req.side, &quotes, now).ok_or_else(|| ApiError::not_found("no valid quotes available"))?,
+        Some(id) => quotes.iter().find(|q| q.id == id && q.is_usable(now)).ok_or(RfqError::QuoteGone)?,
+        None => best_quote(req.side, &quotes, now).ok_or(RfqError::NoQuotes)?,
     }
     .clone();
     req.state = RequestState::Filled;
@@ -448,27 +346,18 @@ async fn accept(s: Arc<AppState>, r: Req) -> ApiResult {
         maker: (chosen.owner, Arc::from(chosen.address.as_str())),
     };
     match s.engine.block_trade(trade, records).await {
-        Ok(t) => json(&j!({
-            "quoteId": chosen.id.to_string(),
-            "rfqId": rfq.to_string(),
-            "status": "ACCEPTED",
-            "tradeId": t.id.to_string(),
-        })),
-        Err(EngineError::Rejected(Reject::NotEnoughBalance)) => Err(ApiError::bad("not enough balance / allowance")),
-        Err(EngineError::Rejected(Reject::MarketClosed)) => Err(ApiError::bad("market is not accepting orders")),
-        Err(EngineError::Rejected(_)) => Err(ApiError::bad("RFQ cannot be traded")),
+        Ok(t) => Ok(Accepted { quote_id: chosen.id, rfq_id: rfq, trade_id: t.id }),
+        Err(EngineError::Rejected(Reject::NotEnoughBalance)) => Err(RfqError::NotEnoughBalance),
+        Err(EngineError::Rejected(Reject::MarketClosed)) => Err(RfqError::MarketClosed),
+        Err(EngineError::Rejected(_)) => Err(RfqError::Untradable),
         Err(e) => Err(e.into()),
     }
 }
 
-/// GET /rfq/requests: the key's own requests with their quotes, newest first (paginated
-/// envelope, SPEC §2.6).
-fn own_requests(s: &AppState, r: &Req) -> ApiResult {
-    let key = authenticate(s, r)?;
-    let offset = crate::api::orders::cursor_offset(&r.query_map())?;
-    let now = now_secs();
+/// An API key's own requests with their quotes, newest first.
+pub fn own_requests(s: &AppState, owner: &Uuid) -> Result<Vec<(RfqRequest, Vec<RfqQuote>)>, StoreError> {
     let mut ids = Vec::new();
-    s.store.walk(cf::RFQ, &key_prefix(b"o/", &key.key), None, true, |k, _| {
+    s.store.walk(cf::RFQ, &key_prefix(b"o/", owner), None, true, |k, _| {
         ids.extend(uuid_at(k, 2 + 16 + 8));
         ControlFlow::Continue(())
     })?;
@@ -476,22 +365,18 @@ fn own_requests(s: &AppState, r: &Req) -> ApiResult {
     for id in ids {
         if let Some(x) = load_request(&s.store, &id)? {
             let quotes = load_quotes(&s.store, &id)?;
-            items.push(x.to_json(now, Some(&quotes)));
+            items.push((x, quotes));
         }
     }
-    crate::api::orders::page(items, offset)
+    Ok(items)
 }
 
 fn key_prefix(tag: &[u8], owner: &Uuid) -> Vec<u8> {
     key(tag, &[owner.as_bytes()])
 }
 
-/// GET /rfq/requests/open: every open request a quoter may answer (any key's; quotes are
-/// not shown), oldest first.
-fn open_requests(s: &AppState, r: &Req) -> ApiResult {
-    authenticate(s, r)?;
-    let offset = crate::api::orders::cursor_offset(&r.query_map())?;
-    let now = now_secs();
+/// Every open request a quoter may answer (any key's), oldest first.
+pub fn open_requests(s: &AppState, now: u64) -> Result<Vec<RfqRequest>, StoreError> {
     let mut ids = Vec::new();
     s.store.walk(cf::RFQ, b"a/", None, false, |k, _| {
         ids.extend(uuid_at(k, 2));
@@ -504,16 +389,13 @@ fn open_requests(s: &AppState, r: &Req) -> ApiResult {
         }
     }
     open.sort_by_key(|x| (x.created_at, x.id));
-    crate::api::orders::page(open.iter().map(|x| x.to_json(now, None)).collect(), offset)
+    Ok(open)
 }
 
-/// GET /rfq/quotes: the key's own quotes, newest first.
-fn own_quotes(s: &AppState, r: &Req) -> ApiResult {
-    let key = authenticate(s, r)?;
-    let offset = crate::api::orders::cursor_offset(&r.query_map())?;
-    let now = now_secs();
+/// An API key's own quotes with their requests, newest first.
+pub fn own_quotes(s: &AppState, owner: &Uuid) -> Result<Vec<(RfqRequest, RfqQuote)>, StoreError> {
     let mut pairs = Vec::new();
-    s.store.walk(cf::RFQ, &key_prefix(b"p/", &key.key), None, true, |k, v| {
+    s.store.walk(cf::RFQ, &key_prefix(b"p/", owner), None, true, |k, v| {
         if let (Some(q), Ok(rfq)) = (uuid_at(k, 2 + 16 + 8), Uuid::from_slice(v)) {
             pairs.push((rfq, q));
         }
@@ -521,24 +403,20 @@ fn own_quotes(s: &AppState, r: &Req) -> ApiResult {
     })?;
     let mut items = Vec::new();
     for (rfq, q) in pairs {
-        let (Some(req), Some(quote)) =
+        if let (Some(req), Some(quote)) =
             (load_request(&s.store, &rfq)?, s.store.get::<RfqQuote>(cf::RFQ, &quote_key(&rfq, &q))?)
-        else {
-            continue;
-        };
-        let mut v = quote.to_json(now, req.size);
-        v["tokenId"] = j!(req.token_id);
-        v["side"] = j!(req.side.as_str());
-        items.push(v);
+        {
+            items.push((req, quote));
+        }
     }
-    crate::api::orders::page(items, offset)
+    Ok(items)
 }
 
 // ---- expiration worker ---------------------------------------------------------------
 
 /// Marks requests and quotes past their TTL EXPIRED (the RFQ expiration worker, from its
 /// OS thread). Returns (requests, quotes) expired.
-pub fn expire_due(s: &AppState, now: u64) -> Result<(usize, usize), ApiError> {
+pub fn expire_due(s: &AppState, now: u64) -> Result<(usize, usize), StoreError> {
     let _one = s.rfq.blocking_lock();
     let mut due: Vec<(Uuid, Option<Uuid>)> = Vec::new();
     s.store.walk(cf::RFQ, b"x/", None, false, |k, _| {

@@ -16,21 +16,40 @@ use std::sync::Arc;
 
 use alloy_primitives::{keccak256, U256};
 use serde::{Deserialize, Serialize};
-use serde_json::{json as j, Value};
-use warp::Filter;
 
-use crate::api::account::wallet;
-use crate::api::orders::{cursor_offset, page, StrOrNum};
-use crate::api::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
-use crate::catalogue::routes::number;
-use crate::catalogue::{fmt_date, parse_date};
+use crate::app::AppState;
 use crate::config::RebateTier;
 use crate::domain::{
-    fmt_amount, mul_div_floor, now_micros, now_secs, parse_decimal, TradeStatus, AMOUNT_ONE, COLLATERAL,
+    fmt_date, mul_div_floor, now_micros, now_secs, parse_date, parse_decimal, BadDate, NumberText, TradeStatus,
+    AMOUNT_ONE, COLLATERAL,
 };
 use crate::engine::{LedgerChange, RewardScores};
 use crate::store::index::{self, encode_counters, CtfActivity, CtfKind, Tick, DAY};
 use crate::store::{cf, encode, meta, Batch, Store, StoreError};
+
+/// What a rewards or rebates service refuses (the routes give each its SPEC §7 reply).
+#[derive(Debug, thiserror::Error)]
+pub enum IncentiveError {
+    #[error("invalid {0}")]
+    Invalid(&'static str),
+    #[error("max_spread must be more than 0 and at most 50 (cents)")]
+    MaxSpread,
+    #[error("end_date must be after start_date")]
+    EndBeforeStart,
+    #[error(transparent)]
+    BadDate(#[from] BadDate),
+    #[error("date must be YYYY-MM-DD")]
+    BadDay,
+    #[error("market not found")]
+    NoMarket,
+    #[error("through must not be after today")]
+    AfterToday,
+    /// A payout run failed part-way (what it paid is durable; a rerun pays the rest).
+    #[error("payout failed: {0}")]
+    PayoutFailed(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
 
 /// A market's liquidity-reward program.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,31 +70,6 @@ impl RewardConfig {
     pub fn active(&self, now: u64) -> bool {
         self.rate_per_day > 0 && self.start.is_none_or(|s| now >= s) && self.end.is_none_or(|e| now < e)
     }
-
-    /// The `rewards` object of GET /simplified-markets and /markets (SPEC §2.10):
-    /// rates per asset, min size in shares, max spread in cents.
-    pub fn summary(&self) -> Value {
-        j!({
-            "rates": [{ "asset_address": COLLATERAL, "rewards_daily_rate": number(&fmt_amount(self.rate_per_day)) }],
-            "min_size": number(&fmt_amount(self.min_size)),
-            "max_spread": number(&cents(self.max_spread)),
-        })
-    }
-}
-
-/// The `rewards` object of a market without a program.
-pub fn no_rewards() -> Value {
-    j!({ "rates": [], "min_size": 0, "max_spread": 0 })
-}
-
-/// 1e-4 price units as cents ("3.5" for 350).
-fn cents(p: u32) -> String {
-    let (int, frac) = (p / 100, p % 100);
-    match frac {
-        0 => int.to_string(),
-        f if f % 10 == 0 => format!("{int}.{}", f / 10),
-        f => format!("{int}.{f:02}"),
-    }
 }
 
 /// A reward program as markets.json and POST /internal/rewards give it: the daily rate in
@@ -84,9 +78,9 @@ fn cents(p: u32) -> String {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RewardSpec {
-    rate_per_day: StrOrNum,
-    min_size: StrOrNum,
-    max_spread: StrOrNum,
+    pub rate_per_day: NumberText,
+    pub min_size: NumberText,
+    pub max_spread: NumberText,
     #[serde(default)]
     pub start_date: Option<String>,
     #[serde(default)]
@@ -94,19 +88,19 @@ pub struct RewardSpec {
 }
 
 impl RewardSpec {
-    pub fn config(&self, condition_id: &str) -> Result<RewardConfig, ApiError> {
-        let dec = |v: &StrOrNum, places: u32, what: &str| {
-            parse_decimal(&v.text(), places).map_err(|_| ApiError::bad(format!("invalid {what}")))
+    pub fn config(&self, condition_id: &str) -> Result<RewardConfig, IncentiveError> {
+        let dec = |v: &NumberText, places: u32, what: &'static str| {
+            parse_decimal(&v.text(), places).map_err(|_| IncentiveError::Invalid(what))
         };
         let max_spread = dec(&self.max_spread, 2, "max_spread")?;
         if max_spread == 0 || max_spread > 5_000 {
-            return Err(ApiError::bad("max_spread must be more than 0 and at most 50 (cents)"));
+            return Err(IncentiveError::MaxSpread);
         }
         let date = |d: &Option<String>| d.as_deref().map(parse_date).transpose();
         let (start, end) = (date(&self.start_date)?, date(&self.end_date)?);
         if let (Some(s), Some(e)) = (start, end) {
             if e <= s {
-                return Err(ApiError::bad("end_date must be after start_date"));
+                return Err(IncentiveError::EndBeforeStart);
             }
         }
         Ok(RewardConfig {
@@ -191,7 +185,7 @@ pub fn load(store: &Store) -> Result<BTreeMap<String, RewardConfig>, StoreError>
 }
 
 /// Sets (or replaces) a market's program once durable.
-pub async fn set_config(s: &AppState, c: RewardConfig) -> Result<(), ApiError> {
+pub async fn set_config(s: &AppState, c: RewardConfig) -> Result<(), StoreError> {
     let mut b = Batch::default();
     b.put(cf::REWARDS, config_key(&c.condition_id), encode(&c));
     s.commit(b).await?;
@@ -258,7 +252,7 @@ pub fn sample(s: &AppState, interval_ms: u64, now: u64) -> Result<usize, String>
         }
     }
     if n > 0 {
-        s.commit_blocking(batch).map_err(|e| e.message)?;
+        s.commit_blocking(batch).map_err(|e| e.to_string())?;
     }
     Ok(n)
 }
@@ -282,30 +276,16 @@ pub struct DayPaid {
     pub rebates: Vec<(String, Rebate)>,
 }
 
-impl DayPaid {
-    fn to_json(&self) -> Value {
-        j!({
-            "date": day_str(self.day),
-            "rewards": self.rewards.iter().map(|(a, n)| j!({"address": a, "amount": fmt_amount(*n)})).collect::<Vec<_>>(),
-            "rebates": self.rebates.iter().map(|(a, r)| j!({
-                "address": a,
-                "volume": fmt_amount(r.volume),
-                "bps": r.bps,
-                "amount": fmt_amount(r.amount),
-            })).collect::<Vec<_>>(),
-        })
-    }
-}
-
 pub fn day_str(day: u32) -> String {
     fmt_date(day as u64 * DAY)[..10].to_string()
 }
 
-fn parse_day(s: &str) -> Result<u32, ApiError> {
+/// A YYYY-MM-DD day as days since the epoch.
+pub fn parse_day(s: &str) -> Result<u32, IncentiveError> {
     if s.len() != 10 {
-        return Err(ApiError::bad("date must be YYYY-MM-DD"));
+        return Err(IncentiveError::BadDay);
     }
-    parse_date(s).map(|t| (t / DAY) as u32).map_err(|_| ApiError::bad("date must be YYYY-MM-DD"))
+    parse_date(s).map(|t| (t / DAY) as u32).map_err(|_| IncentiveError::BadDay)
 }
 
 /// The first day anything could be paid for: the earliest accrued reward or trade.
@@ -345,7 +325,7 @@ pub fn pay_through(s: &AppState, last: u32) -> Result<Vec<DayPaid>, String> {
         let paid = pay_day(s, day)?;
         let mut b = Batch::default();
         b.put(cf::META, meta::PAYOUTS_THROUGH, encode(&day));
-        s.commit_blocking(b).map_err(|e| e.message)?;
+        s.commit_blocking(b).map_err(|e| e.to_string())?;
         out.push(paid);
     }
     Ok(out)
@@ -461,203 +441,69 @@ pub fn run_due(s: &AppState) -> Result<Vec<DayPaid>, String> {
             // Nothing ever happened: start counting from the last finished day.
             let mut b = Batch::default();
             b.put(cf::META, meta::PAYOUTS_THROUGH, encode(&due.end.saturating_sub(1)));
-            s.commit_blocking(b).map_err(|e| e.message)?;
+            s.commit_blocking(b).map_err(|e| e.to_string())?;
         }
         return Ok(Vec::new());
     }
-    crate::workers::settle_all(&s.engine).map_err(|e| format!("{e:?}"))?;
+    crate::app::workers::settle_all(&s.engine).map_err(|e| format!("{e:?}"))?;
     pay_through(s, due.end - 1)
 }
 
-// ---- HTTP ----------------------------------------------------------------------------
+// ---- services --------------------------------------------------------------------------
 
-pub fn routes(state: Arc<AppState>) -> Routes {
-    let s = move || with_state(state.clone());
-    let current = warp::path!("rewards" / "markets" / "current")
-        .and(warp::get())
-        .and(req())
-        .and(s())
-        .map(|r, s| respond(current(s, r)));
-    let user = warp::path!("rewards" / "user")
-        .and(warp::get())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(user_earnings(s, r, false).await) });
-    let total = warp::path!("rewards" / "user" / "total")
-        .and(warp::get())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(user_earnings(s, r, true).await) });
-    let rebates = warp::path!("rebates")
-        .and(warp::get())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(rebates(s, r).await) });
-    current.or(user).unify().or(total).unify().or(rebates).unify().boxed()
-}
-
-/// GET /rewards/markets/current: every market whose program runs now, in the paginated
-/// envelope.
-fn current(s: Arc<AppState>, r: Req) -> ApiResult {
-    let now = now_secs();
-    let date = |t: Option<u64>, none: &str| t.map_or(none.to_string(), |t| fmt_date(t)[..10].to_string());
-    let items: Vec<Value> = s
-        .rewards
-        .read()
-        .values()
-        .filter(|c| c.active(now))
-        .map(|c| {
-            j!({
-                "condition_id": c.condition_id,
-                "rewards_max_spread": number(&cents(c.max_spread)),
-                "rewards_min_size": number(&fmt_amount(c.min_size)),
-                "rewards_config": [{
-                    "asset_address": COLLATERAL,
-                    "start_date": date(c.start, "1970-01-01"),
-                    "end_date": date(c.end, "2500-12-31"),
-                    "rate_per_day": number(&fmt_amount(c.rate_per_day)),
-                }],
-                "total_daily_rate": number(&fmt_amount(c.rate_per_day)),
-            })
-        })
-        .collect();
-    page(items, cursor_offset(&r.query_map())?)
-}
-
-fn date_param(r: &Req) -> Result<u32, ApiError> {
-    match r.query_map().get("date").filter(|d| !d.is_empty()) {
-        Some(d) => parse_day(d),
-        None => Ok((now_secs() / DAY) as u32),
-    }
-}
-
-/// GET /rewards/user (per market, paginated) and /rewards/user/total (summed): a wallet's
-/// rewards on a day (`date`, default today; today's are still accruing), for the key's
-/// address or, with signature_type 1 or 2, its proxy wallet.
-async fn user_earnings(s: Arc<AppState>, r: Req, total: bool) -> ApiResult {
-    let key = authenticate(&s, &r)?;
-    let day = date_param(&r)?;
-    let offset = cursor_offset(&r.query_map())?;
-    let Some(address) = wallet(&s, &key, &r).await? else {
-        return if total { json(&Vec::<Value>::new()) } else { page(Vec::new(), 0) };
-    };
+/// A wallet's accrued rewards on a day, per market (micro-units).
+pub fn earnings(s: &AppState, address: &str, day: u32) -> Result<Vec<(String, u64)>, StoreError> {
     let mut rows = Vec::new();
-    s.store.walk(cf::REWARDS, &earnings_prefix(day, Some(&address)), None, false, |k, v| {
+    s.store.walk(cf::REWARDS, &earnings_prefix(day, Some(address)), None, false, |k, v| {
         if let Some((_, c)) = split_earning(k) {
             let n = index::decode_counters(v).first().copied().unwrap_or(0).max(0) as u64;
             rows.push((c.to_string(), n));
         }
         ControlFlow::Continue(())
     })?;
-    let date = day_str(day);
-    if total {
-        let sum: u64 = rows.iter().map(|(_, n)| n).sum();
-        if rows.is_empty() {
-            return json(&Vec::<Value>::new());
-        }
-        return json(&j!([{
-            "date": date,
-            "asset_address": COLLATERAL,
-            "maker_address": address,
-            "earnings": number(&fmt_amount(sum)),
-            "asset_rate": 1,
-        }]));
-    }
-    let items = rows
-        .into_iter()
-        .map(|(c, n)| {
-            j!({
-                "date": date,
-                "condition_id": c,
-                "asset_address": COLLATERAL,
-                "maker_address": address,
-                "earnings": number(&fmt_amount(n)),
-                "asset_rate": 1,
-            })
-        })
-        .collect();
-    page(items, offset)
+    Ok(rows)
 }
 
-/// GET /rebates: a wallet's maker rebates, newest day first (`date` keeps one day).
-async fn rebates(s: Arc<AppState>, r: Req) -> ApiResult {
-    let key = authenticate(&s, &r)?;
-    let only = match r.query_map().get("date").filter(|d| !d.is_empty()) {
-        Some(d) => Some(parse_day(d)?),
-        None => None,
-    };
-    let Some(address) = wallet(&s, &key, &r).await? else { return json(&Vec::<Value>::new()) };
+/// A wallet's maker rebates, newest day first (`only`: that day's).
+pub fn rebates(s: &AppState, address: &str, only: Option<u32>) -> Result<Vec<Rebate>, StoreError> {
     let mut out = Vec::new();
-    s.store.try_walk::<ApiError>(cf::REBATES, &index::wallet_prefix(&address), None, true, |_, v| {
+    s.store.try_walk::<StoreError>(cf::REBATES, &index::wallet_prefix(address), None, true, |_, v| {
         let rb: Rebate = Store::decode_value(cf::REBATES, v)?;
         if only.is_none_or(|d| d == rb.day) {
-            out.push(j!({
-                "date": day_str(rb.day),
-                "maker_address": address,
-                "asset_address": COLLATERAL,
-                "maker_volume": number(&fmt_amount(rb.volume)),
-                "rebate_bps": rb.bps,
-                "rebated_fees_usdc": number(&fmt_amount(rb.amount)),
-                "paid_at": rb.paid_at,
-            }));
+            out.push(rb);
         }
         Ok(ControlFlow::Continue(()))
     })?;
-    json(&out)
+    Ok(out)
 }
 
-// ---- operator ------------------------------------------------------------------------
-
-/// POST /internal/rewards: sets a market's reward program (rate 0 ends it).
-pub async fn set_program(s: Arc<AppState>, r: Req) -> ApiResult {
-    let b: serde_json::Value = r.json()?;
-    let condition_id = b
-        .get("condition_id")
-        .and_then(Value::as_str)
-        .filter(|c| !c.is_empty())
-        .ok_or_else(|| ApiError::bad("condition_id is required"))?
-        .to_string();
-    let mut rest = b.clone();
-    rest.as_object_mut().map(|o| o.remove("condition_id"));
-    let spec: RewardSpec = serde_json::from_value(rest).map_err(|e| ApiError::bad(format!("Invalid payload: {e}")))?;
-    if s.registry.condition(&condition_id).is_none() {
-        return Err(ApiError::not_found("market not found"));
+/// Sets a market's reward program (rate 0 ends it).
+pub async fn set_program(s: &AppState, condition_id: &str, spec: &RewardSpec) -> Result<RewardConfig, IncentiveError> {
+    if s.registry.condition(condition_id).is_none() {
+        return Err(IncentiveError::NoMarket);
     }
-    let c = spec.config(&condition_id)?;
-    set_config(&s, c.clone()).await?;
-    json(&j!({ "condition_id": c.condition_id, "rewards": c.summary() }))
+    let c = spec.config(condition_id)?;
+    set_config(s, c.clone()).await?;
+    Ok(c)
 }
 
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct PayoutBody {
-    through: Option<String>,
-}
-
-/// POST /internal/payouts: pays rewards and rebates for every unpaid day through `through`
-/// (YYYY-MM-DD, default yesterday; today closes today early), after settling what is
-/// pending.
-pub async fn run_payouts(s: Arc<AppState>, r: Req) -> ApiResult {
-    let b: PayoutBody = if r.body.is_empty() { PayoutBody::default() } else { r.json()? };
+/// Pays rewards and rebates for every unpaid day through `through` (default yesterday;
+/// today closes today early), after settling what is pending. Returns the last day paid
+/// for and what each day paid.
+pub async fn payouts(s: Arc<AppState>, through: Option<u32>) -> Result<(u32, Vec<DayPaid>), IncentiveError> {
     let today = (now_secs() / DAY) as u32;
-    let last = match b.through.as_deref() {
-        Some(d) => parse_day(d)?,
-        None => today - 1,
-    };
+    let last = through.unwrap_or(today - 1);
     if last > today {
-        return Err(ApiError::bad("through must not be after today"));
+        return Err(IncentiveError::AfterToday);
     }
     let paid = tokio::task::spawn_blocking(move || {
-        crate::workers::settle_all(&s.engine).map_err(|e| format!("{e:?}"))?;
+        crate::app::workers::settle_all(&s.engine).map_err(|e| format!("{e:?}"))?;
         pay_through(&s, last)
     })
     .await
-    .map_err(|_| ApiError::db())?
-    .map_err(|e| {
-        tracing::error!("payout failed: {e}");
-        ApiError::db()
-    })?;
-    json(&j!({ "through": day_str(last), "days": paid.iter().map(DayPaid::to_json).collect::<Vec<_>>() }))
+    .map_err(|e| IncentiveError::PayoutFailed(e.to_string()))?
+    .map_err(IncentiveError::PayoutFailed)?;
+    Ok((last, paid))
 }
 
 #[cfg(test)]
@@ -704,9 +550,6 @@ mod tests {
         assert_eq!(tier_bps(&tiers, 999 * AMOUNT_ONE), 0);
         assert_eq!(tier_bps(&tiers, 1_000 * AMOUNT_ONE), 1);
         assert_eq!(tier_bps(&tiers, 200_000 * AMOUNT_ONE), 2);
-        assert_eq!(cents(350), "3.5");
-        assert_eq!(cents(300), "3");
-        assert_eq!(cents(1), "0.01");
         assert_eq!(day_str(20_415), "2025-11-23");
     }
 }

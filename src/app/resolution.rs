@@ -14,16 +14,50 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json as j, Value};
-use warp::http::StatusCode;
-use warp::Filter;
 
-use crate::api::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
-use crate::catalogue::{fmt_date, MarketMeta, ResolutionStatus};
+use crate::app::AppState;
+use crate::catalogue::{MarketMeta, ResolutionStatus};
 use crate::commit::views::MarketView;
 use crate::domain::{fmt_amount, now_secs, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
 use crate::store::{cf, encode, Batch, Store, StoreError};
+
+/// What a bond or resolution service refuses (the routes give each its SPEC §7 reply).
+#[derive(Debug, thiserror::Error)]
+pub enum ResolutionError {
+    #[error("market not found")]
+    NoMarket,
+    #[error("cluster not found")]
+    NoCluster,
+    #[error("market is already resolved")]
+    Resolved,
+    #[error("amount too large")]
+    TooLarge,
+    #[error("not enough balance / allowance")]
+    NotEnoughBalance,
+    #[error("outcome must name one of the market's outcomes")]
+    NoSuchOutcome,
+    #[error("market already has a proposal")]
+    HasProposal,
+    #[error("the question auction is still open")]
+    AuctionOpen,
+    #[error("only the question auction's winner may propose")]
+    NotAuctionWinner,
+    #[error("a bond of at least {} is required to {action}", fmt_amount(*.need))]
+    BondTooSmall { need: u64, action: &'static str },
+    #[error("market is not resolving")]
+    NotResolving,
+    #[error("market already disputed")]
+    Disputed,
+    #[error("dispute window has closed")]
+    DisputeClosed,
+    #[error("the proposer cannot dispute its own proposal")]
+    OwnProposal,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum BondStatus {
@@ -33,7 +67,7 @@ pub enum BondStatus {
 }
 
 impl BondStatus {
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             BondStatus::Posted => "POSTED",
             BondStatus::Released => "RELEASED",
@@ -52,19 +86,6 @@ pub struct Bond {
     pub amount: u64,
     pub status: BondStatus,
     pub posted_at: u64,
-}
-
-impl Bond {
-    fn to_json(&self) -> Value {
-        j!({
-            "conditionId": self.condition_id,
-            "clusterId": self.cluster_id,
-            "agent": self.agent,
-            "amount": self.amount.to_string(),
-            "status": self.status.name(),
-            "postedAt": fmt_date(self.posted_at),
-        })
-    }
 }
 
 /// A market's proposed resolution.
@@ -124,8 +145,8 @@ fn bonds_of_market(s: &AppState, condition_id: &str) -> Result<Vec<Bond>, StoreE
     Ok(out)
 }
 
-fn market(s: &AppState, condition_id: &str) -> Result<Arc<MarketView>, ApiError> {
-    s.registry.condition(condition_id).ok_or_else(|| ApiError::not_found("market not found"))
+fn market(s: &AppState, condition_id: &str) -> Result<Arc<MarketView>, ResolutionError> {
+    s.registry.condition(condition_id).ok_or(ResolutionError::NoMarket)
 }
 
 /// Whether a market is closed to trading: closed in the engine, or resolved.
@@ -134,79 +155,35 @@ pub fn is_closed(s: &AppState, view: &MarketView) -> bool {
         || s.catalogue.meta(&view.market.condition_id).is_some_and(|m| m.resolution == Some(ResolutionStatus::Resolved))
 }
 
-// ---- HTTP ----------------------------------------------------------------------------
+// ---- services --------------------------------------------------------------------------
 
-pub fn routes(state: Arc<AppState>) -> Routes {
-    let s = move || with_state(state.clone());
-    let post = warp::path!("bonds" / "post")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(post_bond(s, r).await) });
-    let agent = warp::path!("bonds" / "agent" / String)
-        .and(warp::get())
-        .and(s())
-        .map(|a: String, s: Arc<AppState>| respond(agent_bonds(&s, &a)));
-    let by_market = warp::path!("bonds" / "market" / String)
-        .and(warp::get())
-        .and(s())
-        .map(|c: String, s: Arc<AppState>| respond(market_bonds(&s, &c)));
-    let cluster = warp::path!("bonds" / "cluster" / String / "requirement")
-        .and(warp::get())
-        .and(s())
-        .map(|c: String, s: Arc<AppState>| respond(cluster_requirement(&s, &c)));
-    let propose = warp::path!("resolution" / "propose")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(propose(s, r).await) });
-    let dispute = warp::path!("resolution" / "dispute")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(dispute(s, r).await) });
-    post.or(agent).unify().or(by_market).unify().or(cluster).unify().or(propose).unify().or(dispute).unify().boxed()
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct BondBody {
-    condition_id: String,
-    /// Base units (micro-units) as an integer string.
-    amount: String,
-}
-
-/// POST /bonds/post: escrows collateral from the key's address into its bond on the
-/// market (adding to what it already posted).
-async fn post_bond(s: Arc<AppState>, r: Req) -> ApiResult {
-    let key = authenticate(&s, &r)?;
-    let b: BondBody = r.json()?;
-    let amount = crate::api::ctf::amount(Some(&b.amount))?;
-    let view = market(&s, &b.condition_id)?;
-    if is_closed(&s, &view) {
-        return Err(ApiError::bad("market is already resolved"));
+/// Escrows `amount` of collateral from `agent` into its bond on the market (adding to
+/// what it already posted).
+pub async fn post_bond(s: &AppState, agent: String, condition_id: &str, amount: u64) -> Result<Bond, ResolutionError> {
+    let view = market(s, condition_id)?;
+    if is_closed(s, &view) {
+        return Err(ResolutionError::Resolved);
     }
     let _one = s.bonds.lock().await;
-    let agent = key.address.to_string();
     let now = now_secs();
-    let mut bond = match s.store.get::<Bond>(cf::BONDS, &bond_key(&agent, &b.condition_id))? {
+    let mut bond = match s.store.get::<Bond>(cf::BONDS, &bond_key(&agent, condition_id))? {
         Some(x) if x.status == BondStatus::Posted => x,
         _ => Bond {
             agent: agent.clone(),
-            condition_id: b.condition_id.clone(),
-            cluster_id: cluster_of(&s, &b.condition_id)?,
+            condition_id: condition_id.to_string(),
+            cluster_id: cluster_of(s, condition_id)?,
             amount: 0,
             status: BondStatus::Posted,
             posted_at: now,
         },
     };
-    bond.amount = bond.amount.checked_add(amount).ok_or_else(|| ApiError::bad("amount too large"))?;
+    bond.amount = bond.amount.checked_add(amount).ok_or(ResolutionError::TooLarge)?;
     bond.posted_at = now;
     let mut records = Batch::default();
     post_bond_records(&mut records, &bond);
     match s.engine.transfer(agent, vec![(COLLATERAL.to_string(), LedgerChange::Debit(amount))], records).await {
-        Ok(_) => json(&bond.to_json()),
-        Err(EngineError::Rejected(_)) => Err(ApiError::bad("not enough balance / allowance")),
+        Ok(_) => Ok(bond),
+        Err(EngineError::Rejected(_)) => Err(ResolutionError::NotEnoughBalance),
         Err(e) => Err(e.into()),
     }
 }
@@ -217,68 +194,71 @@ pub(crate) fn post_bond_records(batch: &mut Batch, bond: &Bond) {
     batch.put(cf::BONDS, market_bond_key(&bond.condition_id, &bond.agent), Vec::new());
 }
 
-fn agent_bonds(s: &AppState, address: &str) -> ApiResult {
-    let a = crate::auth::normalize_address(address).ok_or_else(|| ApiError::bad("address must be a 0x address"))?;
+/// Every bond an agent (a normalized address) has posted.
+pub fn agent_bonds(s: &AppState, agent: &str) -> Result<Vec<Bond>, StoreError> {
     let mut out = Vec::new();
-    s.store.try_walk::<ApiError>(cf::BONDS, format!("b/{a}/").as_bytes(), None, false, |_, v| {
-        out.push(Store::decode_value::<Bond>(cf::BONDS, v)?.to_json());
+    s.store.try_walk::<StoreError>(cf::BONDS, format!("b/{agent}/").as_bytes(), None, false, |_, v| {
+        out.push(Store::decode_value::<Bond>(cf::BONDS, v)?);
         Ok(ControlFlow::Continue(()))
     })?;
-    json(&j!({ "bonds": out }))
+    Ok(out)
 }
 
-/// GET /bonds/market/{condition_id}: the bond backing the market (the total posted and
-/// each agent's bond) and its resolution proposal.
-fn market_bonds(s: &AppState, condition_id: &str) -> ApiResult {
+/// A proposal as it is shown: its state, the outcome's name and the dispute deadline.
+pub struct ProposalView {
+    pub resolved: bool,
+    pub outcome: Option<String>,
+    pub proposer: String,
+    pub proposed_at: u64,
+    pub dispute_deadline: u64,
+    pub disputed_by: Option<String>,
+}
+
+fn proposal_view(s: &AppState, p: &Proposal, meta: Option<&MarketMeta>) -> ProposalView {
+    let outcome = s.registry.condition(&p.condition_id).map(|v| v.market.tokens[p.outcome as usize].outcome.clone());
+    ProposalView {
+        resolved: meta.and_then(|m| m.resolution) == Some(ResolutionStatus::Resolved),
+        outcome,
+        proposer: p.proposer.clone(),
+        proposed_at: p.proposed_at,
+        dispute_deadline: p.proposed_at + s.config.resolution_cooldown_secs,
+        disputed_by: p.disputed_by.clone(),
+    }
+}
+
+/// The bond backing a market: its cluster, what the cluster requires, the total posted,
+/// each agent's bond and the resolution proposal.
+pub struct MarketBonds {
+    pub cluster: u64,
+    pub required: u64,
+    pub total: u64,
+    pub bonds: Vec<Bond>,
+    pub proposal: Option<ProposalView>,
+}
+
+pub fn market_bonds(s: &AppState, condition_id: &str) -> Result<MarketBonds, ResolutionError> {
     market(s, condition_id)?;
     let bonds = bonds_of_market(s, condition_id)?;
     let cluster = cluster_of(s, condition_id)?;
     let total: u64 = bonds.iter().filter(|b| b.status == BondStatus::Posted).map(|b| b.amount).sum();
     let proposal = s.store.get::<Proposal>(cf::BONDS, &proposal_key(condition_id))?;
     let meta = s.catalogue.meta(condition_id);
-    json(&j!({
-        "conditionId": condition_id,
-        "clusterId": cluster,
-        "requiredAmount": requirement(s, cluster).unwrap_or(0).to_string(),
-        "totalAmount": total.to_string(),
-        "asset": COLLATERAL,
-        "bonds": bonds.iter().map(Bond::to_json).collect::<Vec<_>>(),
-        "resolution": proposal.map(|p| proposal_json(s, &p, meta.as_deref())),
-    }))
-}
-
-fn proposal_json(s: &AppState, p: &Proposal, meta: Option<&MarketMeta>) -> Value {
-    let status = match meta.and_then(|m| m.resolution) {
-        Some(ResolutionStatus::Resolved) => "RESOLVED",
-        _ => "RESOLVING",
-    };
-    let outcome = s.registry.condition(&p.condition_id).map(|v| v.market.tokens[p.outcome as usize].outcome.clone());
-    j!({
-        "status": status,
-        "proposedOutcome": outcome,
-        "proposer": p.proposer,
-        "proposedAt": fmt_date(p.proposed_at),
-        "disputeDeadline": fmt_date(p.proposed_at + s.config.resolution_cooldown_secs),
-        "disputed": p.disputed_by.is_some(),
-        "disputedBy": p.disputed_by,
+    Ok(MarketBonds {
+        cluster,
+        required: requirement(s, cluster).unwrap_or(0),
+        total,
+        bonds,
+        proposal: proposal.map(|p| proposal_view(s, &p, meta.as_deref())),
     })
 }
 
-fn cluster_requirement(s: &AppState, id: &str) -> ApiResult {
-    let id: u64 = id.parse().map_err(|_| ApiError::bad("cluster_id must be an integer"))?;
-    let required = requirement(s, id).ok_or_else(|| ApiError::not_found("cluster not found"))?;
-    json(&j!({ "clusterId": id, "requiredAmount": required.to_string(), "asset": COLLATERAL }))
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ProposeBody {
-    condition_id: String,
-    outcome: String,
+/// What a configured cluster requires of a bond, micro-units.
+pub fn cluster_requirement(s: &AppState, cluster: u64) -> Result<u64, ResolutionError> {
+    requirement(s, cluster).ok_or(ResolutionError::NoCluster)
 }
 
 /// The agent's POSTED bond on a market, if it meets the cluster's requirement.
-fn qualified(s: &AppState, agent: &str, condition_id: &str, action: &str) -> Result<(), ApiError> {
+fn qualified(s: &AppState, agent: &str, condition_id: &str, action: &'static str) -> Result<(), ResolutionError> {
     let need = requirement(s, cluster_of(s, condition_id)?).unwrap_or(0);
     let have = s
         .store
@@ -286,91 +266,98 @@ fn qualified(s: &AppState, agent: &str, condition_id: &str, action: &str) -> Res
         .filter(|b| b.status == BondStatus::Posted)
         .map_or(0, |b| b.amount);
     if have < need.max(1) {
-        return Err(ApiError::bad(format!("a bond of at least {} is required to {action}", fmt_amount(need.max(1)))));
+        return Err(ResolutionError::BondTooSmall { need: need.max(1), action });
     }
     Ok(())
 }
 
-/// POST /resolution/propose: a bonded agent proposes the winning outcome; the market
-/// goes RESOLVING and the cooldown starts.
-async fn propose(s: Arc<AppState>, r: Req) -> ApiResult {
-    let key = authenticate(&s, &r)?;
-    let b: ProposeBody = r.json()?;
-    let view = market(&s, &b.condition_id)?;
+/// A bonded agent proposes the winning outcome (named, or by token ID); the market goes
+/// RESOLVING and the cooldown starts.
+pub async fn propose(
+    s: &AppState,
+    agent: &str,
+    condition_id: &str,
+    outcome: &str,
+) -> Result<ProposalView, ResolutionError> {
+    let view = market(s, condition_id)?;
     let outcome = view
         .market
         .tokens
         .iter()
-        .position(|t| t.outcome.eq_ignore_ascii_case(&b.outcome) || t.token_id == b.outcome)
-        .ok_or_else(|| ApiError::bad("outcome must name one of the market's outcomes"))? as u8;
+        .position(|t| t.outcome.eq_ignore_ascii_case(outcome) || t.token_id == outcome)
+        .ok_or(ResolutionError::NoSuchOutcome)? as u8;
     let _one = s.bonds.lock().await;
-    let meta = crate::catalogue::routes::meta_or_new(&s, &b.condition_id);
+    let meta = crate::catalogue::meta_or_new(s, condition_id);
     match meta.resolution {
-        Some(ResolutionStatus::Resolved) => return Err(ApiError::bad("market is already resolved")),
-        Some(ResolutionStatus::Resolving) => return Err(ApiError::bad("market already has a proposal")),
+        Some(ResolutionStatus::Resolved) => return Err(ResolutionError::Resolved),
+        Some(ResolutionStatus::Resolving) => return Err(ResolutionError::HasProposal),
         None => {}
     }
-    if let Some(a) = crate::auctions::auction_of(&s, &b.condition_id)? {
+    if let Some(a) = crate::app::auctions::auction_of(s, condition_id)? {
         if !a.closed {
-            return Err(ApiError::bad("the question auction is still open"));
+            return Err(ResolutionError::AuctionOpen);
         }
-        if a.winner.as_deref().is_some_and(|w| *w != *key.address) {
-            return Err(ApiError::bad("only the question auction's winner may propose"));
+        if a.winner.as_deref().is_some_and(|w| w != agent) {
+            return Err(ResolutionError::NotAuctionWinner);
         }
     }
-    qualified(&s, &key.address, &b.condition_id, "propose")?;
+    qualified(s, agent, condition_id, "propose")?;
     let p = Proposal {
-        condition_id: b.condition_id.clone(),
+        condition_id: condition_id.to_string(),
         outcome,
-        proposer: key.address.to_string(),
+        proposer: agent.to_string(),
         proposed_at: now_secs(),
         disputed_by: None,
         disputed_at: None,
         resolved: false,
     };
     let mut batch = Batch::default();
-    batch.put(cf::BONDS, proposal_key(&b.condition_id), encode(&p));
+    batch.put(cf::BONDS, proposal_key(condition_id), encode(&p));
     s.commit(batch).await?;
     let meta = MarketMeta { resolution: Some(ResolutionStatus::Resolving), resolved_outcome: None, ..meta };
-    crate::catalogue::routes::put_meta(&s, meta.clone()).await?;
-    json(&j!({ "conditionId": b.condition_id, "resolution": proposal_json(&s, &p, Some(&meta)) }))
+    crate::catalogue::put_meta(s, meta.clone()).await?;
+    Ok(proposal_view(s, &p, Some(&meta)))
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct DisputeBody {
-    condition_id: String,
-}
-
-/// POST /resolution/dispute: within the cooldown, another bonded agent blocks the
-/// proposal; the operator then resolves the market.
-async fn dispute(s: Arc<AppState>, r: Req) -> ApiResult {
-    let key = authenticate(&s, &r)?;
-    let b: DisputeBody = r.json()?;
-    market(&s, &b.condition_id)?;
+/// Within the cooldown, another bonded agent blocks the proposal; the operator then
+/// resolves the market.
+pub async fn dispute(s: &AppState, agent: &str, condition_id: &str) -> Result<ProposalView, ResolutionError> {
+    market(s, condition_id)?;
     let _one = s.bonds.lock().await;
-    let p = s.store.get::<Proposal>(cf::BONDS, &proposal_key(&b.condition_id))?;
+    let p = s.store.get::<Proposal>(cf::BONDS, &proposal_key(condition_id))?;
     let Some(mut p) = p.filter(|p| !p.resolved) else {
-        return Err(ApiError::bad("market is not resolving"));
+        return Err(ResolutionError::NotResolving);
     };
     if p.disputed_by.is_some() {
-        return Err(ApiError::new(StatusCode::CONFLICT, "market already disputed"));
+        return Err(ResolutionError::Disputed);
     }
     let now = now_secs();
     if now >= p.proposed_at + s.config.resolution_cooldown_secs {
-        return Err(ApiError::bad("dispute window has closed"));
+        return Err(ResolutionError::DisputeClosed);
     }
-    if *p.proposer == *key.address {
-        return Err(ApiError::bad("the proposer cannot dispute its own proposal"));
+    if p.proposer == agent {
+        return Err(ResolutionError::OwnProposal);
     }
-    qualified(&s, &key.address, &b.condition_id, "dispute")?;
-    p.disputed_by = Some(key.address.to_string());
+    qualified(s, agent, condition_id, "dispute")?;
+    p.disputed_by = Some(agent.to_string());
     p.disputed_at = Some(now);
     let mut batch = Batch::default();
-    batch.put(cf::BONDS, proposal_key(&b.condition_id), encode(&p));
+    batch.put(cf::BONDS, proposal_key(condition_id), encode(&p));
     s.commit(batch).await?;
-    let meta = s.catalogue.meta(&b.condition_id);
-    json(&j!({ "conditionId": b.condition_id, "resolution": proposal_json(&s, &p, meta.as_deref()) }))
+    let meta = s.catalogue.meta(condition_id);
+    Ok(proposal_view(s, &p, meta.as_deref()))
+}
+
+/// Assigns a market to a configured bond cluster.
+pub async fn assign_cluster(s: &AppState, condition_id: &str, cluster: u64) -> Result<(), ResolutionError> {
+    market(s, condition_id)?;
+    if requirement(s, cluster).is_none() {
+        return Err(ResolutionError::NoCluster);
+    }
+    let mut batch = Batch::default();
+    batch.put(cf::BONDS, cluster_key(condition_id), encode(&cluster));
+    s.commit(batch).await?;
+    Ok(())
 }
 
 // ---- resolving ------------------------------------------------------------------------
@@ -379,7 +366,6 @@ async fn dispute(s: Arc<AppState>, r: Req) -> ApiResult {
 /// RESOLVED with the winner (redeem reads it), and settles its bonds. Safe to repeat: each
 /// step is skipped once done.
 pub fn resolve(s: &AppState, condition_id: &str, winner: u8) -> Result<(), String> {
-    let e = |x: ApiError| x.message;
     let _one = s.bonds.blocking_lock();
     s.engine.blocking().close_market(condition_id.to_string()).map_err(|x| format!("{x:?}"))?;
     let proposal = s.store.get::<Proposal>(cf::BONDS, &proposal_key(condition_id)).map_err(|x| x.to_string())?;
@@ -414,15 +400,15 @@ pub fn resolve(s: &AppState, condition_id: &str, winner: u8) -> Result<(), Strin
             .transfer(b.agent.clone(), vec![(COLLATERAL.to_string(), LedgerChange::Credit(back))], records)
             .map_err(|x| format!("bond of {}: {x:?}", b.agent))?;
     }
-    let mut meta = crate::catalogue::routes::meta_or_new(s, condition_id);
+    let mut meta = crate::catalogue::meta_or_new(s, condition_id);
     meta.resolution = Some(ResolutionStatus::Resolved);
     meta.resolved_outcome = Some(winner);
-    crate::catalogue::routes::put_meta_blocking(s, meta).map_err(e)?;
+    crate::catalogue::put_meta_blocking(s, meta).map_err(|x| x.to_string())?;
     if let Some(mut p) = proposal {
         p.resolved = true;
         let mut batch = Batch::default();
         batch.put(cf::BONDS, proposal_key(condition_id), encode(&p));
-        s.commit_blocking(batch).map_err(e)?;
+        s.commit_blocking(batch).map_err(|x| x.to_string())?;
     }
     Ok(())
 }
@@ -432,7 +418,7 @@ pub fn run_due(s: &AppState) -> Result<Vec<String>, String> {
     let now = now_secs();
     {
         let _one = s.bonds.blocking_lock();
-        crate::auctions::close_due(s, now).map_err(|e| format!("question auctions: {}", e.message))?;
+        crate::app::auctions::close_due(s, now).map_err(|e| format!("question auctions: {e}"))?;
     }
     let mut due = BTreeMap::new();
     s.store
@@ -451,24 +437,4 @@ pub fn run_due(s: &AppState) -> Result<Vec<String>, String> {
         done.push(c);
     }
     Ok(done)
-}
-
-/// POST /internal/bonds/cluster {condition_id, cluster_id}: assigns a market to a
-/// configured bond cluster.
-pub async fn assign_cluster(s: Arc<AppState>, r: Req) -> ApiResult {
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct B {
-        condition_id: String,
-        cluster_id: u64,
-    }
-    let b: B = r.json()?;
-    market(&s, &b.condition_id)?;
-    if requirement(&s, b.cluster_id).is_none() {
-        return Err(ApiError::not_found("cluster not found"));
-    }
-    let mut batch = Batch::default();
-    batch.put(cf::BONDS, cluster_key(&b.condition_id), encode(&b.cluster_id));
-    s.commit(batch).await?;
-    json(&j!({ "conditionId": b.condition_id, "clusterId": b.cluster_id }))
 }

@@ -8,17 +8,17 @@
 
 use std::sync::Arc;
 
-use serde_json::{json as j, Map, Value};
+use serde_json::{json, Map, Value};
 use uuid::Uuid;
 use warp::Filter;
 
-use crate::api::ctf::{convert_for, operate_for, wallet_of, ConvertRequest, CtfRequest};
-use crate::api::{authenticate, json, orders, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
+use super::ctf::{convert_for, operate_for, wallet_of, ConvertRequest, CtfRequest};
+use super::rfq::json_object;
+use super::{authenticate, orders, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use crate::app::AppState;
 use crate::auth::normalize_address;
-use crate::builders::{load_key, KeyKind};
-use crate::catalogue::fmt_date;
+use crate::domain::fmt_date;
 use crate::domain::{now_secs, OrderStatus};
-use crate::rfq::json_object;
 use crate::store::index::CtfKind;
 
 pub fn routes(state: Arc<AppState>) -> Routes {
@@ -44,7 +44,7 @@ async fn wallet(s: &AppState, r: &Req, address: Option<&str>) -> Result<String, 
     };
     let addr = normalize_address(addr).ok_or_else(invalid)?;
     let key = Uuid::parse_str(key).map_err(|_| invalid())?;
-    load_key(&s.store, &key)?.filter(|k| k.kind == KeyKind::Relayer && k.address == addr).ok_or_else(invalid)?;
+    crate::app::builders::relayer_key_of(s, &key, &addr)?.ok_or_else(invalid)?;
     if address.is_some_and(|a| normalize_address(a).as_deref() != Some(addr.as_str())) {
         return Err(ApiError::bad("the address has to be the owner of the API KEY"));
     }
@@ -101,9 +101,8 @@ async fn submit(s: Arc<AppState>, r: Req) -> ApiResult {
             }
             orders::check_cancels(&s)?;
             let (nonce, ids) = s.engine.increment_nonce(from.clone()).await?;
-            let v =
-                j!({ "nonce": nonce.to_string(), "canceled": ids.iter().map(|u| u.to_string()).collect::<Vec<_>>() });
-            (v, j!(tx_hash()))
+            let v = json!({ "nonce": nonce.to_string(), "canceled": ids.iter().map(|u| u.to_string()).collect::<Vec<_>>() });
+            (v, json!(tx_hash()))
         }
         (None, _) => {
             // cancelOrder: an open order whose maker is the wallet.
@@ -123,10 +122,10 @@ async fn submit(s: Arc<AppState>, r: Req) -> ApiResult {
             if c.canceled.is_empty() {
                 return Err(ApiError::not_found("order not found or not open"));
             }
-            (j!({ "canceled": [id.to_string()] }), j!(tx_hash()))
+            (json!({ "canceled": [id.to_string()] }), json!(tx_hash()))
         }
     };
-    json(&j!({
+    super::json(&json!({
         "transactionID": Uuid::new_v4().to_string(),
         "transactionHash": hash,
         "state": "STATE_CONFIRMED",

@@ -16,7 +16,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
 use uuid::Uuid;
 
-use crate::api::AppState;
+use crate::app::AppState;
 use crate::engine::EngineHandle;
 
 /// Trades settled per engine command: bounds how long one settlement command holds the
@@ -117,7 +117,7 @@ impl Workers {
             let (s, stats, every) = (state.clone(), stats.clone(), config.reward_sample_ms);
             threads.push(spawn("reward-sampler", stats.clone(), ms(every), rx.clone(), move || {
                 stats.worker_ran("reward-sampler");
-                match crate::incentives::sample(&s, every, crate::domain::now_secs()) {
+                match crate::app::incentives::sample(&s, every, crate::domain::now_secs()) {
                     Ok(_) => None,
                     Err(e) => Some(format!("reward sample failed: {e}")),
                 }
@@ -127,12 +127,12 @@ impl Workers {
             let (s, stats) = (state.clone(), stats.clone());
             threads.push(spawn("payouts", stats.clone(), ms(config.payout_check_ms), rx.clone(), move || {
                 stats.worker_ran("payouts");
-                match crate::incentives::run_due(&s) {
+                match crate::app::incentives::run_due(&s) {
                     Ok(days) if days.is_empty() => None,
                     Ok(days) => Some(format!(
                         "paid rewards and rebates for {} days through {}",
                         days.len(),
-                        crate::incentives::day_str(days[days.len() - 1].day)
+                        crate::app::incentives::day_str(days[days.len() - 1].day)
                     )),
                     Err(e) => Some(format!("payout failed: {e}")),
                 }
@@ -147,7 +147,7 @@ impl Workers {
                 rx.clone(),
                 move || {
                     stats.worker_ran("resolution");
-                    match crate::resolution::run_due(&s) {
+                    match crate::app::resolution::run_due(&s) {
                         Ok(done) if done.is_empty() => None,
                         Ok(done) => Some(format!("resolved {} markets: {}", done.len(), done.join(", "))),
                         Err(e) => Some(format!("resolution failed: {e}")),
@@ -159,10 +159,10 @@ impl Workers {
             let (s, stats) = (state.clone(), stats.clone());
             threads.push(spawn("rfq-expiration", stats.clone(), ms(config.rfq_interval_ms), rx.clone(), move || {
                 stats.worker_ran("rfq-expiration");
-                match crate::rfq::expire_due(&s, crate::domain::now_secs()) {
+                match crate::app::rfq::expire_due(&s, crate::domain::now_secs()) {
                     Ok((0, 0)) => None,
                     Ok((r, q)) => Some(format!("expired {r} RFQ requests and {q} quotes")),
-                    Err(e) => Some(format!("RFQ expiration failed: {}", e.message)),
+                    Err(e) => Some(format!("RFQ expiration failed: {e}")),
                 }
             }));
         }

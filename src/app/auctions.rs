@@ -14,19 +14,39 @@
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json as j, Value};
-use warp::http::StatusCode;
-use warp::Filter;
 
-use crate::api::{authenticate, json, req, respond, with_state, ApiError, ApiResult, AppState, Req, Routes};
-use crate::catalogue::fmt_date;
+use crate::app::resolution::{post_bond_records, Bond};
+use crate::app::AppState;
 use crate::domain::{now_secs, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
-use crate::resolution::{post_bond_records, Bond};
-use crate::store::{cf, encode, Batch, Store};
+use crate::store::{cf, encode, Batch, Store, StoreError};
+
+/// What an auction service refuses (the routes give each its SPEC §7 reply).
+#[derive(Debug, thiserror::Error)]
+pub enum AuctionError {
+    #[error("auction not found")]
+    NotFound,
+    #[error("market not found")]
+    NoMarket,
+    #[error("market is already resolved")]
+    Resolved,
+    #[error("duration_secs must be at least 1")]
+    NoDuration,
+    #[error("market already has a question auction")]
+    Exists,
+    #[error("no open question auction for this market")]
+    NotOpen,
+    #[error("amount too large")]
+    TooLarge,
+    #[error("not enough balance / allowance")]
+    NotEnoughBalance,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Auction {
@@ -53,13 +73,13 @@ fn bid_key(condition_id: &str, agent: &str) -> Vec<u8> {
     format!("v/{condition_id}/{agent}").into_bytes()
 }
 
-pub fn auction_of(s: &AppState, condition_id: &str) -> Result<Option<Auction>, ApiError> {
-    Ok(s.store.get(cf::BONDS, &auction_key(condition_id))?)
+pub fn auction_of(s: &AppState, condition_id: &str) -> Result<Option<Auction>, StoreError> {
+    s.store.get(cf::BONDS, &auction_key(condition_id))
 }
 
-fn bids_of(s: &AppState, condition_id: &str) -> Result<Vec<Bid>, ApiError> {
+pub fn bids_of(s: &AppState, condition_id: &str) -> Result<Vec<Bid>, StoreError> {
     let mut out = Vec::new();
-    s.store.try_walk::<ApiError>(cf::BONDS, format!("v/{condition_id}/").as_bytes(), None, false, |_, v| {
+    s.store.try_walk::<StoreError>(cf::BONDS, format!("v/{condition_id}/").as_bytes(), None, false, |_, v| {
         out.push(Store::decode_value::<Bid>(cf::BONDS, v)?);
         Ok(ControlFlow::Continue(()))
     })?;
@@ -71,99 +91,56 @@ pub fn winning(bids: &[Bid]) -> Option<&Bid> {
     bids.iter().max_by(|a, b| a.amount.cmp(&b.amount).then(b.last_bid_at.cmp(&a.last_bid_at)))
 }
 
-fn auction_json(a: &Auction, bids: &[Bid]) -> Value {
-    j!({
-        "conditionId": a.condition_id,
-        "status": if a.closed { "CLOSED" } else { "OPEN" },
-        "openedAt": fmt_date(a.opened_at),
-        "closesAt": fmt_date(a.closes_at),
-        "bids": bids.iter().map(|b| j!({"agent": b.agent, "amount": b.amount.to_string()})).collect::<Vec<_>>(),
-        "highestBid": winning(bids).map(|b| b.amount.to_string()),
-        "winner": a.winner,
-        "winningAmount": a.winning_amount.to_string(),
-        "asset": COLLATERAL,
-    })
+/// An auction and its bids.
+pub fn show(s: &AppState, condition_id: &str) -> Result<(Auction, Vec<Bid>), AuctionError> {
+    let a = auction_of(s, condition_id)?.ok_or(AuctionError::NotFound)?;
+    Ok((a, bids_of(s, condition_id)?))
 }
 
-pub fn routes(state: Arc<AppState>) -> Routes {
-    let s = move || with_state(state.clone());
-    let bid = warp::path!("auctions" / "bid")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(bid(s, r).await) });
-    let show = warp::path!("auctions" / String)
-        .and(warp::get())
-        .and(s())
-        .map(|c: String, s: Arc<AppState>| respond(show(&s, &c)));
-    bid.or(show).unify().boxed()
-}
-
-fn show(s: &AppState, condition_id: &str) -> ApiResult {
-    let a = auction_of(s, condition_id)?.ok_or_else(|| ApiError::not_found("auction not found"))?;
-    json(&auction_json(&a, &bids_of(s, condition_id)?))
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct BidBody {
-    condition_id: String,
-    /// Base units as an integer string.
-    amount: String,
-}
-
-/// POST /auctions/bid {conditionId, amount}: escrows `amount` more into the agent's bid.
-async fn bid(s: Arc<AppState>, r: Req) -> ApiResult {
-    let key = authenticate(&s, &r)?;
-    let b: BidBody = r.json()?;
-    let amount = crate::api::ctf::amount(Some(&b.amount))?;
+/// Escrows `amount` more into `agent`'s bid on the open auction of `condition_id`.
+pub async fn bid(
+    s: &AppState,
+    agent: String,
+    condition_id: &str,
+    amount: u64,
+) -> Result<(Auction, Vec<Bid>), AuctionError> {
     let _one = s.bonds.lock().await;
     let now = now_secs();
-    let a = auction_of(&s, &b.condition_id)?
-        .filter(|a| !a.closed && now < a.closes_at)
-        .ok_or_else(|| ApiError::bad("no open question auction for this market"))?;
-    let agent = key.address.to_string();
-    let mut bid = s.store.get::<Bid>(cf::BONDS, &bid_key(&b.condition_id, &agent))?.unwrap_or(Bid {
+    let a = auction_of(s, condition_id)?.filter(|a| !a.closed && now < a.closes_at).ok_or(AuctionError::NotOpen)?;
+    let mut bid = s.store.get::<Bid>(cf::BONDS, &bid_key(condition_id, &agent))?.unwrap_or(Bid {
         agent: agent.clone(),
         amount: 0,
         last_bid_at: now,
     });
-    bid.amount = bid.amount.checked_add(amount).ok_or_else(|| ApiError::bad("amount too large"))?;
+    bid.amount = bid.amount.checked_add(amount).ok_or(AuctionError::TooLarge)?;
     bid.last_bid_at = now;
     let mut records = Batch::default();
-    records.put(cf::BONDS, bid_key(&b.condition_id, &agent), encode(&bid));
+    records.put(cf::BONDS, bid_key(condition_id, &agent), encode(&bid));
     match s.engine.transfer(agent, vec![(COLLATERAL.to_string(), LedgerChange::Debit(amount))], records).await {
-        Ok(_) => json(&auction_json(&a, &bids_of(&s, &b.condition_id)?)),
-        Err(EngineError::Rejected(_)) => Err(ApiError::bad("not enough balance / allowance")),
+        Ok(_) => Ok((a, bids_of(s, condition_id)?)),
+        Err(EngineError::Rejected(_)) => Err(AuctionError::NotEnoughBalance),
         Err(e) => Err(e.into()),
     }
 }
 
-/// POST /internal/auctions {condition_id, duration_secs}: opens a question auction.
-pub async fn open(s: Arc<AppState>, r: Req) -> ApiResult {
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct B {
-        condition_id: String,
-        duration_secs: u64,
+/// Opens a question auction on a market for `duration_secs`.
+pub async fn open(s: &AppState, condition_id: &str, duration_secs: u64) -> Result<Auction, AuctionError> {
+    let view = s.registry.condition(condition_id).ok_or(AuctionError::NoMarket)?;
+    if crate::app::resolution::is_closed(s, &view) {
+        return Err(AuctionError::Resolved);
     }
-    let b: B = r.json()?;
-    let view = s.registry.condition(&b.condition_id).ok_or_else(|| ApiError::not_found("market not found"))?;
-    if crate::resolution::is_closed(&s, &view) {
-        return Err(ApiError::bad("market is already resolved"));
-    }
-    if b.duration_secs == 0 {
-        return Err(ApiError::bad("duration_secs must be at least 1"));
+    if duration_secs == 0 {
+        return Err(AuctionError::NoDuration);
     }
     let _one = s.bonds.lock().await;
-    if auction_of(&s, &b.condition_id)?.is_some() {
-        return Err(ApiError::new(StatusCode::CONFLICT, "market already has a question auction"));
+    if auction_of(s, condition_id)?.is_some() {
+        return Err(AuctionError::Exists);
     }
     let now = now_secs();
     let a = Auction {
-        condition_id: b.condition_id.clone(),
+        condition_id: condition_id.to_string(),
         opened_at: now,
-        closes_at: now + b.duration_secs,
+        closes_at: now + duration_secs,
         closed: false,
         winner: None,
         winning_amount: 0,
@@ -171,15 +148,14 @@ pub async fn open(s: Arc<AppState>, r: Req) -> ApiResult {
     let mut batch = Batch::default();
     batch.put(cf::BONDS, auction_key(&a.condition_id), encode(&a));
     s.commit(batch).await?;
-    json(&auction_json(&a, &[]))
+    Ok(a)
 }
-
 /// Closes every auction past its close (the winner's bid becomes its bond) and refunds
 /// the losing bids of closed auctions. Called by the resolution worker, holding the
 /// bonds lock. Returns the auctions closed.
-pub fn close_due(s: &AppState, now: u64) -> Result<Vec<String>, ApiError> {
+pub fn close_due(s: &AppState, now: u64) -> Result<Vec<String>, AuctionError> {
     let mut auctions = BTreeMap::new();
-    s.store.try_walk::<ApiError>(cf::BONDS, b"u/", None, false, |_, v| {
+    s.store.try_walk::<StoreError>(cf::BONDS, b"u/", None, false, |_, v| {
         let a = Store::decode_value::<Auction>(cf::BONDS, v)?;
         auctions.insert(a.condition_id.clone(), a);
         Ok(ControlFlow::Continue(()))
@@ -195,9 +171,9 @@ pub fn close_due(s: &AppState, now: u64) -> Result<Vec<String>, ApiError> {
             if let Some(w) = winning(&bids).cloned() {
                 a.winner = Some(w.agent.clone());
                 a.winning_amount = w.amount;
-                let cluster = crate::resolution::cluster_of(s, &c)?;
-                let bond = match s.store.get::<Bond>(cf::BONDS, &crate::resolution::bond_key(&w.agent, &c))? {
-                    Some(b) if b.status == crate::resolution::BondStatus::Posted => {
+                let cluster = crate::app::resolution::cluster_of(s, &c)?;
+                let bond = match s.store.get::<Bond>(cf::BONDS, &crate::app::resolution::bond_key(&w.agent, &c))? {
+                    Some(b) if b.status == crate::app::resolution::BondStatus::Posted => {
                         Bond { amount: b.amount + w.amount, posted_at: now, ..b }
                     }
                     _ => Bond {
@@ -205,7 +181,7 @@ pub fn close_due(s: &AppState, now: u64) -> Result<Vec<String>, ApiError> {
                         condition_id: c.clone(),
                         cluster_id: cluster,
                         amount: w.amount,
-                        status: crate::resolution::BondStatus::Posted,
+                        status: crate::app::resolution::BondStatus::Posted,
                         posted_at: now,
                     },
                 };
@@ -221,10 +197,11 @@ pub fn close_due(s: &AppState, now: u64) -> Result<Vec<String>, ApiError> {
         for b in bids {
             let mut records = Batch::default();
             records.delete(cf::BONDS, bid_key(&c, &b.agent));
-            s.engine
-                .blocking()
-                .transfer(b.agent.clone(), vec![(COLLATERAL.to_string(), LedgerChange::Credit(b.amount))], records)
-                .map_err(ApiError::from)?;
+            s.engine.blocking().transfer(
+                b.agent.clone(),
+                vec![(COLLATERAL.to_string(), LedgerChange::Credit(b.amount))],
+                records,
+            )?;
         }
     }
     Ok(closed)

@@ -1,0 +1,264 @@
+//! Builders' and service keys' routes (SPEC §4.1, §5.5–5.6, §7.2; `app::builders` has the
+//! rules): builder and relayer API keys, `POST /builder/order` and `/builder/cancel` on a
+//! user's behalf, `GET /builder/volume`, and the builder views of `GET /data/orders` and
+//! `/data/trades`.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use uuid::Uuid;
+use warp::http::StatusCode;
+use warp::Filter;
+
+use super::orders::{self, Submission};
+use super::rfq::json_object;
+use super::{authenticate, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use crate::app::builders::{self, BuilderError, KeyKind, ServiceKey};
+use crate::app::AppState;
+use crate::domain::fmt_date;
+use crate::domain::{fmt_amount, now_secs, OrderStatus};
+
+impl From<BuilderError> for ApiError {
+    fn from(e: BuilderError) -> ApiError {
+        use BuilderError as E;
+        match e {
+            E::Store(e) => e.into(),
+            E::BuilderIdTaken => ApiError::new(StatusCode::CONFLICT, e.to_string()),
+            E::NoBuilderKey | E::NoRelayerKey => ApiError::not_found(e.to_string()),
+            E::CreateFailed | E::ListFailed => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        }
+    }
+}
+
+pub fn routes(state: Arc<AppState>) -> Routes {
+    let s = move || with_state(state.clone());
+    let keys = move |path: &'static str, kind: KeyKind, s: warp::filters::BoxedFilter<(Arc<AppState>,)>| {
+        let seg = warp::path(path.split('/').next().expect("two segments"))
+            .and(warp::path(path.split('/').nth(1).expect("two segments")))
+            .and(warp::path::end());
+        let create = seg
+            .and(warp::post())
+            .and(req())
+            .and(s.clone())
+            .then(move |r, s| async move { respond(create_key(s, r, kind).await) });
+        let list = seg
+            .and(warp::get())
+            .and(req())
+            .and(s.clone())
+            .map(move |r, s: Arc<AppState>| respond(list_keys(&s, &r, kind)));
+        let delete = seg
+            .and(warp::delete())
+            .and(req())
+            .and(s)
+            .then(move |r, s| async move { respond(delete_key(s, r, kind).await) });
+        create.or(list).unify().or(delete).unify()
+    };
+    let boxed = || s().boxed();
+    let builder_keys = keys("auth/builder-api-key", KeyKind::Builder, boxed());
+    let relayer_keys = keys("relayer/api-key", KeyKind::Relayer, boxed());
+    let order = warp::path!("builder" / "order")
+        .and(warp::post())
+        .and(req())
+        .and(s())
+        .then(|r, s| async move { respond(builder_order(s, r).await) });
+    let cancel = warp::path!("builder" / "cancel")
+        .and(warp::post())
+        .and(req())
+        .and(s())
+        .then(|r, s| async move { respond(builder_cancel(s, r).await) });
+    let volume = warp::path!("builder" / "volume")
+        .and(warp::get())
+        .and(req())
+        .and(s())
+        .map(|r, s: Arc<AppState>| respond(builder_volume(&s, &r)));
+    builder_keys.or(relayer_keys).unify().or(order).unify().or(cancel).unify().or(volume).unify().boxed()
+}
+
+/// POST /auth/builder-api-key {builderId} and POST /relayer/api-key: a new key of the
+/// caller's address, with its secret and passphrase (shown once).
+async fn create_key(s: Arc<AppState>, r: Req, kind: KeyKind) -> ApiResult {
+    let key = authenticate(&s, &r)?;
+    let builder_id = match kind {
+        KeyKind::Builder => {
+            let b = if r.body.is_empty() { Default::default() } else { json_object(&r)? };
+            let id = b.get("builderId").and_then(Value::as_str).map(str::trim).filter(|x| !x.is_empty());
+            let id = id.ok_or_else(|| ApiError::bad("builderId required"))?;
+            if !builders::valid_builder_id(id) {
+                return Err(ApiError::bad("builderId must be 1-64 letters, digits, '-', '_' or '.'"));
+            }
+            Some(id.to_string())
+        }
+        KeyKind::Relayer => None,
+    };
+    let rec = builders::create_key(&s, &key.address, kind, builder_id).await?;
+    let mut v = key_json(&rec);
+    v["secret"] = json!(rec.secret);
+    v["passphrase"] = json!(rec.passphrase);
+    super::json(&v)
+}
+
+fn key_json(k: &ServiceKey) -> Value {
+    let mut v = json!({ "apiKey": k.key.to_string(), "address": k.address, "createdAt": fmt_date(k.created_at) });
+    if let Some(b) = &k.builder_id {
+        v["builderId"] = json!(b);
+    }
+    v
+}
+
+/// GET /auth/builder-api-key, GET /relayer/api-key: {apiKeys: [...]} (no secrets).
+fn list_keys(s: &AppState, r: &Req, kind: KeyKind) -> ApiResult {
+    let key = authenticate(s, r)?;
+    let keys = builders::keys_of(s, &key.address, kind)?;
+    super::json(&json!({ "apiKeys": keys.iter().map(key_json).collect::<Vec<_>>() }))
+}
+
+/// DELETE /auth/builder-api-key?apiKey=…, DELETE /relayer/api-key?apiKey=….
+async fn delete_key(s: Arc<AppState>, r: Req, kind: KeyKind) -> ApiResult {
+    let key = authenticate(&s, &r)?;
+    let id = r
+        .query_map()
+        .get("apiKey")
+        .and_then(|x| Uuid::parse_str(x.trim()).ok())
+        .ok_or_else(|| ApiError::bad("invalid apiKey"))?;
+    builders::delete_key(&s, &key.address, kind, &id).await?;
+    super::json(&json!({ "apiKey": id.to_string(), "deleted": true }))
+}
+
+/// The `SERVICE_BUILDER_ID` of a builder request, and the builder API key verified when
+/// one is supplied (SPEC §5.5).
+fn builder_id(s: &AppState, r: &Req) -> Result<String, ApiError> {
+    let id = r
+        .header("SERVICE_BUILDER_ID")
+        .ok_or_else(|| ApiError::bad("OPENFISH_BUILDER_ID header required (header SERVICE_BUILDER_ID)"))?;
+    if !builders::valid_builder_id(id) {
+        return Err(ApiError::bad("SERVICE_BUILDER_ID must be 1-64 letters, digits, '-', '_' or '.'"));
+    }
+    if let Some(k) = r.header("SERVICE_BUILDER_API_KEY") {
+        let invalid = || ApiError::unauthorized("invalid builder API key");
+        let k = Uuid::parse_str(k).map_err(|_| invalid())?;
+        builders::builder_key_of(s, &k, id, r.header("SERVICE_BUILDER_PASSPHRASE"))?.ok_or_else(invalid)?;
+    }
+    Ok(id.to_string())
+}
+
+/// POST /builder/order: POST /order on a user's behalf (the user's L2 headers), attributed
+/// to the builder.
+async fn builder_order(s: Arc<AppState>, r: Req) -> ApiResult {
+    let builder = builder_id(&s, &r)?;
+    let body = json_object(&r)?;
+    if !body.contains_key("order") {
+        return Err(ApiError::bad("missing 'order' field"));
+    }
+    orders::check_new_orders(&s)?;
+    let key = authenticate(&s, &r)?;
+    let sub: Submission = serde_json::from_value(Value::Object(body)).map_err(|_| orders::invalid())?;
+    let p = orders::place_attributed(&s, &key, sub, Some(&builder)).await?;
+    super::json(&orders::result_json(&p))
+}
+
+/// POST /builder/cancel {orderID} or {orderIDs: [...]}: the user's cancel through the
+/// builder.
+async fn builder_cancel(s: Arc<AppState>, r: Req) -> ApiResult {
+    builder_id(&s, &r)?;
+    let body = json_object(&r)?;
+    orders::check_cancels(&s)?;
+    let key = authenticate(&s, &r)?;
+    let ids: Vec<Uuid> = match (body.get("orderID").or_else(|| body.get("orderId")), body.get("orderIDs")) {
+        (Some(Value::String(id)), None) => vec![orders::parse_id(id)?],
+        (None, Some(Value::Array(v))) if !v.is_empty() && v.len() <= orders::MAX_CANCEL => v
+            .iter()
+            .map(|x| x.as_str().ok_or_else(|| ApiError::bad("Invalid orderID")).and_then(orders::parse_id))
+            .collect::<Result<_, _>>()?,
+        _ => return Err(ApiError::bad("Invalid orderID")),
+    };
+    orders::canceled_json(&s.engine.cancel(key.key, ids).await?)
+}
+
+/// Whether a request carries builder credentials (§5.5) rather than a user's L2 ones.
+pub fn has_builder_headers(r: &Req) -> bool {
+    r.header("SERVICE_BUILDER_API_KEY").is_some()
+}
+
+/// Builder HMAC authentication (§5.5): the key, its passphrase, and the L2 signature
+/// scheme with the builder key's secret.
+pub fn authenticate_builder(s: &AppState, r: &Req) -> Result<ServiceKey, ApiError> {
+    let fail = || ApiError::unauthorized("L2 authentication failure");
+    let (Some(k), Some(pass), Some(sig), Some(ts)) = (
+        r.header("SERVICE_BUILDER_API_KEY"),
+        r.header("SERVICE_BUILDER_PASSPHRASE"),
+        r.header("SERVICE_BUILDER_SIGNATURE"),
+        r.header("SERVICE_BUILDER_TIMESTAMP"),
+    ) else {
+        return Err(fail());
+    };
+    let invalid = || ApiError::unauthorized("Unauthorized/Invalid api key");
+    let k = Uuid::parse_str(k).map_err(|_| invalid())?;
+    let rec = builders::load_key(&s.store, &k)?.filter(|x| x.kind == KeyKind::Builder).ok_or_else(invalid)?;
+    let t: i64 = ts.parse().map_err(|_| fail())?;
+    if (now_secs() as i64 - t).abs() > super::MAX_DRIFT_SECS
+        || !crate::auth::ct_eq(pass.as_bytes(), rec.passphrase.as_bytes())
+    {
+        return Err(fail());
+    }
+    if !super::signed_with(r, &rec.secret, ts, sig) {
+        return Err(fail());
+    }
+    Ok(rec)
+}
+
+fn builder_of(rec: &ServiceKey) -> &str {
+    rec.builder_id.as_deref().unwrap_or_default()
+}
+
+/// GET /data/orders with builder headers: the open orders the builder attributed.
+pub fn builder_orders(s: &AppState, r: &Req) -> ApiResult {
+    let rec = authenticate_builder(s, r)?;
+    let q = r.query_map();
+    let offset = orders::cursor_offset(&q)?;
+    let f = |k: &str| q.get(k).filter(|x| !x.is_empty());
+    let items = builders::attributed_orders(s, builder_of(&rec))?
+        .into_iter()
+        .filter(|o| matches!(o.status, OrderStatus::Live | OrderStatus::Deferred))
+        .filter(|o| {
+            !(f("id").is_some_and(|x| *x != o.id.to_string())
+                || f("market").is_some_and(|x| **x != *o.token.condition_id)
+                || f("asset_id").is_some_and(|x| **x != *o.token.token_id))
+        })
+        .map(|o| orders::order_json(&o))
+        .collect();
+    orders::page(items, offset)
+}
+
+/// GET /data/trades with builder headers: the trades of orders the builder attributed.
+pub fn builder_trades(s: &AppState, r: &Req) -> ApiResult {
+    let rec = authenticate_builder(s, r)?;
+    let q = r.query_map();
+    let offset = orders::cursor_offset(&q)?;
+    let f = |k: &str| q.get(k).filter(|x| !x.is_empty());
+    let items = builders::attributed_trades(s, builder_of(&rec))?
+        .into_iter()
+        .filter(|(t, ..)| {
+            !(f("id").is_some_and(|x| *x != t.id.to_string())
+                || f("market").is_some_and(|x| **x != *t.token.condition_id)
+                || f("asset_id").is_some_and(|x| **x != *t.token.token_id))
+        })
+        .map(|(t, _, viewer)| orders::trade_json(&t, viewer))
+        .collect();
+    orders::page(items, offset)
+}
+
+/// GET /builder/volume (builder headers; optional `market`): the builder's attributed
+/// orders, trades and volume.
+fn builder_volume(s: &AppState, r: &Req) -> ApiResult {
+    let rec = authenticate_builder(s, r)?;
+    let q = r.query_map();
+    let market = q.get("market").map(String::as_str).filter(|x| !x.is_empty());
+    let builder = builder_of(&rec);
+    let v = builders::volume(s, builder, market)?;
+    super::json(&json!({
+        "builderId": builder,
+        "orders": v.orders,
+        "trades": v.trades,
+        "volume": fmt_amount(v.volume),
+    }))
+}

@@ -1,0 +1,236 @@
+//! Request-for-quote routes (SPEC §4.4, §7.5; `app::rfq` has the rules): `POST
+//! /rfq/request`, `/rfq/quote`, `/rfq/accept`, and `GET /rfq/requests`,
+//! `/rfq/requests/open`, `/rfq/quotes`.
+
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+use uuid::Uuid;
+use warp::Filter;
+
+use super::orders::{cursor_offset, page};
+use super::{authenticate, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use crate::app::rfq::{self, NewRequest, QuoteState, RequestState, RfqError, RfqQuote, RfqRequest, MAX_TTL_SECS};
+use crate::app::AppState;
+use crate::domain::fmt_date;
+use crate::domain::{fmt_amount, fmt_price, now_secs, parse_decimal, parse_price, Side};
+
+impl From<RfqError> for ApiError {
+    fn from(e: RfqError) -> ApiError {
+        use RfqError as E;
+        match e {
+            E::Store(e) => e.into(),
+            E::Engine(e) => e.into(),
+            E::NoBook | E::QuoteGone | E::NoQuotes => ApiError::not_found(e.to_string()),
+            E::MarketClosed
+            | E::BelowMinimum { .. }
+            | E::NotOpen
+            | E::OwnRequest
+            | E::OffTick { .. }
+            | E::NotEnoughBalance
+            | E::NotOwned
+            | E::Untradable => ApiError::bad(e.to_string()),
+        }
+    }
+}
+
+fn request_json(r: &RfqRequest, now: u64, quotes: Option<&[RfqQuote]>) -> Value {
+    let status = match r.state {
+        RequestState::Open if r.expires_at <= now => "EXPIRED",
+        RequestState::Open => "OPEN",
+        RequestState::Filled => "FILLED",
+        RequestState::Expired => "EXPIRED",
+    };
+    let mut v = json!({
+        "rfqId": r.id.to_string(),
+        "tokenId": r.token_id,
+        "market": r.condition_id,
+        "side": r.side.as_str(),
+        "size": fmt_amount(r.size),
+        "status": status,
+        "createdAt": fmt_date(r.created_at),
+        "expiresAt": fmt_date(r.expires_at),
+        "acceptedQuoteId": r.accepted_quote.map(|q| q.to_string()),
+    });
+    if let Some(qs) = quotes {
+        v["quotes"] = qs.iter().map(|q| quote_json(q, now, r.size)).collect();
+    }
+    v
+}
+
+fn quote_json(q: &RfqQuote, now: u64, size: u64) -> Value {
+    let status = match q.state {
+        QuoteState::Pending if q.expires_at <= now => "EXPIRED",
+        QuoteState::Pending => "PENDING",
+        QuoteState::Accepted => "ACCEPTED",
+        QuoteState::Rejected => "REJECTED",
+        QuoteState::Expired => "EXPIRED",
+    };
+    json!({
+        "quoteId": q.id.to_string(),
+        "rfqId": q.rfq_id.to_string(),
+        "price": fmt_price(q.price),
+        "size": fmt_amount(size),
+        "status": status,
+        "createdAt": fmt_date(q.created_at),
+        "expiresAt": fmt_date(q.expires_at),
+    })
+}
+
+pub fn routes(state: Arc<AppState>) -> Routes {
+    let s = move || with_state(state.clone());
+    let request = warp::path!("rfq" / "request")
+        .and(warp::post())
+        .and(req())
+        .and(s())
+        .then(|r, s| async move { respond(post_request(s, r).await) });
+    let quote = warp::path!("rfq" / "quote")
+        .and(warp::post())
+        .and(req())
+        .and(s())
+        .then(|r, s| async move { respond(post_quote(s, r).await) });
+    let accept = warp::path!("rfq" / "accept")
+        .and(warp::post())
+        .and(req())
+        .and(s())
+        .then(|r, s| async move { respond(accept(s, r).await) });
+    let mine = warp::path!("rfq" / "requests")
+        .and(warp::get())
+        .and(req())
+        .and(s())
+        .map(|r, s: Arc<AppState>| respond(own_requests(&s, &r)));
+    let open = warp::path!("rfq" / "requests" / "open")
+        .and(warp::get())
+        .and(req())
+        .and(s())
+        .map(|r, s: Arc<AppState>| respond(open_requests(&s, &r)));
+    let quotes = warp::path!("rfq" / "quotes")
+        .and(warp::get())
+        .and(req())
+        .and(s())
+        .map(|r, s: Arc<AppState>| respond(own_quotes(&s, &r)));
+    request.or(quote).unify().or(accept).unify().or(mine).unify().or(open).unify().or(quotes).unify().boxed()
+}
+
+/// The body as a JSON object; 400 `invalid JSON: …` otherwise (SPEC §7.5).
+pub fn json_object(r: &Req) -> Result<Map<String, Value>, ApiError> {
+    match serde_json::from_slice::<Value>(&r.body) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(ApiError::bad("invalid JSON: expected an object")),
+        Err(e) => Err(ApiError::bad(format!("invalid JSON: {e}"))),
+    }
+}
+
+/// A string or number field as text (None when absent, null or empty).
+fn text(b: &Map<String, Value>, name: &str) -> Option<String> {
+    match b.get(name)? {
+        Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// An optional TTL in seconds (`ttl`), within 1..=[`MAX_TTL_SECS`].
+fn ttl(b: &Map<String, Value>, default: u64) -> Result<u64, ApiError> {
+    match b.get("ttl") {
+        None | Some(Value::Null) => Ok(default),
+        Some(v) => v
+            .as_u64()
+            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+            .filter(|t| (1..=MAX_TTL_SECS).contains(t))
+            .ok_or_else(|| ApiError::bad(format!("ttl must be a whole number of seconds from 1 to {MAX_TTL_SECS}"))),
+    }
+}
+
+/// POST /rfq/request {tokenId, side, size, ttl?}: asks for quotes on `size` tokens.
+async fn post_request(s: Arc<AppState>, r: Req) -> ApiResult {
+    let key = authenticate(&s, &r)?;
+    let b = json_object(&r)?;
+    let required = || ApiError::bad("tokenId and size required");
+    let token_id = text(&b, "tokenId").ok_or_else(required)?;
+    let size = text(&b, "size").and_then(|x| parse_decimal(&x, 6).ok()).filter(|&q| q > 0).ok_or_else(required)?;
+    let side = text(&b, "side").as_deref().and_then(Side::parse).ok_or_else(|| ApiError::bad("Invalid side"))?;
+    let ttl_secs = ttl(&b, s.config.rfq_request_ttl_secs)?;
+    let req = rfq::request(&s, &key, NewRequest { token_id, side, size, ttl_secs }).await?;
+    super::json(&request_json(&req, req.created_at, Some(&[])))
+}
+
+/// A `rfqId` field: 400 `valid rfqId required` unless a UUID.
+fn rfq_id(b: &Map<String, Value>) -> Result<Uuid, ApiError> {
+    b.get("rfqId")
+        .and_then(Value::as_str)
+        .and_then(|x| Uuid::parse_str(x).ok())
+        .ok_or_else(|| ApiError::bad("valid rfqId required"))
+}
+
+/// POST /rfq/quote {rfqId, price, ttl?}: offers a price for the whole request.
+async fn post_quote(s: Arc<AppState>, r: Req) -> ApiResult {
+    let key = authenticate(&s, &r)?;
+    let b = json_object(&r)?;
+    let rfq_id = rfq_id(&b)?;
+    let price = text(&b, "price").and_then(|p| parse_price(&p).ok()).ok_or_else(|| ApiError::bad("price required"))?;
+    let ttl_secs = ttl(&b, s.config.rfq_quote_ttl_secs)?;
+    let (q, size) = rfq::quote(&s, &key, rfq_id, price, ttl_secs).await?;
+    super::json(&quote_json(&q, q.created_at, size))
+}
+
+/// POST /rfq/accept {rfqId?, quoteId?}: the requester accepts a quote (SPEC §4.4).
+async fn accept(s: Arc<AppState>, r: Req) -> ApiResult {
+    let key = authenticate(&s, &r).map_err(|_| ApiError::unauthorized("invalid authorization"))?;
+    let b = json_object(&r)?;
+    let present = |n: &str| b.get(n).is_some_and(|v| !v.is_null());
+    let (want_rfq, want_quote) = match (present("rfqId"), present("quoteId")) {
+        (false, false) => return Err(ApiError::bad("rfqId or quoteId required")),
+        (has_rfq, has_quote) => (
+            if has_rfq { Some(rfq_id(&b)?) } else { None },
+            if has_quote {
+                Some(b["quoteId"].as_str().and_then(|x| Uuid::parse_str(x).ok()).ok_or(RfqError::QuoteGone)?)
+            } else {
+                None
+            },
+        ),
+    };
+    let a = rfq::accept(&s, &key, want_rfq, want_quote).await?;
+    super::json(&json!({
+        "quoteId": a.quote_id.to_string(),
+        "rfqId": a.rfq_id.to_string(),
+        "status": "ACCEPTED",
+        "tradeId": a.trade_id.to_string(),
+    }))
+}
+
+/// GET /rfq/requests: the key's own requests with their quotes, newest first (paginated
+/// envelope, SPEC §2.6).
+fn own_requests(s: &AppState, r: &Req) -> ApiResult {
+    let key = authenticate(s, r)?;
+    let offset = cursor_offset(&r.query_map())?;
+    let now = now_secs();
+    let items = rfq::own_requests(s, &key.key)?;
+    page(items.iter().map(|(x, quotes)| request_json(x, now, Some(quotes))).collect(), offset)
+}
+
+/// GET /rfq/requests/open: every open request a quoter may answer (any key's; quotes are
+/// not shown), oldest first.
+fn open_requests(s: &AppState, r: &Req) -> ApiResult {
+    authenticate(s, r)?;
+    let offset = cursor_offset(&r.query_map())?;
+    let now = now_secs();
+    page(rfq::open_requests(s, now)?.iter().map(|x| request_json(x, now, None)).collect(), offset)
+}
+
+/// GET /rfq/quotes: the key's own quotes, newest first.
+fn own_quotes(s: &AppState, r: &Req) -> ApiResult {
+    let key = authenticate(s, r)?;
+    let offset = cursor_offset(&r.query_map())?;
+    let now = now_secs();
+    let items = rfq::own_quotes(s, &key.key)?
+        .into_iter()
+        .map(|(req, quote)| {
+            let mut v = quote_json(&quote, now, req.size);
+            v["tokenId"] = json!(req.token_id);
+            v["side"] = json!(req.side.as_str());
+            v
+        })
+        .collect();
+    page(items, offset)
+}

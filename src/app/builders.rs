@@ -1,0 +1,262 @@
+//! Builders and service keys (SPEC §2.1, §4.1, §4.4, §5.5–5.6, §7.2, §7.5;
+//! docs/builders.md).
+//!
+//! A builder is an application that routes its users' orders: it names itself with the
+//! `SERVICE_BUILDER_ID` header on `POST /builder/order` and `/builder/cancel`, and the
+//! orders it places are attributed to it (an index written in the order's own batch).
+//! With a builder API key (`POST /auth/builder-api-key`) it reads the orders and trades
+//! it attributed — `GET /data/orders` and `GET /data/trades` with the builder headers of
+//! §5.5 — and its volume (`GET /builder/volume`).
+//!
+//! Relayer API keys (`POST /relayer/api-key`) authorise the gasless relay (`relay`) for
+//! one address. Builder and relayer keys are one mechanism: a service key bound to the
+//! address that created it, in the `builders` family.
+
+use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::app::AppState;
+use crate::auth::ct_eq;
+use crate::domain::{mul_div_floor, now_secs, OrderRecord, TradeRecord, TradeStatus, PRICE_ONE};
+use crate::store::{cf, encode, Batch, Store, StoreError};
+
+/// What a builder or relayer key service refuses (the routes give each its SPEC §7
+/// reply; the two storage failures carry the endpoint's own message, SPEC §7.2).
+#[derive(Debug, thiserror::Error)]
+pub enum BuilderError {
+    #[error("builderId belongs to another address")]
+    BuilderIdTaken,
+    #[error("builder API key not found")]
+    NoBuilderKey,
+    #[error("relayer API key not found")]
+    NoRelayerKey,
+    #[error("could not create builder api key")]
+    CreateFailed,
+    #[error("could not get builder api keys")]
+    ListFailed,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum KeyKind {
+    Builder,
+    Relayer,
+}
+
+impl KeyKind {
+    fn tag(self) -> &'static str {
+        match self {
+            KeyKind::Builder => "b",
+            KeyKind::Relayer => "r",
+        }
+    }
+    fn not_found(self) -> BuilderError {
+        match self {
+            KeyKind::Builder => BuilderError::NoBuilderKey,
+            KeyKind::Relayer => BuilderError::NoRelayerKey,
+        }
+    }
+}
+
+/// A builder or relayer API key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceKey {
+    pub key: Uuid,
+    pub kind: KeyKind,
+    /// The address whose L2 key created it.
+    pub address: String,
+    pub builder_id: Option<String>,
+    pub secret: String,
+    pub passphrase: String,
+    pub created_at: u64,
+}
+
+fn key_key(k: &Uuid) -> Vec<u8> {
+    let mut v = b"k/".to_vec();
+    v.extend_from_slice(k.as_bytes());
+    v
+}
+fn owner_key(address: &str, kind: KeyKind, k: &Uuid) -> Vec<u8> {
+    let mut v = format!("a/{address}/{}/", kind.tag()).into_bytes();
+    v.extend_from_slice(k.as_bytes());
+    v
+}
+fn claim_key(builder: &str) -> Vec<u8> {
+    format!("n/{builder}").into_bytes()
+}
+fn attributed_prefix(builder: &str) -> Vec<u8> {
+    format!("o/{builder}/").into_bytes()
+}
+
+/// The attribution of an order to a builder, written in the order's batch.
+pub fn attribution(builder: &str, order: &OrderRecord) -> Batch {
+    let mut b = Batch::default();
+    let mut k = attributed_prefix(builder);
+    k.extend_from_slice(order.id.as_bytes());
+    b.put(cf::BUILDERS, k, Vec::new());
+    b
+}
+
+pub fn load_key(store: &Store, k: &Uuid) -> Result<Option<ServiceKey>, StoreError> {
+    store.get(cf::BUILDERS, &key_key(k))
+}
+
+/// A builder ID: 1–64 letters, digits, `-`, `_` or `.` (it is part of index keys).
+pub fn valid_builder_id(b: &str) -> bool {
+    (1..=64).contains(&b.len()) && b.bytes().all(|c| c.is_ascii_alphanumeric() || b"-_.".contains(&c))
+}
+
+// ---- services --------------------------------------------------------------------------
+
+/// A new key of `kind` for `address`, with its secret and passphrase; a builder key names
+/// its builder ID (valid, see [`valid_builder_id`]), which becomes the address's.
+pub async fn create_key(
+    s: &AppState,
+    address: &str,
+    kind: KeyKind,
+    builder_id: Option<String>,
+) -> Result<ServiceKey, BuilderError> {
+    let _one = s.key_lock.lock().await;
+    let mut batch = Batch::default();
+    if let Some(id) = &builder_id {
+        match s.store.get::<String>(cf::BUILDERS, &claim_key(id)).map_err(|_| BuilderError::CreateFailed)? {
+            Some(owner) if owner != address => return Err(BuilderError::BuilderIdTaken),
+            Some(_) => {}
+            None => batch.put(cf::BUILDERS, claim_key(id), encode(&address)),
+        }
+    }
+    let (secret, passphrase) = crate::auth::new_secrets().map_err(|_| BuilderError::CreateFailed)?;
+    let rec = ServiceKey {
+        key: Uuid::new_v4(),
+        kind,
+        address: address.to_string(),
+        builder_id,
+        secret,
+        passphrase,
+        created_at: now_secs(),
+    };
+    batch.put(cf::BUILDERS, key_key(&rec.key), encode(&rec));
+    batch.put(cf::BUILDERS, owner_key(&rec.address, kind, &rec.key), Vec::new());
+    s.commit(batch).await.map_err(|_| BuilderError::CreateFailed)?;
+    Ok(rec)
+}
+
+/// An address's keys of a kind, oldest first.
+pub fn keys_of(s: &AppState, address: &str, kind: KeyKind) -> Result<Vec<ServiceKey>, BuilderError> {
+    let list = || -> Result<Vec<ServiceKey>, StoreError> {
+        let mut ids = Vec::new();
+        s.store.walk(cf::BUILDERS, format!("a/{address}/{}/", kind.tag()).as_bytes(), None, false, |k, _| {
+            ids.extend(k.get(k.len().saturating_sub(16)..).and_then(|b| Uuid::from_slice(b).ok()));
+            ControlFlow::Continue(())
+        })?;
+        let mut out = Vec::new();
+        for id in ids {
+            out.extend(load_key(&s.store, &id)?);
+        }
+        out.sort_by_key(|k| (k.created_at, k.key));
+        Ok(out)
+    };
+    list().map_err(|_| BuilderError::ListFailed)
+}
+
+/// Deletes `address`'s key `id` of `kind`.
+pub async fn delete_key(s: &AppState, address: &str, kind: KeyKind, id: &Uuid) -> Result<(), BuilderError> {
+    let _one = s.key_lock.lock().await;
+    let rec = load_key(&s.store, id)?.filter(|k| k.kind == kind && k.address == address);
+    let rec = rec.ok_or_else(|| kind.not_found())?;
+    let mut batch = Batch::default();
+    batch.delete(cf::BUILDERS, key_key(&rec.key));
+    batch.delete(cf::BUILDERS, owner_key(&rec.address, kind, &rec.key));
+    s.commit(batch).await?;
+    Ok(())
+}
+
+/// The builder key `key` if it is one, of builder `builder_id`, and — when a passphrase is
+/// given — with that passphrase.
+pub fn builder_key_of(
+    s: &AppState,
+    key: &Uuid,
+    builder_id: &str,
+    passphrase: Option<&str>,
+) -> Result<Option<ServiceKey>, StoreError> {
+    Ok(load_key(&s.store, key)?.filter(|x| {
+        x.kind == KeyKind::Builder
+            && x.builder_id.as_deref() == Some(builder_id)
+            && passphrase.is_none_or(|p| ct_eq(p.as_bytes(), x.passphrase.as_bytes()))
+    }))
+}
+
+/// The relayer key `key` if it is one, bound to `address`.
+pub fn relayer_key_of(s: &AppState, key: &Uuid, address: &str) -> Result<Option<ServiceKey>, StoreError> {
+    Ok(load_key(&s.store, key)?.filter(|k| k.kind == KeyKind::Relayer && k.address == address))
+}
+
+/// Every order attributed to a builder.
+pub fn attributed_orders(s: &AppState, builder: &str) -> Result<Vec<OrderRecord>, StoreError> {
+    let mut ids = Vec::new();
+    let prefix = attributed_prefix(builder);
+    s.store.walk(cf::BUILDERS, &prefix, None, false, |k, _| {
+        ids.extend(k.get(prefix.len()..).and_then(|b| Uuid::from_slice(b).ok()));
+        ControlFlow::Continue(())
+    })?;
+    let mut out = Vec::new();
+    for id in ids {
+        out.extend(s.store.get_order(&id)?);
+    }
+    out.sort_by_key(|o| (o.created_at, o.id));
+    Ok(out)
+}
+
+/// The trades of a builder's attributed orders, newest first, each with the notional
+/// (collateral) of its attributed fills and the API key it is shown as.
+pub fn attributed_trades(s: &AppState, builder: &str) -> Result<Vec<(TradeRecord, u64, Uuid)>, StoreError> {
+    let orders = attributed_orders(s, builder)?;
+    let mine: std::collections::HashSet<Uuid> = orders.iter().map(|o| o.id).collect();
+    let mut trades = BTreeMap::new();
+    for id in orders.iter().flat_map(|o| o.associate_trades.iter()) {
+        if trades.contains_key(id) {
+            continue;
+        }
+        let Some(t) = s.store.get_trade(id)? else { continue };
+        let one = PRICE_ONE as u64;
+        let mut notional = 0;
+        let mut viewer = None;
+        if mine.contains(&t.taker_order_id) {
+            notional += mul_div_floor(t.size, t.price as u64, one);
+            viewer = Some(t.owner);
+        }
+        for m in t.maker_orders.iter().filter(|m| mine.contains(&m.order_id)) {
+            notional += mul_div_floor(m.matched_amount, m.price as u64, one);
+            viewer.get_or_insert(m.owner);
+        }
+        let viewer = viewer.unwrap_or(t.owner);
+        trades.insert(*id, (t, notional, viewer));
+    }
+    let mut v: Vec<_> = trades.into_values().collect();
+    v.sort_by_key(|(t, ..)| std::cmp::Reverse(t.seq));
+    Ok(v)
+}
+
+/// A builder's attributed orders, trades and volume (the collateral notional of its
+/// orders' fills in trades not FAILED), in one market or all.
+pub struct Volume {
+    pub orders: usize,
+    pub trades: usize,
+    pub volume: u64,
+}
+
+pub fn volume(s: &AppState, builder: &str, market: Option<&str>) -> Result<Volume, StoreError> {
+    let orders = attributed_orders(s, builder)?
+        .into_iter()
+        .filter(|o| market.is_none_or(|m| *m == *o.token.condition_id))
+        .count();
+    let trades: Vec<_> = attributed_trades(s, builder)?
+        .into_iter()
+        .filter(|(t, ..)| t.status != TradeStatus::Failed && market.is_none_or(|m| *m == *t.token.condition_id))
+        .collect();
+    Ok(Volume { orders, trades: trades.len(), volume: trades.iter().map(|(_, n, _)| n).sum() })
+}
