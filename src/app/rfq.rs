@@ -258,7 +258,7 @@ pub async fn quote(
     }
     let view = s.registry.token(&req.token_id).map(|(v, _)| v).ok_or(RfqError::NotOpen)?;
     let tick = view.tick();
-    if price == 0 || price >= PRICE_ONE || price % tick != 0 {
+    if price == 0 || price >= PRICE_ONE || !price.is_multiple_of(tick) {
         return Err(RfqError::OffTick { price, tick });
     }
     // What the quoter pays if accepted: collateral when it buys, tokens when it sells.
