@@ -16,12 +16,9 @@ mod alloc;
 pub use alloc::no_transparent_huge_pages;
 
 pub mod admin;
-pub mod analytics;
 pub mod api;
 pub mod app;
 pub mod auth;
-pub mod bridge;
-pub mod catalogue;
 pub mod client;
 pub mod commit;
 pub mod config;
@@ -215,7 +212,8 @@ impl App {
         state.feed_rt = Some(feeds.handle().clone());
         let assets = config.catalogue.with_file_name("bridge-assets.json");
         if assets.exists() {
-            let t = bridge::AssetTable::load(&assets).with_context(|| format!("bridge assets {}", assets.display()))?;
+            let t = app::bridge::AssetTable::load(&assets)
+                .with_context(|| format!("bridge assets {}", assets.display()))?;
             state.bridge = Some(t);
         } else {
             tracing::warn!(path = %assets.display(), "no bridge asset table: the bridge answers 503");
@@ -247,9 +245,9 @@ impl App {
         let bodies = api::body::Bodies::new(config.body_bytes_in_flight);
         let clob_routes = api::clob_routes(state.clone());
         servers.push(api::front::serve(clob_l, clob_routes, Some(state.clone()), bodies.clone(), rx.clone()));
-        servers.push(serve(gamma_l, catalogue::routes::routes(state.clone()), bodies.clone(), rx.clone()));
-        servers.push(serve(data_l, analytics::routes(state.clone()), bodies.clone(), rx.clone()));
-        servers.push(serve(bridge_l, bridge::routes(state.clone()), bodies.clone(), rx.clone()));
+        servers.push(serve(gamma_l, api::catalogue::routes(state.clone()), bodies.clone(), rx.clone()));
+        servers.push(serve(data_l, api::analytics::routes(state.clone()), bodies.clone(), rx.clone()));
+        servers.push(serve(bridge_l, api::bridge::routes(state.clone()), bodies.clone(), rx.clone()));
         servers.push(serve(internal_l, api::internal::routes(state.clone()), bodies, rx.clone()));
         Ok(App {
             bound: Bound { clob, gamma, data, bridge, internal },
@@ -326,7 +324,7 @@ async fn load_catalogue(state: &app::AppState, config: &Config) -> anyhow::Resul
     };
     let n = specs.len();
     for s in specs {
-        let meta = s.meta(0, None).map_err(|e| anyhow::anyhow!("catalogue: {}", e.message))?;
+        let meta = s.meta(0, None).map_err(|e| anyhow::anyhow!("catalogue: {e}"))?;
         let program = s.rewards.as_ref().map(|r| r.config(&s.condition_id)).transpose();
         let program = program.map_err(|e| anyhow::anyhow!("catalogue rewards: {e}"))?;
         let m = s.into_market().map_err(|e| anyhow::anyhow!("catalogue: {e}"))?;
@@ -334,7 +332,7 @@ async fn load_catalogue(state: &app::AppState, config: &Config) -> anyhow::Resul
             Ok(_) | Err(engine::EngineError::Exists) => {}
             Err(e) => anyhow::bail!("catalogue: {e:?}"),
         }
-        catalogue::put_meta(state, meta).await.map_err(|e| anyhow::anyhow!("catalogue: {e}"))?;
+        app::catalogue::put_meta(state, meta).await.map_err(|e| anyhow::anyhow!("catalogue: {e}"))?;
         if let Some(c) = program {
             app::incentives::set_config(state, c).await.map_err(|e| anyhow::anyhow!("catalogue: {e}"))?;
         }
@@ -350,9 +348,9 @@ async fn load_catalogue(state: &app::AppState, config: &Config) -> anyhow::Resul
 #[serde(deny_unknown_fields)]
 struct EventsFile {
     #[serde(default)]
-    series: Vec<catalogue::routes::SeriesInput>,
+    series: Vec<app::catalogue::writes::SeriesInput>,
     #[serde(default)]
-    events: Vec<catalogue::routes::EventInput>,
+    events: Vec<app::catalogue::writes::EventInput>,
 }
 
 async fn load_events(state: &app::AppState, config: &Config) -> anyhow::Result<()> {
@@ -366,12 +364,10 @@ async fn load_events(state: &app::AppState, config: &Config) -> anyhow::Result<(
     };
     let (ns, ne) = (file.series.len(), file.events.len());
     for s in file.series {
-        catalogue::routes::add_series(state, s)
-            .await
-            .map_err(|e| anyhow::anyhow!("catalogue series: {}", e.message))?;
+        app::catalogue::writes::add_series(state, s).await.map_err(|e| anyhow::anyhow!("catalogue series: {e}"))?;
     }
     for e in file.events {
-        catalogue::routes::add_event(state, e).await.map_err(|e| anyhow::anyhow!("catalogue event: {}", e.message))?;
+        app::catalogue::writes::add_event(state, e).await.map_err(|e| anyhow::anyhow!("catalogue event: {e}"))?;
     }
     state.store.put(cf::META, meta::EVENTS_LOADED, &true)?;
     tracing::info!(series = ns, events = ne, "demo events loaded");

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use serde_json::{json as j, Map, Value};
+use serde_json::{json, Map, Value};
 use warp::Filter;
 
-use super::{authenticate, json, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::{authenticate, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
 use crate::app::AppState;
 use crate::domain::{
     fmt_amount, fmt_price, ApiKeyRecord, NotificationKind, NotificationRecord, Side, TradeStatus, TraderSide,
@@ -20,12 +20,12 @@ pub fn routes(state: Arc<AppState>) -> Routes {
         .and(warp::post())
         .and(req())
         .and(s())
-        .map(|r, s: Arc<AppState>| respond(heartbeat(&s, &r).and_then(|_| json(&j!({ "status": "ok" })))));
+        .map(|r, s: Arc<AppState>| respond(heartbeat(&s, &r).and_then(|_| reply(&json!({ "status": "ok" })))));
     let hb_legacy = warp::path!("auth" / "heartbeat")
         .and(warp::get())
         .and(req())
         .and(s())
-        .map(|r, s: Arc<AppState>| respond(heartbeat(&s, &r).and_then(|_| json(&j!({})))));
+        .map(|r, s: Arc<AppState>| respond(heartbeat(&s, &r).and_then(|_| reply(&json!({})))));
     let balance = warp::path!("balance-allowance")
         .and(warp::get())
         .and(req())
@@ -102,7 +102,7 @@ async fn balance_allowance(s: Arc<AppState>, r: Req) -> ApiResult {
             allowances.insert(asset.clone(), Value::String(acc.available().to_string()));
         }
     }
-    json(&j!({ "balance": balance.to_string(), "allowances": allowances }))
+    reply(&json!({ "balance": balance.to_string(), "allowances": allowances }))
 }
 
 /// GET /balance-allowance/update: the settled collateral balance, and the collateral the
@@ -132,7 +132,7 @@ async fn balance_update(s: Arc<AppState>, r: Req) -> ApiResult {
             maker += flow(&ml);
         }
     }
-    json(&j!({
+    reply(&json!({
         "balance": balance.to_string(),
         "net_usdc_taker": taker.to_string(),
         "net_usdc_maker": maker.to_string(),
@@ -145,7 +145,7 @@ fn notification_id(n: &NotificationRecord) -> u64 {
 }
 
 fn notification_json(n: &NotificationRecord) -> Value {
-    j!({
+    json!({
         "id": notification_id(n),
         "type": n.kind.as_str(),
         "owner": n.owner.to_string(),
@@ -169,7 +169,7 @@ fn notifications(s: &AppState, r: &Req) -> ApiResult {
     let key = authenticate(s, r)?;
     let mut v = s.store.notifications(&key.key)?;
     v.reverse();
-    json(&v.iter().map(notification_json).collect::<Vec<_>>())
+    reply(&v.iter().map(notification_json).collect::<Vec<_>>())
 }
 
 /// DELETE /notifications: drops every notification of the key.
@@ -182,5 +182,5 @@ async fn delete_notifications(s: Arc<AppState>, r: Req) -> ApiResult {
     if !b.is_empty() {
         s.commit(b).await?;
     }
-    json(&j!({}))
+    reply(&json!({}))
 }

@@ -60,7 +60,7 @@ pub fn routes(state: Arc<AppState>) -> Routes {
 
 fn show(s: &AppState, condition_id: &str) -> ApiResult {
     let (a, bids) = auctions::show(s, condition_id)?;
-    super::json(&auction_json(&a, &bids))
+    super::reply(&auction_json(&a, &bids))
 }
 
 #[derive(Deserialize)]
@@ -75,9 +75,9 @@ struct BidBody {
 async fn bid(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let b: BidBody = r.json()?;
-    let amount = super::ctf::amount(Some(&b.amount))?;
+    let amount = crate::app::ctf::base_amount(Some(&b.amount))?;
     let (a, bids) = auctions::bid(&s, key.address.to_string(), &b.condition_id, amount).await?;
-    super::json(&auction_json(&a, &bids))
+    super::reply(&auction_json(&a, &bids))
 }
 
 /// POST /internal/auctions {condition_id, duration_secs}: opens a question auction.
@@ -90,5 +90,5 @@ pub async fn open(s: Arc<AppState>, r: Req) -> ApiResult {
     }
     let b: B = r.json()?;
     let a = auctions::open(&s, &b.condition_id, b.duration_secs).await?;
-    super::json(&auction_json(&a, &[]))
+    super::reply(&auction_json(&a, &[]))
 }

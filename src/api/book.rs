@@ -6,11 +6,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde::Deserialize;
-use serde_json::{json as j, Value};
+use serde_json::{json, Value};
 use warp::Filter;
 
 use super::orders::page;
-use super::{json, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::{reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
 use crate::app::AppState;
 use crate::commit::views::{BookSnapshot, MarketView};
 use crate::domain::*;
@@ -104,7 +104,7 @@ fn batch(r: &Req) -> Result<Vec<TokenReq>, ApiError> {
 }
 
 fn levels(v: &[(u32, u64)]) -> Vec<Value> {
-    v.iter().map(|&(p, s)| j!({ "price": fmt_price(p), "size": fmt_amount(s) })).collect()
+    v.iter().map(|&(p, s)| json!({ "price": fmt_price(p), "size": fmt_amount(s) })).collect()
 }
 
 /// Book summary (SPEC §2.8). As on the live service, bids are listed ascending and asks
@@ -115,7 +115,7 @@ pub(crate) fn summary(f: &Found) -> Value {
     let (mut bids, mut asks) = snap.view(*outcome);
     bids.reverse();
     asks.reverse();
-    j!({
+    json!({
         "market": m.condition_id,
         "asset_id": m.tokens[*outcome as usize].token_id,
         "timestamp": snap.timestamp_ms.to_string(),
@@ -134,13 +134,13 @@ fn min_size_number(v: u64) -> Value {
 }
 
 fn get_book(s: Arc<AppState>, r: Req) -> ApiResult {
-    json(&summary(&lookup(&s, token_param(&r).as_deref())?))
+    reply(&summary(&lookup(&s, token_param(&r).as_deref())?))
 }
 
 fn post_books(s: Arc<AppState>, r: Req) -> ApiResult {
     let v = batch(&r)?;
     let out = v.iter().map(|t| lookup(&s, Some(&t.token_id)).map(|f| summary(&f))).collect::<Result<Vec<_>, _>>()?;
-    json(&out)
+    reply(&out)
 }
 
 fn side_param(s: Option<&str>) -> Result<Side, ApiError> {
@@ -163,7 +163,7 @@ fn get_price(s: Arc<AppState>, r: Req) -> ApiResult {
     let q = r.query_map();
     let f = lookup(&s, q.get("token_id").map(String::as_str))?;
     let side = side_param(q.get("side").map(String::as_str))?;
-    json(&j!({ "price": price_of(&f, side) }))
+    reply(&json!({ "price": price_of(&f, side) }))
 }
 
 fn post_prices(s: Arc<AppState>, r: Req) -> ApiResult {
@@ -183,7 +183,7 @@ fn post_prices(s: Arc<AppState>, r: Req) -> ApiResult {
             }
         }
     }
-    json(&out)
+    reply(&out)
 }
 
 /// Midpoint of best bid and ask, rounded half up to 1e-4; "0.0000" with a side empty.
@@ -202,7 +202,7 @@ fn spread(f: &Found) -> String {
 }
 
 fn get_midpoint(s: Arc<AppState>, r: Req) -> ApiResult {
-    json(&j!({ "mid": mid(&lookup(&s, token_param(&r).as_deref())?) }))
+    reply(&json!({ "mid": mid(&lookup(&s, token_param(&r).as_deref())?) }))
 }
 
 fn post_midpoints(s: Arc<AppState>, r: Req) -> ApiResult {
@@ -210,11 +210,11 @@ fn post_midpoints(s: Arc<AppState>, r: Req) -> ApiResult {
     for t in batch(&r)? {
         out.insert(t.token_id.clone(), mid(&lookup(&s, Some(&t.token_id))?));
     }
-    json(&out)
+    reply(&out)
 }
 
 fn get_spread(s: Arc<AppState>, r: Req) -> ApiResult {
-    json(&j!({ "spread": spread(&lookup(&s, token_param(&r).as_deref())?) }))
+    reply(&json!({ "spread": spread(&lookup(&s, token_param(&r).as_deref())?) }))
 }
 
 fn post_spreads(s: Arc<AppState>, r: Req) -> ApiResult {
@@ -222,13 +222,13 @@ fn post_spreads(s: Arc<AppState>, r: Req) -> ApiResult {
     for t in batch(&r)? {
         out.insert(t.token_id.clone(), spread(&lookup(&s, Some(&t.token_id))?));
     }
-    json(&j!({ "spreads": out }))
+    reply(&json!({ "spreads": out }))
 }
 
 fn get_last(s: Arc<AppState>, r: Req) -> ApiResult {
     let f = lookup(&s, token_param(&r).as_deref())?;
     let (p, side) = f.2.last_trade(f.1).unwrap_or((0, Side::Buy));
-    json(&j!({ "price": fmt_price(p), "side": side.as_str() }))
+    reply(&json!({ "price": fmt_price(p), "side": side.as_str() }))
 }
 
 fn post_lasts(s: Arc<AppState>, r: Req) -> ApiResult {
@@ -236,25 +236,25 @@ fn post_lasts(s: Arc<AppState>, r: Req) -> ApiResult {
     for t in batch(&r)? {
         let f = lookup(&s, Some(&t.token_id))?;
         let p = f.2.last_trade(f.1).map(|x| x.0).unwrap_or(0);
-        out.push(j!({ "token_id": t.token_id, "price": fmt_price(p), "side": "BUY" }));
+        out.push(json!({ "token_id": t.token_id, "price": fmt_price(p), "side": "BUY" }));
     }
-    json(&out)
+    reply(&out)
 }
 
 fn get_tick(s: Arc<AppState>, r: Req) -> ApiResult {
     let f = lookup(&s, token_param(&r).as_deref())?;
     let tick: Value = serde_json::from_str(&fmt_tick(f.0.tick())).unwrap_or(Value::Null);
-    json(&j!({ "minimum_tick_size": tick }))
+    reply(&json!({ "minimum_tick_size": tick }))
 }
 
 fn get_neg_risk(s: Arc<AppState>, r: Req) -> ApiResult {
     let f = lookup(&s, token_param(&r).as_deref())?;
-    json(&j!({ "neg_risk": f.0.market.neg_risk }))
+    reply(&json!({ "neg_risk": f.0.market.neg_risk }))
 }
 
 fn get_fee_rate(s: Arc<AppState>, r: Req) -> ApiResult {
     lookup(&s, token_param(&r).as_deref())?;
-    json(&j!({ "base_fee": 0 }))
+    reply(&json!({ "base_fee": 0 }))
 }
 
 fn token_prices(view: &MarketView) -> Vec<Value> {
@@ -268,7 +268,7 @@ fn token_prices(view: &MarketView) -> Vec<Value> {
                 (Some(b), Some(a)) => (b + a).div_ceil(2),
                 _ => snap.last_trade(i as u8).map(|x| x.0).unwrap_or(0),
             };
-            j!({ "token_id": t.token_id, "outcome": t.outcome, "price": fmt_price(price) })
+            json!({ "token_id": t.token_id, "outcome": t.outcome, "price": fmt_price(price) })
         })
         .collect()
 }
@@ -280,7 +280,7 @@ fn rewards_of(s: &AppState, condition_id: &str) -> Value {
 
 fn market_json(s: &AppState, view: &MarketView) -> Value {
     let m = &view.market;
-    j!({
+    json!({
         "condition_id": m.condition_id,
         "question": m.question,
         "market_slug": m.slug,
@@ -305,7 +305,7 @@ fn get_market(s: Arc<AppState>, r: Req) -> ApiResult {
         .filter(|x| !x.is_empty())
         .ok_or_else(|| ApiError::bad("Invalid payload"))?;
     let view = s.registry.condition(id).ok_or_else(|| ApiError::not_found("market not found"))?;
-    json(&market_json(&s, &view))
+    reply(&market_json(&s, &view))
 }
 
 fn simplified(s: Arc<AppState>, r: Req) -> ApiResult {
@@ -318,7 +318,7 @@ fn simplified(s: Arc<AppState>, r: Req) -> ApiResult {
         .iter()
         .map(|v| {
             let m = &v.market;
-            j!({
+            json!({
                 "condition_id": m.condition_id,
                 "tokens": token_prices(v),
                 "rewards": rewards_of(&s, &m.condition_id),

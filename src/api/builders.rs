@@ -94,7 +94,7 @@ async fn create_key(s: Arc<AppState>, r: Req, kind: KeyKind) -> ApiResult {
     let mut v = key_json(&rec);
     v["secret"] = json!(rec.secret);
     v["passphrase"] = json!(rec.passphrase);
-    super::json(&v)
+    super::reply(&v)
 }
 
 fn key_json(k: &ServiceKey) -> Value {
@@ -109,7 +109,7 @@ fn key_json(k: &ServiceKey) -> Value {
 fn list_keys(s: &AppState, r: &Req, kind: KeyKind) -> ApiResult {
     let key = authenticate(s, r)?;
     let keys = builders::keys_of(s, &key.address, kind)?;
-    super::json(&json!({ "apiKeys": keys.iter().map(key_json).collect::<Vec<_>>() }))
+    super::reply(&json!({ "apiKeys": keys.iter().map(key_json).collect::<Vec<_>>() }))
 }
 
 /// DELETE /auth/builder-api-key?apiKey=…, DELETE /relayer/api-key?apiKey=….
@@ -121,7 +121,7 @@ async fn delete_key(s: Arc<AppState>, r: Req, kind: KeyKind) -> ApiResult {
         .and_then(|x| Uuid::parse_str(x.trim()).ok())
         .ok_or_else(|| ApiError::bad("invalid apiKey"))?;
     builders::delete_key(&s, &key.address, kind, &id).await?;
-    super::json(&json!({ "apiKey": id.to_string(), "deleted": true }))
+    super::reply(&json!({ "apiKey": id.to_string(), "deleted": true }))
 }
 
 /// The `SERVICE_BUILDER_ID` of a builder request, and the builder API key verified when
@@ -153,7 +153,7 @@ async fn builder_order(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let sub: Submission = serde_json::from_value(Value::Object(body)).map_err(|_| orders::invalid())?;
     let p = orders::place_attributed(&s, &key, sub, Some(&builder)).await?;
-    super::json(&orders::result_json(&p))
+    super::reply(&orders::result_json(&p))
 }
 
 /// POST /builder/cancel {orderID} or {orderIDs: [...]}: the user's cancel through the
@@ -255,7 +255,7 @@ fn builder_volume(s: &AppState, r: &Req) -> ApiResult {
     let market = q.get("market").map(String::as_str).filter(|x| !x.is_empty());
     let builder = builder_of(&rec);
     let v = builders::volume(s, builder, market)?;
-    super::json(&json!({
+    super::reply(&json!({
         "builderId": builder,
         "orders": v.orders,
         "trades": v.trades,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use warp::Filter;
 
 use super::orders::{wire_fields, Submission};
-use super::{json, req, ApiError, ApiResult, Req};
+use super::{reply, req, ApiError, ApiResult, Req};
 use crate::auth::{self, eip712::Domain};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +64,6 @@ impl State {
                 return Err(ApiError::bad("invalid signature"));
             }
         }
-        json(&serde_json::json!({ "success": true }))
+        reply(&serde_json::json!({ "success": true }))
     }
 }

@@ -9,11 +9,11 @@ use serde_json::{json, Value};
 use warp::Filter;
 
 use super::account::wallet;
+use super::number;
 use super::orders::{cursor_offset, page};
 use super::{authenticate, req, respond, with_state, ApiError, ApiResult, Req, Routes};
 use crate::app::incentives::{self, day_str, DayPaid, IncentiveError, RewardConfig, RewardSpec};
 use crate::app::AppState;
-use crate::catalogue::routes::number;
 use crate::domain::{fmt_amount, fmt_date, now_secs, COLLATERAL};
 use crate::store::index::DAY;
 
@@ -138,16 +138,16 @@ async fn user_earnings(s: Arc<AppState>, r: Req, total: bool) -> ApiResult {
     let day = date_param(&r)?;
     let offset = cursor_offset(&r.query_map())?;
     let Some(address) = wallet(&s, &key, &r).await? else {
-        return if total { super::json(&Vec::<Value>::new()) } else { page(Vec::new(), 0) };
+        return if total { super::reply(&Vec::<Value>::new()) } else { page(Vec::new(), 0) };
     };
     let rows = incentives::earnings(&s, &address, day)?;
     let date = day_str(day);
     if total {
         let sum: u64 = rows.iter().map(|(_, n)| n).sum();
         if rows.is_empty() {
-            return super::json(&Vec::<Value>::new());
+            return super::reply(&Vec::<Value>::new());
         }
-        return super::json(&json!([{
+        return super::reply(&json!([{
             "date": date,
             "asset_address": COLLATERAL,
             "maker_address": address,
@@ -178,7 +178,7 @@ async fn rebates(s: Arc<AppState>, r: Req) -> ApiResult {
         Some(d) => Some(incentives::parse_day(d)?),
         None => None,
     };
-    let Some(address) = wallet(&s, &key, &r).await? else { return super::json(&Vec::<Value>::new()) };
+    let Some(address) = wallet(&s, &key, &r).await? else { return super::reply(&Vec::<Value>::new()) };
     let out: Vec<Value> = incentives::rebates(&s, &address, only)?
         .iter()
         .map(|rb| {
@@ -193,7 +193,7 @@ async fn rebates(s: Arc<AppState>, r: Req) -> ApiResult {
             })
         })
         .collect();
-    super::json(&out)
+    super::reply(&out)
 }
 
 /// POST /internal/rewards: sets a market's reward program (rate 0 ends it).
@@ -209,7 +209,7 @@ pub async fn set_program(s: Arc<AppState>, r: Req) -> ApiResult {
     rest.as_object_mut().map(|o| o.remove("condition_id"));
     let spec: RewardSpec = serde_json::from_value(rest).map_err(|e| ApiError::bad(format!("Invalid payload: {e}")))?;
     let c = incentives::set_program(&s, &condition_id, &spec).await?;
-    super::json(&json!({ "condition_id": c.condition_id, "rewards": rewards_json(Some(&c)) }))
+    super::reply(&json!({ "condition_id": c.condition_id, "rewards": rewards_json(Some(&c)) }))
 }
 
 #[derive(Deserialize, Default)]
@@ -225,7 +225,7 @@ pub async fn run_payouts(s: Arc<AppState>, r: Req) -> ApiResult {
     let b: PayoutBody = if r.body.is_empty() { PayoutBody::default() } else { r.json()? };
     let through = b.through.as_deref().map(incentives::parse_day).transpose()?;
     let (last, paid) = incentives::payouts(s, through).await?;
-    super::json(&json!({ "through": day_str(last), "days": paid.iter().map(day_paid_json).collect::<Vec<_>>() }))
+    super::reply(&json!({ "through": day_str(last), "days": paid.iter().map(day_paid_json).collect::<Vec<_>>() }))
 }
 
 #[cfg(test)]

@@ -5,20 +5,20 @@
 use std::sync::Arc;
 
 use serde::Deserialize;
-use serde_json::json as j;
+use serde_json::json;
 use uuid::Uuid;
 use warp::http::StatusCode;
 use warp::Filter;
 
 use super::auctions::open as open_auction;
+use super::bridge::{confirm_deposit, open_withdrawals, settle_withdrawal};
+use super::catalogue::{create_comment, create_event, create_series, set_resolution};
 use super::incentives::{run_payouts, set_program};
 use super::resolution::assign_cluster;
-use super::{json, recover, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::{recover, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use crate::app::catalogue::put_meta;
 use crate::app::AppState;
 use crate::auth::normalize_address;
-use crate::bridge::transfers::{confirm_deposit, open_withdrawals, settle_withdrawal};
-use crate::catalogue::put_meta;
-use crate::catalogue::routes::{create_comment, create_event, create_series, set_resolution};
 use crate::domain::{fmt_amount, parse_u64, AddressStatus, Asset, Mode};
 use crate::engine::EngineError;
 use crate::store::cf;
@@ -38,7 +38,7 @@ pub fn routes(state: Arc<AppState>) -> Routes {
         .then(|r, s| async move { respond(balances(s, r).await) });
     let check = warp::path!("internal" / "check").and(warp::get()).and(s()).then(|s: Arc<AppState>| async move {
         respond(match s.engine.check().await {
-            Ok(Ok(())) => json(&j!({ "ok": true })),
+            Ok(Ok(())) => reply(&json!({ "ok": true })),
             Ok(Err(e)) => Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e)),
             Err(e) => Err(e.into()),
         })
@@ -46,7 +46,7 @@ pub fn routes(state: Arc<AppState>) -> Routes {
     let metrics = warp::path!("internal" / "metrics").and(warp::get()).and(s()).map(|s: Arc<AppState>| {
         use std::sync::atomic::Ordering::Relaxed;
         let m = &s.metrics;
-        warp::reply::json(&j!({
+        warp::reply::json(&json!({
             "commits": m.commits.load(Relaxed),
             "inline_commits": m.inline_commits.get(),
             "jobs": m.jobs.load(Relaxed),
@@ -73,7 +73,7 @@ pub fn routes(state: Arc<AppState>) -> Routes {
     });
     let rate_get = warp::path!("internal" / "rate-limit").and(warp::get()).and(s()).map(|s: Arc<AppState>| {
         let (max, window) = s.limiter.settings();
-        warp::reply::json(&j!({ "maxRequests": max, "windowSecs": window })).into_response()
+        warp::reply::json(&json!({ "maxRequests": max, "windowSecs": window })).into_response()
     });
     let markets = warp::path!("internal" / "markets").and(warp::get()).and(s()).map(|s: Arc<AppState>| {
         let list: Vec<_> = s
@@ -83,11 +83,11 @@ pub fn routes(state: Arc<AppState>) -> Routes {
             .iter()
             .map(|v| {
                 let m = &v.market;
-                j!({
+                json!({
                     "condition_id": m.condition_id,
                     "question": m.question,
                     "slug": m.slug,
-                    "tokens": m.tokens.iter().map(|t| j!({"token_id": t.token_id, "outcome": t.outcome})).collect::<Vec<_>>(),
+                    "tokens": m.tokens.iter().map(|t| json!({"token_id": t.token_id, "outcome": t.outcome})).collect::<Vec<_>>(),
                     "tick_size": crate::domain::fmt_price(v.tick()),
                     "min_order_size": fmt_amount(m.min_order_size),
                     "neg_risk": m.neg_risk,
@@ -102,7 +102,7 @@ pub fn routes(state: Arc<AppState>) -> Routes {
     let mode_get = warp::path!("internal" / "mode")
         .and(warp::get())
         .and(s())
-        .map(|s: Arc<AppState>| warp::reply::json(&j!({ "mode": s.mode() })).into_response());
+        .map(|s: Arc<AppState>| warp::reply::json(&json!({ "mode": s.mode() })).into_response());
     use warp::Reply;
     // Boxed in two halves: one long chain of `or`s overflows the compiler's type recursion.
     let setup = post!("markets", create_market)
@@ -188,7 +188,7 @@ async fn create_market(s: Arc<AppState>, r: Req) -> ApiResult {
             if let Some(c) = program {
                 crate::app::incentives::set_config(&s, c).await?;
             }
-            json(&j!({ "condition_id": m.condition_id, "idx": m.idx }))
+            reply(&json!({ "condition_id": m.condition_id, "idx": m.idx }))
         }
         Err(EngineError::Exists) => Err(ApiError::new(StatusCode::CONFLICT, "market already exists")),
         Err(e) => Err(e.into()),
@@ -213,8 +213,8 @@ async fn credit(s: Arc<AppState>, r: Req) -> ApiResult {
         }
     }
     let acc = s.engine.credit(address.clone(), asset.key().to_string(), amount).await?;
-    json(
-        &j!({ "address": address, "asset": asset.key(), "balance": acc.balance.to_string(), "available": acc.available().to_string() }),
+    reply(
+        &json!({ "address": address, "asset": asset.key(), "balance": acc.balance.to_string(), "available": acc.available().to_string() }),
     )
 }
 
@@ -226,7 +226,7 @@ struct EmailBody {
 async fn approve(s: Arc<AppState>, r: Req) -> ApiResult {
     let b: EmailBody = r.json()?;
     let inv = super::keys::approve(&s, &b.email).await?;
-    json(&j!({ "code": inv.code, "expiresAt": inv.expires_at }))
+    reply(&json!({ "code": inv.code, "expiresAt": inv.expires_at }))
 }
 
 #[derive(Deserialize)]
@@ -237,7 +237,7 @@ struct ModeBody {
 async fn mode(s: Arc<AppState>, r: Req) -> ApiResult {
     let b: ModeBody = r.json()?;
     s.set_mode(b.mode).await?;
-    json(&j!({ "mode": b.mode }))
+    reply(&json!({ "mode": b.mode }))
 }
 
 #[derive(Deserialize)]
@@ -261,7 +261,7 @@ async fn addresses(s: Arc<AppState>, r: Req) -> ApiResult {
     } else {
         s.addresses.write().insert(a.clone(), b.status);
     }
-    json(&j!({ "address": a, "status": b.status }))
+    reply(&json!({ "address": a, "status": b.status }))
 }
 
 #[derive(Deserialize)]
@@ -281,10 +281,10 @@ async fn release(s: Arc<AppState>, r: Req) -> ApiResult {
         })
         .transpose()?;
     let placed = s.engine.release_deferred(ids).await?;
-    json(
+    reply(
         &placed
             .iter()
-            .map(|p| j!({ "orderID": p.order.id.to_string(), "status": p.order.status.as_str() }))
+            .map(|p| json!({ "orderID": p.order.id.to_string(), "status": p.order.status.as_str() }))
             .collect::<Vec<_>>(),
     )
 }
@@ -297,7 +297,7 @@ async fn balances(s: Arc<AppState>, r: Req) -> ApiResult {
     for (asset, acc) in accs {
         out.insert(
             asset,
-            j!({
+            json!({
                 "balance": fmt_amount(acc.balance),
                 "reserved": fmt_amount(acc.reserved),
                 "incoming": fmt_amount(acc.incoming),
@@ -305,7 +305,7 @@ async fn balances(s: Arc<AppState>, r: Req) -> ApiResult {
             }),
         );
     }
-    json(&out)
+    reply(&out)
 }
 
 /// Settles every PENDING trade now instead of at the worker's next run.
@@ -315,7 +315,7 @@ async fn settle(s: Arc<AppState>, _r: Req) -> ApiResult {
     let (confirmed, failed) = tokio::task::spawn_blocking(move || crate::app::workers::settle_all(&engine))
         .await
         .map_err(|_| ApiError::db())??;
-    json(&j!({ "confirmed": confirmed, "failed": failed }))
+    reply(&json!({ "confirmed": confirmed, "failed": failed }))
 }
 
 /// The exchange's incrementNonce for an address, as the chain would see it: the address's
@@ -328,7 +328,7 @@ async fn increment_nonce(s: Arc<AppState>, r: Req) -> ApiResult {
     let b: B = r.json()?;
     let a = normalize_address(&b.address).ok_or_else(|| ApiError::bad("invalid address"))?;
     let (nonce, ids) = s.engine.increment_nonce(a.clone()).await?;
-    json(&j!({ "address": a, "nonce": nonce, "canceled": ids.iter().map(|i| i.to_string()).collect::<Vec<_>>() }))
+    reply(&json!({ "address": a, "nonce": nonce, "canceled": ids.iter().map(|i| i.to_string()).collect::<Vec<_>>() }))
 }
 
 /// POST /internal/rate-limit (SPEC §4.8): changes the limit at runtime (until restart; the
@@ -346,5 +346,5 @@ async fn set_rate_limit(s: Arc<AppState>, r: Req) -> ApiResult {
     }
     s.limiter.set(b.max_requests, b.window_secs);
     tracing::info!(max = b.max_requests, window_secs = b.window_secs, "rate limit changed");
-    json(&j!({ "maxRequests": b.max_requests, "windowSecs": b.window_secs }))
+    reply(&json!({ "maxRequests": b.max_requests, "windowSecs": b.window_secs }))
 }

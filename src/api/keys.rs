@@ -10,7 +10,7 @@ use warp::http::StatusCode;
 use warp::reply::Response;
 use warp::Filter;
 
-use super::{authenticate, json, req, respond, with_state, ApiError, ApiResult, Req, Routes, MAX_DRIFT_SECS};
+use super::{authenticate, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes, MAX_DRIFT_SECS};
 use crate::app::AppState;
 use crate::auth;
 use crate::domain::{now_secs, AddressStatus, ApiKeyRecord, InviteRecord};
@@ -71,7 +71,7 @@ async fn waitlist(s: Arc<AppState>, r: Req) -> ApiResult {
         b.put(cf::WAITLIST, email.as_bytes().to_vec(), encode(&now_secs()));
         s.commit(b).await?;
     }
-    json(&serde_json::json!({ "email": email, "status": "PENDING" }))
+    reply(&serde_json::json!({ "email": email, "status": "PENDING" }))
 }
 
 /// Issues a single-use invitation code for an email (internal API).
@@ -169,7 +169,7 @@ async fn create_key_locked(s: &AppState, r: &Req) -> ApiResult {
     batch.put(cf::KEYS_BY_ADDRESS, keys::address_nonce(&l.address, l.nonce), rec.key.as_bytes().to_vec());
     s.commit(batch).await?;
     s.set_api_key(rec.key, Some(rec.clone()));
-    json(&creds(&rec))
+    reply(&creds(&rec))
 }
 
 fn derive_key(s: Arc<AppState>, r: Req) -> ApiResult {
@@ -178,7 +178,7 @@ fn derive_key(s: Arc<AppState>, r: Req) -> ApiResult {
     let id = s.store.get_raw(cf::KEYS_BY_ADDRESS, &keys::address_nonce(&l.address, l.nonce))?.ok_or_else(not_found)?;
     let id = Uuid::from_slice(&id).map_err(|_| ApiError::db())?;
     let rec = s.store.get_api_key(&id)?.ok_or_else(not_found)?;
-    json(&creds(&rec))
+    reply(&creds(&rec))
 }
 
 async fn delete_key(s: Arc<AppState>, r: Req) -> ApiResult {
@@ -188,18 +188,18 @@ async fn delete_key(s: Arc<AppState>, r: Req) -> ApiResult {
     b.delete(cf::KEYS_BY_ADDRESS, keys::address_nonce(&k.address, k.nonce));
     s.commit(b).await?;
     s.set_api_key(k.key, None);
-    json(&serde_json::json!({}))
+    reply(&serde_json::json!({}))
 }
 
 fn list_keys(s: Arc<AppState>, r: Req) -> ApiResult {
     let k = authenticate(&s, &r)?;
     let rows = s.store.scan_prefix(cf::KEYS_BY_ADDRESS, &index::wallet_prefix(&k.address), &[], usize::MAX)?;
     let ids: Vec<String> = rows.iter().filter_map(|(_, v)| Uuid::from_slice(v).ok()).map(|u| u.to_string()).collect();
-    json(&serde_json::json!({ "apiKeys": ids }))
+    reply(&serde_json::json!({ "apiKeys": ids }))
 }
 
 fn ban_status(s: Arc<AppState>, r: Req) -> ApiResult {
     let k = authenticate(&s, &r)?;
     let closed = s.address_status(&k.address) == AddressStatus::ClosedOnly;
-    json(&serde_json::json!({ "closed_only": closed }))
+    reply(&serde_json::json!({ "closed_only": closed }))
 }

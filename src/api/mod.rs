@@ -3,10 +3,13 @@
 //! `{"error": "<message>"}` with the status of SPEC §7 ([`ApiError`]).
 
 pub mod account;
+pub mod analytics;
 pub mod auctions;
 pub mod body;
 pub mod book;
+pub mod bridge;
 pub mod builders;
+pub mod catalogue;
 pub mod ceiling;
 pub mod ctf;
 pub mod front;
@@ -106,8 +109,14 @@ pub fn respond(r: ApiResult) -> Response {
     }
 }
 
-pub fn json<T: Serialize>(v: &T) -> ApiResult {
+pub fn reply<T: Serialize>(v: &T) -> ApiResult {
     Ok(warp::reply::json(v).into_response())
+}
+
+/// A JSON number from a decimal string: only for fields the wire types as numbers (Gamma,
+/// the Data API, the bridge), computed in integers and converted here, at the boundary.
+pub fn number(decimal: &str) -> serde_json::Value {
+    serde_json::from_str(decimal).unwrap_or(serde_json::Value::Null)
 }
 
 /// The raw request: what authentication and body parsing need.
@@ -322,7 +331,7 @@ pub fn clob_routes(state: Arc<AppState>) -> Routes {
         .unify()
         .or(ws::routes(state.clone()))
         .unify()
-        .or(crate::analytics::clob_routes(state.clone()))
+        .or(analytics::clob_routes(state.clone()))
         .unify();
     // The health probe is not counted (SPEC §8); everything else shares one counter, and
     // a request over the limit is refused before any route looks at it.

@@ -11,12 +11,12 @@ use std::sync::Arc;
 use alloy_primitives::{Address, U256};
 use base64::Engine;
 use serde::Deserialize;
-use serde_json::{json as j, Value};
+use serde_json::{json, Value};
 use uuid::Uuid;
 use warp::http::{Method, StatusCode};
 use warp::Filter;
 
-use super::{authenticate, json, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::{authenticate, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
 use crate::app::AppState;
 use crate::auth::{self, SignedOrderFields};
 use crate::domain::*;
@@ -488,7 +488,7 @@ async fn post_order(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let sub: Submission = serde_json::from_slice(&r.body).map_err(|_| invalid())?;
     let p = place(&s, &key, sub).await?;
-    json(&result_json(&p))
+    reply(&result_json(&p))
 }
 
 async fn post_orders(s: Arc<AppState>, r: Req) -> ApiResult {
@@ -509,12 +509,12 @@ async fn post_orders(s: Arc<AppState>, r: Req) -> ApiResult {
             Err(_) => rejected_json("Invalid order payload"),
         });
     }
-    json(&out)
+    reply(&out)
 }
 
 pub(crate) fn canceled_json(c: &crate::engine::Canceled) -> ApiResult {
     let not: HashMap<&str, &str> = c.not_canceled.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
-    json(&j!({ "canceled": c.canceled.iter().map(|u| u.to_string()).collect::<Vec<_>>(), "not_canceled": not }))
+    reply(&json!({ "canceled": c.canceled.iter().map(|u| u.to_string()).collect::<Vec<_>>(), "not_canceled": not }))
 }
 
 pub(crate) fn parse_id(s: &str) -> Result<Uuid, ApiError> {
@@ -558,7 +558,7 @@ async fn cancel_market(s: Arc<AppState>, r: Req) -> ApiResult {
     check_cancels(&s)?;
     let key = authenticate(&s, &r)?;
     let v: Value = if r.body.is_empty() {
-        j!({})
+        json!({})
     } else {
         serde_json::from_slice(&r.body).map_err(|_| ApiError::bad("Invalid payload"))?
     };
@@ -569,7 +569,7 @@ async fn cancel_market(s: Arc<AppState>, r: Req) -> ApiResult {
 
 /// OpenOrder (SPEC §2.5).
 pub fn order_json(o: &OrderRecord) -> Value {
-    j!({
+    json!({
         "id": o.id.to_string(),
         "status": o.status.as_str(),
         "owner": o.owner.to_string(),
@@ -616,7 +616,7 @@ pub fn page(items: Vec<Value>, offset: usize) -> ApiResult {
     } else {
         base64::engine::general_purpose::STANDARD.encode(end.to_string())
     };
-    json(&j!({ "data": data, "next_cursor": next, "limit": PAGE, "count": data.len() }))
+    reply(&json!({ "data": data, "next_cursor": next, "limit": PAGE, "count": data.len() }))
 }
 
 fn list_orders(s: Arc<AppState>, r: Req) -> ApiResult {
@@ -643,7 +643,7 @@ fn get_order(s: Arc<AppState>, r: Req, id: String) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let id = parse_id(&id)?;
     match s.store.get_order(&id)? {
-        Some(o) if o.owner == key.key => json(&order_json(&o)),
+        Some(o) if o.owner == key.key => reply(&order_json(&o)),
         _ => Err(ApiError::not_found("order not found")),
     }
 }
@@ -651,7 +651,7 @@ fn get_order(s: Arc<AppState>, r: Req, id: String) -> ApiResult {
 /// Trade (SPEC §2.7) as seen by `viewer`.
 pub fn trade_json(t: &TradeRecord, viewer: Uuid) -> Value {
     let maker_fee: u64 = t.maker_orders.iter().filter(|m| m.owner == viewer).map(|m| m.fee).sum();
-    j!({
+    json!({
         "id": t.id.to_string(),
         "taker_order_id": t.taker_order_id.to_string(),
         "market": t.token.condition_id,
@@ -667,7 +667,7 @@ pub fn trade_json(t: &TradeRecord, viewer: Uuid) -> Value {
         "bucket_index": t.bucket_index,
         "owner": if t.owner == viewer { t.owner.to_string() } else { viewer.to_string() },
         "maker_address": t.maker_address,
-        "maker_orders": t.maker_orders.iter().map(|m| j!({
+        "maker_orders": t.maker_orders.iter().map(|m| json!({
             "order_id": m.order_id.to_string(),
             "owner": m.owner.to_string(),
             "maker_address": m.maker_address,
@@ -829,7 +829,7 @@ mod tests {
             trade_ids: vec!["t1".into(), "t2".into()],
             transactions_hashes: [],
         };
-        let before = j!({
+        let before = json!({
             "success": true,
             "orderID": "0b6c3f0e-55f3-4d6b-9c1a-7f35c1e0e6a1",
             "status": "MATCHED",
@@ -840,7 +840,7 @@ mod tests {
             "errorMsg": "",
         });
         assert_eq!(serde_json::to_string(&placed).unwrap(), serde_json::to_string(&before).unwrap());
-        let before = j!({
+        let before = json!({
             "success": false,
             "orderID": "",
             "status": "CANCELED",

@@ -12,9 +12,10 @@ use serde_json::{json, Map, Value};
 use uuid::Uuid;
 use warp::Filter;
 
-use super::ctf::{convert_for, operate_for, wallet_of, ConvertRequest, CtfRequest};
+use super::ctf::receipt_json;
 use super::rfq::json_object;
 use super::{authenticate, orders, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use crate::app::ctf::{convert_for, operate_for, wallet_of, ConvertRequest, CtfRequest};
 use crate::app::AppState;
 use crate::auth::normalize_address;
 use crate::domain::fmt_date;
@@ -36,7 +37,7 @@ async fn wallet(s: &AppState, r: &Req, address: Option<&str>) -> Result<String, 
     let (key, addr) = (r.header("RELAYER_API_KEY"), r.header("RELAYER_API_KEY_ADDRESS"));
     if key.is_none() && addr.is_none() {
         let key = authenticate(s, r)?;
-        return wallet_of(s, &key, address).await;
+        return Ok(wallet_of(s, &key, address).await?);
     }
     let invalid = || ApiError::unauthorized("invalid relayer api key");
     let (Some(key), Some(addr)) = (key, addr) else {
@@ -84,16 +85,14 @@ async fn submit(s: Arc<AppState>, r: Req) -> ApiResult {
         (Some(kind), _) => {
             let mut b: CtfRequest = params(body)?;
             b.address = Some(from.clone());
-            let v = operate_for(&s, kind, &from, b).await?;
-            let h = v["transactionHash"].clone();
-            (v, h)
+            let done = operate_for(&s, kind, &from, b).await?;
+            (receipt_json(&done), json!(done.tx_hash))
         }
         (None, "convert" | "convertPositions") => {
             let mut b: ConvertRequest = params(body)?;
             b.address = Some(from.clone());
-            let v = convert_for(&s, &from, b).await?;
-            let h = v["transactionHash"].clone();
-            (v, h)
+            let done = convert_for(&s, &from, b).await?;
+            (receipt_json(&done), json!(done.tx_hash))
         }
         (None, "incrementNonce") => {
             if body.keys().any(|k| k != "address") {
@@ -125,7 +124,7 @@ async fn submit(s: Arc<AppState>, r: Req) -> ApiResult {
             (json!({ "canceled": [id.to_string()] }), json!(tx_hash()))
         }
     };
-    super::json(&json!({
+    super::reply(&json!({
         "transactionID": Uuid::new_v4().to_string(),
         "transactionHash": hash,
         "state": "STATE_CONFIRMED",

@@ -107,22 +107,22 @@ struct BondBody {
 async fn post_bond(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let b: BondBody = r.json()?;
-    let amount = super::ctf::amount(Some(&b.amount))?;
+    let amount = crate::app::ctf::base_amount(Some(&b.amount))?;
     let bond = resolution::post_bond(&s, key.address.to_string(), &b.condition_id, amount).await?;
-    super::json(&bond_json(&bond))
+    super::reply(&bond_json(&bond))
 }
 
 fn agent_bonds(s: &AppState, address: &str) -> ApiResult {
     let a = crate::auth::normalize_address(address).ok_or_else(|| ApiError::bad("address must be a 0x address"))?;
     let bonds = resolution::agent_bonds(s, &a)?;
-    super::json(&json!({ "bonds": bonds.iter().map(bond_json).collect::<Vec<_>>() }))
+    super::reply(&json!({ "bonds": bonds.iter().map(bond_json).collect::<Vec<_>>() }))
 }
 
 /// GET /bonds/market/{condition_id}: the bond backing the market (the total posted and
 /// each agent's bond) and its resolution proposal.
 fn market_bonds(s: &AppState, condition_id: &str) -> ApiResult {
     let m = resolution::market_bonds(s, condition_id)?;
-    super::json(&json!({
+    super::reply(&json!({
         "conditionId": condition_id,
         "clusterId": m.cluster,
         "requiredAmount": m.required.to_string(),
@@ -136,7 +136,7 @@ fn market_bonds(s: &AppState, condition_id: &str) -> ApiResult {
 fn cluster_requirement(s: &AppState, id: &str) -> ApiResult {
     let id: u64 = id.parse().map_err(|_| ApiError::bad("cluster_id must be an integer"))?;
     let required = resolution::cluster_requirement(s, id)?;
-    super::json(&json!({ "clusterId": id, "requiredAmount": required.to_string(), "asset": COLLATERAL }))
+    super::reply(&json!({ "clusterId": id, "requiredAmount": required.to_string(), "asset": COLLATERAL }))
 }
 
 #[derive(Deserialize)]
@@ -151,7 +151,7 @@ async fn propose(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let b: ProposeBody = r.json()?;
     let p = resolution::propose(&s, &key.address, &b.condition_id, &b.outcome).await?;
-    super::json(&json!({ "conditionId": b.condition_id, "resolution": proposal_json(&p) }))
+    super::reply(&json!({ "conditionId": b.condition_id, "resolution": proposal_json(&p) }))
 }
 
 #[derive(Deserialize)]
@@ -165,7 +165,7 @@ async fn dispute(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let b: DisputeBody = r.json()?;
     let p = resolution::dispute(&s, &key.address, &b.condition_id).await?;
-    super::json(&json!({ "conditionId": b.condition_id, "resolution": proposal_json(&p) }))
+    super::reply(&json!({ "conditionId": b.condition_id, "resolution": proposal_json(&p) }))
 }
 
 /// POST /internal/bonds/cluster {condition_id, cluster_id}: assigns a market to a
@@ -179,5 +179,5 @@ pub async fn assign_cluster(s: Arc<AppState>, r: Req) -> ApiResult {
     }
     let b: B = r.json()?;
     resolution::assign_cluster(&s, &b.condition_id, b.cluster_id).await?;
-    super::json(&json!({ "conditionId": b.condition_id, "clusterId": b.cluster_id }))
+    super::reply(&json!({ "conditionId": b.condition_id, "clusterId": b.cluster_id }))
 }

@@ -152,7 +152,7 @@ async fn post_request(s: Arc<AppState>, r: Req) -> ApiResult {
     let side = text(&b, "side").as_deref().and_then(Side::parse).ok_or_else(|| ApiError::bad("Invalid side"))?;
     let ttl_secs = ttl(&b, s.config.rfq_request_ttl_secs)?;
     let req = rfq::request(&s, &key, NewRequest { token_id, side, size, ttl_secs }).await?;
-    super::json(&request_json(&req, req.created_at, Some(&[])))
+    super::reply(&request_json(&req, req.created_at, Some(&[])))
 }
 
 /// A `rfqId` field: 400 `valid rfqId required` unless a UUID.
@@ -171,7 +171,7 @@ async fn post_quote(s: Arc<AppState>, r: Req) -> ApiResult {
     let price = text(&b, "price").and_then(|p| parse_price(&p).ok()).ok_or_else(|| ApiError::bad("price required"))?;
     let ttl_secs = ttl(&b, s.config.rfq_quote_ttl_secs)?;
     let (q, size) = rfq::quote(&s, &key, rfq_id, price, ttl_secs).await?;
-    super::json(&quote_json(&q, q.created_at, size))
+    super::reply(&quote_json(&q, q.created_at, size))
 }
 
 /// POST /rfq/accept {rfqId?, quoteId?}: the requester accepts a quote (SPEC §4.4).
@@ -191,7 +191,7 @@ async fn accept(s: Arc<AppState>, r: Req) -> ApiResult {
         ),
     };
     let a = rfq::accept(&s, &key, want_rfq, want_quote).await?;
-    super::json(&json!({
+    super::reply(&json!({
         "quoteId": a.quote_id.to_string(),
         "rfqId": a.rfq_id.to_string(),
         "status": "ACCEPTED",

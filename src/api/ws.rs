@@ -14,7 +14,7 @@ use futures_util::stream::SplitSink;
 use futures_util::{SinkExt, StreamExt};
 use prometheus_client::metrics::gauge::Gauge;
 use serde::Deserialize;
-use serde_json::{json as j, Value};
+use serde_json::{json, Value};
 use warp::filters::ws::{Message, WebSocket, Ws};
 use warp::{Filter, Reply};
 
@@ -133,7 +133,7 @@ struct Subscription {
 const TOO_SLOW: u16 = 1008;
 
 fn error_frame(message: &str) -> Message {
-    Message::text(j!({ "event_type": "error", "message": message }).to_string())
+    Message::text(json!({ "event_type": "error", "message": message }).to_string())
 }
 
 /// One market-channel connection.
@@ -380,8 +380,8 @@ fn subscribe(
         if sub.initial_dump != Some(false) {
             let mut book = super::book::summary(&(view.clone(), outcome, snap.clone()));
             if let Value::Object(o) = &mut book {
-                o.insert("event_type".into(), j!("book"));
-                o.insert("seq".into(), j!(snap.seq));
+                o.insert("event_type".into(), json!("book"));
+                o.insert("seq".into(), json!(snap.seq));
             }
             out.push(Message::text(book.to_string()));
         }

@@ -3,8 +3,12 @@
 //! service here and render its answer; each feature's error enum is mapped to its SPEC §7
 //! response there. Workers call services here too.
 
+pub mod analytics;
 pub mod auctions;
+pub mod bridge;
 pub mod builders;
+pub mod catalogue;
+pub mod ctf;
 pub mod incentives;
 pub mod ratelimit;
 pub mod resolution;
@@ -60,11 +64,11 @@ pub struct AppState {
     /// Where WebSocket connections run (see `App`); None: on the HTTP workers.
     pub feed_rt: Option<tokio::runtime::Handle>,
     /// Series, events and market metadata (the gamma server).
-    pub catalogue: crate::catalogue::Catalogue,
+    pub catalogue: crate::app::catalogue::Catalogue,
     /// The bridge's asset table (None: no table found; the bridge answers 503).
-    pub bridge: Option<crate::bridge::AssetTable>,
+    pub bridge: Option<crate::app::bridge::AssetTable>,
     /// Serialises the bridge's deposits and withdrawals.
-    pub transfers: crate::bridge::transfers::Desk,
+    pub transfers: crate::app::bridge::transfers::Desk,
     /// Liquidity-reward programs by condition ID.
     pub rewards: RwLock<std::collections::BTreeMap<String, crate::app::incentives::RewardConfig>>,
     /// Serialises reward and rebate payouts (worker and operator).
@@ -92,8 +96,8 @@ impl AppState {
             addresses.insert(String::from_utf8_lossy(&k).into_owned(), v);
         }
         let mode: Mode = store.get(cf::META, meta::MODE)?.unwrap_or(Mode::Normal);
-        let catalogue = crate::catalogue::Catalogue::load(&store)?;
-        let transfers = crate::bridge::transfers::Desk::load(&store)?;
+        let catalogue = crate::app::catalogue::Catalogue::load(&store)?;
+        let transfers = crate::app::bridge::transfers::Desk::load(&store)?;
         let rewards = RwLock::new(crate::app::incentives::load(&store)?);
         let api_keys =
             store.all::<ApiKeyRecord>(cf::API_KEYS)?.into_iter().map(|(_, k)| (k.key, Arc::new(k))).collect();

@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::app::catalogue::{MarketMeta, ResolutionStatus};
 use crate::app::AppState;
-use crate::catalogue::{MarketMeta, ResolutionStatus};
 use crate::commit::views::MarketView;
 use crate::domain::{fmt_amount, now_secs, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
@@ -287,7 +287,7 @@ pub async fn propose(
         .position(|t| t.outcome.eq_ignore_ascii_case(outcome) || t.token_id == outcome)
         .ok_or(ResolutionError::NoSuchOutcome)? as u8;
     let _one = s.bonds.lock().await;
-    let meta = crate::catalogue::meta_or_new(s, condition_id);
+    let meta = crate::app::catalogue::meta_or_new(s, condition_id);
     match meta.resolution {
         Some(ResolutionStatus::Resolved) => return Err(ResolutionError::Resolved),
         Some(ResolutionStatus::Resolving) => return Err(ResolutionError::HasProposal),
@@ -315,7 +315,7 @@ pub async fn propose(
     batch.put(cf::BONDS, proposal_key(condition_id), encode(&p));
     s.commit(batch).await?;
     let meta = MarketMeta { resolution: Some(ResolutionStatus::Resolving), resolved_outcome: None, ..meta };
-    crate::catalogue::put_meta(s, meta.clone()).await?;
+    crate::app::catalogue::put_meta(s, meta.clone()).await?;
     Ok(proposal_view(s, &p, Some(&meta)))
 }
 
@@ -400,10 +400,10 @@ pub fn resolve(s: &AppState, condition_id: &str, winner: u8) -> Result<(), Strin
             .transfer(b.agent.clone(), vec![(COLLATERAL.to_string(), LedgerChange::Credit(back))], records)
             .map_err(|x| format!("bond of {}: {x:?}", b.agent))?;
     }
-    let mut meta = crate::catalogue::meta_or_new(s, condition_id);
+    let mut meta = crate::app::catalogue::meta_or_new(s, condition_id);
     meta.resolution = Some(ResolutionStatus::Resolved);
     meta.resolved_outcome = Some(winner);
-    crate::catalogue::put_meta_blocking(s, meta).map_err(|x| x.to_string())?;
+    crate::app::catalogue::put_meta_blocking(s, meta).map_err(|x| x.to_string())?;
     if let Some(mut p) = proposal {
         p.resolved = true;
         let mut batch = Batch::default();

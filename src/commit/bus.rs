@@ -23,7 +23,7 @@ use crossbeam_channel::Sender;
 use foldhash::{HashMap, HashMapExt};
 use parking_lot::Mutex;
 use prometheus_client::metrics::counter::Counter;
-use serde_json::{json as j, Value};
+use serde_json::{json, Value};
 use tokio::sync::{mpsc, Notify};
 
 use crate::commit::views::{best_of, Best, BookDelta, MarketView};
@@ -243,7 +243,7 @@ pub fn render_user(
         } else {
             "UPDATE"
         };
-        let v = j!({
+        let v = json!({
             "event_type": "order", "type": kind, "id": o.id.to_string(), "owner": o.owner.to_string(),
             "market": o.token.condition_id, "asset_id": o.token.token_id, "side": o.side.as_str(), "price": fmt_price(o.price),
             "original_size": fmt_amount(o.original_size), "size_matched": fmt_amount(o.size_matched),
@@ -259,14 +259,14 @@ pub fn render_user(
             other => other.as_str(),
         };
         for owner in t.owners().into_iter().filter(|o| wanted(o)) {
-            let v = j!({
+            let v = json!({
                 "event_type": "trade", "id": t.id.to_string(), "taker_order_id": t.taker_order_id.to_string(),
                 "market": t.token.condition_id, "asset_id": t.token.token_id, "side": t.side.as_str(),
                 "size": fmt_amount(t.size), "price": fmt_price(t.price), "status": status, "outcome": t.token.outcome,
                 "owner": owner.to_string(), "trader_side": if owner == t.owner { "TAKER" } else { "MAKER" },
                 "matchtime": t.match_time.to_string(), "last_update": t.last_update.to_string(),
                 "transaction_hash": t.tx_hash(), "error_msg": t.error_msg, "timestamp": ts,
-                "maker_orders": t.maker_orders.iter().map(|m| j!({
+                "maker_orders": t.maker_orders.iter().map(|m| json!({
                     "asset_id": m.token.token_id, "matched_amount": fmt_amount(m.matched_amount),
                     "order_id": m.order_id.to_string(), "outcome": m.token.outcome, "owner": m.owner.to_string(),
                     "price": fmt_price(m.price), "side": m.side.as_str(),
@@ -313,7 +313,7 @@ pub fn render(p: &Published, wanted: [bool; 2]) -> Vec<Frame> {
         let mut msgs: Vec<Value> = Vec::new();
         if let Some((old, new)) = next.tick {
             // First, so a client moves to the finer grid before it sees prices on it.
-            msgs.push(j!({
+            msgs.push(json!({
                 "event_type": "tick_size_change", "asset_id": asset, "market": m.condition_id,
                 "old_tick_size": fmt_tick(old), "new_tick_size": fmt_tick(new), "timestamp": ts, "seq": next.seq,
             }));
@@ -321,14 +321,14 @@ pub fn render(p: &Published, wanted: [bool; 2]) -> Vec<Frame> {
         let changes: Vec<Value> = token_changes(next, outcome)
             .into_iter()
             .map(|(price, size, side)| {
-                j!({
+                json!({
                     "asset_id": asset, "price": fmt_price(price), "size": fmt_amount(size), "side": side,
                     "hash": "", "best_bid": opt_price(best_bid), "best_ask": opt_price(best_ask),
                 })
             })
             .collect();
         if !changes.is_empty() {
-            msgs.push(j!({
+            msgs.push(json!({
                 "event_type": "price_change", "market": m.condition_id, "timestamp": ts, "seq": next.seq,
                 "published_us": durable_us, "price_changes": changes,
             }));
@@ -338,7 +338,7 @@ pub fn render(p: &Published, wanted: [bool; 2]) -> Vec<Frame> {
             let taker_outcome = m.outcome_index(&t.token.token_id).unwrap_or(0);
             let (yes_price, yes_side) = mirror(taker_outcome, t.price, t.side);
             let (price, side) = mirror(outcome, yes_price, yes_side);
-            msgs.push(j!({
+            msgs.push(json!({
                 "event_type": "last_trade_price", "asset_id": asset, "market": m.condition_id,
                 "price": fmt_price(price), "size": fmt_amount(t.size), "fee_rate_bps": t.fee_rate_bps.to_string(),
                 "side": side.as_str(), "timestamp": ts, "seq": next.seq, "published_us": durable_us,
@@ -360,7 +360,7 @@ pub fn render(p: &Published, wanted: [bool; 2]) -> Vec<Frame> {
                 _ => String::new(),
             };
             let mut all = msgs.clone();
-            all.push(j!({
+            all.push(json!({
                 "event_type": "best_bid_ask", "asset_id": asset, "market": m.condition_id,
                 "best_bid": opt_price(best_bid), "best_ask": opt_price(best_ask), "spread": spread,
                 "timestamp": ts, "seq": next.seq, "published_us": durable_us,

@@ -64,7 +64,7 @@ pub mod cf {
     pub const COMMENTS: &str = "comments";
     /// Bridge: id (u64 BE) → deposit or withdrawal record; address + `/` + id (BE) → ();
     /// registered bridge addresses, credited source transactions and PROCESSING
-    /// withdrawals (see `bridge::transfers`).
+    /// withdrawals (see `app::bridge::transfers`).
     pub const TRANSFERS: &str = "transfers";
     pub const TRANSFERS_BY_ADDRESS: &str = "transfers_by_address";
     pub const BRIDGE: &str = "bridge";

@@ -1,33 +1,26 @@
-//! The analytics server ({data_url}, SPEC §4.5, §2.15–2.16; Polymarket's Data API where the
-//! spec shows no shape) and price history on the order-book server.
-//!
-//! Every query is a range scan over the indexes and counters each trade writes with itself
-//! (`store::index`): a wallet's trades, a market's trades in time order, positions per
-//! wallet and per market, per-day sums for leaderboards. Definitions (docs/catalogue-analytics.md):
-//! - average price = collateral paid for the tokens bought ÷ tokens bought (fees included);
-//! - current price = 1/0 once resolved, else the midpoint of a two-sided book, else the
-//!   last trade, else 0;
-//! - unrealized PnL (`cashPnl`) = size × (current − average); realized PnL = proceeds −
-//!   tokens sold × average; leaderboard PnL = proceeds − cost + size × current.
+//! The analytics server's routes ({data_url}, SPEC §4.5, §2.15–2.16; Polymarket's Data API
+//! where the spec shows no shape) and price history on the order-book server. The read
+//! model and its definitions are `app::analytics`.
 
-use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use serde_json::{json as j, Value};
+use serde_json::{json, Value};
 use warp::http::StatusCode;
 use warp::{Filter, Reply};
 
-use crate::api::params::Params;
-use crate::api::{json, recover, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::params::Params;
+use super::{number, recover, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use crate::app::analytics::{
+    cash, ctf_activity, fill, market_positions as positions_of_market, sort_positions, token_ticks, walk_rows,
+    wallet_positions, Fill, MarketCtx, Markets, PosRow, TradeFilter,
+};
+use crate::app::catalogue::{fmt_date, ResolutionStatus};
 use crate::app::AppState;
 use crate::auth::normalize_address;
-use crate::catalogue::routes::number;
-use crate::catalogue::{current_price, live, Live, MarketMeta};
 use crate::commit::views::MarketView;
-use crate::domain::{fmt_amount, fmt_tick, mul_div_floor, parse_decimal, Side, TradeRecord, TradeStatus, AMOUNT_ONE};
-use crate::store::index::{self, Position, Tick, DAY};
-use crate::store::{cf, Store, StoreError};
+use crate::domain::{fmt_amount, fmt_tick, mul_div_floor, parse_decimal, Side, TradeRecord, AMOUNT_ONE};
+use crate::store::index::{self, DAY};
 
 pub fn routes(state: Arc<AppState>) -> Routes {
     let s = move || with_state(state.clone());
@@ -93,50 +86,6 @@ fn user_param(p: &Params, required: bool) -> Result<Option<String>, ApiError> {
     }
 }
 
-/// What a row says about its market: the market, its metadata, its event, its numbers.
-struct MarketCtx {
-    view: Arc<MarketView>,
-    meta: Option<Arc<MarketMeta>>,
-    event_slug: String,
-    live: Live,
-}
-
-#[derive(Default)]
-struct Markets(HashMap<u32, Arc<MarketCtx>>);
-
-impl Markets {
-    fn get(&mut self, s: &AppState, view: &Arc<MarketView>) -> Result<Arc<MarketCtx>, StoreError> {
-        if let Some(c) = self.0.get(&view.market.idx) {
-            return Ok(c.clone());
-        }
-        let meta = s.catalogue.meta(&view.market.condition_id);
-        let event_slug = meta
-            .as_ref()
-            .and_then(|m| m.event_id)
-            .and_then(|e| s.catalogue.event(e))
-            .map(|e| e.slug.clone())
-            .unwrap_or_default();
-        let c = Arc::new(MarketCtx { view: view.clone(), meta, event_slug, live: live(&s.store, view)? });
-        self.0.insert(view.market.idx, c.clone());
-        Ok(c)
-    }
-    fn by_token(&mut self, s: &AppState, token: &str) -> Result<Option<(Arc<MarketCtx>, u8)>, StoreError> {
-        match s.registry.token(token) {
-            Some((v, o)) => Ok(Some((self.get(s, &v)?, o))),
-            None => Ok(None),
-        }
-    }
-}
-
-impl MarketCtx {
-    fn icon(&self) -> &str {
-        self.meta.as_deref().map(|m| m.icon.as_str()).unwrap_or("")
-    }
-    fn price(&self, outcome: u8) -> u32 {
-        current_price(self.meta.as_deref(), &self.live, outcome)
-    }
-}
-
 /// Condition IDs → markets; an unknown one is a 400 naming it.
 fn markets_param(s: &AppState, list: Vec<String>) -> Result<Vec<Arc<MarketView>>, ApiError> {
     list.iter().map(|c| s.registry.condition(c).ok_or_else(|| ApiError::bad(format!("unknown market: {c}")))).collect()
@@ -144,46 +93,9 @@ fn markets_param(s: &AppState, list: Vec<String>) -> Result<Vec<Arc<MarketView>>
 
 // ---- trades ----
 
-/// One party's row of a fill: role 0 = taker, 1 = maker.
-struct Fill<'a> {
-    wallet: &'a str,
-    side: Side,
-    asset: &'a str,
-    size: u64,
-    price: u32,
-    outcome: &'a str,
-}
-
-fn fill(t: &TradeRecord, role: u8) -> Fill<'_> {
-    if role == 0 {
-        Fill {
-            wallet: &t.maker_address,
-            side: t.side,
-            asset: &t.token.token_id,
-            size: t.size,
-            price: t.price,
-            outcome: &t.token.outcome,
-        }
-    } else {
-        let m = &t.maker_orders[0];
-        Fill {
-            wallet: &m.maker_address,
-            side: m.side,
-            asset: &m.token.token_id,
-            size: m.matched_amount,
-            price: m.price,
-            outcome: &m.token.outcome,
-        }
-    }
-}
-
-fn cash(f: &Fill) -> u64 {
-    mul_div_floor(f.size, f.price as u64, crate::domain::PRICE_ONE as u64)
-}
-
 fn trade_json(t: &TradeRecord, f: &Fill, ctx: &MarketCtx) -> Value {
     let m = &ctx.view.market;
-    j!({
+    json!({
         "proxyWallet": f.wallet,
         "side": f.side.as_str(),
         "asset": f.asset,
@@ -201,89 +113,6 @@ fn trade_json(t: &TradeRecord, f: &Fill, ctx: &MarketCtx) -> Value {
         "name": "",
         "profileImage": "",
     })
-}
-
-struct TradeFilter {
-    side: Option<Side>,
-    cash_min: Option<u64>,
-    tokens_min: Option<u64>,
-    markets: Option<Vec<u32>>,
-}
-
-impl TradeFilter {
-    fn keeps(&self, t: &TradeRecord, f: &Fill) -> bool {
-        t.status != TradeStatus::Failed
-            && self.side.is_none_or(|s| s == f.side)
-            && self.cash_min.is_none_or(|c| cash(f) >= c)
-            && self.tokens_min.is_none_or(|c| f.size >= c)
-            && self.markets.as_ref().is_none_or(|m| m.contains(&t.token.market_idx))
-    }
-}
-
-/// Walks trade rows newest first, calling `each` with (trade, role) until it breaks or
-/// fails: a wallet's rows from its index, or the given markets' rows merged by time.
-fn walk_rows(
-    s: &AppState,
-    user: Option<&str>,
-    markets: &[Arc<MarketView>],
-    taker_only: bool,
-    mut each: impl FnMut(&TradeRecord, u8) -> Result<ControlFlow<()>, ApiError>,
-) -> Result<(), ApiError> {
-    if let Some(u) = user {
-        s.store.try_walk(cf::TRADES_BY_WALLET, &index::holder_prefix(u), None, true, |k, v| {
-            let role = k.last().copied().unwrap_or(0);
-            if taker_only && role != 0 {
-                return Ok(ControlFlow::Continue(()));
-            }
-            let id = uuid::Uuid::from_slice(v)
-                .map_err(|e| StoreError::Corrupt { cf: cf::TRADES_BY_WALLET, msg: e.to_string() })?;
-            match s.store.get_trade(&id)? {
-                Some(t) => each(&t, role),
-                None => Ok(ControlFlow::Continue(())),
-            }
-        })?;
-    } else {
-        // Merge the markets' time-ordered indexes: one cursor per market, newest first.
-        let mut cursors: Vec<(Vec<u8>, Option<Vec<u8>>)> =
-            markets.iter().map(|v| (v.market.idx.to_be_bytes().to_vec(), None)).collect();
-        let mut heads: Vec<Option<(Vec<u8>, Tick)>> = vec![None; cursors.len()];
-        let mut done = vec![false; cursors.len()];
-        loop {
-            for (i, (prefix, from)) in cursors.iter_mut().enumerate() {
-                if heads[i].is_some() || done[i] {
-                    continue;
-                }
-                let mut got = None;
-                s.store.walk(cf::TRADES_BY_MARKET, prefix, from.as_deref(), true, |k, v| {
-                    if from.as_deref() == Some(k) {
-                        return ControlFlow::Continue(());
-                    }
-                    got = Some((k.to_vec(), Store::decode_value::<Tick>(cf::TRADES_BY_MARKET, v)));
-                    ControlFlow::Break(())
-                })?;
-                match got {
-                    Some((k, tick)) => {
-                        *from = Some(k.clone());
-                        heads[i] = Some((k, tick?));
-                    }
-                    None => done[i] = true,
-                }
-            }
-            // The newest head: by (time, seq) — the key after the 4-byte market prefix.
-            let Some(i) = (0..heads.len())
-                .filter(|&i| heads[i].is_some())
-                .max_by(|&a, &b| heads[a].as_ref().map(|h| &h.0[4..]).cmp(&heads[b].as_ref().map(|h| &h.0[4..])))
-            else {
-                break;
-            };
-            let (_, tick) = heads[i].take().expect("chosen head");
-            let Some(t) = s.store.get_trade(&tick.id)? else { continue };
-            if each(&t, 0)?.is_break() || (!taker_only && each(&t, 1)?.is_break()) {
-                break;
-            }
-        }
-    }
-    Ok(())
 }
 
 /// GET /trades (SPEC §4.5): newest first.
@@ -340,7 +169,7 @@ fn trades(s: Arc<AppState>, r: Req) -> ApiResult {
     };
     let mut ctxs = Markets::default();
     let (mut out, mut skipped) = (Vec::new(), 0u64);
-    walk_rows(&s, user.as_deref(), &views, taker_only, |t, role| {
+    walk_rows::<ApiError>(&s, user.as_deref(), &views, taker_only, |t, role| {
         if out.len() >= limit {
             return Ok(ControlFlow::Break(()));
         }
@@ -355,77 +184,10 @@ fn trades(s: Arc<AppState>, r: Req) -> ApiResult {
         }
         Ok(ControlFlow::Continue(()))
     })?;
-    json(&out)
+    reply(&out)
 }
 
 // ---- positions ----
-
-/// A position with its derived figures, in integers (micro-units; prices 1e-4).
-struct PosRow {
-    wallet: String,
-    token: String,
-    outcome: u8,
-    ctx: Arc<MarketCtx>,
-    pos: Position,
-    /// Average entry price, 1e-6 collateral per token (6 decimals).
-    avg: u64,
-    cur: u32,
-    initial: i64,
-    current: i64,
-    cash_pnl: i64,
-    realized: i64,
-}
-
-fn pos_row(wallet: &str, token: &str, pos: Position, ctx: Arc<MarketCtx>, outcome: u8) -> PosRow {
-    let avg = if pos.bought > 0 { mul_div_floor(pos.cost as u64, AMOUNT_ONE, pos.bought as u64) } else { 0 };
-    let cur = ctx.price(outcome);
-    let held = pos.size.max(0) as u64;
-    let initial = mul_div_floor(held, avg, AMOUNT_ONE) as i64;
-    let current = mul_div_floor(held, cur as u64, crate::domain::PRICE_ONE as u64) as i64;
-    let realized = pos.proceeds - mul_div_floor(pos.sold.max(0) as u64, avg, AMOUNT_ONE) as i64;
-    PosRow {
-        wallet: wallet.to_string(),
-        token: token.to_string(),
-        outcome,
-        ctx,
-        pos,
-        avg,
-        cur,
-        initial,
-        current,
-        cash_pnl: current - initial,
-        realized,
-    }
-}
-
-/// Positions of one market (`market_holders`, keys after a 4-byte market prefix) or one
-/// wallet (`positions`).
-fn scan_positions(s: &AppState, family: &'static str, prefix: &[u8]) -> Result<Vec<PosRow>, ApiError> {
-    let strip = if family == cf::MARKET_HOLDERS { 4 } else { 0 };
-    let mut raw = Vec::new();
-    s.store.walk(family, prefix, None, false, |k, v| {
-        if let Some((w, t)) = index::split_position(&k[strip..]) {
-            raw.push((w, t, Position::decode(v)));
-        }
-        ControlFlow::Continue(())
-    })?;
-    let mut ctxs = Markets::default();
-    let mut out = Vec::with_capacity(raw.len());
-    for (w, t, pos) in raw {
-        if let Some((ctx, o)) = ctxs.by_token(s, &t)? {
-            out.push(pos_row(&w, &t, pos, ctx, o));
-        }
-    }
-    Ok(out)
-}
-
-fn sort_positions(rows: &mut [PosRow], key: impl Fn(&PosRow) -> i64, ascending: bool) {
-    rows.sort_by(|a, b| {
-        let o = key(a).cmp(&key(b));
-        let o = if ascending { o } else { o.reverse() };
-        o.then_with(|| a.wallet.cmp(&b.wallet)).then_with(|| a.token.cmp(&b.token))
-    });
-}
 
 /// GET /v1/market-positions (SPEC §4.5, §2.15).
 fn market_positions(s: Arc<AppState>, r: Req) -> ApiResult {
@@ -438,7 +200,7 @@ fn market_positions(s: Arc<AppState>, r: Req) -> ApiResult {
     let asc = p.choice("sortDirection", &["ASC", "DESC"], "DESC")? == "ASC";
     let limit = p.int("limit", 50, 500)? as usize;
     let offset = p.int("offset", 0, u64::MAX)?.min(usize::MAX as u64) as usize;
-    let mut rows: Vec<PosRow> = scan_positions(&s, cf::MARKET_HOLDERS, &view.market.idx.to_be_bytes())?
+    let mut rows: Vec<PosRow> = positions_of_market(&s, &view)?
         .into_iter()
         .filter(|r| user.as_deref().is_none_or(|u| u == r.wallet))
         .filter(|r| (r.pos.size > 0) == (status == "open"))
@@ -458,7 +220,7 @@ fn market_positions(s: Arc<AppState>, r: Req) -> ApiResult {
         .skip(offset)
         .take(limit)
         .map(|r| {
-            j!({
+            json!({
                 "proxyWallet": r.wallet,
                 "asset": r.token,
                 "conditionId": r.ctx.view.market.condition_id,
@@ -471,7 +233,7 @@ fn market_positions(s: Arc<AppState>, r: Req) -> ApiResult {
             })
         })
         .collect();
-    json(&out)
+    reply(&out)
 }
 
 fn position_json(r: &PosRow) -> Value {
@@ -482,12 +244,11 @@ fn position_json(r: &PosRow) -> Value {
             // Percent with 4 decimals, in integers.
             signed_number(((pnl as i128 * 100 * AMOUNT_ONE as i128) / base as i128) as i64)
         } else {
-            j!(0)
+            json!(0)
         }
     };
-    let resolved =
-        r.ctx.meta.as_deref().and_then(|x| x.resolution) == Some(crate::catalogue::ResolutionStatus::Resolved);
-    j!({
+    let resolved = r.ctx.meta.as_deref().and_then(|x| x.resolution) == Some(ResolutionStatus::Resolved);
+    json!({
         "proxyWallet": r.wallet,
         "asset": r.token,
         "conditionId": m.condition_id,
@@ -510,7 +271,7 @@ fn position_json(r: &PosRow) -> Value {
         "outcomeIndex": r.outcome,
         "oppositeOutcome": m.tokens[other].outcome,
         "oppositeAsset": m.tokens[other].token_id,
-        "endDate": r.ctx.meta.as_deref().and_then(|x| x.end_date).map(crate::catalogue::fmt_date),
+        "endDate": r.ctx.meta.as_deref().and_then(|x| x.end_date).map(fmt_date),
         "negativeRisk": m.neg_risk,
     })
 }
@@ -518,7 +279,7 @@ fn position_json(r: &PosRow) -> Value {
 fn wallet_rows(s: &AppState, p: &Params) -> Result<(String, Vec<PosRow>), ApiError> {
     let user = user_param(p, true)?.expect("required");
     let markets: Vec<u32> = markets_param(s, p.list("market"))?.iter().map(|v| v.market.idx).collect();
-    let rows = scan_positions(s, cf::POSITIONS, &index::holder_prefix(&user))?
+    let rows = wallet_positions(s, &user)?
         .into_iter()
         .filter(|r| markets.is_empty() || markets.contains(&r.ctx.view.market.idx))
         .collect();
@@ -567,7 +328,7 @@ fn positions(s: Arc<AppState>, r: Req) -> ApiResult {
             asc,
         );
     }
-    json(&rows.iter().skip(offset).take(limit).map(position_json).collect::<Vec<_>>())
+    reply(&rows.iter().skip(offset).take(limit).map(position_json).collect::<Vec<_>>())
 }
 
 /// GET /value: what a wallet's open positions are worth at current prices.
@@ -575,7 +336,7 @@ fn value(s: Arc<AppState>, r: Req) -> ApiResult {
     let p = params(&r)?;
     let (user, rows) = wallet_rows(&s, &p)?;
     let total: i64 = rows.iter().filter(|r| r.pos.size > 0).map(|r| r.current).sum();
-    json(&j!([{ "user": user, "value": signed_number(total) }]))
+    reply(&json!([{ "user": user, "value": signed_number(total) }]))
 }
 
 /// GET /holders: a market's largest holders, per token.
@@ -588,7 +349,7 @@ fn holders(s: Arc<AppState>, r: Req) -> ApiResult {
         None => 1,
         Some(x) => parse_decimal(x, 6).map_err(|_| ApiError::bad("minBalance must be a non-negative number"))?,
     };
-    let rows = scan_positions(&s, cf::MARKET_HOLDERS, &view.market.idx.to_be_bytes())?;
+    let rows = positions_of_market(&s, &view)?;
     let out: Vec<Value> = view
         .market
         .tokens
@@ -598,9 +359,9 @@ fn holders(s: Arc<AppState>, r: Req) -> ApiResult {
             let mut hs: Vec<&PosRow> =
                 rows.iter().filter(|r| r.outcome as usize == i && r.pos.size > 0 && r.pos.size as u64 >= min).collect();
             hs.sort_by(|a, b| b.pos.size.cmp(&a.pos.size).then_with(|| a.wallet.cmp(&b.wallet)));
-            j!({
+            json!({
                 "token": tok.token_id,
-                "holders": hs.iter().take(limit).map(|r| j!({
+                "holders": hs.iter().take(limit).map(|r| json!({
                     "proxyWallet": r.wallet,
                     "asset": r.token,
                     "amount": signed_number(r.pos.size),
@@ -612,7 +373,7 @@ fn holders(s: Arc<AppState>, r: Req) -> ApiResult {
             })
         })
         .collect();
-    json(&out)
+    reply(&out)
 }
 
 /// GET /activity: a wallet's trades (the only activity kind recorded so far), newest first.
@@ -632,33 +393,20 @@ fn activity(s: Arc<AppState>, r: Req) -> ApiResult {
         Some(x) => Some(Side::parse(&x.to_uppercase()).ok_or_else(|| ApiError::bad("side must be BUY or SELL"))?),
     };
     let (start, end) = (p.i64("start")?, p.i64("end")?);
-    let in_window = |ts: i64| start.is_none_or(|st| ts >= st) && end.is_none_or(|e| ts <= e);
     let markets: Vec<u32> = markets_param(&s, p.list("market"))?.iter().map(|v| v.market.idx).collect();
     let want = offset.saturating_add(limit as u64);
 
     // Splits, merges and redeems (no side: a side filter keeps trades only), newest first;
     // at most as many as the page can reach.
-    let mut ops: std::collections::VecDeque<index::CtfActivity> = Default::default();
-    if side.is_none() {
-        s.store.try_walk::<ApiError>(cf::ACTIVITY, &index::wallet_prefix(&user), None, true, |_, v| {
-            let a: index::CtfActivity = Store::decode_value(cf::ACTIVITY, v)?;
-            let ts = a.time as i64;
-            if start.is_some_and(|st| ts < st) || ops.len() as u64 >= want {
-                return Ok(ControlFlow::Break(()));
-            }
-            if in_window(ts) && wants(a.kind.name()) && (markets.is_empty() || markets.contains(&a.market_idx)) {
-                ops.push_back(a);
-            }
-            Ok(ControlFlow::Continue(()))
-        })?;
-    }
+    let mut ops =
+        if side.is_none() { ctf_activity(&s, &user, (start, end), &markets, wants, want)? } else { Default::default() };
 
     // Trades streamed newest first, the operations merged in by time.
     let mut page = Page { out: Vec::new(), skipped: 0, offset, limit, ctxs: Markets::default() };
     if wants("TRADE") {
         let filter =
             TradeFilter { side, cash_min: None, tokens_min: None, markets: (!markets.is_empty()).then_some(markets) };
-        walk_rows(&s, Some(&user), &[], false, |t, role| {
+        walk_rows::<ApiError>(&s, Some(&user), &[], false, |t, role| {
             let f = fill(t, role);
             let ts = t.match_time as i64;
             if end.is_some_and(|e| ts > e) || f.wallet != user || !filter.keeps(t, &f) {
@@ -673,11 +421,11 @@ fn activity(s: Arc<AppState>, r: Req) -> ApiResult {
             }
             page.push(&s, &t.token.condition_id, |ctx| {
                 let mut v = trade_json(t, &f, ctx);
-                v["type"] = j!("TRADE");
+                v["type"] = json!("TRADE");
                 v["size"] = number(&fmt_amount(f.size));
                 v["price"] = number(&fmt_tick(f.price));
                 v["usdcSize"] = number(&fmt_amount(cash(&f)));
-                v["pseudonym"] = j!("");
+                v["pseudonym"] = json!("");
                 v
             })?;
             Ok(if page.full() { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
@@ -689,7 +437,7 @@ fn activity(s: Arc<AppState>, r: Req) -> ApiResult {
         }
         page.push(&s, &a.condition_id, |ctx| ctf_json(&a, &user, ctx))?;
     }
-    json(&page.out)
+    reply(&page.out)
 }
 
 /// A page being filled: rows before `offset` are counted, not rendered.
@@ -723,7 +471,7 @@ impl Page {
 /// price; outcomeIndex 999.
 fn ctf_json(a: &index::CtfActivity, wallet: &str, ctx: &MarketCtx) -> Value {
     let m = &ctx.view.market;
-    j!({
+    json!({
         "proxyWallet": wallet,
         "timestamp": a.time,
         "conditionId": a.condition_id,
@@ -753,41 +501,13 @@ fn leaderboard(s: Arc<AppState>, r: Req) -> ApiResult {
     let order = p.choice("orderBy", &["PNL", "VOL"], "PNL")?;
     let limit = p.int("limit", 25, 500)? as usize;
     let offset = p.int("offset", 0, u64::MAX)?.min(usize::MAX as u64) as usize;
-    // Per wallet and token: the window's sums.
-    let mut sums: HashMap<(String, String), Position> = HashMap::new();
-    let mut add = |k: &[u8], v: &[u8]| {
-        if let Some((w, t)) = index::split_position(k) {
-            sums.entry((w, t)).or_default().add(&Position::decode(v));
-        }
+    let days = match period {
+        "DAY" => Some(1),
+        "WEEK" => Some(7),
+        "MONTH" => Some(30),
+        _ => None,
     };
-    if period == "ALL" {
-        s.store.walk(cf::POSITIONS, b"", None, false, |k, v| {
-            add(k, v);
-            ControlFlow::Continue(())
-        })?;
-    } else {
-        let days = match period {
-            "DAY" => 1,
-            "WEEK" => 7,
-            _ => 30,
-        };
-        let today = (crate::domain::now_secs() / DAY) as u32;
-        let first = today + 1 - days;
-        s.store.walk(cf::WALLET_DAYS, b"", Some(&first.to_be_bytes()), false, |k, v| {
-            add(&k[4..], v);
-            ControlFlow::Continue(())
-        })?;
-    }
-    let mut ctxs = Markets::default();
-    let mut board: HashMap<String, (i64, i64)> = HashMap::new();
-    for ((w, t), pos) in sums {
-        let Some((ctx, o)) = ctxs.by_token(&s, &t)? else { continue };
-        let mark = mul_div_floor(pos.size.unsigned_abs(), ctx.price(o) as u64, crate::domain::PRICE_ONE as u64) as i64;
-        let pnl = pos.proceeds - pos.cost + if pos.size < 0 { -mark } else { mark };
-        let e = board.entry(w).or_default();
-        e.0 += pnl;
-        e.1 += pos.cost + pos.proceeds;
-    }
+    let board = crate::app::analytics::leaderboard(&s, days)?;
     let mut rows: Vec<(String, i64, i64)> = board.into_iter().map(|(w, (pnl, vol))| (w, pnl, vol)).collect();
     rows.sort_by(|a, b| {
         let (ka, kb) = if order == "PNL" { (a.1, b.1) } else { (a.2, b.2) };
@@ -799,39 +519,14 @@ fn leaderboard(s: Arc<AppState>, r: Req) -> ApiResult {
         .skip(offset)
         .take(limit)
         .map(|(i, (w, pnl, vol))| {
-            j!({ "rank": (i + 1).to_string(), "proxyWallet": w, "userName": "", "vol": signed_number(*vol),
+            json!({ "rank": (i + 1).to_string(), "proxyWallet": w, "userName": "", "vol": signed_number(*vol),
                  "pnl": signed_number(*pnl), "profileImage": "", "xUsername": "", "verifiedBadge": false })
         })
         .collect();
-    json(&out)
+    reply(&out)
 }
 
 // ---- price history and candles ----
-
-/// A token's trades in [from, to] (UNIX seconds), oldest first: (time, price of the token,
-/// size).
-fn token_ticks(
-    s: &AppState,
-    view: &MarketView,
-    token: &str,
-    from: u64,
-    to: u64,
-) -> Result<Vec<(u64, u32, u64)>, ApiError> {
-    let prefix = view.market.idx.to_be_bytes();
-    let mut start = prefix.to_vec();
-    start.extend_from_slice(&from.to_be_bytes());
-    let mut out = Vec::new();
-    s.store.try_walk(cf::TRADES_BY_MARKET, &prefix, Some(&start), false, |k, v| {
-        let t = u64::from_be_bytes(k[4..12].try_into().expect("key layout"));
-        if t > to {
-            return Ok(ControlFlow::Break(()));
-        }
-        let tick = Store::decode_value::<Tick>(cf::TRADES_BY_MARKET, v)?;
-        out.push((t, tick.price_of(token), tick.size));
-        Ok::<_, ApiError>(ControlFlow::Continue(()))
-    })?;
-    Ok(out)
-}
 
 fn token_param(s: &AppState, p: &Params) -> Result<(Arc<MarketView>, String), ApiError> {
     let token = p.get("market").ok_or_else(|| ApiError::bad("market is required"))?;
@@ -880,8 +575,8 @@ fn prices_history(s: Arc<AppState>, r: Req) -> ApiResult {
             _ => history.push((bucket, price)),
         }
     }
-    json(
-        &j!({ "history": history.iter().map(|(t, p)| j!({ "t": t, "p": number(&fmt_tick(*p)) })).collect::<Vec<_>>() }),
+    reply(
+        &json!({ "history": history.iter().map(|(t, p)| json!({ "t": t, "p": number(&fmt_tick(*p)) })).collect::<Vec<_>>() }),
     )
 }
 
@@ -941,12 +636,12 @@ fn ohlc(s: Arc<AppState>, r: Req) -> ApiResult {
         .iter()
         .skip(skip)
         .map(|c| {
-            j!({ "t": c.start, "open": price(c.open), "high": price(c.high), "low": price(c.low),
+            json!({ "t": c.start, "open": price(c.open), "high": price(c.high), "low": price(c.low),
                  "close": price(c.close), "volume": number(&fmt_amount(c.tokens)),
                  "usdcVolume": number(&fmt_amount(c.notional)), "trades": c.trades })
         })
         .collect();
-    json(&j!({ "market": token, "resolution": name, "candles": out }))
+    reply(&json!({ "market": token, "resolution": name, "candles": out }))
 }
 
 #[cfg(test)]

@@ -8,18 +8,51 @@
 use std::sync::Arc;
 
 use serde::Deserialize;
-use serde_json::{json as j, Value};
+use serde_json::{json, Value};
 use warp::http::StatusCode;
 use warp::{Filter, Reply};
 
-use super::*;
-use crate::api::params::Params;
-use crate::api::{json, recover, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::params::Params;
+use super::{number, recover, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use crate::app::catalogue::reads::{
+    comment_parent, comments, event_row, find_market, market_id, market_row, series_row, EventRow, MarketRow, SeriesRow,
+};
+use crate::app::catalogue::writes::{self, add_event, add_series, CommentInput, EventInput, SeriesInput};
+use crate::app::catalogue::{
+    current_price, fmt_date, slugify, CatalogueError, CommentRecord, ResolutionStatus, SeriesRecord,
+};
 use crate::app::AppState;
-use crate::auth::normalize_address;
-use crate::domain::{fmt_amount, fmt_tick, now_secs};
-use crate::engine::EngineError;
-use crate::MarketSpec;
+use crate::domain::{fmt_amount, fmt_tick};
+
+impl From<CatalogueError> for ApiError {
+    fn from(e: CatalogueError) -> ApiError {
+        use CatalogueError as E;
+        match e {
+            E::Store(e) => e.into(),
+            E::Engine(e) => e.into(),
+            E::ResolutionFailed(_) => {
+                tracing::error!("{e}");
+                ApiError::db()
+            }
+            E::SeriesSlugTaken | E::EventSlugTaken => ApiError::new(StatusCode::CONFLICT, e.to_string()),
+            E::ParentNotFound(_) | E::MarketNotFound => ApiError::not_found(e.to_string()),
+            E::TitleRequired
+            | E::BadSlug
+            | E::UnknownSeries
+            | E::MarketTwice(_)
+            | E::MarketInEvent { .. }
+            | E::BadMarket(_)
+            | E::BadDate(_)
+            | E::BadParentKind
+            | E::ParentIdRequired
+            | E::BadBody
+            | E::BadUser
+            | E::NotAReply
+            | E::BadOutcome
+            | E::NeedsOutcome => ApiError::bad(e.to_string()),
+        }
+    }
+}
 
 /// Largest page of /series, /events, /markets and /comments (SPEC §8 for /series).
 pub const MAX_LIMIT: u64 = 500;
@@ -63,36 +96,12 @@ pub fn routes(state: Arc<AppState>) -> Routes {
         .boxed()
 }
 
-/// A JSON number from a decimal string: only for fields Gamma types as numbers, computed in
-/// integers and converted here, at the boundary.
-pub fn number(decimal: &str) -> Value {
-    serde_json::from_str(decimal).unwrap_or(Value::Null)
-}
-
 fn price_number(p: Option<u32>) -> Value {
     p.map(|p| number(&fmt_tick(p))).unwrap_or(Value::Null)
 }
 
 fn date(d: Option<u64>) -> Value {
     d.map(|d| Value::String(fmt_date(d))).unwrap_or(Value::Null)
-}
-
-/// Gamma's market id: the engine's dense index, from 1.
-pub fn market_id(view: &MarketView) -> u64 {
-    view.market.idx as u64 + 1
-}
-
-/// A market with its catalogue metadata and live numbers.
-struct MarketRow {
-    view: Arc<MarketView>,
-    meta: Option<Arc<MarketMeta>>,
-    live: Live,
-}
-
-fn market_row(s: &AppState, view: Arc<MarketView>) -> Result<MarketRow, ApiError> {
-    let meta = s.catalogue.meta(&view.market.condition_id);
-    let live = live(&s.store, &view)?;
-    Ok(MarketRow { view, meta, live })
 }
 
 fn market_json(s: &AppState, r: &MarketRow) -> Value {
@@ -106,7 +115,7 @@ fn market_json(s: &AppState, r: &MarketRow) -> Value {
         (Some(b), Some(a)) => Some(a.saturating_sub(b)),
         _ => None,
     };
-    j!({
+    json!({
         "id": market_id(&r.view).to_string(),
         "question": m.question,
         "conditionId": m.condition_id,
@@ -144,7 +153,7 @@ fn market_json(s: &AppState, r: &MarketRow) -> Value {
             .and_then(|x| x.resolved_outcome)
             .and_then(|i| m.tokens.get(i as usize))
             .map(|t| t.outcome.clone()),
-        "events": event.map(|e| vec![j!({ "id": e.id.to_string(), "slug": e.slug, "title": e.title })]).unwrap_or_default(),
+        "events": event.map(|e| vec![json!({ "id": e.id.to_string(), "slug": e.slug, "title": e.title })]).unwrap_or_default(),
     })
 }
 
@@ -153,32 +162,12 @@ fn encoded<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
-/// An event with its markets' rows (for nesting, ordering and totals).
-struct EventRow {
-    event: Arc<EventRecord>,
-    markets: Vec<MarketRow>,
-    volume: u64,
-    liquidity: u64,
-}
-
-fn event_row(s: &AppState, e: Arc<EventRecord>) -> Result<EventRow, ApiError> {
-    let mut markets = Vec::with_capacity(e.markets.len());
-    for c in &e.markets {
-        if let Some(v) = s.registry.condition(c) {
-            markets.push(market_row(s, v)?);
-        }
-    }
-    let volume = markets.iter().map(|m| m.live.volume).sum();
-    let liquidity = markets.iter().map(|m| m.live.liquidity).sum();
-    Ok(EventRow { event: e, markets, volume, liquidity })
-}
-
 fn tags_json(tags: &[String]) -> Vec<Value> {
-    tags.iter().map(|t| j!({ "label": t, "slug": slugify(t) })).collect()
+    tags.iter().map(|t| json!({ "label": t, "slug": slugify(t) })).collect()
 }
 
 fn series_brief(s: &SeriesRecord) -> Value {
-    j!({
+    json!({
         "id": s.id.to_string(),
         "title": s.title,
         "slug": s.slug,
@@ -192,7 +181,7 @@ fn series_brief(s: &SeriesRecord) -> Value {
 
 fn event_json(s: &AppState, r: &EventRow, nested: bool) -> Value {
     let e = &r.event;
-    let mut v = j!({
+    let mut v = json!({
         "id": e.id.to_string(),
         "ticker": e.slug,
         "slug": e.slug,
@@ -220,31 +209,12 @@ fn event_json(s: &AppState, r: &EventRow, nested: bool) -> Value {
     v
 }
 
-struct SeriesRow {
-    series: Arc<SeriesRecord>,
-    events: Vec<EventRow>,
-    volume: u64,
-    liquidity: u64,
-}
-
-fn series_row(s: &AppState, x: Arc<SeriesRecord>) -> Result<SeriesRow, ApiError> {
-    let mut events = Vec::new();
-    for e in s.catalogue.events() {
-        if e.series_id == Some(x.id) {
-            events.push(event_row(s, e)?);
-        }
-    }
-    let volume = events.iter().map(|e| e.volume).sum();
-    let liquidity = events.iter().map(|e| e.liquidity).sum();
-    Ok(SeriesRow { series: x, events, volume, liquidity })
-}
-
 fn series_json(s: &AppState, r: &SeriesRow) -> Value {
     let x = &r.series;
     let mut v = series_brief(x);
-    v["description"] = j!(x.description);
-    v["image"] = j!(x.image);
-    v["archived"] = j!(x.archived);
+    v["description"] = json!(x.description);
+    v["image"] = json!(x.image);
+    v["archived"] = json!(x.archived);
     v["startDate"] = date(x.start_date);
     v["createdAt"] = date(Some(x.created_at));
     v["volume"] = number(&fmt_amount(r.volume));
@@ -305,7 +275,7 @@ fn list_series(s: Arc<AppState>, r: Req) -> ApiResult {
         (k, r.series.id)
     });
     let rows = page(rows, &p)?;
-    json(&rows.iter().map(|r| series_json(&s, r)).collect::<Vec<_>>())
+    reply(&rows.iter().map(|r| series_json(&s, r)).collect::<Vec<_>>())
 }
 
 fn one_series(s: Arc<AppState>, id: String) -> ApiResult {
@@ -314,7 +284,7 @@ fn one_series(s: Arc<AppState>, id: String) -> ApiResult {
         .ok()
         .and_then(|id| s.catalogue.series_by_id(id))
         .ok_or_else(|| ApiError::not_found("series not found"))?;
-    json(&series_json(&s, &series_row(&s, x)?))
+    reply(&series_json(&s, &series_row(&s, x)?))
 }
 
 fn event_order(p: &Params) -> Result<(&'static str, bool), ApiError> {
@@ -367,13 +337,13 @@ fn list_events(s: Arc<AppState>, r: Req) -> ApiResult {
         (k, e.id)
     });
     let rows = page(rows, &p)?;
-    json(&rows.iter().map(|r| event_json(&s, r, true)).collect::<Vec<_>>())
+    reply(&rows.iter().map(|r| event_json(&s, r, true)).collect::<Vec<_>>())
 }
 
 fn event_by_id(s: Arc<AppState>, id: String) -> ApiResult {
     let e =
         id.parse().ok().and_then(|id| s.catalogue.event(id)).ok_or_else(|| ApiError::not_found("event not found"))?;
-    json(&event_json(&s, &event_row(&s, e)?, true))
+    reply(&event_json(&s, &event_row(&s, e)?, true))
 }
 
 fn event_by_slug(s: Arc<AppState>, slug: String) -> ApiResult {
@@ -383,7 +353,7 @@ fn event_by_slug(s: Arc<AppState>, slug: String) -> ApiResult {
         .into_iter()
         .find(|e| e.slug == slug)
         .ok_or_else(|| ApiError::not_found("event not found"))?;
-    json(&event_json(&s, &event_row(&s, e)?, true))
+    reply(&event_json(&s, &event_row(&s, e)?, true))
 }
 
 fn list_markets(s: Arc<AppState>, r: Req) -> ApiResult {
@@ -391,7 +361,7 @@ fn list_markets(s: Arc<AppState>, r: Req) -> ApiResult {
     let (order, ascending) = event_order(&p)?;
     let (closed, active) = (p.bool("closed")?, p.bool("active")?);
     if p.bool("archived")? == Some(true) {
-        return json(&Vec::<Value>::new());
+        return reply(&Vec::<Value>::new());
     }
     let ids = p.list("id");
     let slugs = p.list("slug");
@@ -432,22 +402,12 @@ fn list_markets(s: Arc<AppState>, r: Req) -> ApiResult {
         (k, market_id(&r.view))
     });
     let rows = page(rows, &p)?;
-    json(&rows.iter().map(|r| market_json(&s, r)).collect::<Vec<_>>())
-}
-
-/// A market by Gamma id (or, as a convenience, by condition id).
-fn find_market(s: &AppState, id: &str) -> Option<Arc<MarketView>> {
-    if id.starts_with("0x") {
-        return s.registry.condition(id);
-    }
-    let n: u64 = id.parse().ok()?;
-    let idx = n.checked_sub(1)?;
-    s.registry.tables().list.iter().find(|v| v.market.idx as u64 == idx).cloned()
+    reply(&rows.iter().map(|r| market_json(&s, r)).collect::<Vec<_>>())
 }
 
 fn market_by_id(s: Arc<AppState>, id: String) -> ApiResult {
     let v = find_market(&s, &id).ok_or_else(|| ApiError::not_found("market not found"))?;
-    json(&market_json(&s, &market_row(&s, v)?))
+    reply(&market_json(&s, &market_row(&s, v)?))
 }
 
 fn market_by_slug(s: Arc<AppState>, slug: String) -> ApiResult {
@@ -459,30 +419,11 @@ fn market_by_slug(s: Arc<AppState>, slug: String) -> ApiResult {
         .find(|v| v.market.slug == slug)
         .cloned()
         .ok_or_else(|| ApiError::not_found("market not found"))?;
-    json(&market_json(&s, &market_row(&s, v)?))
-}
-
-/// The parent a comment query or a new comment names: (kind, id), checked to exist.
-fn comment_parent(s: &AppState, kind: Option<&str>, id: Option<&str>) -> Result<(ParentKind, u64), ApiError> {
-    let kind = kind
-        .and_then(ParentKind::parse)
-        .ok_or_else(|| ApiError::bad("parent_entity_type must be Event, Series or market"))?;
-    let id = id.ok_or_else(|| ApiError::bad("parent_entity_id is required"))?;
-    let found = match kind {
-        ParentKind::Event => id.parse().ok().filter(|&i| s.catalogue.event(i).is_some()),
-        ParentKind::Series => id.parse().ok().filter(|&i| s.catalogue.series_by_id(i).is_some()),
-        ParentKind::Market => find_market(s, id).map(|v| market_id(&v)),
-    };
-    let what = match kind {
-        ParentKind::Event => "event",
-        ParentKind::Series => "series",
-        ParentKind::Market => "market",
-    };
-    found.map(|i| (kind, i)).ok_or_else(|| ApiError::not_found(format!("{what} not found")))
+    reply(&market_json(&s, &market_row(&s, v)?))
 }
 
 fn comment_json(c: &CommentRecord) -> Value {
-    j!({
+    json!({
         "id": c.id.to_string(),
         "body": c.body,
         "parentEntityType": c.parent_kind.name(),
@@ -498,25 +439,12 @@ fn comment_json(c: &CommentRecord) -> Value {
 /// `ascending=true`), one range scan.
 fn list_comments(s: Arc<AppState>, r: Req) -> ApiResult {
     let p = params(&r)?;
-    let (kind, id) = comment_parent(&s, p.get("parent_entity_type"), p.get("parent_entity_id"))?;
+    let parent = comment_parent(&s, p.get("parent_entity_type"), p.get("parent_entity_id"))?;
     let limit = p.int("limit", DEFAULT_LIMIT, MAX_LIMIT)? as usize;
     let offset = p.int("offset", 0, u64::MAX)?;
     let ascending = p.bool("ascending")?.unwrap_or(false);
-    let mut out = Vec::new();
-    let mut skipped = 0u64;
-    s.store.try_walk(cf::COMMENTS, &comment_prefix(kind, id), None, !ascending, |_, v| {
-        use std::ops::ControlFlow;
-        if out.len() >= limit {
-            return Ok(ControlFlow::Break(()));
-        }
-        if skipped < offset {
-            skipped += 1;
-        } else {
-            out.push(comment_json(&Store::decode_value::<CommentRecord>(cf::COMMENTS, v)?));
-        }
-        Ok::<_, ApiError>(ControlFlow::Continue(()))
-    })?;
-    json(&out)
+    let out: Vec<Value> = comments(&s, parent, ascending, offset, limit)?.iter().map(comment_json).collect();
+    reply(&out)
 }
 
 /// How well `q` (lowercase) matches a title or slug: exact, prefix, a word's start,
@@ -580,7 +508,7 @@ fn search(s: Arc<AppState>, r: Req) -> ApiResult {
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v.into_iter().take(n).map(|x| x.1).collect()
     }
-    json(&j!({
+    reply(&json!({
         "events": best(events, limit).iter().map(|r| event_json(&s, r, true)).collect::<Vec<_>>(),
         "markets": best(markets, limit).iter().map(|r| market_json(&s, r)).collect::<Vec<_>>(),
         "series": best(series, limit).iter().map(|r| series_json(&s, r)).collect::<Vec<_>>(),
@@ -590,177 +518,23 @@ fn search(s: Arc<AppState>, r: Req) -> ApiResult {
 
 // ---- Operator writes (internal server) ----
 
-fn opt_date(d: &Option<String>) -> Result<Option<u64>, ApiError> {
-    Ok(d.as_deref().map(parse_date).transpose()?)
-}
-
-fn slug_or_title(slug: &Option<String>, title: &str) -> Result<String, ApiError> {
-    let slug = slug.clone().filter(|x| !x.is_empty()).unwrap_or_else(|| slugify(title));
-    if slug.is_empty() || !slug.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
-        return Err(ApiError::bad("slug must be lowercase letters, digits and '-'"));
-    }
-    Ok(slug)
-}
-
-/// Every field may be left out; a missing or empty title is refused by the handler.
-#[derive(Deserialize, Default)]
-#[serde(default, deny_unknown_fields)]
-pub struct SeriesInput {
-    pub title: String,
-    pub slug: Option<String>,
-    pub series_type: String,
-    pub recurrence: String,
-    pub description: String,
-    pub image: String,
-    pub active: Option<bool>,
-    pub closed: bool,
-    pub archived: bool,
-    pub start_date: Option<String>,
-}
-
 /// POST /internal/series.
 pub async fn create_series(s: Arc<AppState>, r: Req) -> ApiResult {
     let input: SeriesInput = r.json()?;
     let x = add_series(&s, input).await?;
-    json(&series_json(&s, &series_row(&s, Arc::new(x))?))
-}
-
-pub async fn add_series(s: &AppState, input: SeriesInput) -> Result<SeriesRecord, ApiError> {
-    if input.title.trim().is_empty() {
-        return Err(ApiError::bad("title is required"));
-    }
-    let slug = slug_or_title(&input.slug, &input.title)?;
-    let _w = s.catalogue.write.lock().await;
-    if s.catalogue.series().iter().any(|x| x.slug == slug) {
-        return Err(ApiError::new(StatusCode::CONFLICT, "series slug already exists"));
-    }
-    let rec = SeriesRecord {
-        id: s.catalogue.next_ids().0,
-        title: input.title,
-        slug,
-        series_type: if input.series_type.is_empty() { "single".into() } else { input.series_type },
-        recurrence: input.recurrence,
-        description: input.description,
-        image: input.image,
-        active: input.active.unwrap_or(true),
-        closed: input.closed,
-        archived: input.archived,
-        start_date: opt_date(&input.start_date)?,
-        created_at: now_secs(),
-    };
-    let mut b = Batch::default();
-    Catalogue::stage_series(&mut b, &rec);
-    s.commit(b).await?;
-    s.catalogue.publish(Some(rec.clone()), None, Vec::new());
-    Ok(rec)
-}
-
-/// Every field may be left out; a missing or empty title is refused by the handler.
-#[derive(Deserialize, Default)]
-#[serde(default, deny_unknown_fields)]
-pub struct EventInput {
-    pub title: String,
-    pub slug: Option<String>,
-    pub description: String,
-    /// The series: by id or by slug.
-    pub series_id: Option<u64>,
-    pub series_slug: Option<String>,
-    pub tags: Vec<String>,
-    pub active: Option<bool>,
-    pub closed: bool,
-    pub archived: bool,
-    pub featured: bool,
-    pub neg_risk: bool,
-    pub image: String,
-    pub icon: String,
-    pub start_date: Option<String>,
-    pub end_date: Option<String>,
-    /// Each an existing market (by `condition_id` alone, plus any metadata) or a new one
-    /// (a whole market as POST /internal/markets takes it).
-    pub markets: Vec<MarketSpec>,
+    reply(&series_json(&s, &series_row(&s, Arc::new(x))?))
 }
 
 /// POST /internal/events.
 pub async fn create_event(s: Arc<AppState>, r: Req) -> ApiResult {
     let input: EventInput = r.json()?;
     let e = add_event(&s, input).await?;
-    json(&event_json(&s, &event_row(&s, Arc::new(e))?, true))
-}
-
-/// Checks everything first (bad input changes nothing), then creates the new markets,
-/// then writes the event and its markets' metadata in one batch.
-pub async fn add_event(s: &AppState, input: EventInput) -> Result<EventRecord, ApiError> {
-    if input.title.trim().is_empty() {
-        return Err(ApiError::bad("title is required"));
-    }
-    let slug = slug_or_title(&input.slug, &input.title)?;
-    let _w = s.catalogue.write.lock().await;
-    if s.catalogue.events().iter().any(|e| e.slug == slug) {
-        return Err(ApiError::new(StatusCode::CONFLICT, "event slug already exists"));
-    }
-    let series_id = match (&input.series_id, &input.series_slug) {
-        (Some(id), _) => Some(s.catalogue.series_by_id(*id).ok_or_else(|| ApiError::bad("unknown series"))?.id),
-        (None, Some(sl)) => {
-            Some(s.catalogue.series().iter().find(|x| &x.slug == sl).ok_or_else(|| ApiError::bad("unknown series"))?.id)
-        }
-        (None, None) => None,
-    };
-    let (start, end) = (opt_date(&input.start_date)?, opt_date(&input.end_date)?);
-    let id = s.catalogue.next_ids().1;
-    let mut seen = std::collections::HashSet::new();
-    let mut new_markets = Vec::new();
-    let mut metas = Vec::new();
-    for spec in input.markets {
-        if !seen.insert(spec.condition_id.clone()) {
-            return Err(ApiError::bad(format!("market {} listed twice", spec.condition_id)));
-        }
-        if let Some(other) = s.catalogue.meta(&spec.condition_id).and_then(|m| m.event_id) {
-            return Err(ApiError::bad(format!("market {} belongs to event {other}", spec.condition_id)));
-        }
-        let meta = spec.meta(id, s.catalogue.meta(&spec.condition_id).as_deref())?;
-        if s.registry.condition(&spec.condition_id).is_none() {
-            new_markets.push(spec.into_market().map_err(ApiError::bad)?);
-        }
-        metas.push(meta);
-    }
-    for m in new_markets {
-        match s.engine.create_market(m).await {
-            Ok(_) | Err(EngineError::Exists) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    let rec = EventRecord {
-        id,
-        title: input.title,
-        slug,
-        description: input.description,
-        series_id,
-        tags: input.tags,
-        markets: metas.iter().map(|m| m.condition_id.clone()).collect(),
-        active: input.active.unwrap_or(true),
-        closed: input.closed,
-        archived: input.archived,
-        featured: input.featured,
-        neg_risk: input.neg_risk,
-        image: input.image,
-        icon: input.icon,
-        start_date: start,
-        end_date: end,
-        created_at: now_secs(),
-    };
-    let mut b = Batch::default();
-    Catalogue::stage_event(&mut b, &rec);
-    for m in &metas {
-        Catalogue::stage_meta(&mut b, m);
-    }
-    s.commit(b).await?;
-    s.catalogue.publish(None, Some(rec.clone()), metas);
-    Ok(rec)
+    reply(&event_json(&s, &event_row(&s, Arc::new(e))?, true))
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct CommentInput {
+struct CommentRequest {
     parent_entity_type: String,
     parent_entity_id: Value,
     body: String,
@@ -771,43 +545,28 @@ struct CommentInput {
 
 /// POST /internal/comments.
 pub async fn create_comment(s: Arc<AppState>, r: Req) -> ApiResult {
-    let input: CommentInput = r.json()?;
+    let input: CommentRequest = r.json()?;
     let pid = match &input.parent_entity_id {
         Value::String(x) => x.clone(),
         Value::Number(n) => n.to_string(),
         _ => return Err(ApiError::bad("parent_entity_id must be a string or a number")),
     };
-    let (kind, parent) = comment_parent(&s, Some(&input.parent_entity_type), Some(&pid))?;
-    let text = input.body.trim();
-    if text.is_empty() || text.len() > 10_000 {
-        return Err(ApiError::bad("body must be 1 to 10000 bytes"));
-    }
-    let user = normalize_address(&input.user_address).ok_or_else(|| ApiError::bad("invalid user_address"))?;
-    let _w = s.catalogue.write.lock().await;
-    if let Some(reply) = input.parent_comment_id {
-        if s.store.get_raw(cf::COMMENTS, &comment_key(kind, parent, reply))?.is_none() {
-            return Err(ApiError::bad("parent_comment_id is not a comment of this parent"));
-        }
-    }
-    let c = CommentRecord {
-        id: s.catalogue.next_ids().2,
-        parent_kind: kind,
-        parent_id: parent,
-        reply_to: input.parent_comment_id,
-        body: text.to_string(),
-        user_address: user,
-        created_at: now_secs(),
-    };
-    let mut b = Batch::default();
-    Catalogue::stage_comment(&mut b, &c);
-    s.commit(b).await?;
-    s.catalogue.published_comment(c.id);
-    json(&comment_json(&c))
+    let c = writes::add_comment(
+        &s,
+        CommentInput {
+            parent_kind: &input.parent_entity_type,
+            parent_id: &pid,
+            body: &input.body,
+            user_address: &input.user_address,
+            reply_to: input.parent_comment_id,
+        },
+    )
+    .await?;
+    reply(&comment_json(&c))
 }
 
-/// POST /internal/resolution: records a market's resolution status (RESOLVING while its
-/// cooldown runs, RESOLVED with the winning outcome). Later work drives this from the
-/// resolution workflow; it is the catalogue's and the analytics' source either way.
+/// POST /internal/resolution {condition_id, status, outcome?}: records a market's
+/// resolution status; answers with the market.
 pub async fn set_resolution(s: Arc<AppState>, r: Req) -> ApiResult {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -818,59 +577,9 @@ pub async fn set_resolution(s: Arc<AppState>, r: Req) -> ApiResult {
         outcome: Option<String>,
     }
     let b: B = r.json()?;
-    let view = s.registry.condition(&b.condition_id).ok_or_else(|| ApiError::not_found("market not found"))?;
-    let winner = match (&b.outcome, b.status) {
-        (Some(o), _) => Some(
-            view.market
-                .tokens
-                .iter()
-                .position(|t| t.outcome.eq_ignore_ascii_case(o) || &t.token_id == o)
-                .ok_or_else(|| ApiError::bad("outcome must name one of the market's outcomes"))? as u8,
-        ),
-        (None, ResolutionStatus::Resolved) => return Err(ApiError::bad("a RESOLVED market needs its outcome")),
-        (None, ResolutionStatus::Resolving) => None,
-    };
-    if let (ResolutionStatus::Resolved, Some(w)) = (b.status, winner) {
-        // Resolving stops trading, cancels the market's orders and settles its bonds.
-        let (s2, c) = (s.clone(), b.condition_id.clone());
-        tokio::task::spawn_blocking(move || crate::app::resolution::resolve(&s2, &c, w))
-            .await
-            .map_err(|_| ApiError::db())?
-            .map_err(|e| {
-                tracing::error!("resolution failed: {e}");
-                ApiError::db()
-            })?;
-    } else {
-        let mut meta = meta_or_new(&s, &b.condition_id);
-        meta.resolution = Some(b.status);
-        meta.resolved_outcome = winner;
-        put_meta(&s, meta).await?;
-    }
+    let view = writes::set_resolution(&s, &b.condition_id, b.status, b.outcome.as_deref()).await?;
     let row = market_row(&s, view)?;
-    json(&market_json(&s, &row))
-}
-
-impl MarketSpec {
-    /// The catalogue metadata this spec carries, for the event `event_id` (0: none), over
-    /// what the market already had (a field the spec leaves empty keeps its value).
-    pub fn meta(&self, event_id: u64, had: Option<&MarketMeta>) -> Result<MarketMeta, ApiError> {
-        let old = had.cloned().unwrap_or_default();
-        let text = |new: &String, old: String| if new.is_empty() { old } else { new.clone() };
-        Ok(MarketMeta {
-            condition_id: self.condition_id.clone(),
-            event_id: Some(event_id).filter(|&e| e > 0).or(old.event_id),
-            description: text(&self.description, old.description),
-            resolution_source: text(&self.resolution_source, old.resolution_source),
-            image: text(&self.image, old.image),
-            icon: text(&self.icon, old.icon),
-            group_item_title: text(&self.group_item_title, old.group_item_title),
-            start_date: opt_date(&self.start_date)?.or(old.start_date),
-            end_date: opt_date(&self.end_date)?.or(old.end_date),
-            resolution: old.resolution,
-            resolved_outcome: old.resolved_outcome,
-            created_at: if old.created_at > 0 { old.created_at } else { now_secs() },
-        })
-    }
+    reply(&market_json(&s, &row))
 }
 
 #[cfg(test)]

@@ -1,38 +1,26 @@
 //! Deposits and withdrawals in ledger mode (docs/bridge.md).
 //!
-//! - `POST /deposit` gives a wallet its bridge addresses (EVM, Solana, Bitcoin), derived
-//!   deterministically from the wallet, and registers them.
-//! - The operator reports an arrival on one of them (`POST /internal/bridge/deposits`); it
-//!   is priced like a quote and credited to the wallet's collateral, in one write with its
-//!   record. A transaction hash is credited once.
-//! - `POST /withdraw` (L2-signed by the wallet's key) debits the collateral into a
-//!   PROCESSING withdrawal, in one write; the operator completes it with the destination
-//!   transaction (`POST /internal/bridge/withdrawals/{id}`) or fails it, which refunds.
-//! - `GET /status/{address}` lists the transfers of a bridge address or of a wallet.
+//! - A wallet's bridge addresses (EVM, Solana, Bitcoin) are derived deterministically from
+//!   the wallet and registered at its first `POST /deposit`.
+//! - The operator reports an arrival on one of them; it is priced like a quote and credited
+//!   to the wallet's collateral, in one write with its record. A transaction hash is
+//!   credited once.
+//! - A withdrawal debits the collateral into a PROCESSING transfer, in one write; the
+//!   operator completes it with the destination transaction or fails it, which refunds.
+//! - A bridge address's (or a wallet's) transfers are listed newest first.
 //!
 //! Every change of a transfer goes through [`Desk`]'s lock, so two reports of one
 //! transaction cannot both credit, and a withdrawal cannot be completed and failed.
 
-use std::sync::Arc;
-
 use alloy_primitives::{keccak256, Address};
 use serde::{Deserialize, Serialize};
-use serde_json::{json as j, Value};
-use warp::http::StatusCode;
-use warp::Reply;
 
-use super::{base_units, table, Asset, Family, Refusal};
-use crate::api::{authenticate, json, ApiError, ApiResult, Req};
+use super::{base_units, table, Asset, BridgeError, Family, Refusal};
 use crate::app::{acts_for, AppState};
 use crate::auth::normalize_address;
-use crate::domain::{now_millis, COLLATERAL};
+use crate::domain::{now_millis, ApiKeyRecord, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
 use crate::store::{cf, encode, Batch, Store, StoreError};
-
-const DEPOSIT_NOTE: &str = "Send a supported asset (see /supported-assets) to the address of its chain; \
-     it is credited to your wallet as collateral once the operator confirms its arrival.";
-const WITHDRAW_NOTE: &str = "Withdrawals are debited from your collateral at once and sent by the operator; \
-     follow them with /status on the bridge address or on your wallet.";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -53,7 +41,7 @@ pub enum Status {
 }
 
 impl Status {
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Status::Processing => "PROCESSING",
             Status::Completed => "COMPLETED",
@@ -127,32 +115,6 @@ impl Transfer {
             created_ms: now,
             updated_ms: now,
         }
-    }
-
-    /// Polymarket's status transaction (fromChainId … createdTimeMs), plus what a ledger
-    /// venue knows: id, type, wallet, bridge address, amount out, recipient, reason.
-    fn view(&self) -> Value {
-        let mut v = j!({
-            "id": self.id.to_string(),
-            "type": self.kind,
-            "address": self.owner,
-            "bridgeAddress": self.bridge_address,
-            "fromChainId": self.from_chain_id,
-            "fromTokenAddress": self.from_token_address,
-            "fromAmountBaseUnit": self.from_amount,
-            "toChainId": self.to_chain_id,
-            "toTokenAddress": self.to_token_address,
-            "toAmountBaseUnit": self.to_amount,
-            "status": self.status,
-            "createdTimeMs": self.created_ms,
-            "updatedTimeMs": self.updated_ms,
-        });
-        for (k, x) in [("recipientAddr", &self.recipient), ("txHash", &self.tx_hash), ("reason", &self.reason)] {
-            if let Some(x) = x {
-                v[k] = Value::String(x.clone());
-            }
-        }
-        v
     }
 }
 
@@ -231,12 +193,8 @@ fn derive(venue: &str, kind: Kind, owner: &str, route: &[&str]) -> [String; 3] {
     [evm, svm, btc]
 }
 
-fn addresses_view(a: &[String; 3], note: &str) -> Value {
-    j!({ "address": { "evm": a[0], "svm": a[1], "btc": a[2] }, "note": note })
-}
-
 /// Registers bridge addresses not registered yet (in `batch`); false when all were.
-fn register(s: &AppState, addrs: &[String; 3], kind: Kind, owner: &str, batch: &mut Batch) -> Result<bool, ApiError> {
+fn register(s: &AppState, addrs: &[String; 3], kind: Kind, owner: &str, batch: &mut Batch) -> Result<bool, StoreError> {
     let mut added = false;
     for a in addrs {
         let k = key::address(&address_key(a).expect("derived addresses parse"));
@@ -248,59 +206,48 @@ fn register(s: &AppState, addrs: &[String; 3], kind: Kind, owner: &str, batch: &
     Ok(added)
 }
 
-fn created(v: &Value) -> ApiResult {
-    Ok(warp::reply::with_status(warp::reply::json(v), StatusCode::CREATED).into_response())
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DepositRequest {
-    address: String,
-}
-
-/// POST /deposit {address} → 201 {address: {evm, svm, btc}, note}; the same addresses
+/// A wallet's deposit addresses (evm, svm, btc), registered at the first call; the same
 /// every time for one wallet.
-pub async fn deposit(s: Arc<AppState>, r: Req) -> ApiResult {
-    table(&s)?;
-    let b: DepositRequest = r.json()?;
-    let owner = normalize_address(&b.address).ok_or_else(|| ApiError::bad("address must be a 0x address"))?;
+pub async fn deposit(s: &AppState, wallet: &str) -> Result<[String; 3], BridgeError> {
+    table(s)?;
+    let owner = normalize_address(wallet).ok_or(BridgeError::NotAWallet)?;
     let addrs = derive(&s.config.exchange_address, Kind::Deposit, &owner, &[]);
     let mut batch = Batch::default();
-    if register(&s, &addrs, Kind::Deposit, &owner, &mut batch)? {
+    if register(s, &addrs, Kind::Deposit, &owner, &mut batch)? {
         s.commit(batch).await?;
     }
-    created(&addresses_view(&addrs, DEPOSIT_NOTE))
+    Ok(addrs)
 }
 
-#[derive(Deserialize)]
+/// A withdrawal asked for by a key of the wallet (or of its proxy's signer).
+#[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct WithdrawRequest {
-    address: String,
-    to_chain_id: String,
-    to_token_address: String,
-    recipient_addr: String,
-    from_amount_base_unit: String,
+pub struct WithdrawRequest {
+    pub address: String,
+    pub to_chain_id: String,
+    pub to_token_address: String,
+    pub recipient_addr: String,
+    pub from_amount_base_unit: String,
 }
 
-/// POST /withdraw, L2-signed by a key of the wallet (or of its proxy's signer): debits
-/// `fromAmountBaseUnit` of collateral into a PROCESSING withdrawal to the destination.
-/// 201 {address: {evm, svm, btc} (the withdrawal's bridge addresses), note, transaction}.
-pub async fn withdraw(s: Arc<AppState>, r: Req) -> ApiResult {
-    let t = table(&s)?;
-    let key = authenticate(&s, &r)?;
-    let b: WithdrawRequest = r.json()?;
-    let owner = normalize_address(&b.address).ok_or_else(|| ApiError::bad("address must be a 0x address"))?;
-    if !acts_for(&s, &key, &owner).await? {
-        return Err(ApiError::bad("the withdrawal address has to be the owner of the API KEY"));
+/// Debits `fromAmountBaseUnit` of collateral into a PROCESSING withdrawal to the
+/// destination; the withdrawal's bridge addresses and its record.
+pub async fn withdraw(
+    s: &AppState,
+    key: &ApiKeyRecord,
+    b: WithdrawRequest,
+) -> Result<([String; 3], Transfer), BridgeError> {
+    let t = table(s)?;
+    let owner = normalize_address(&b.address).ok_or(BridgeError::NotAWallet)?;
+    if !acts_for(s, key, &owner).await? {
+        return Err(BridgeError::NotOwner);
     }
     let amount = base_units(&b.from_amount_base_unit)?;
     let debit = u64::try_from(amount).map_err(|_| Refusal::TooLarge)?;
-    let to = t
-        .find(&b.to_chain_id, &b.to_token_address)
-        .ok_or_else(|| ApiError::bad("unsupported destination chain and token (see /supported-assets)"))?;
+    let to = t.destination(&b.to_chain_id, &b.to_token_address)?;
     let recipient = match parse_address(&b.recipient_addr) {
         Some((family, a)) if family == to.address_type => a,
-        _ => return Err(ApiError::bad(format!("recipientAddr must be an address on {}", to.chain_name))),
+        _ => return Err(BridgeError::BadRecipient(to.chain_name.clone())),
     };
     let from = t.collateral();
     let priced = t.price(from, to, amount)?;
@@ -316,18 +263,16 @@ pub async fn withdraw(s: Arc<AppState>, r: Req) -> ApiResult {
         ..Transfer::new(*next, Kind::Withdrawal, &owner, bridge_address, (from, to), amount)
     };
     let mut batch = Batch::default();
-    register(&s, &addrs, Kind::Withdrawal, &owner, &mut batch)?;
+    register(s, &addrs, Kind::Withdrawal, &owner, &mut batch)?;
     batch.put(cf::BRIDGE, key::open(rec.id), Vec::new());
     put_new(&mut batch, &rec);
     match s.engine.transfer(owner, vec![(COLLATERAL.to_string(), LedgerChange::Debit(debit))], batch).await {
         Ok(_) => {}
-        Err(EngineError::Rejected(_)) => return Err(ApiError::bad("not enough balance / allowance")),
+        Err(EngineError::Rejected(_)) => return Err(BridgeError::NotEnoughBalance),
         Err(e) => return Err(e.into()),
     }
     *next += 1;
-    let mut v = addresses_view(&addrs, WITHDRAW_NOTE);
-    v["transaction"] = rec.view();
-    created(&v)
+    Ok((addrs, rec))
 }
 
 /// A new transfer and its entries under the wallet and the bridge address.
@@ -337,77 +282,82 @@ fn put_new(batch: &mut Batch, rec: &Transfer) {
     batch.put(cf::TRANSFERS, rec.id.to_be_bytes().to_vec(), encode(rec));
 }
 
-/// GET /status/{address}: `{"transactions": [...]}`, newest first, for a bridge address or
-/// a wallet (its deposits and withdrawals); empty for an address never seen.
-pub fn status(s: &AppState, address: &str) -> ApiResult {
+/// The transfers of a bridge address or of a wallet (its deposits and withdrawals), newest
+/// first; none for an address never seen.
+pub fn status(s: &AppState, address: &str) -> Result<Vec<Transfer>, BridgeError> {
     table(s)?;
-    let a = address_key(address).ok_or_else(|| ApiError::bad("address must be an EVM, Solana or Bitcoin address"))?;
+    let a = address_key(address).ok_or(BridgeError::NotAnAddress)?;
     let prefix = [a.as_bytes(), b"/"].concat();
     let mut out = Vec::new();
-    s.store.try_walk::<ApiError>(cf::TRANSFERS_BY_ADDRESS, &prefix, None, true, |k, _| {
-        out.push(load(s, id_at_end(k))?.view());
+    s.store.try_walk::<StoreError>(cf::TRANSFERS_BY_ADDRESS, &prefix, None, true, |k, _| {
+        out.push(load(s, id_at_end(k))?);
         Ok(std::ops::ControlFlow::Continue(()))
     })?;
-    json(&j!({ "transactions": out }))
+    Ok(out)
 }
 
 fn id_at_end(k: &[u8]) -> u64 {
     k.len().checked_sub(8).and_then(|at| k[at..].try_into().ok()).map(u64::from_be_bytes).unwrap_or(0)
 }
 
-fn load(s: &AppState, id: u64) -> Result<Transfer, ApiError> {
-    s.store.get(cf::TRANSFERS, &id.to_be_bytes())?.ok_or_else(ApiError::db)
+/// A transfer an index entry names (missing: the store is corrupt).
+fn load(s: &AppState, id: u64) -> Result<Transfer, StoreError> {
+    s.store
+        .get(cf::TRANSFERS, &id.to_be_bytes())?
+        .ok_or_else(|| StoreError::Corrupt { cf: cf::TRANSFERS, msg: format!("transfer {id} is indexed but missing") })
 }
 
-#[derive(Deserialize)]
+/// The operator's report of an arrival on a deposit address.
+#[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ArrivalReport {
-    deposit_address: String,
-    from_chain_id: String,
-    from_token_address: String,
-    from_amount_base_unit: String,
-    tx_hash: String,
+pub struct ArrivalReport {
+    pub deposit_address: String,
+    pub from_chain_id: String,
+    pub from_token_address: String,
+    pub from_amount_base_unit: String,
+    pub tx_hash: String,
 }
 
-/// POST /internal/bridge/deposits: the operator reports an arrival on a deposit address.
-/// Priced into collateral and credited (201, COMPLETED), or recorded FAILED when below the
-/// source's minimum or not covering the fees (201, nothing credited). A transaction already
-/// reported answers 200 with its record when the report matches, 409 when it does not.
-pub async fn confirm_deposit(s: Arc<AppState>, r: Req) -> ApiResult {
-    let t = table(&s)?;
-    let b: ArrivalReport = r.json()?;
-    let unknown = || ApiError::not_found("unknown deposit address");
-    let (family, bridge_address) = parse_address(&b.deposit_address).ok_or_else(unknown)?;
-    let Some(BridgeAddress { kind: Kind::Deposit, owner }) = registered(&s, &bridge_address)? else {
-        return Err(unknown());
+/// What a report of an arrival did.
+pub enum Arrival {
+    /// Recorded now: COMPLETED and credited, or FAILED (below the source's minimum, or not
+    /// covering the fees) with nothing credited.
+    Recorded(Transfer),
+    /// The transaction was reported before, with the same details: its record.
+    Known(Transfer),
+}
+
+/// Prices an arrival on a deposit address into collateral and credits it; a transaction
+/// already reported answers with its record when the report matches, and is refused when
+/// it does not.
+pub async fn confirm_deposit(s: &AppState, b: &ArrivalReport) -> Result<Arrival, BridgeError> {
+    let t = table(s)?;
+    let (family, bridge_address) = parse_address(&b.deposit_address).ok_or(BridgeError::UnknownDepositAddress)?;
+    let Some(BridgeAddress { kind: Kind::Deposit, owner }) = registered(s, &bridge_address)? else {
+        return Err(BridgeError::UnknownDepositAddress);
     };
     let tx = b.tx_hash.trim();
     if tx.is_empty() {
-        return Err(ApiError::bad("txHash is required"));
+        return Err(BridgeError::TxRequired);
     }
     let amount = base_units(&b.from_amount_base_unit)?;
-    let from = t
-        .find(&b.from_chain_id, &b.from_token_address)
-        .ok_or_else(|| ApiError::bad("unsupported source chain and token (see /supported-assets)"))?;
+    let from = t.source(&b.from_chain_id, &b.from_token_address)?;
     if from.address_type != family {
-        return Err(ApiError::bad(format!("the deposit address is not an address on {}", from.chain_name)));
+        return Err(BridgeError::WrongChain(from.chain_name.clone()));
     }
     let to = t.collateral();
     let tx_key = key::source_tx(&from.chain_id, &tx.to_ascii_lowercase());
 
     let mut next = s.transfers.next_id.lock().await;
     if let Some(id) = s.store.get_raw(cf::BRIDGE, &tx_key)? {
-        let rec = load(&s, id_at_end(&id))?;
+        let rec = load(s, id_at_end(&id))?;
         let same = rec.bridge_address == bridge_address
             && rec.from_token_address == from.token.address
             && rec.from_amount == amount.to_string();
         if !same {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                format!("transaction {tx} on chain {} is already recorded with other details", from.chain_id),
-            ));
+            return Err(BridgeError::TxConflict { tx: tx.to_string(), chain: from.chain_id.clone() });
         }
-        return json(&rec.view());
+        return Ok(Arrival::Known(rec));
     }
     let mut rec = Transfer {
         status: Status::Completed,
@@ -435,43 +385,43 @@ pub async fn confirm_deposit(s: Arc<AppState>, r: Req) -> ApiResult {
         s.commit(batch).await?;
     }
     *next += 1;
-    created(&rec.view())
+    Ok(Arrival::Recorded(rec))
 }
 
 fn registered(s: &AppState, a: &str) -> Result<Option<BridgeAddress>, StoreError> {
     s.store.get(cf::BRIDGE, &key::address(a))
 }
 
-#[derive(Deserialize)]
+/// How the operator settles a withdrawal: COMPLETED with the destination transaction, or
+/// FAILED (with a reason).
+#[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Outcome {
-    status: Status,
-    tx_hash: Option<String>,
-    reason: Option<String>,
+pub struct Outcome {
+    pub status: Status,
+    pub tx_hash: Option<String>,
+    pub reason: Option<String>,
 }
 
-/// POST /internal/bridge/withdrawals/{id} {status: COMPLETED, txHash} or {status: FAILED,
-/// reason?}: settles a PROCESSING withdrawal; FAILED credits the collateral back.
-pub async fn settle_withdrawal(s: Arc<AppState>, id: String, r: Req) -> ApiResult {
-    let b: Outcome = r.json()?;
+/// Settles a PROCESSING withdrawal; FAILED credits the collateral back.
+pub async fn settle_withdrawal(s: &AppState, id: &str, b: Outcome) -> Result<Transfer, BridgeError> {
     let _lock = s.transfers.next_id.lock().await;
-    let missing = || ApiError::not_found(format!("withdrawal {id} not found"));
+    let missing = || BridgeError::WithdrawalNotFound(id.to_string());
     let n: u64 = id.parse().map_err(|_| missing())?;
     let mut rec: Transfer = s.store.get(cf::TRANSFERS, &n.to_be_bytes())?.ok_or_else(missing)?;
     if rec.kind != Kind::Withdrawal {
         return Err(missing());
     }
     if rec.status != Status::Processing {
-        return Err(ApiError::new(StatusCode::CONFLICT, format!("withdrawal {id} is already {}", rec.status.name())));
+        return Err(BridgeError::AlreadySettled { id: id.to_string(), status: rec.status.name() });
     }
     rec.updated_ms = now_millis();
     let mut batch = Batch::default();
     batch.delete(cf::BRIDGE, key::open(rec.id));
     match b.status {
-        Status::Processing => return Err(ApiError::bad("status must be COMPLETED or FAILED")),
+        Status::Processing => return Err(BridgeError::NotFinal),
         Status::Completed => {
             let tx = b.tx_hash.as_deref().map(str::trim).filter(|t| !t.is_empty());
-            rec.tx_hash = Some(tx.ok_or_else(|| ApiError::bad("txHash is required to complete a withdrawal"))?.into());
+            rec.tx_hash = Some(tx.ok_or(BridgeError::CompleteNeedsTx)?.into());
             rec.status = Status::Completed;
             batch.put(cf::TRANSFERS, rec.id.to_be_bytes().to_vec(), encode(&rec));
             s.commit(batch).await?;
@@ -484,18 +434,17 @@ pub async fn settle_withdrawal(s: Arc<AppState>, id: String, r: Req) -> ApiResul
             s.engine.transfer(rec.owner.clone(), vec![(COLLATERAL.to_string(), refund)], batch).await?;
         }
     }
-    json(&rec.view())
+    Ok(rec)
 }
 
-/// GET /internal/bridge/withdrawals: the PROCESSING withdrawals, oldest first (the
-/// operator's queue).
-pub fn open_withdrawals(s: &AppState) -> ApiResult {
+/// The PROCESSING withdrawals, oldest first (the operator's queue).
+pub fn open_withdrawals(s: &AppState) -> Result<Vec<Transfer>, StoreError> {
     let mut out = Vec::new();
-    s.store.try_walk::<ApiError>(cf::BRIDGE, key::OPEN, None, false, |k, _| {
-        out.push(load(s, id_at_end(k))?.view());
+    s.store.try_walk::<StoreError>(cf::BRIDGE, key::OPEN, None, false, |k, _| {
+        out.push(load(s, id_at_end(k))?);
         Ok(std::ops::ControlFlow::Continue(()))
     })?;
-    json(&out)
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! The bridge server ({bridge_url}, SPEC §2.18, §4.7): the supported assets and quotes,
-//! from the asset table `bridge-assets.json` beside the demo catalogue (docs/bridge.md).
+//! The bridge's rules (SPEC §2.18, §4.7): the supported assets and the pricing of a move,
+//! from the asset table `bridge-assets.json` beside the demo catalogue (docs/bridge.md);
+//! deposits and withdrawals in [`transfers`]. The routes are `api::bridge`.
 //!
 //! A quote is computed in integers: the input's USD value (base units × the asset's USD
 //! price), minus the app fee and fill cost (basis points of the input), the source chain's
@@ -7,18 +8,13 @@
 //! destination asset at its price.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use serde::Deserialize;
-use serde_json::{json as j, Value};
-use warp::http::StatusCode;
-use warp::{Filter, Reply};
 
-use crate::api::{json, recover, req, respond, with_state, ApiError, ApiResult, Req, Routes};
 use crate::app::AppState;
-use crate::auth::normalize_address;
-use crate::catalogue::routes::number;
 use crate::domain::{fmt_amount, parse_decimal};
+use crate::engine::EngineError;
+use crate::store::StoreError;
 
 pub mod transfers;
 
@@ -81,10 +77,49 @@ pub enum Refusal {
     FeesTakeAll,
 }
 
-impl From<Refusal> for ApiError {
-    fn from(r: Refusal) -> ApiError {
-        ApiError::bad(r.to_string())
-    }
+/// What a bridge service refuses (the routes give each its SPEC §7 reply).
+#[derive(Debug, thiserror::Error)]
+pub enum BridgeError {
+    #[error("bridge is not configured")]
+    NotConfigured,
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    #[error("fromAmountBaseUnit must be a positive integer string")]
+    NotAnAmount,
+    #[error("address must be a 0x address")]
+    NotAWallet,
+    #[error("address must be an EVM, Solana or Bitcoin address")]
+    NotAnAddress,
+    #[error("unsupported source chain and token (see /supported-assets)")]
+    UnsupportedSource,
+    #[error("unsupported destination chain and token (see /supported-assets)")]
+    UnsupportedDestination,
+    #[error("the withdrawal address has to be the owner of the API KEY")]
+    NotOwner,
+    #[error("recipientAddr must be an address on {0}")]
+    BadRecipient(String),
+    #[error("not enough balance / allowance")]
+    NotEnoughBalance,
+    #[error("unknown deposit address")]
+    UnknownDepositAddress,
+    #[error("txHash is required")]
+    TxRequired,
+    #[error("the deposit address is not an address on {0}")]
+    WrongChain(String),
+    #[error("transaction {tx} on chain {chain} is already recorded with other details")]
+    TxConflict { tx: String, chain: String },
+    #[error("withdrawal {0} not found")]
+    WithdrawalNotFound(String),
+    #[error("withdrawal {id} is already {status}")]
+    AlreadySettled { id: String, status: &'static str },
+    #[error("status must be COMPLETED or FAILED")]
+    NotFinal,
+    #[error("txHash is required to complete a withdrawal")]
+    CompleteNeedsTx,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
 }
 
 /// The address family a chain's addresses belong to (Polymarket's deposit address kinds).
@@ -186,143 +221,36 @@ impl AssetTable {
     pub fn find(&self, chain: &str, token: &str) -> Option<&Asset> {
         self.assets.iter().find(|a| a.chain_id == chain && a.token.address.eq_ignore_ascii_case(token))
     }
-}
 
-pub fn routes(state: Arc<AppState>) -> Routes {
-    let s = move || with_state(state.clone());
-    let ok = warp::path!("ok").and(warp::get()).map(|| warp::reply::with_status("OK", StatusCode::OK).into_response());
-    let assets =
-        warp::path!("supported-assets").and(warp::get()).and(s()).map(|s: Arc<AppState>| respond(supported(&s)));
-    let quote =
-        warp::path!("quote").and(warp::post()).and(req()).and(s()).map(|r, s: Arc<AppState>| respond(quote(&s, r)));
-    let deposit = warp::path!("deposit")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(transfers::deposit(s, r).await) });
-    let withdraw = warp::path!("withdraw")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(transfers::withdraw(s, r).await) });
-    let status = warp::path!("status" / String)
-        .and(warp::get())
-        .and(s())
-        .map(|a: String, s: Arc<AppState>| respond(transfers::status(&s, &a)));
-    ok.or(assets)
-        .unify()
-        .or(quote)
-        .unify()
-        .or(deposit)
-        .unify()
-        .or(withdraw)
-        .unify()
-        .or(status)
-        .unify()
-        .recover(recover)
-        .unify()
-        .boxed()
-}
-
-pub(crate) fn table(s: &AppState) -> Result<&AssetTable, ApiError> {
-    s.bridge.as_ref().ok_or_else(|| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "bridge is not configured"))
-}
-
-fn usd(v: &str) -> u128 {
-    parse_decimal(v, 6).unwrap_or(0) as u128
-}
-
-fn usd_number(micro: u128) -> Value {
-    number(&fmt_amount(micro.min(u64::MAX as u128) as u64))
-}
-
-/// A decimal string without trailing fractional zeros ("2.6500" → "2.65", "0.00" → "0").
-fn trimmed(s: String) -> String {
-    if !s.contains('.') {
-        return s;
+    /// A supported asset to move from.
+    pub fn source(&self, chain: &str, token: &str) -> Result<&Asset, BridgeError> {
+        self.find(chain, token).ok_or(BridgeError::UnsupportedSource)
     }
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
+
+    /// A supported asset to move into.
+    pub fn destination(&self, chain: &str, token: &str) -> Result<&Asset, BridgeError> {
+        self.find(chain, token).ok_or(BridgeError::UnsupportedDestination)
+    }
 }
 
-/// Basis points as a percent number (10 bps → 0.1).
-fn percent_of_bps(bps: u128) -> Value {
-    number(&trimmed(format!("{}.{:02}", bps / 100, bps % 100)))
-}
-
-fn supported(s: &AppState) -> ApiResult {
-    let t = table(s)?;
-    let assets: Vec<Value> = t
-        .assets
-        .iter()
-        .map(|a| {
-            j!({
-                "chainId": a.chain_id,
-                "chainName": a.chain_name,
-                "token": { "name": a.token.name, "symbol": a.token.symbol, "address": a.token.address, "decimals": a.token.decimals },
-                "minCheckoutUsd": usd_number(usd(&a.min_checkout_usd)),
-            })
-        })
-        .collect();
-    json(&j!({ "supportedAssets": assets, "note": t.note }))
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct QuoteRequest {
-    from_amount_base_unit: String,
-    from_chain_id: String,
-    from_token_address: String,
-    recipient_address: String,
-    to_chain_id: String,
-    to_token_address: String,
+/// The asset table, or NotConfigured when the venue has none.
+pub fn table(s: &AppState) -> Result<&AssetTable, BridgeError> {
+    s.bridge.as_ref().ok_or(BridgeError::NotConfigured)
 }
 
 /// `fromAmountBaseUnit`: a positive integer string.
-pub(crate) fn base_units(v: &str) -> Result<u128, ApiError> {
+pub fn base_units(v: &str) -> Result<u128, BridgeError> {
     match v.trim() {
         a if !a.is_empty() && a.bytes().all(|b| b.is_ascii_digit()) => match a.parse::<u128>() {
-            Ok(0) => Err(ApiError::bad("fromAmountBaseUnit must be a positive integer string")),
+            Ok(0) => Err(BridgeError::NotAnAmount),
             Ok(n) => Ok(n),
-            Err(_) => Err(ApiError::bad("fromAmountBaseUnit is too large")),
+            Err(_) => Err(Refusal::TooLarge.into()),
         },
-        _ => Err(ApiError::bad("fromAmountBaseUnit must be a positive integer string")),
+        _ => Err(BridgeError::NotAnAmount),
     }
 }
 
-fn quote(s: &AppState, r: Req) -> ApiResult {
-    let t = table(s)?;
-    let q: QuoteRequest = r.json()?;
-    let amount = base_units(&q.from_amount_base_unit)?;
-    normalize_address(&q.recipient_address).ok_or_else(|| ApiError::bad("recipientAddress must be a 0x address"))?;
-    let from = t
-        .find(&q.from_chain_id, &q.from_token_address)
-        .ok_or_else(|| ApiError::bad("unsupported source chain and token (see /supported-assets)"))?;
-    let to = t
-        .find(&q.to_chain_id, &q.to_token_address)
-        .ok_or_else(|| ApiError::bad("unsupported destination chain and token (see /supported-assets)"))?;
-    let p = t.price(from, to, amount)?;
-    let (input, total) = (p.input, p.total);
-    // Percent of the input with 4 decimals, in integers.
-    let total_pct = number(&trimmed(format!("{}.{:04}", total * 100 / input, (total * 1_000_000 / input) % 10_000)));
-    json(&j!({
-        "estCheckoutTimeMs": t.est_checkout_time_ms,
-        "estFeeBreakdown": {
-            "appFeeLabel": t.app_fee_label,
-            "appFeePercent": percent_of_bps(t.app_fee_bps as u128),
-            "appFeeUsd": usd_number(p.app_fee),
-            "fillCostPercent": percent_of_bps(t.fill_cost_bps as u128),
-            "fillCostUsd": usd_number(p.fill_cost),
-            "gasUsd": usd_number(p.gas),
-            "maxSlippage": percent_of_bps(t.max_slippage_bps as u128),
-            "minReceived": usd_number(p.min_received),
-            "swapImpact": percent_of_bps(p.swap_bps as u128),
-            "swapImpactUsd": usd_number(p.swap),
-            "totalImpact": total_pct,
-            "totalImpactUsd": usd_number(total),
-        },
-        "estInputUsd": usd_number(input),
-        "estOutputUsd": usd_number(p.output),
-        "estToTokenBaseUnit": p.to_units.to_string(),
-        "quoteId": uuid::Uuid::new_v4().to_string(),
-    }))
+/// A USD amount of the table in micro-USD (checked at load).
+pub fn usd(v: &str) -> u128 {
+    parse_decimal(v, 6).unwrap_or(0) as u128
 }

@@ -5,9 +5,11 @@
 //! through the persister first, then published to the in-memory copy. Comments stay in
 //! RocksDB only, keyed (parent kind, parent id, comment id) so a page is one range scan.
 //! Volume and liquidity are never stored here: they come from the trade counters and the
-//! books at read time ([`live`]).
+//! books at read time ([`live`]). The gamma routes are `api::catalogue`; what they read is
+//! in [`reads`], the operator's writes in [`writes`].
 
-pub mod routes;
+pub mod reads;
+pub mod writes;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -18,8 +20,57 @@ use serde::{Deserialize, Serialize};
 use crate::app::AppState;
 use crate::commit::views::{BookSnapshot, MarketView};
 use crate::domain::now_secs;
+use crate::domain::BadDate;
 pub use crate::domain::{fmt_date, parse_date};
+use crate::engine::EngineError;
 use crate::store::{cf, encode, Batch, Store, StoreError};
+
+/// What a catalogue service refuses (the routes give each its SPEC §7 reply).
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogueError {
+    #[error("title is required")]
+    TitleRequired,
+    #[error("slug must be lowercase letters, digits and '-'")]
+    BadSlug,
+    #[error("series slug already exists")]
+    SeriesSlugTaken,
+    #[error("event slug already exists")]
+    EventSlugTaken,
+    #[error("unknown series")]
+    UnknownSeries,
+    #[error("market {0} listed twice")]
+    MarketTwice(String),
+    #[error("market {market} belongs to event {event}")]
+    MarketInEvent { market: String, event: u64 },
+    #[error("{0}")]
+    BadMarket(String),
+    #[error(transparent)]
+    BadDate(#[from] BadDate),
+    #[error("parent_entity_type must be Event, Series or market")]
+    BadParentKind,
+    #[error("parent_entity_id is required")]
+    ParentIdRequired,
+    #[error("{0} not found")]
+    ParentNotFound(&'static str),
+    #[error("body must be 1 to 10000 bytes")]
+    BadBody,
+    #[error("invalid user_address")]
+    BadUser,
+    #[error("parent_comment_id is not a comment of this parent")]
+    NotAReply,
+    #[error("market not found")]
+    MarketNotFound,
+    #[error("outcome must name one of the market's outcomes")]
+    BadOutcome,
+    #[error("a RESOLVED market needs its outcome")]
+    NeedsOutcome,
+    #[error("resolution failed: {0}")]
+    ResolutionFailed(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
 
 /// A series: a recurring family of events (a weekly question, a season).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

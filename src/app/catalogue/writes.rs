@@ -1,0 +1,273 @@
+//! The operator's catalogue writes (the internal server, and the demo catalogue at start):
+//! series, events (with their markets, new or existing), comments, a market's metadata and
+//! its resolution status. Everything is checked first (bad input changes nothing), then
+//! written through the persister, then published to the in-memory copy.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use super::reads::comment_parent;
+use super::{
+    comment_key, meta_or_new, put_meta, slugify, Catalogue, CatalogueError, CommentRecord, EventRecord, MarketMeta,
+    ResolutionStatus, SeriesRecord,
+};
+use crate::app::AppState;
+use crate::auth::normalize_address;
+use crate::commit::views::MarketView;
+use crate::domain::{now_secs, parse_date, BadDate};
+use crate::engine::EngineError;
+use crate::store::{cf, Batch};
+use crate::MarketSpec;
+
+fn opt_date(d: &Option<String>) -> Result<Option<u64>, BadDate> {
+    d.as_deref().map(parse_date).transpose()
+}
+
+fn slug_or_title(slug: &Option<String>, title: &str) -> Result<String, CatalogueError> {
+    let slug = slug.clone().filter(|x| !x.is_empty()).unwrap_or_else(|| slugify(title));
+    if slug.is_empty() || !slug.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+        return Err(CatalogueError::BadSlug);
+    }
+    Ok(slug)
+}
+
+/// Every field may be left out; a missing or empty title is refused.
+#[derive(Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct SeriesInput {
+    pub title: String,
+    pub slug: Option<String>,
+    pub series_type: String,
+    pub recurrence: String,
+    pub description: String,
+    pub image: String,
+    pub active: Option<bool>,
+    pub closed: bool,
+    pub archived: bool,
+    pub start_date: Option<String>,
+}
+
+pub async fn add_series(s: &AppState, input: SeriesInput) -> Result<SeriesRecord, CatalogueError> {
+    if input.title.trim().is_empty() {
+        return Err(CatalogueError::TitleRequired);
+    }
+    let slug = slug_or_title(&input.slug, &input.title)?;
+    let _w = s.catalogue.write.lock().await;
+    if s.catalogue.series().iter().any(|x| x.slug == slug) {
+        return Err(CatalogueError::SeriesSlugTaken);
+    }
+    let rec = SeriesRecord {
+        id: s.catalogue.next_ids().0,
+        title: input.title,
+        slug,
+        series_type: if input.series_type.is_empty() { "single".into() } else { input.series_type },
+        recurrence: input.recurrence,
+        description: input.description,
+        image: input.image,
+        active: input.active.unwrap_or(true),
+        closed: input.closed,
+        archived: input.archived,
+        start_date: opt_date(&input.start_date)?,
+        created_at: now_secs(),
+    };
+    let mut b = Batch::default();
+    Catalogue::stage_series(&mut b, &rec);
+    s.commit(b).await?;
+    s.catalogue.publish(Some(rec.clone()), None, Vec::new());
+    Ok(rec)
+}
+
+/// Every field may be left out; a missing or empty title is refused.
+#[derive(Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct EventInput {
+    pub title: String,
+    pub slug: Option<String>,
+    pub description: String,
+    /// The series: by id or by slug.
+    pub series_id: Option<u64>,
+    pub series_slug: Option<String>,
+    pub tags: Vec<String>,
+    pub active: Option<bool>,
+    pub closed: bool,
+    pub archived: bool,
+    pub featured: bool,
+    pub neg_risk: bool,
+    pub image: String,
+    pub icon: String,
+    pub start_date: Option<String>,
+    pub end_date: Option<String>,
+    /// Each an existing market (by `condition_id` alone, plus any metadata) or a new one
+    /// (a whole market as POST /internal/markets takes it).
+    pub markets: Vec<MarketSpec>,
+}
+
+/// Checks everything first, then creates the new markets, then writes the event and its
+/// markets' metadata in one batch.
+pub async fn add_event(s: &AppState, input: EventInput) -> Result<EventRecord, CatalogueError> {
+    if input.title.trim().is_empty() {
+        return Err(CatalogueError::TitleRequired);
+    }
+    let slug = slug_or_title(&input.slug, &input.title)?;
+    let _w = s.catalogue.write.lock().await;
+    if s.catalogue.events().iter().any(|e| e.slug == slug) {
+        return Err(CatalogueError::EventSlugTaken);
+    }
+    let series_id = match (&input.series_id, &input.series_slug) {
+        (Some(id), _) => Some(s.catalogue.series_by_id(*id).ok_or(CatalogueError::UnknownSeries)?.id),
+        (None, Some(sl)) => {
+            Some(s.catalogue.series().iter().find(|x| &x.slug == sl).ok_or(CatalogueError::UnknownSeries)?.id)
+        }
+        (None, None) => None,
+    };
+    let (start, end) = (opt_date(&input.start_date)?, opt_date(&input.end_date)?);
+    let id = s.catalogue.next_ids().1;
+    let mut seen = std::collections::HashSet::new();
+    let mut new_markets = Vec::new();
+    let mut metas = Vec::new();
+    for spec in input.markets {
+        if !seen.insert(spec.condition_id.clone()) {
+            return Err(CatalogueError::MarketTwice(spec.condition_id));
+        }
+        if let Some(other) = s.catalogue.meta(&spec.condition_id).and_then(|m| m.event_id) {
+            return Err(CatalogueError::MarketInEvent { market: spec.condition_id, event: other });
+        }
+        let meta = spec.meta(id, s.catalogue.meta(&spec.condition_id).as_deref())?;
+        if s.registry.condition(&spec.condition_id).is_none() {
+            new_markets.push(spec.into_market().map_err(CatalogueError::BadMarket)?);
+        }
+        metas.push(meta);
+    }
+    for m in new_markets {
+        match s.engine.create_market(m).await {
+            Ok(_) | Err(EngineError::Exists) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let rec = EventRecord {
+        id,
+        title: input.title,
+        slug,
+        description: input.description,
+        series_id,
+        tags: input.tags,
+        markets: metas.iter().map(|m| m.condition_id.clone()).collect(),
+        active: input.active.unwrap_or(true),
+        closed: input.closed,
+        archived: input.archived,
+        featured: input.featured,
+        neg_risk: input.neg_risk,
+        image: input.image,
+        icon: input.icon,
+        start_date: start,
+        end_date: end,
+        created_at: now_secs(),
+    };
+    let mut b = Batch::default();
+    Catalogue::stage_event(&mut b, &rec);
+    for m in &metas {
+        Catalogue::stage_meta(&mut b, m);
+    }
+    s.commit(b).await?;
+    s.catalogue.publish(None, Some(rec.clone()), metas);
+    Ok(rec)
+}
+
+/// A new comment on a parent (kind and id as the request names them), by `user_address`,
+/// optionally replying to another comment of the same parent.
+pub struct CommentInput<'a> {
+    pub parent_kind: &'a str,
+    pub parent_id: &'a str,
+    pub body: &'a str,
+    pub user_address: &'a str,
+    pub reply_to: Option<u64>,
+}
+
+pub async fn add_comment(s: &AppState, input: CommentInput<'_>) -> Result<CommentRecord, CatalogueError> {
+    let (kind, parent) = comment_parent(s, Some(input.parent_kind), Some(input.parent_id))?;
+    let text = input.body.trim();
+    if text.is_empty() || text.len() > 10_000 {
+        return Err(CatalogueError::BadBody);
+    }
+    let user = normalize_address(input.user_address).ok_or(CatalogueError::BadUser)?;
+    let _w = s.catalogue.write.lock().await;
+    if let Some(reply) = input.reply_to {
+        if s.store.get_raw(cf::COMMENTS, &comment_key(kind, parent, reply))?.is_none() {
+            return Err(CatalogueError::NotAReply);
+        }
+    }
+    let c = CommentRecord {
+        id: s.catalogue.next_ids().2,
+        parent_kind: kind,
+        parent_id: parent,
+        reply_to: input.reply_to,
+        body: text.to_string(),
+        user_address: user,
+        created_at: now_secs(),
+    };
+    let mut b = Batch::default();
+    Catalogue::stage_comment(&mut b, &c);
+    s.commit(b).await?;
+    s.catalogue.published_comment(c.id);
+    Ok(c)
+}
+
+/// Records a market's resolution status (RESOLVING while its cooldown runs, RESOLVED with
+/// the winning outcome, named by outcome or token id). Resolving stops trading, cancels
+/// the market's orders and settles its bonds (`app::resolution::resolve`).
+pub async fn set_resolution(
+    s: &Arc<AppState>,
+    condition_id: &str,
+    status: ResolutionStatus,
+    outcome: Option<&str>,
+) -> Result<Arc<MarketView>, CatalogueError> {
+    let view = s.registry.condition(condition_id).ok_or(CatalogueError::MarketNotFound)?;
+    let winner = match (outcome, status) {
+        (Some(o), _) => Some(
+            view.market
+                .tokens
+                .iter()
+                .position(|t| t.outcome.eq_ignore_ascii_case(o) || t.token_id == o)
+                .ok_or(CatalogueError::BadOutcome)? as u8,
+        ),
+        (None, ResolutionStatus::Resolved) => return Err(CatalogueError::NeedsOutcome),
+        (None, ResolutionStatus::Resolving) => None,
+    };
+    if let (ResolutionStatus::Resolved, Some(w)) = (status, winner) {
+        let (s2, c) = (s.clone(), condition_id.to_string());
+        tokio::task::spawn_blocking(move || crate::app::resolution::resolve(&s2, &c, w))
+            .await
+            .map_err(|e| CatalogueError::ResolutionFailed(e.to_string()))?
+            .map_err(CatalogueError::ResolutionFailed)?;
+    } else {
+        let mut meta = meta_or_new(s, condition_id);
+        meta.resolution = Some(status);
+        meta.resolved_outcome = winner;
+        put_meta(s, meta).await?;
+    }
+    Ok(view)
+}
+
+impl MarketSpec {
+    /// The catalogue metadata this spec carries, for the event `event_id` (0: none), over
+    /// what the market already had (a field the spec leaves empty keeps its value).
+    pub fn meta(&self, event_id: u64, had: Option<&MarketMeta>) -> Result<MarketMeta, BadDate> {
+        let old = had.cloned().unwrap_or_default();
+        let text = |new: &String, old: String| if new.is_empty() { old } else { new.clone() };
+        Ok(MarketMeta {
+            condition_id: self.condition_id.clone(),
+            event_id: Some(event_id).filter(|&e| e > 0).or(old.event_id),
+            description: text(&self.description, old.description),
+            resolution_source: text(&self.resolution_source, old.resolution_source),
+            image: text(&self.image, old.image),
+            icon: text(&self.icon, old.icon),
+            group_item_title: text(&self.group_item_title, old.group_item_title),
+            start_date: opt_date(&self.start_date)?.or(old.start_date),
+            end_date: opt_date(&self.end_date)?.or(old.end_date),
+            resolution: old.resolution,
+            resolved_outcome: old.resolved_outcome,
+            created_at: if old.created_at > 0 { old.created_at } else { now_secs() },
+        })
+    }
+}

@@ -1,0 +1,305 @@
+//! Conditional tokens in ledger mode (SPEC §1.6, docs/ctf.md): split, merge, redeem and
+//! the negative-risk conversion, for the `/ctf/*` routes and the relay.
+//!
+//! - split: `amount` collateral → `amount` of each outcome token;
+//! - merge: `amount` of each outcome token → `amount` collateral;
+//! - redeem (once the market is RESOLVED): every free token of the market is burned and
+//!   each winning token pays one unit of collateral.
+//!
+//! Value is conserved exactly: each is one all-or-nothing engine command over the wallet's
+//! accounts, written with its activity row and position counters in the same batch.
+
+use alloy_primitives::keccak256;
+use serde::Deserialize;
+
+use crate::app::catalogue::ResolutionStatus;
+use crate::app::{acts_for, AppState};
+use crate::auth::normalize_address;
+use crate::domain::{now_micros, parse_u64, ApiKeyRecord, NumberText, COLLATERAL};
+use crate::engine::{EngineError, LedgerChange};
+use crate::store::index::{self, CtfActivity, CtfKind, Position, DAY};
+use crate::store::{cf, encode, Batch, StoreError};
+
+/// What a conditional-token service refuses (the routes give each its SPEC §7 reply).
+#[derive(Debug, thiserror::Error)]
+pub enum CtfError {
+    #[error("market not found")]
+    MarketNotFound,
+    #[error("unknown operation")]
+    UnknownOperation,
+    #[error("amount must be a positive integer string (base units)")]
+    NotAnAmount,
+    #[error("amount too large")]
+    AmountTooLarge,
+    #[error("address must be a 0x address")]
+    NotAWallet,
+    #[error("the address has to be the owner of the API KEY")]
+    NotOwner,
+    #[error("redeem takes no amount: it redeems every free token of the market")]
+    RedeemTakesNoAmount,
+    #[error("market is not resolved")]
+    NotResolved,
+    #[error("nothing to redeem")]
+    NothingToRedeem,
+    #[error("indexSet must be a non-zero bitmask of the market's {0} questions")]
+    BadIndexSet(usize),
+    #[error("not enough balance / allowance")]
+    NotEnoughBalance,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+/// What an operation was about: a market, or a negative-risk market's questions.
+pub enum Subject {
+    Condition(String),
+    NegRisk { market_id: String, index_set: u64 },
+}
+
+/// A done operation: its tokens and collateral moved, its transaction and the balances of
+/// the accounts it touched (in the order of its ledger changes).
+pub struct Receipt {
+    pub kind: CtfKind,
+    pub subject: Subject,
+    pub wallet: String,
+    pub size: u64,
+    pub usdc_size: u64,
+    pub tx_hash: String,
+    pub time: u64,
+    pub balances: Vec<(String, u64)>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CtfRequest {
+    pub condition_id: String,
+    /// Base units (micro-units) as an integer string; split and merge only.
+    pub amount: Option<String>,
+    /// The wallet: the key's address (default) or its proxy wallet.
+    pub address: Option<String>,
+}
+
+/// A positive base-unit amount (an integer string), as every ledger operation takes it.
+pub fn base_amount(v: Option<&str>) -> Result<u64, CtfError> {
+    v.and_then(|a| parse_u64(a).ok()).filter(|&n| n > 0).ok_or(CtfError::NotAnAmount)
+}
+
+/// The wallet an operation moves: the key's address, or the proxy it names.
+pub async fn wallet_of(s: &AppState, key: &ApiKeyRecord, address: Option<&str>) -> Result<String, CtfError> {
+    let wallet = match address {
+        None => key.address.to_string(),
+        Some(a) => normalize_address(a).ok_or(CtfError::NotAWallet)?,
+    };
+    if !acts_for(s, key, &wallet).await? {
+        return Err(CtfError::NotOwner);
+    }
+    Ok(wallet)
+}
+
+/// Split, merge or redeem for a wallet the caller may move (HTTP handler or relay).
+pub async fn operate_for(s: &AppState, kind: CtfKind, wallet: &str, b: CtfRequest) -> Result<Receipt, CtfError> {
+    let wallet = wallet.to_string();
+    let view = s.registry.condition(&b.condition_id).ok_or(CtfError::MarketNotFound)?;
+    let m = &view.market;
+    let (yes, no) = (m.tokens[0].token_id.clone(), m.tokens[1].token_id.clone());
+    let usdc = COLLATERAL.to_string();
+    use LedgerChange::{Credit, Debit};
+    // (ledger changes, position change per token, tokens, collateral)
+    let (changes, positions, size, usdc_size) = match kind {
+        CtfKind::Split | CtfKind::Merge => {
+            let a = base_amount(b.amount.as_deref())?;
+            // A complete set costs one unit: half of it to each side's average price.
+            let half = [a / 2, a - a / 2];
+            if kind == CtfKind::Split {
+                let p =
+                    half.map(|c| Position { size: a as i64, bought: a as i64, cost: c as i64, ..Default::default() });
+                (vec![(usdc, Debit(a)), (yes.clone(), Credit(a)), (no.clone(), Credit(a))], p, a, a)
+            } else {
+                let p = half.map(|c| Position {
+                    size: -(a as i64),
+                    sold: a as i64,
+                    proceeds: c as i64,
+                    ..Default::default()
+                });
+                (vec![(yes.clone(), Debit(a)), (no.clone(), Debit(a)), (usdc, Credit(a))], p, a, a)
+            }
+        }
+        CtfKind::Redeem => {
+            if b.amount.is_some() {
+                return Err(CtfError::RedeemTakesNoAmount);
+            }
+            let meta = s.catalogue.meta(&m.condition_id);
+            let winner = match meta.as_deref() {
+                Some(x) if x.resolution == Some(ResolutionStatus::Resolved) => x.resolved_outcome,
+                _ => None,
+            };
+            let Some(winner) = winner.filter(|w| *w < 2) else {
+                return Err(CtfError::NotResolved);
+            };
+            let accounts = s.engine.accounts(wallet.clone()).await?;
+            let free = |t: &str| {
+                accounts.iter().find(|(a, _)| a == t).map_or(0, |(_, x)| x.balance.saturating_sub(x.reserved))
+            };
+            let held = [free(&yes), free(&no)];
+            if held == [0, 0] {
+                return Err(CtfError::NothingToRedeem);
+            }
+            let won = held[winner as usize];
+            let p = [0, 1].map(|i| Position {
+                size: -(held[i] as i64),
+                sold: held[i] as i64,
+                proceeds: if i == winner as usize { held[i] as i64 } else { 0 },
+                ..Default::default()
+            });
+            let mut changes: Vec<_> = [(yes.clone(), held[0]), (no.clone(), held[1])]
+                .into_iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(t, n)| (t, Debit(n)))
+                .collect();
+            changes.push((usdc, Credit(won)));
+            (changes, p, held[0] + held[1], won)
+        }
+        CtfKind::Reward | CtfKind::Conversion => return Err(CtfError::UnknownOperation),
+    };
+
+    let row = Row { kind, market: m.idx, condition_id: m.condition_id.clone(), size, usdc_size };
+    let moves = [(m.idx, yes.clone(), positions[0]), (m.idx, no.clone(), positions[1])];
+    let (tx_hash, time, balances) = execute(s, &wallet, changes, &[row], &moves).await?;
+    let subject = Subject::Condition(m.condition_id.clone());
+    Ok(Receipt { kind, subject, wallet, size, usdc_size, tx_hash, time, balances })
+}
+
+/// One activity row of an operation.
+struct Row {
+    kind: CtfKind,
+    market: u32,
+    condition_id: String,
+    size: u64,
+    usdc_size: u64,
+}
+
+/// Applies an operation's ledger changes as one engine Transfer, written with its activity
+/// rows and position counters (market, token, change). Returns its transaction hash, time
+/// and the balances it touched.
+async fn execute(
+    s: &AppState,
+    wallet: &str,
+    changes: Vec<(String, LedgerChange)>,
+    rows: &[Row],
+    moves: &[(u32, String, Position)],
+) -> Result<(String, u64, Vec<(String, u64)>), CtfError> {
+    let micros = now_micros();
+    let time = micros / 1_000_000;
+    let tx: [u8; 32] = keccak256(uuid::Uuid::new_v4().as_bytes()).0;
+    let mut records = Batch::default();
+    for (i, r) in rows.iter().enumerate() {
+        let row = CtfActivity {
+            kind: r.kind,
+            condition_id: r.condition_id.clone(),
+            market_idx: r.market,
+            size: r.size,
+            usdc_size: r.usdc_size,
+            tx_hash: tx,
+            time,
+        };
+        // Rows of one operation share its hash; the key's time keeps them apart.
+        records.put(cf::ACTIVITY, index::activity(wallet, micros + i as u64, &tx), encode(&row));
+    }
+    let mut ops = Vec::new();
+    for (market, token, p) in moves {
+        if *p != Position::default() {
+            index::position_ops(*market, (time / DAY) as u32, wallet, token, p, &mut ops);
+        }
+    }
+    for (c, k, v) in ops {
+        records.merge(c, k, v);
+    }
+    let accounts = match s.engine.transfer(wallet.to_string(), changes.clone(), records).await {
+        Ok(a) => a,
+        Err(EngineError::Rejected(_)) => return Err(CtfError::NotEnoughBalance),
+        Err(e) => return Err(e.into()),
+    };
+    let balances = changes.iter().zip(&accounts).map(|((asset, _), acc)| (asset.clone(), acc.balance)).collect();
+    Ok((format!("0x{}", alloy_primitives::hex::encode(tx)), time, balances))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConvertRequest {
+    /// The negative-risk market (the markets' `neg_risk_market_id`).
+    pub market_id: String,
+    /// Bitmask of question indices whose NO tokens are converted (1 = question 0).
+    pub index_set: NumberText,
+    /// Base units of NO converted per question.
+    pub amount: String,
+    pub address: Option<String>,
+}
+
+/// The negative-risk adapter's convertPositions(marketId, indexSet, amount) in ledger mode,
+/// for a wallet the caller may move (HTTP handler or relay). For each question in
+/// `indexSet` it burns `amount` NO tokens; for each other question of the market it mints
+/// `amount` YES tokens; and it pays (|indexSet| − 1) · `amount` collateral. Value is
+/// conserved whichever question wins. A market's questions are its binary markets in
+/// creation order (docs/ctf.md).
+pub async fn convert_for(s: &AppState, wallet: &str, b: ConvertRequest) -> Result<Receipt, CtfError> {
+    let questions: Vec<_> = s
+        .registry
+        .tables()
+        .list
+        .iter()
+        .filter(|v| v.market.neg_risk && v.market.neg_risk_market_id.as_deref() == Some(b.market_id.as_str()))
+        .cloned()
+        .collect();
+    if questions.is_empty() {
+        return Err(CtfError::MarketNotFound);
+    }
+    let n = questions.len();
+    let set = parse_u64(&b.index_set.text())
+        .ok()
+        .filter(|&x| x > 0 && (n >= 64 || x >> n == 0))
+        .ok_or(CtfError::BadIndexSet(n))?;
+    let a = base_amount(Some(&b.amount))?;
+    let picked = |i: usize| set >> i & 1 == 1;
+    let k = (0..n).filter(|&i| picked(i)).count() as u64;
+    let out = a.checked_mul(k - 1).ok_or(CtfError::AmountTooLarge)?;
+    use LedgerChange::{Credit, Debit};
+    let (mut changes, mut rows, mut moves) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, v) in questions.iter().enumerate() {
+        let m = &v.market;
+        if picked(i) {
+            let no = m.tokens[1].token_id.clone();
+            changes.push((no.clone(), Debit(a)));
+            // The first converted market's row carries the collateral paid out.
+            let usdc_size = if rows.is_empty() { out } else { 0 };
+            rows.push(Row {
+                kind: CtfKind::Conversion,
+                market: m.idx,
+                condition_id: m.condition_id.clone(),
+                size: a,
+                usdc_size,
+            });
+            let p = Position { size: -(a as i64), sold: a as i64, proceeds: usdc_size as i64, ..Default::default() };
+            moves.push((m.idx, no, p));
+        } else {
+            let yes = m.tokens[0].token_id.clone();
+            changes.push((yes.clone(), Credit(a)));
+            moves.push((m.idx, yes, Position { size: a as i64, bought: a as i64, ..Default::default() }));
+        }
+    }
+    if out > 0 {
+        changes.push((COLLATERAL.to_string(), Credit(out)));
+    }
+    let (tx_hash, time, balances) = execute(s, wallet, changes, &rows, &moves).await?;
+    let subject = Subject::NegRisk { market_id: b.market_id, index_set: set };
+    Ok(Receipt {
+        kind: CtfKind::Conversion,
+        subject,
+        wallet: wallet.to_string(),
+        size: a,
+        usdc_size: out,
+        tx_hash,
+        time,
+        balances,
+    })
+}
