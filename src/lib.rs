@@ -41,7 +41,7 @@ use tokio::sync::watch;
 
 use crate::config::Config;
 use crate::domain::{Market, Token};
-use crate::store::{cf, meta, Store};
+use crate::store::Store;
 
 /// A market as the internal API and the demo catalogue describe it.
 #[derive(Debug, Clone, Deserialize)]
@@ -220,10 +220,10 @@ impl App {
         }
         let state = Arc::new(state);
 
-        if state.store.get_raw(cf::META, meta::CATALOGUE_LOADED)?.is_none() {
+        if !state.store.demo_loaded(false)? {
             load_catalogue(&state, &config).await?;
         }
-        if state.store.get_raw(cf::META, meta::EVENTS_LOADED)?.is_none() {
+        if !state.store.demo_loaded(true)? {
             load_events(&state, &config).await?;
         }
 
@@ -337,7 +337,7 @@ async fn load_catalogue(state: &app::AppState, config: &Config) -> anyhow::Resul
             app::incentives::set_config(state, c).await.map_err(|e| anyhow::anyhow!("catalogue: {e}"))?;
         }
     }
-    state.store.put(cf::META, meta::CATALOGUE_LOADED, &true)?;
+    state.store.set_demo_loaded(false)?;
     tracing::info!(markets = n, "demo catalogue loaded");
     Ok(())
 }
@@ -369,7 +369,7 @@ async fn load_events(state: &app::AppState, config: &Config) -> anyhow::Result<(
     for e in file.events {
         app::catalogue::writes::add_event(state, e).await.map_err(|e| anyhow::anyhow!("catalogue event: {e}"))?;
     }
-    state.store.put(cf::META, meta::EVENTS_LOADED, &true)?;
+    state.store.set_demo_loaded(true)?;
     tracing::info!(series = ns, events = ne, "demo events loaded");
     Ok(())
 }

@@ -12,7 +12,7 @@ use crate::domain::{
     fmt_amount, fmt_price, ApiKeyRecord, NotificationKind, NotificationRecord, Side, TradeStatus, TraderSide,
     COLLATERAL,
 };
-use crate::store::{cf, keys, Batch};
+use crate::store::Batch;
 
 pub fn routes(state: Arc<AppState>) -> Routes {
     let s = move || with_state(state.clone());
@@ -114,8 +114,7 @@ async fn balance_update(s: Arc<AppState>, r: Req) -> ApiResult {
         None => 0,
     };
     let (mut taker, mut maker) = (0i128, 0i128);
-    for (_, v) in s.store.scan_prefix(cf::TRADES_BY_OWNER, key.key.as_bytes(), key.key.as_bytes(), usize::MAX)? {
-        let Ok(id) = uuid::Uuid::from_slice(&v) else { continue };
+    for id in s.store.trade_ids_of(&key.key)? {
         let Some(t) = s.store.get_trade(&id)? else { continue };
         if t.status != TradeStatus::Confirmed {
             continue;
@@ -177,7 +176,7 @@ async fn delete_notifications(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let mut b = Batch::default();
     for n in s.store.notifications(&key.key)? {
-        b.delete(cf::NOTIFICATIONS, keys::notification(&n.owner, n.trade_seq, n.kind as u8));
+        b.delete_notification(&n);
     }
     if !b.is_empty() {
         s.commit(b).await?;

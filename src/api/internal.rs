@@ -21,7 +21,6 @@ use crate::app::AppState;
 use crate::auth::normalize_address;
 use crate::domain::{fmt_amount, parse_u64, AddressStatus, Asset, Mode};
 use crate::engine::EngineError;
-use crate::store::cf;
 use crate::MarketSpec;
 
 pub fn routes(state: Arc<AppState>) -> Routes {
@@ -250,11 +249,7 @@ async fn addresses(s: Arc<AppState>, r: Req) -> ApiResult {
     let b: AddressBody = r.json()?;
     let a = normalize_address(&b.address).ok_or_else(|| ApiError::bad("invalid address"))?;
     let mut batch = crate::store::Batch::default();
-    if b.status == AddressStatus::None {
-        batch.delete(cf::ADDRESSES, a.as_bytes().to_vec());
-    } else {
-        batch.put(cf::ADDRESSES, a.as_bytes().to_vec(), crate::store::encode(&b.status));
-    }
+    batch.put_address_status(&a, b.status);
     s.commit(batch).await?;
     if b.status == AddressStatus::None {
         s.addresses.write().remove(&a);

@@ -14,7 +14,7 @@ use super::{authenticate, reply, req, respond, with_state, ApiError, ApiResult, 
 use crate::app::AppState;
 use crate::auth;
 use crate::domain::{now_secs, AddressStatus, ApiKeyRecord, InviteRecord};
-use crate::store::{cf, encode, index, keys, Batch};
+use crate::store::Batch;
 
 pub fn routes(state: Arc<AppState>) -> Routes {
     let s = move || with_state(state.clone());
@@ -66,9 +66,9 @@ async fn waitlist(s: Arc<AppState>, r: Req) -> ApiResult {
     if !valid_email(&email) {
         return Err(ApiError::bad("invalid email"));
     }
-    if s.store.get_raw(cf::WAITLIST, email.as_bytes())?.is_none() {
+    if !s.store.on_waitlist(&email)? {
         let mut b = Batch::default();
-        b.put(cf::WAITLIST, email.as_bytes().to_vec(), encode(&now_secs()));
+        b.put_waitlist(&email, now_secs());
         s.commit(b).await?;
     }
     reply(&serde_json::json!({ "email": email, "status": "PENDING" }))
@@ -92,8 +92,8 @@ pub async fn approve(s: &AppState, email: &str) -> Result<InviteRecord, ApiError
         used: false,
     };
     let mut b = Batch::default();
-    b.put(cf::INVITES, code.into_bytes(), encode(&inv));
-    b.put(cf::WAITLIST, email.into_bytes(), encode(&now_secs()));
+    b.put_invite(&inv);
+    b.put_waitlist(&email, now_secs());
     s.commit(b).await?;
     Ok(inv)
 }
@@ -137,10 +137,10 @@ async fn create_key(s: Arc<AppState>, r: Req) -> Response {
 
 async fn create_key_locked(s: &AppState, r: &Req) -> ApiResult {
     let l = l1(s, r)?;
-    if s.store.get_raw(cf::KEYS_BY_ADDRESS, &keys::address_nonce(&l.address, l.nonce))?.is_some() {
+    if s.store.key_id_at(&l.address, l.nonce)?.is_some() {
         return Err(ApiError::new(StatusCode::CONFLICT, "API key already exists for this address and nonce"));
     }
-    let first = s.store.scan_prefix(cf::KEYS_BY_ADDRESS, &index::wallet_prefix(&l.address), &[], 1)?.is_empty();
+    let first = !s.store.has_keys(&l.address)?;
     let mut batch = Batch::default();
     if first {
         let code = r.header("SERVICE_INVITATION_CODE").ok_or_else(|| ApiError::bad(INVALID_ADDRESS_HEADER))?;
@@ -153,7 +153,7 @@ async fn create_key_locked(s: &AppState, r: &Req) -> ApiResult {
             _ => return Err(ApiError::bad(INVALID_ADDRESS_HEADER)),
         };
         inv.used = true;
-        batch.put(cf::INVITES, code.into_bytes(), encode(&inv));
+        batch.put_invite(&inv);
     }
     let (secret, passphrase) = crate::auth::new_secrets().map_err(|_| ApiError::db())?;
     let rec = ApiKeyRecord {
@@ -165,8 +165,7 @@ async fn create_key_locked(s: &AppState, r: &Req) -> ApiResult {
         created_at: now_secs(),
         proxy: Default::default(),
     };
-    batch.put(cf::API_KEYS, rec.key.as_bytes().to_vec(), encode(&rec));
-    batch.put(cf::KEYS_BY_ADDRESS, keys::address_nonce(&l.address, l.nonce), rec.key.as_bytes().to_vec());
+    batch.add_api_key(&rec);
     s.commit(batch).await?;
     s.set_api_key(rec.key, Some(rec.clone()));
     reply(&creds(&rec))
@@ -175,8 +174,7 @@ async fn create_key_locked(s: &AppState, r: &Req) -> ApiResult {
 fn derive_key(s: Arc<AppState>, r: Req) -> ApiResult {
     let l = l1(&s, &r)?;
     let not_found = || ApiError::not_found("no API key found for this address and nonce");
-    let id = s.store.get_raw(cf::KEYS_BY_ADDRESS, &keys::address_nonce(&l.address, l.nonce))?.ok_or_else(not_found)?;
-    let id = Uuid::from_slice(&id).map_err(|_| ApiError::db())?;
+    let id = s.store.key_id_at(&l.address, l.nonce)?.ok_or_else(not_found)?;
     let rec = s.store.get_api_key(&id)?.ok_or_else(not_found)?;
     reply(&creds(&rec))
 }
@@ -184,8 +182,7 @@ fn derive_key(s: Arc<AppState>, r: Req) -> ApiResult {
 async fn delete_key(s: Arc<AppState>, r: Req) -> ApiResult {
     let k = authenticate(&s, &r)?;
     let mut b = Batch::default();
-    b.delete(cf::API_KEYS, k.key.as_bytes().to_vec());
-    b.delete(cf::KEYS_BY_ADDRESS, keys::address_nonce(&k.address, k.nonce));
+    b.delete_api_key(&k);
     s.commit(b).await?;
     s.set_api_key(k.key, None);
     reply(&serde_json::json!({}))
@@ -193,8 +190,7 @@ async fn delete_key(s: Arc<AppState>, r: Req) -> ApiResult {
 
 fn list_keys(s: Arc<AppState>, r: Req) -> ApiResult {
     let k = authenticate(&s, &r)?;
-    let rows = s.store.scan_prefix(cf::KEYS_BY_ADDRESS, &index::wallet_prefix(&k.address), &[], usize::MAX)?;
-    let ids: Vec<String> = rows.iter().filter_map(|(_, v)| Uuid::from_slice(v).ok()).map(|u| u.to_string()).collect();
+    let ids: Vec<String> = s.store.key_ids_of(&k.address)?.iter().map(Uuid::to_string).collect();
     reply(&serde_json::json!({ "apiKeys": ids }))
 }
 

@@ -701,10 +701,8 @@ fn list_trades(s: Arc<AppState>, r: Req) -> ApiResult {
         }
     };
     let (before, after) = (num("before")?, num("after")?);
-    let rows = s.store.scan_prefix(crate::store::cf::TRADES_BY_OWNER, key.key.as_bytes(), &[], usize::MAX)?;
     let mut items = Vec::new();
-    for (_, v) in rows.iter().rev() {
-        let Ok(id) = Uuid::from_slice(v) else { continue };
+    for id in s.store.trade_ids_of(&key.key)?.into_iter().rev() {
         let Some(t) = s.store.get_trade(&id)? else { continue };
         let f = |k: &str| q.get(k).filter(|x| !x.is_empty());
         if f("id").is_some_and(|x| *x != t.id.to_string())

@@ -19,8 +19,9 @@ use crate::app::catalogue::{current_price, live, Live, MarketMeta};
 use crate::app::AppState;
 use crate::commit::views::MarketView;
 use crate::domain::{mul_div_floor, Side, TradeRecord, TradeStatus, AMOUNT_ONE, PRICE_ONE};
-use crate::store::index::{self, CtfActivity, Position, Tick, DAY};
-use crate::store::{cf, Store, StoreError};
+use crate::store::analytics::TickAt;
+use crate::store::index::{CtfActivity, Position, DAY};
+use crate::store::StoreError;
 
 /// What a row says about its market: the market, its metadata, its event, its numbers.
 pub struct MarketCtx {
@@ -130,13 +131,10 @@ pub fn walk_rows<E: From<StoreError>>(
     mut each: impl FnMut(&TradeRecord, u8) -> Result<ControlFlow<()>, E>,
 ) -> Result<(), E> {
     if let Some(u) = user {
-        s.store.try_walk(cf::TRADES_BY_WALLET, &index::holder_prefix(u), None, true, |k, v| {
-            let role = k.last().copied().unwrap_or(0);
+        s.store.walk_wallet_trades(u, |id, role| {
             if taker_only && role != 0 {
                 return Ok(ControlFlow::Continue(()));
             }
-            let id = uuid::Uuid::from_slice(v)
-                .map_err(|e| StoreError::Corrupt { cf: cf::TRADES_BY_WALLET, msg: e.to_string() })?;
             match s.store.get_trade(&id)? {
                 Some(t) => each(&t, role),
                 None => Ok(ControlFlow::Continue(())),
@@ -144,39 +142,29 @@ pub fn walk_rows<E: From<StoreError>>(
         })?;
     } else {
         // Merge the markets' time-ordered indexes: one cursor per market, newest first.
-        let mut cursors: Vec<(Vec<u8>, Option<Vec<u8>>)> =
-            markets.iter().map(|v| (v.market.idx.to_be_bytes().to_vec(), None)).collect();
-        let mut heads: Vec<Option<(Vec<u8>, Tick)>> = vec![None; cursors.len()];
-        let mut done = vec![false; cursors.len()];
+        let mut heads: Vec<Option<TickAt>> = markets.iter().map(|_| None).collect();
+        let mut last: Vec<Option<TickAt>> = markets.iter().map(|_| None).collect();
+        let mut done = vec![false; markets.len()];
         loop {
-            for (i, (prefix, from)) in cursors.iter_mut().enumerate() {
+            for (i, v) in markets.iter().enumerate() {
                 if heads[i].is_some() || done[i] {
                     continue;
                 }
-                let mut got = None;
-                s.store.walk(cf::TRADES_BY_MARKET, prefix, from.as_deref(), true, |k, v| {
-                    if from.as_deref() == Some(k) {
-                        return ControlFlow::Continue(());
-                    }
-                    got = Some((k.to_vec(), Store::decode_value::<Tick>(cf::TRADES_BY_MARKET, v)));
-                    ControlFlow::Break(())
-                })?;
-                match got {
-                    Some((k, tick)) => {
-                        *from = Some(k.clone());
-                        heads[i] = Some((k, tick?));
-                    }
+                match s.store.tick_before(v.market.idx, last[i].as_ref())? {
+                    Some(h) => heads[i] = Some(h),
                     None => done[i] = true,
                 }
             }
-            // The newest head: by (time, seq) — the key after the 4-byte market prefix.
+            // The newest head: by (time, seq).
             let Some(i) = (0..heads.len())
                 .filter(|&i| heads[i].is_some())
-                .max_by(|&a, &b| heads[a].as_ref().map(|h| &h.0[4..]).cmp(&heads[b].as_ref().map(|h| &h.0[4..])))
+                .max_by(|&a, &b| heads[a].as_ref().map(TickAt::order).cmp(&heads[b].as_ref().map(TickAt::order)))
             else {
                 break;
             };
-            let (_, tick) = heads[i].take().expect("chosen head");
+            let head = heads[i].take().expect("chosen head");
+            let tick = head.tick.clone();
+            last[i] = Some(head);
             let Some(t) = s.store.get_trade(&tick.id)? else { continue };
             if each(&t, 0)?.is_break() || (!taker_only && each(&t, 1)?.is_break()) {
                 break;
@@ -226,25 +214,16 @@ pub fn pos_row(wallet: &str, token: &str, pos: Position, ctx: Arc<MarketCtx>, ou
 
 /// Every position in a market, by wallet.
 pub fn market_positions(s: &AppState, view: &MarketView) -> Result<Vec<PosRow>, StoreError> {
-    scan_positions(s, cf::MARKET_HOLDERS, &view.market.idx.to_be_bytes())
+    rows_of(s, s.store.positions_in_market(view.market.idx)?)
 }
 
 /// Every position of a wallet, by token.
 pub fn wallet_positions(s: &AppState, wallet: &str) -> Result<Vec<PosRow>, StoreError> {
-    scan_positions(s, cf::POSITIONS, &index::holder_prefix(wallet))
+    rows_of(s, s.store.positions_of_wallet(wallet)?)
 }
 
-/// Positions of one market (`market_holders`, keys after a 4-byte market prefix) or one
-/// wallet (`positions`).
-fn scan_positions(s: &AppState, family: &'static str, prefix: &[u8]) -> Result<Vec<PosRow>, StoreError> {
-    let strip = if family == cf::MARKET_HOLDERS { 4 } else { 0 };
-    let mut raw = Vec::new();
-    s.store.walk(family, prefix, None, false, |k, v| {
-        if let Some((w, t)) = index::split_position(&k[strip..]) {
-            raw.push((w, t, Position::decode(v)));
-        }
-        ControlFlow::Continue(())
-    })?;
+/// Positions with their figures (those of a token no market lists are left out).
+fn rows_of(s: &AppState, raw: Vec<(String, String, Position)>) -> Result<Vec<PosRow>, StoreError> {
     let mut ctxs = Markets::default();
     let mut out = Vec::with_capacity(raw.len());
     for (w, t, pos) in raw {
@@ -272,20 +251,11 @@ pub fn token_ticks(
     from: u64,
     to: u64,
 ) -> Result<Vec<(u64, u32, u64)>, StoreError> {
-    let prefix = view.market.idx.to_be_bytes();
-    let mut start = prefix.to_vec();
-    start.extend_from_slice(&from.to_be_bytes());
-    let mut out = Vec::new();
-    s.store.try_walk(cf::TRADES_BY_MARKET, &prefix, Some(&start), false, |k, v| {
-        let t = u64::from_be_bytes(k[4..12].try_into().expect("key layout"));
-        if t > to {
-            return Ok(ControlFlow::Break(()));
-        }
-        let tick = Store::decode_value::<Tick>(cf::TRADES_BY_MARKET, v)?;
-        out.push((t, tick.price_of(token), tick.size));
-        Ok::<_, StoreError>(ControlFlow::Continue(()))
-    })?;
-    Ok(out)
+    Ok(s.store
+        .market_ticks(view.market.idx, from, to)?
+        .into_iter()
+        .map(|(t, tick)| (t, tick.price_of(token), tick.size))
+        .collect())
 }
 
 /// A wallet's splits, merges and redeems newest first, from `end` back to `start` (UNIX
@@ -301,17 +271,16 @@ pub fn ctf_activity(
 ) -> Result<std::collections::VecDeque<CtfActivity>, StoreError> {
     let (start, end) = window;
     let mut ops = std::collections::VecDeque::new();
-    s.store.try_walk::<StoreError>(cf::ACTIVITY, &index::wallet_prefix(wallet), None, true, |_, v| {
-        let a: CtfActivity = Store::decode_value(cf::ACTIVITY, v)?;
+    s.store.walk_activity(wallet, |a| {
         let ts = a.time as i64;
         if start.is_some_and(|st| ts < st) || ops.len() as u64 >= max {
-            return Ok(ControlFlow::Break(()));
+            return ControlFlow::Break(());
         }
         let in_window = start.is_none_or(|st| ts >= st) && end.is_none_or(|e| ts <= e);
         if in_window && wants(a.kind.name()) && (markets.is_empty() || markets.contains(&a.market_idx)) {
             ops.push_back(a);
         }
-        Ok(ControlFlow::Continue(()))
+        ControlFlow::Continue(())
     })?;
     Ok(ops)
 }
@@ -321,24 +290,9 @@ pub fn ctf_activity(
 pub fn leaderboard(s: &AppState, days: Option<u32>) -> Result<HashMap<String, (i64, i64)>, StoreError> {
     // Per wallet and token: the window's sums.
     let mut sums: HashMap<(String, String), Position> = HashMap::new();
-    let mut add = |k: &[u8], v: &[u8]| {
-        if let Some((w, t)) = index::split_position(k) {
-            sums.entry((w, t)).or_default().add(&Position::decode(v));
-        }
-    };
-    match days {
-        None => s.store.walk(cf::POSITIONS, b"", None, false, |k, v| {
-            add(k, v);
-            ControlFlow::Continue(())
-        })?,
-        Some(days) => {
-            let today = (crate::domain::now_secs() / DAY) as u32;
-            let first = today + 1 - days;
-            s.store.walk(cf::WALLET_DAYS, b"", Some(&first.to_be_bytes()), false, |k, v| {
-                add(&k[4..], v);
-                ControlFlow::Continue(())
-            })?
-        }
+    let first = days.map(|days| (crate::domain::now_secs() / DAY) as u32 + 1 - days);
+    for (w, t, p) in s.store.positions_since(first)? {
+        sums.entry((w, t)).or_default().add(&p);
     }
     let mut ctxs = Markets::default();
     let mut board: HashMap<String, (i64, i64)> = HashMap::new();

@@ -13,15 +13,12 @@
 //! left.
 
 use std::collections::BTreeMap;
-use std::ops::ControlFlow;
-
-use serde::{Deserialize, Serialize};
 
 use crate::app::resolution::{post_bond_records, Bond};
 use crate::app::AppState;
 use crate::domain::{now_secs, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
-use crate::store::{cf, encode, Batch, Store, StoreError};
+use crate::store::{Batch, StoreError};
 
 /// What an auction service refuses (the routes give each its SPEC §7 reply).
 #[derive(Debug, thiserror::Error)]
@@ -48,42 +45,14 @@ pub enum AuctionError {
     Engine(#[from] EngineError),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Auction {
-    pub condition_id: String,
-    pub opened_at: u64,
-    pub closes_at: u64,
-    pub closed: bool,
-    pub winner: Option<String>,
-    pub winning_amount: u64,
-}
-
-/// An agent's bids on one auction, summed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Bid {
-    pub agent: String,
-    pub amount: u64,
-    pub last_bid_at: u64,
-}
-
-fn auction_key(condition_id: &str) -> Vec<u8> {
-    format!("u/{condition_id}").into_bytes()
-}
-fn bid_key(condition_id: &str, agent: &str) -> Vec<u8> {
-    format!("v/{condition_id}/{agent}").into_bytes()
-}
+pub use crate::domain::bonds::{Auction, Bid};
 
 pub fn auction_of(s: &AppState, condition_id: &str) -> Result<Option<Auction>, StoreError> {
-    s.store.get(cf::BONDS, &auction_key(condition_id))
+    s.store.auction(condition_id)
 }
 
 pub fn bids_of(s: &AppState, condition_id: &str) -> Result<Vec<Bid>, StoreError> {
-    let mut out = Vec::new();
-    s.store.try_walk::<StoreError>(cf::BONDS, format!("v/{condition_id}/").as_bytes(), None, false, |_, v| {
-        out.push(Store::decode_value::<Bid>(cf::BONDS, v)?);
-        Ok(ControlFlow::Continue(()))
-    })?;
-    Ok(out)
+    s.store.bids(condition_id)
 }
 
 /// The winning bid: the highest total, the earlier last bid on a tie.
@@ -107,15 +76,12 @@ pub async fn bid(
     let _one = s.bonds.lock().await;
     let now = now_secs();
     let a = auction_of(s, condition_id)?.filter(|a| !a.closed && now < a.closes_at).ok_or(AuctionError::NotOpen)?;
-    let mut bid = s.store.get::<Bid>(cf::BONDS, &bid_key(condition_id, &agent))?.unwrap_or(Bid {
-        agent: agent.clone(),
-        amount: 0,
-        last_bid_at: now,
-    });
+    let mut bid =
+        s.store.bid(condition_id, &agent)?.unwrap_or(Bid { agent: agent.clone(), amount: 0, last_bid_at: now });
     bid.amount = bid.amount.checked_add(amount).ok_or(AuctionError::TooLarge)?;
     bid.last_bid_at = now;
     let mut records = Batch::default();
-    records.put(cf::BONDS, bid_key(condition_id, &agent), encode(&bid));
+    records.put_bid(condition_id, &bid);
     match s.engine.transfer(agent, vec![(COLLATERAL.to_string(), LedgerChange::Debit(amount))], records).await {
         Ok(_) => Ok((a, bids_of(s, condition_id)?)),
         Err(EngineError::Rejected(_)) => Err(AuctionError::NotEnoughBalance),
@@ -146,7 +112,7 @@ pub async fn open(s: &AppState, condition_id: &str, duration_secs: u64) -> Resul
         winning_amount: 0,
     };
     let mut batch = Batch::default();
-    batch.put(cf::BONDS, auction_key(&a.condition_id), encode(&a));
+    batch.put_auction(&a);
     s.commit(batch).await?;
     Ok(a)
 }
@@ -155,11 +121,9 @@ pub async fn open(s: &AppState, condition_id: &str, duration_secs: u64) -> Resul
 /// bonds lock. Returns the auctions closed.
 pub fn close_due(s: &AppState, now: u64) -> Result<Vec<String>, AuctionError> {
     let mut auctions = BTreeMap::new();
-    s.store.try_walk::<StoreError>(cf::BONDS, b"u/", None, false, |_, v| {
-        let a = Store::decode_value::<Auction>(cf::BONDS, v)?;
+    for a in s.store.auctions()? {
         auctions.insert(a.condition_id.clone(), a);
-        Ok(ControlFlow::Continue(()))
-    })?;
+    }
     let mut closed = Vec::new();
     for (c, mut a) in auctions {
         if !a.closed && now < a.closes_at {
@@ -172,7 +136,7 @@ pub fn close_due(s: &AppState, now: u64) -> Result<Vec<String>, AuctionError> {
                 a.winner = Some(w.agent.clone());
                 a.winning_amount = w.amount;
                 let cluster = crate::app::resolution::cluster_of(s, &c)?;
-                let bond = match s.store.get::<Bond>(cf::BONDS, &crate::app::resolution::bond_key(&w.agent, &c))? {
+                let bond = match s.store.bond(&w.agent, &c)? {
                     Some(b) if b.status == crate::app::resolution::BondStatus::Posted => {
                         Bond { amount: b.amount + w.amount, posted_at: now, ..b }
                     }
@@ -186,17 +150,17 @@ pub fn close_due(s: &AppState, now: u64) -> Result<Vec<String>, AuctionError> {
                     },
                 };
                 post_bond_records(&mut batch, &bond);
-                batch.delete(cf::BONDS, bid_key(&c, &w.agent));
+                batch.delete_bid(&c, &w.agent);
                 bids.retain(|b| b.agent != w.agent);
             }
             a.closed = true;
-            batch.put(cf::BONDS, auction_key(&c), encode(&a));
+            batch.put_auction(&a);
             s.commit_blocking(batch)?;
             closed.push(c.clone());
         }
         for b in bids {
             let mut records = Batch::default();
-            records.delete(cf::BONDS, bid_key(&c, &b.agent));
+            records.delete_bid(&c, &b.agent);
             s.engine.blocking().transfer(
                 b.agent.clone(),
                 vec![(COLLATERAL.to_string(), LedgerChange::Credit(b.amount))],

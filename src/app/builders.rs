@@ -13,15 +13,13 @@
 //! address that created it, in the `builders` family.
 
 use std::collections::BTreeMap;
-use std::ops::ControlFlow;
 
-use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::app::AppState;
 use crate::auth::ct_eq;
 use crate::domain::{mul_div_floor, now_secs, OrderRecord, TradeRecord, TradeStatus, PRICE_ONE};
-use crate::store::{cf, encode, Batch, Store, StoreError};
+use crate::store::{Batch, Store, StoreError};
 
 /// What a builder or relayer key service refuses (the routes give each its SPEC §7
 /// reply; the two storage failures carry the endpoint's own message, SPEC §7.2).
@@ -41,19 +39,9 @@ pub enum BuilderError {
     Store(#[from] StoreError),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum KeyKind {
-    Builder,
-    Relayer,
-}
+pub use crate::domain::builders::{KeyKind, ServiceKey};
 
 impl KeyKind {
-    fn tag(self) -> &'static str {
-        match self {
-            KeyKind::Builder => "b",
-            KeyKind::Relayer => "r",
-        }
-    }
     fn not_found(self) -> BuilderError {
         match self {
             KeyKind::Builder => BuilderError::NoBuilderKey,
@@ -62,47 +50,15 @@ impl KeyKind {
     }
 }
 
-/// A builder or relayer API key.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ServiceKey {
-    pub key: Uuid,
-    pub kind: KeyKind,
-    /// The address whose L2 key created it.
-    pub address: String,
-    pub builder_id: Option<String>,
-    pub secret: String,
-    pub passphrase: String,
-    pub created_at: u64,
-}
-
-fn key_key(k: &Uuid) -> Vec<u8> {
-    let mut v = b"k/".to_vec();
-    v.extend_from_slice(k.as_bytes());
-    v
-}
-fn owner_key(address: &str, kind: KeyKind, k: &Uuid) -> Vec<u8> {
-    let mut v = format!("a/{address}/{}/", kind.tag()).into_bytes();
-    v.extend_from_slice(k.as_bytes());
-    v
-}
-fn claim_key(builder: &str) -> Vec<u8> {
-    format!("n/{builder}").into_bytes()
-}
-fn attributed_prefix(builder: &str) -> Vec<u8> {
-    format!("o/{builder}/").into_bytes()
-}
-
 /// The attribution of an order to a builder, written in the order's batch.
 pub fn attribution(builder: &str, order: &OrderRecord) -> Batch {
     let mut b = Batch::default();
-    let mut k = attributed_prefix(builder);
-    k.extend_from_slice(order.id.as_bytes());
-    b.put(cf::BUILDERS, k, Vec::new());
+    b.attribute_order(builder, &order.id);
     b
 }
 
 pub fn load_key(store: &Store, k: &Uuid) -> Result<Option<ServiceKey>, StoreError> {
-    store.get(cf::BUILDERS, &key_key(k))
+    store.service_key(k)
 }
 
 /// A builder ID: 1–64 letters, digits, `-`, `_` or `.` (it is part of index keys).
@@ -123,10 +79,10 @@ pub async fn create_key(
     let _one = s.key_lock.lock().await;
     let mut batch = Batch::default();
     if let Some(id) = &builder_id {
-        match s.store.get::<String>(cf::BUILDERS, &claim_key(id)).map_err(|_| BuilderError::CreateFailed)? {
+        match s.store.builder_id_owner(id).map_err(|_| BuilderError::CreateFailed)? {
             Some(owner) if owner != address => return Err(BuilderError::BuilderIdTaken),
             Some(_) => {}
-            None => batch.put(cf::BUILDERS, claim_key(id), encode(&address)),
+            None => batch.claim_builder_id(id, address),
         }
     }
     let (secret, passphrase) = crate::auth::new_secrets().map_err(|_| BuilderError::CreateFailed)?;
@@ -139,8 +95,7 @@ pub async fn create_key(
         passphrase,
         created_at: now_secs(),
     };
-    batch.put(cf::BUILDERS, key_key(&rec.key), encode(&rec));
-    batch.put(cf::BUILDERS, owner_key(&rec.address, kind, &rec.key), Vec::new());
+    batch.add_service_key(&rec);
     s.commit(batch).await.map_err(|_| BuilderError::CreateFailed)?;
     Ok(rec)
 }
@@ -148,13 +103,8 @@ pub async fn create_key(
 /// An address's keys of a kind, oldest first.
 pub fn keys_of(s: &AppState, address: &str, kind: KeyKind) -> Result<Vec<ServiceKey>, BuilderError> {
     let list = || -> Result<Vec<ServiceKey>, StoreError> {
-        let mut ids = Vec::new();
-        s.store.walk(cf::BUILDERS, format!("a/{address}/{}/", kind.tag()).as_bytes(), None, false, |k, _| {
-            ids.extend(k.get(k.len().saturating_sub(16)..).and_then(|b| Uuid::from_slice(b).ok()));
-            ControlFlow::Continue(())
-        })?;
         let mut out = Vec::new();
-        for id in ids {
+        for id in s.store.service_keys_of(address, kind)? {
             out.extend(load_key(&s.store, &id)?);
         }
         out.sort_by_key(|k| (k.created_at, k.key));
@@ -169,8 +119,7 @@ pub async fn delete_key(s: &AppState, address: &str, kind: KeyKind, id: &Uuid) -
     let rec = load_key(&s.store, id)?.filter(|k| k.kind == kind && k.address == address);
     let rec = rec.ok_or_else(|| kind.not_found())?;
     let mut batch = Batch::default();
-    batch.delete(cf::BUILDERS, key_key(&rec.key));
-    batch.delete(cf::BUILDERS, owner_key(&rec.address, kind, &rec.key));
+    batch.delete_service_key(&rec);
     s.commit(batch).await?;
     Ok(())
 }
@@ -197,14 +146,8 @@ pub fn relayer_key_of(s: &AppState, key: &Uuid, address: &str) -> Result<Option<
 
 /// Every order attributed to a builder.
 pub fn attributed_orders(s: &AppState, builder: &str) -> Result<Vec<OrderRecord>, StoreError> {
-    let mut ids = Vec::new();
-    let prefix = attributed_prefix(builder);
-    s.store.walk(cf::BUILDERS, &prefix, None, false, |k, _| {
-        ids.extend(k.get(prefix.len()..).and_then(|b| Uuid::from_slice(b).ok()));
-        ControlFlow::Continue(())
-    })?;
     let mut out = Vec::new();
-    for id in ids {
+    for id in s.store.attributed_order_ids(builder)? {
         out.extend(s.store.get_order(&id)?);
     }
     out.sort_by_key(|o| (o.created_at, o.id));

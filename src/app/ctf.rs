@@ -17,8 +17,8 @@ use crate::app::{acts_for, AppState};
 use crate::auth::normalize_address;
 use crate::domain::{now_micros, parse_u64, ApiKeyRecord, NumberText, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
-use crate::store::index::{self, CtfActivity, CtfKind, Position, DAY};
-use crate::store::{cf, encode, Batch, StoreError};
+use crate::store::index::{CtfActivity, CtfKind, Position, DAY};
+use crate::store::{Batch, StoreError};
 
 /// What a conditional-token service refuses (the routes give each its SPEC §7 reply).
 #[derive(Debug, thiserror::Error)]
@@ -203,17 +203,12 @@ async fn execute(
             tx_hash: tx,
             time,
         };
-        // Rows of one operation share its hash; the key's time keeps them apart.
-        records.put(cf::ACTIVITY, index::activity(wallet, micros + i as u64, &tx), encode(&row));
+        records.add_activity(wallet, micros + i as u64, &row);
     }
-    let mut ops = Vec::new();
     for (market, token, p) in moves {
         if *p != Position::default() {
-            index::position_ops(*market, (time / DAY) as u32, wallet, token, p, &mut ops);
+            records.move_position(*market, (time / DAY) as u32, wallet, token, p);
         }
-    }
-    for (c, k, v) in ops {
-        records.merge(c, k, v);
     }
     let accounts = match s.engine.transfer(wallet.to_string(), changes.clone(), records).await {
         Ok(a) => a,

@@ -11,11 +11,10 @@
 //!   down catches up on every day it missed.
 
 use std::collections::BTreeMap;
-use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use alloy_primitives::{keccak256, U256};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::app::AppState;
 use crate::config::RebateTier;
@@ -24,8 +23,8 @@ use crate::domain::{
     AMOUNT_ONE, COLLATERAL,
 };
 use crate::engine::{LedgerChange, RewardScores};
-use crate::store::index::{self, encode_counters, CtfActivity, CtfKind, Tick, DAY};
-use crate::store::{cf, encode, meta, Batch, Store, StoreError};
+use crate::store::index::{CtfActivity, CtfKind, DAY};
+use crate::store::{Batch, Store, StoreError};
 
 /// What a rewards or rebates service refuses (the routes give each its SPEC §7 reply).
 #[derive(Debug, thiserror::Error)]
@@ -51,26 +50,7 @@ pub enum IncentiveError {
     Store(#[from] StoreError),
 }
 
-/// A market's liquidity-reward program.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RewardConfig {
-    pub condition_id: String,
-    /// Collateral paid out per UTC day across the market's makers, micro-units.
-    pub rate_per_day: u64,
-    /// Smallest resting order that scores, token micro-units.
-    pub min_size: u64,
-    /// Farthest from the midpoint an order scores, 1e-4 price units.
-    pub max_spread: u32,
-    /// The program's window, UNIX seconds (None: open-ended).
-    pub start: Option<u64>,
-    pub end: Option<u64>,
-}
-
-impl RewardConfig {
-    pub fn active(&self, now: u64) -> bool {
-        self.rate_per_day > 0 && self.start.is_none_or(|s| now >= s) && self.end.is_none_or(|e| now < e)
-    }
-}
+pub use crate::domain::rewards::{Rebate, RewardConfig, RewardPaid};
 
 /// A reward program as markets.json and POST /internal/rewards give it: the daily rate in
 /// USDC, the min size in shares, the max spread in cents (Polymarket's units), dates as
@@ -114,80 +94,15 @@ impl RewardSpec {
     }
 }
 
-fn config_key(condition_id: &str) -> Vec<u8> {
-    [b"c/".as_slice(), condition_id.as_bytes()].concat()
-}
-
-/// `e/` + day + address + `/` + condition id: a maker's accrued rewards in a market on a
-/// day, as counters [micro-units earned, samples it scored in].
-fn earning_key(day: u32, address: &str, condition_id: &str) -> Vec<u8> {
-    let mut k = earnings_prefix(day, Some(address));
-    k.extend_from_slice(condition_id.as_bytes());
-    k
-}
-
-fn earnings_prefix(day: u32, address: Option<&str>) -> Vec<u8> {
-    let mut k = b"e/".to_vec();
-    k.extend_from_slice(&day.to_be_bytes());
-    if let Some(a) = address {
-        k.extend_from_slice(&index::wallet_prefix(a));
-    }
-    k
-}
-
-/// (address, condition id) of an earnings key, after its prefix `e/` + day.
-fn split_earning(k: &[u8]) -> Option<(&str, &str)> {
-    std::str::from_utf8(k.get(6..)?).ok()?.split_once('/')
-}
-
-fn paid_key(address: &str, day: u32) -> Vec<u8> {
-    let mut k = b"p/".to_vec();
-    k.extend_from_slice(&index::wallet_prefix(address));
-    k.extend_from_slice(&day.to_be_bytes());
-    k
-}
-
-fn rebate_key(address: &str, day: u32) -> Vec<u8> {
-    let mut k = index::wallet_prefix(address);
-    k.extend_from_slice(&day.to_be_bytes());
-    k
-}
-
-/// A maker's paid rewards for a day.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RewardPaid {
-    pub day: u32,
-    pub amount: u64,
-    pub paid_at: u64,
-}
-
-/// A maker's rebate for a day.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Rebate {
-    pub day: u32,
-    /// Settled maker volume, collateral micro-units.
-    pub volume: u64,
-    pub bps: u32,
-    pub amount: u64,
-    pub paid_at: u64,
-}
-
 /// Every market's reward program, kept in memory (read by the sampler and the listings).
 pub fn load(store: &Store) -> Result<BTreeMap<String, RewardConfig>, StoreError> {
-    let mut out = BTreeMap::new();
-    store.walk(cf::REWARDS, b"c/", None, false, |_, v| {
-        if let Ok(c) = Store::decode_value::<RewardConfig>(cf::REWARDS, v) {
-            out.insert(c.condition_id.clone(), c);
-        }
-        ControlFlow::Continue(())
-    })?;
-    Ok(out)
+    Ok(store.reward_configs()?.into_iter().map(|c| (c.condition_id.clone(), c)).collect())
 }
 
 /// Sets (or replaces) a market's program once durable.
 pub async fn set_config(s: &AppState, c: RewardConfig) -> Result<(), StoreError> {
     let mut b = Batch::default();
-    b.put(cf::REWARDS, config_key(&c.condition_id), encode(&c));
+    b.put_reward_config(&c);
     s.commit(b).await?;
     s.rewards.write().insert(c.condition_id.clone(), c);
     Ok(())
@@ -247,7 +162,7 @@ pub fn sample(s: &AppState, interval_ms: u64, now: u64) -> Result<usize, String>
         let Some(sc) = sc else { continue };
         let pool = mul_div_floor(c.rate_per_day, interval_ms, DAY * 1_000);
         for (maker, earned) in shares(pool, &sc) {
-            batch.merge(cf::REWARDS, earning_key(day, &maker, &c.condition_id), encode_counters(&[earned as i64, 1]));
+            batch.accrue_reward(day, &maker, &c.condition_id, earned);
             n += 1;
         }
     }
@@ -292,19 +207,13 @@ pub fn parse_day(s: &str) -> Result<u32, IncentiveError> {
 fn first_day(s: &AppState) -> Result<Option<u32>, StoreError> {
     let mut first: Option<u32> = None;
     let mut seen = |d: u32| first = Some(first.map_or(d, |f| f.min(d)));
-    s.store.walk(cf::REWARDS, b"e/", None, false, |k, _| {
-        if let Some(d) = k.get(2..6) {
-            seen(u32::from_be_bytes(d.try_into().expect("4 bytes")));
-        }
-        ControlFlow::Break(())
-    })?;
+    if let Some(d) = s.store.first_earning_day()? {
+        seen(d);
+    }
     for v in &s.registry.tables().list {
-        s.store.walk(cf::TRADES_BY_MARKET, &v.market.idx.to_be_bytes(), None, false, |k, _| {
-            if let Some(t) = k.get(4..12) {
-                seen((u64::from_be_bytes(t.try_into().expect("8 bytes")) / DAY) as u32);
-            }
-            ControlFlow::Break(())
-        })?;
+        if let Some(t) = s.store.first_market_trade_time(v.market.idx)? {
+            seen((t / DAY) as u32);
+        }
     }
     Ok(first)
 }
@@ -315,7 +224,7 @@ fn first_day(s: &AppState) -> Result<Option<u32>, StoreError> {
 pub fn pay_through(s: &AppState, last: u32) -> Result<Vec<DayPaid>, String> {
     let _one = s.payouts.lock();
     let err = |e: StoreError| e.to_string();
-    let through: Option<u32> = s.store.get(cf::META, meta::PAYOUTS_THROUGH).map_err(err)?;
+    let through: Option<u32> = s.store.payouts_through().map_err(err)?;
     let start = match through {
         Some(t) => t + 1,
         None => first_day(s).map_err(err)?.unwrap_or(last).min(last),
@@ -324,7 +233,7 @@ pub fn pay_through(s: &AppState, last: u32) -> Result<Vec<DayPaid>, String> {
     for day in start..=last {
         let paid = pay_day(s, day)?;
         let mut b = Batch::default();
-        b.put(cf::META, meta::PAYOUTS_THROUGH, encode(&day));
+        b.put_payouts_through(day);
         s.commit_blocking(b).map_err(|e| e.to_string())?;
         out.push(paid);
     }
@@ -340,19 +249,13 @@ fn pay_day(s: &AppState, day: u32) -> Result<DayPaid, String> {
 
     // Rewards: per wallet, per market.
     let mut earned: BTreeMap<String, Vec<(String, u64)>> = BTreeMap::new();
-    s.store
-        .walk(cf::REWARDS, &earnings_prefix(day, None), None, false, |k, v| {
-            if let Some((a, c)) = split_earning(k) {
-                let n = index::decode_counters(v).first().copied().unwrap_or(0);
-                if n > 0 {
-                    earned.entry(a.to_string()).or_default().push((c.to_string(), n as u64));
-                }
-            }
-            ControlFlow::Continue(())
-        })
-        .map_err(err)?;
+    for (a, c, n) in s.store.earnings_on(day).map_err(err)? {
+        if n > 0 {
+            earned.entry(a).or_default().push((c, n as u64));
+        }
+    }
     for (address, markets) in earned {
-        if s.store.get_raw(cf::REWARDS, &paid_key(&address, day)).map_err(err)?.is_some() {
+        if s.store.reward_paid(&address, day).map_err(err)? {
             continue;
         }
         let total: u64 = markets.iter().map(|(_, n)| n).sum();
@@ -372,10 +275,10 @@ fn pay_day(s: &AppState, day: u32) -> Result<DayPaid, String> {
                 tx_hash: tx,
                 time: now_us / 1_000_000,
             };
-            records.put(cf::ACTIVITY, index::activity(&address, now_us, &tx), encode(&row));
+            records.add_activity(&address, now_us, &row);
         }
         let rec = RewardPaid { day, amount: total, paid_at: now_us / 1_000_000 };
-        records.put(cf::REWARDS, paid_key(&address, day), encode(&rec));
+        records.put_reward_paid(&address, &rec);
         s.engine
             .blocking()
             .transfer(address.clone(), vec![(COLLATERAL.to_string(), LedgerChange::Credit(total))], records)
@@ -387,35 +290,24 @@ fn pay_day(s: &AppState, day: u32) -> Result<DayPaid, String> {
     let mut volume: BTreeMap<String, u64> = BTreeMap::new();
     let (from, to) = (day as u64 * DAY, (day as u64 + 1) * DAY);
     for v in &s.registry.tables().list {
-        let prefix = v.market.idx.to_be_bytes();
-        let start = index::market_time_seq(v.market.idx, from, 0);
-        s.store
-            .try_walk::<StoreError>(cf::TRADES_BY_MARKET, &prefix, Some(&start), false, |k, val| {
-                let t = k.get(4..12).map_or(u64::MAX, |b| u64::from_be_bytes(b.try_into().expect("8 bytes")));
-                if t >= to {
-                    return Ok(ControlFlow::Break(()));
+        for (_, tick) in s.store.market_ticks(v.market.idx, from, to - 1).map_err(err)? {
+            if let Some(tr) = s.store.get_trade(&tick.id).map_err(err)? {
+                if tr.status == TradeStatus::Confirmed {
+                    let [_, maker] = tr.legs();
+                    *volume.entry(maker.address.to_string()).or_default() += maker.amount;
                 }
-                let tick: Tick = Store::decode_value(cf::TRADES_BY_MARKET, val)?;
-                if let Some(tr) = s.store.get_trade(&tick.id)? {
-                    if tr.status == TradeStatus::Confirmed {
-                        let [_, maker] = tr.legs();
-                        *volume.entry(maker.address.to_string()).or_default() += maker.amount;
-                    }
-                }
-                Ok(ControlFlow::Continue(()))
-            })
-            .map_err(err)?;
+            }
+        }
     }
     for (address, vol) in volume {
-        let key = rebate_key(&address, day);
-        if s.store.get_raw(cf::REBATES, &key).map_err(err)?.is_some() {
+        if s.store.rebate_paid(&address, day).map_err(err)? {
             continue;
         }
         let bps = tier_bps(&s.config.rebate_tiers, vol);
         let amount = mul_div_floor(vol, bps as u64, 10_000);
         let rec = Rebate { day, volume: vol, bps, amount, paid_at: now_us / 1_000_000 };
         let mut records = Batch::default();
-        records.put(cf::REBATES, key, encode(&rec));
+        records.put_rebate(&address, &rec);
         s.engine
             .blocking()
             .transfer(address.clone(), vec![(COLLATERAL.to_string(), LedgerChange::Credit(amount))], records)
@@ -433,14 +325,14 @@ pub fn tier_bps(tiers: &[RebateTier], volume: u64) -> u32 {
 /// The payout worker's run: settles what is pending (so the day's trades count), then pays
 /// every finished day not yet paid.
 pub fn run_due(s: &AppState) -> Result<Vec<DayPaid>, String> {
-    let through: Option<u32> = s.store.get(cf::META, meta::PAYOUTS_THROUGH).map_err(|e| e.to_string())?;
+    let through: Option<u32> = s.store.payouts_through().map_err(|e| e.to_string())?;
     let first = if through.is_none() { first_day(s).map_err(|e| e.to_string())? } else { None };
     let due = due_days(through, first, now_secs(), s.config.payout_grace_secs);
     if due.is_empty() {
         if through.is_none() && first.is_none() {
             // Nothing ever happened: start counting from the last finished day.
             let mut b = Batch::default();
-            b.put(cf::META, meta::PAYOUTS_THROUGH, encode(&due.end.saturating_sub(1)));
+            b.put_payouts_through(due.end.saturating_sub(1));
             s.commit_blocking(b).map_err(|e| e.to_string())?;
         }
         return Ok(Vec::new());
@@ -453,28 +345,12 @@ pub fn run_due(s: &AppState) -> Result<Vec<DayPaid>, String> {
 
 /// A wallet's accrued rewards on a day, per market (micro-units).
 pub fn earnings(s: &AppState, address: &str, day: u32) -> Result<Vec<(String, u64)>, StoreError> {
-    let mut rows = Vec::new();
-    s.store.walk(cf::REWARDS, &earnings_prefix(day, Some(address)), None, false, |k, v| {
-        if let Some((_, c)) = split_earning(k) {
-            let n = index::decode_counters(v).first().copied().unwrap_or(0).max(0) as u64;
-            rows.push((c.to_string(), n));
-        }
-        ControlFlow::Continue(())
-    })?;
-    Ok(rows)
+    Ok(s.store.earnings_of(address, day)?.into_iter().map(|(c, n)| (c, n.max(0) as u64)).collect())
 }
 
 /// A wallet's maker rebates, newest day first (`only`: that day's).
 pub fn rebates(s: &AppState, address: &str, only: Option<u32>) -> Result<Vec<Rebate>, StoreError> {
-    let mut out = Vec::new();
-    s.store.try_walk::<StoreError>(cf::REBATES, &index::wallet_prefix(address), None, true, |_, v| {
-        let rb: Rebate = Store::decode_value(cf::REBATES, v)?;
-        if only.is_none_or(|d| d == rb.day) {
-            out.push(rb);
-        }
-        Ok(ControlFlow::Continue(()))
-    })?;
-    Ok(out)
+    Ok(s.store.rebates_of(address)?.into_iter().filter(|rb| only.is_none_or(|d| d == rb.day)).collect())
 }
 
 /// Sets a market's reward program (rate 0 ends it).

@@ -30,7 +30,7 @@ use crate::commit::After;
 use crate::config::Config;
 use crate::domain::{AddressStatus, ApiKeyRecord, Mode};
 use crate::engine::{EngineError, EngineHandle};
-use crate::store::{cf, encode, meta, Batch, Store, StoreError};
+use crate::store::{Batch, Store, StoreError};
 
 /// Everything a handler needs.
 pub struct AppState {
@@ -91,16 +91,12 @@ impl AppState {
     ) -> anyhow::Result<AppState> {
         let exch: Address = config.exchange_address.parse()?;
         let neg: Address = config.neg_risk_exchange_address.parse()?;
-        let mut addresses = HashMap::new();
-        for (k, v) in store.all::<AddressStatus>(cf::ADDRESSES)? {
-            addresses.insert(String::from_utf8_lossy(&k).into_owned(), v);
-        }
-        let mode: Mode = store.get(cf::META, meta::MODE)?.unwrap_or(Mode::Normal);
+        let addresses: HashMap<String, AddressStatus> = store.address_statuses()?.into_iter().collect();
+        let mode = store.mode()?.unwrap_or(Mode::Normal);
         let catalogue = crate::app::catalogue::Catalogue::load(&store)?;
         let transfers = crate::app::bridge::transfers::Desk::load(&store)?;
         let rewards = RwLock::new(crate::app::incentives::load(&store)?);
-        let api_keys =
-            store.all::<ApiKeyRecord>(cf::API_KEYS)?.into_iter().map(|(_, k)| (k.key, Arc::new(k))).collect();
+        let api_keys = store.all_api_keys()?.into_iter().map(|k| (k.key, Arc::new(k))).collect();
         Ok(AppState {
             domains: OrderDomains::new(config.chain_id, exch, neg),
             config: config.clone(),
@@ -193,7 +189,7 @@ impl AppState {
 
     pub async fn set_mode(&self, m: Mode) -> Result<(), StoreError> {
         let mut b = Batch::default();
-        b.put(cf::META, meta::MODE.to_vec(), encode(&m));
+        b.put_mode(m);
         self.commit(b).await?;
         self.mode.store(mode_code(m), Ordering::Release);
         Ok(())

@@ -10,17 +10,14 @@
 //! disputed market's losing party forfeits its bond to the other).
 
 use std::collections::BTreeMap;
-use std::ops::ControlFlow;
 use std::sync::Arc;
-
-use serde::{Deserialize, Serialize};
 
 use crate::app::catalogue::{MarketMeta, ResolutionStatus};
 use crate::app::AppState;
 use crate::commit::views::MarketView;
 use crate::domain::{fmt_amount, now_secs, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
-use crate::store::{cf, encode, Batch, Store, StoreError};
+use crate::store::{Batch, StoreError};
 
 /// What a bond or resolution service refuses (the routes give each its SPEC §7 reply).
 #[derive(Debug, thiserror::Error)]
@@ -59,64 +56,12 @@ pub enum ResolutionError {
     Engine(#[from] EngineError),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum BondStatus {
-    Posted,
-    Released,
-    Slashed,
-}
-
-impl BondStatus {
-    pub fn name(self) -> &'static str {
-        match self {
-            BondStatus::Posted => "POSTED",
-            BondStatus::Released => "RELEASED",
-            BondStatus::Slashed => "SLASHED",
-        }
-    }
-}
-
-/// An agent's bond on one market.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Bond {
-    pub agent: String,
-    pub condition_id: String,
-    pub cluster_id: u64,
-    /// Escrowed collateral, micro-units.
-    pub amount: u64,
-    pub status: BondStatus,
-    pub posted_at: u64,
-}
-
-/// A market's proposed resolution.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Proposal {
-    pub condition_id: String,
-    pub outcome: u8,
-    pub proposer: String,
-    pub proposed_at: u64,
-    pub disputed_by: Option<String>,
-    pub disputed_at: Option<u64>,
-    pub resolved: bool,
-}
-
-pub(crate) fn bond_key(agent: &str, condition_id: &str) -> Vec<u8> {
-    format!("b/{agent}/{condition_id}").into_bytes()
-}
-fn market_bond_key(condition_id: &str, agent: &str) -> Vec<u8> {
-    format!("m/{condition_id}/{agent}").into_bytes()
-}
-fn proposal_key(condition_id: &str) -> Vec<u8> {
-    format!("r/{condition_id}").into_bytes()
-}
-fn cluster_key(condition_id: &str) -> Vec<u8> {
-    format!("k/{condition_id}").into_bytes()
-}
+pub use crate::domain::bonds::{Bond, BondStatus, Proposal};
 
 /// The cluster a market belongs to (the first configured one unless the operator
 /// assigned another).
 pub fn cluster_of(s: &AppState, condition_id: &str) -> Result<u64, StoreError> {
-    Ok(s.store.get::<u64>(cf::BONDS, &cluster_key(condition_id))?.unwrap_or_else(|| default_cluster(s)))
+    Ok(s.store.bond_cluster(condition_id)?.unwrap_or_else(|| default_cluster(s)))
 }
 
 fn default_cluster(s: &AppState) -> u64 {
@@ -129,16 +74,9 @@ fn requirement(s: &AppState, cluster: u64) -> Option<u64> {
 }
 
 fn bonds_of_market(s: &AppState, condition_id: &str) -> Result<Vec<Bond>, StoreError> {
-    let mut agents = Vec::new();
-    s.store.walk(cf::BONDS, format!("m/{condition_id}/").as_bytes(), None, false, |k, _| {
-        if let Some(a) = std::str::from_utf8(k).ok().and_then(|k| k.rsplit('/').next()) {
-            agents.push(a.to_string());
-        }
-        ControlFlow::Continue(())
-    })?;
     let mut out = Vec::new();
-    for a in agents {
-        if let Some(b) = s.store.get::<Bond>(cf::BONDS, &bond_key(&a, condition_id))? {
+    for a in s.store.bonded_agents(condition_id)? {
+        if let Some(b) = s.store.bond(&a, condition_id)? {
             out.push(b);
         }
     }
@@ -166,7 +104,7 @@ pub async fn post_bond(s: &AppState, agent: String, condition_id: &str, amount: 
     }
     let _one = s.bonds.lock().await;
     let now = now_secs();
-    let mut bond = match s.store.get::<Bond>(cf::BONDS, &bond_key(&agent, condition_id))? {
+    let mut bond = match s.store.bond(&agent, condition_id)? {
         Some(x) if x.status == BondStatus::Posted => x,
         _ => Bond {
             agent: agent.clone(),
@@ -190,18 +128,12 @@ pub async fn post_bond(s: &AppState, agent: String, condition_id: &str, amount: 
 
 /// The writes of a posted bond: the bond and the market's index of its agents.
 pub(crate) fn post_bond_records(batch: &mut Batch, bond: &Bond) {
-    batch.put(cf::BONDS, bond_key(&bond.agent, &bond.condition_id), encode(bond));
-    batch.put(cf::BONDS, market_bond_key(&bond.condition_id, &bond.agent), Vec::new());
+    batch.post_bond(bond);
 }
 
 /// Every bond an agent (a normalized address) has posted.
 pub fn agent_bonds(s: &AppState, agent: &str) -> Result<Vec<Bond>, StoreError> {
-    let mut out = Vec::new();
-    s.store.try_walk::<StoreError>(cf::BONDS, format!("b/{agent}/").as_bytes(), None, false, |_, v| {
-        out.push(Store::decode_value::<Bond>(cf::BONDS, v)?);
-        Ok(ControlFlow::Continue(()))
-    })?;
-    Ok(out)
+    s.store.bonds_of_agent(agent)
 }
 
 /// A proposal as it is shown: its state, the outcome's name and the dispute deadline.
@@ -241,7 +173,7 @@ pub fn market_bonds(s: &AppState, condition_id: &str) -> Result<MarketBonds, Res
     let bonds = bonds_of_market(s, condition_id)?;
     let cluster = cluster_of(s, condition_id)?;
     let total: u64 = bonds.iter().filter(|b| b.status == BondStatus::Posted).map(|b| b.amount).sum();
-    let proposal = s.store.get::<Proposal>(cf::BONDS, &proposal_key(condition_id))?;
+    let proposal = s.store.proposal(condition_id)?;
     let meta = s.catalogue.meta(condition_id);
     Ok(MarketBonds {
         cluster,
@@ -260,11 +192,7 @@ pub fn cluster_requirement(s: &AppState, cluster: u64) -> Result<u64, Resolution
 /// The agent's POSTED bond on a market, if it meets the cluster's requirement.
 fn qualified(s: &AppState, agent: &str, condition_id: &str, action: &'static str) -> Result<(), ResolutionError> {
     let need = requirement(s, cluster_of(s, condition_id)?).unwrap_or(0);
-    let have = s
-        .store
-        .get::<Bond>(cf::BONDS, &bond_key(agent, condition_id))?
-        .filter(|b| b.status == BondStatus::Posted)
-        .map_or(0, |b| b.amount);
+    let have = s.store.bond(agent, condition_id)?.filter(|b| b.status == BondStatus::Posted).map_or(0, |b| b.amount);
     if have < need.max(1) {
         return Err(ResolutionError::BondTooSmall { need: need.max(1), action });
     }
@@ -312,7 +240,7 @@ pub async fn propose(
         resolved: false,
     };
     let mut batch = Batch::default();
-    batch.put(cf::BONDS, proposal_key(condition_id), encode(&p));
+    batch.put_proposal(&p);
     s.commit(batch).await?;
     let meta = MarketMeta { resolution: Some(ResolutionStatus::Resolving), resolved_outcome: None, ..meta };
     crate::app::catalogue::put_meta(s, meta.clone()).await?;
@@ -324,7 +252,7 @@ pub async fn propose(
 pub async fn dispute(s: &AppState, agent: &str, condition_id: &str) -> Result<ProposalView, ResolutionError> {
     market(s, condition_id)?;
     let _one = s.bonds.lock().await;
-    let p = s.store.get::<Proposal>(cf::BONDS, &proposal_key(condition_id))?;
+    let p = s.store.proposal(condition_id)?;
     let Some(mut p) = p.filter(|p| !p.resolved) else {
         return Err(ResolutionError::NotResolving);
     };
@@ -342,7 +270,7 @@ pub async fn dispute(s: &AppState, agent: &str, condition_id: &str) -> Result<Pr
     p.disputed_by = Some(agent.to_string());
     p.disputed_at = Some(now);
     let mut batch = Batch::default();
-    batch.put(cf::BONDS, proposal_key(condition_id), encode(&p));
+    batch.put_proposal(&p);
     s.commit(batch).await?;
     let meta = s.catalogue.meta(condition_id);
     Ok(proposal_view(s, &p, meta.as_deref()))
@@ -355,7 +283,7 @@ pub async fn assign_cluster(s: &AppState, condition_id: &str, cluster: u64) -> R
         return Err(ResolutionError::NoCluster);
     }
     let mut batch = Batch::default();
-    batch.put(cf::BONDS, cluster_key(condition_id), encode(&cluster));
+    batch.put_bond_cluster(condition_id, cluster);
     s.commit(batch).await?;
     Ok(())
 }
@@ -368,7 +296,7 @@ pub async fn assign_cluster(s: &AppState, condition_id: &str, cluster: u64) -> R
 pub fn resolve(s: &AppState, condition_id: &str, winner: u8) -> Result<(), String> {
     let _one = s.bonds.blocking_lock();
     s.engine.blocking().close_market(condition_id.to_string()).map_err(|x| format!("{x:?}"))?;
-    let proposal = s.store.get::<Proposal>(cf::BONDS, &proposal_key(condition_id)).map_err(|x| x.to_string())?;
+    let proposal = s.store.proposal(condition_id).map_err(|x| x.to_string())?;
     // A disputed market: whoever was wrong, proposer or disputer, forfeits its bond to
     // the other.
     let (loser, gainer) = match &proposal {
@@ -394,7 +322,7 @@ pub fn resolve(s: &AppState, condition_id: &str, winner: u8) -> Result<(), Strin
         }
         b.status = if slashed { BondStatus::Slashed } else { BondStatus::Released };
         let mut records = Batch::default();
-        records.put(cf::BONDS, bond_key(&b.agent, condition_id), encode(&b));
+        records.put_bond(&b);
         s.engine
             .blocking()
             .transfer(b.agent.clone(), vec![(COLLATERAL.to_string(), LedgerChange::Credit(back))], records)
@@ -407,7 +335,7 @@ pub fn resolve(s: &AppState, condition_id: &str, winner: u8) -> Result<(), Strin
     if let Some(mut p) = proposal {
         p.resolved = true;
         let mut batch = Batch::default();
-        batch.put(cf::BONDS, proposal_key(condition_id), encode(&p));
+        batch.put_proposal(&p);
         s.commit_blocking(batch).map_err(|x| x.to_string())?;
     }
     Ok(())
@@ -421,16 +349,11 @@ pub fn run_due(s: &AppState) -> Result<Vec<String>, String> {
         crate::app::auctions::close_due(s, now).map_err(|e| format!("question auctions: {e}"))?;
     }
     let mut due = BTreeMap::new();
-    s.store
-        .walk(cf::BONDS, b"r/", None, false, |_, v| {
-            if let Ok(p) = Store::decode_value::<Proposal>(cf::BONDS, v) {
-                if !p.resolved && p.disputed_by.is_none() && now >= p.proposed_at + s.config.resolution_cooldown_secs {
-                    due.insert(p.condition_id.clone(), p.outcome);
-                }
-            }
-            ControlFlow::Continue(())
-        })
-        .map_err(|e| e.to_string())?;
+    for p in s.store.proposals().map_err(|e| e.to_string())? {
+        if !p.resolved && p.disputed_by.is_none() && now >= p.proposed_at + s.config.resolution_cooldown_secs {
+            due.insert(p.condition_id.clone(), p.outcome);
+        }
+    }
     let mut done = Vec::new();
     for (c, w) in due {
         resolve(s, &c, w)?;

@@ -14,16 +14,14 @@
 //! worker, so a request is filled once and a quote is accepted once.
 
 use std::collections::HashSet;
-use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::app::AppState;
 use crate::domain::{fmt_amount, fmt_price, now_secs, ApiKeyRecord, Side, COLLATERAL, PRICE_ONE};
 use crate::engine::{BlockTrade, EngineError, Reject};
-use crate::store::{cf, encode, Batch, Store, StoreError};
+use crate::store::{Batch, StoreError};
 
 /// What an RFQ service refuses (the routes give each its SPEC §7 reply).
 #[derive(Debug, thiserror::Error)]
@@ -59,120 +57,7 @@ pub enum RfqError {
 /// Longest TTL a request or quote may ask for (seconds).
 pub const MAX_TTL_SECS: u64 = 86_400;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum RequestState {
-    Open,
-    Filled,
-    Expired,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum QuoteState {
-    Pending,
-    Accepted,
-    Rejected,
-    Expired,
-}
-
-/// A request for quote.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RfqRequest {
-    pub id: Uuid,
-    /// The requester's API key and wallet.
-    pub owner: Uuid,
-    pub address: String,
-    pub token_id: String,
-    pub condition_id: String,
-    pub side: Side,
-    /// Tokens, micro-units.
-    pub size: u64,
-    pub created_at: u64,
-    pub expires_at: u64,
-    pub state: RequestState,
-    pub accepted_quote: Option<Uuid>,
-}
-
-/// A quote on a request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RfqQuote {
-    pub id: Uuid,
-    pub rfq_id: Uuid,
-    pub owner: Uuid,
-    pub address: String,
-    /// In the requested token, 1e-4 units.
-    pub price: u32,
-    pub created_at: u64,
-    pub expires_at: u64,
-    pub state: QuoteState,
-}
-
-impl RfqRequest {
-    /// Open and not past its TTL.
-    pub fn is_open(&self, now: u64) -> bool {
-        self.state == RequestState::Open && self.expires_at > now
-    }
-}
-
-impl RfqQuote {
-    /// PENDING and not past its TTL.
-    pub fn is_usable(&self, now: u64) -> bool {
-        self.state == QuoteState::Pending && self.expires_at > now
-    }
-}
-
-// ---- keys ----------------------------------------------------------------------------
-
-fn key(tag: &[u8], parts: &[&[u8]]) -> Vec<u8> {
-    let mut k = tag.to_vec();
-    for p in parts {
-        k.extend_from_slice(p);
-    }
-    k
-}
-fn request_key(id: &Uuid) -> Vec<u8> {
-    key(b"r/", &[id.as_bytes()])
-}
-fn quote_key(rfq: &Uuid, quote: &Uuid) -> Vec<u8> {
-    key(b"q/", &[rfq.as_bytes(), quote.as_bytes()])
-}
-fn quote_index_key(quote: &Uuid) -> Vec<u8> {
-    key(b"i/", &[quote.as_bytes()])
-}
-fn owner_key(owner: &Uuid, at: u64, id: &Uuid) -> Vec<u8> {
-    key(b"o/", &[owner.as_bytes(), &at.to_be_bytes(), id.as_bytes()])
-}
-fn quoter_key(owner: &Uuid, at: u64, quote: &Uuid) -> Vec<u8> {
-    key(b"p/", &[owner.as_bytes(), &at.to_be_bytes(), quote.as_bytes()])
-}
-fn open_key(id: &Uuid) -> Vec<u8> {
-    key(b"a/", &[id.as_bytes()])
-}
-/// Expiry index: kind 0 = request (rfq id), 1 = quote (rfq id + quote id).
-fn expiry_key(at: u64, rfq: &Uuid, quote: Option<&Uuid>) -> Vec<u8> {
-    match quote {
-        None => key(b"x/", &[&at.to_be_bytes(), &[0], rfq.as_bytes()]),
-        Some(q) => key(b"x/", &[&at.to_be_bytes(), &[1], rfq.as_bytes(), q.as_bytes()]),
-    }
-}
-
-fn uuid_at(k: &[u8], at: usize) -> Option<Uuid> {
-    k.get(at..at + 16).and_then(|b| Uuid::from_slice(b).ok())
-}
-
-fn load_request(store: &Store, id: &Uuid) -> Result<Option<RfqRequest>, StoreError> {
-    store.get(cf::RFQ, &request_key(id))
-}
-
-/// A request's quotes, oldest first.
-fn load_quotes(store: &Store, rfq: &Uuid) -> Result<Vec<RfqQuote>, StoreError> {
-    let mut out = Vec::new();
-    store.try_walk::<StoreError>(cf::RFQ, &key(b"q/", &[rfq.as_bytes()]), None, false, |_, v| {
-        out.push(Store::decode_value::<RfqQuote>(cf::RFQ, v)?);
-        Ok(ControlFlow::Continue(()))
-    })?;
-    out.sort_by_key(|q| (q.created_at, q.id));
-    Ok(out)
-}
+pub use crate::domain::rfq::{QuoteState, RequestState, RfqQuote, RfqRequest};
 
 /// The best usable quote: lowest price for a BUY request, highest for a SELL one, the
 /// earlier on a tie.
@@ -187,13 +72,9 @@ pub fn best_quote(side: Side, quotes: &[RfqQuote], now: u64) -> Option<&RfqQuote
 /// Closes a request: writes its new state, and every still-PENDING quote's (accepted one
 /// aside, which the caller sets), dropping their open and expiry index entries.
 fn close(batch: &mut Batch, r: &RfqRequest, quotes: &[RfqQuote], quote_state: QuoteState) {
-    batch.put(cf::RFQ, request_key(&r.id), encode(r));
-    batch.delete(cf::RFQ, open_key(&r.id));
-    batch.delete(cf::RFQ, expiry_key(r.expires_at, &r.id, None));
+    batch.close_rfq_request(r);
     for q in quotes.iter().filter(|q| q.state == QuoteState::Pending) {
-        let q = RfqQuote { state: quote_state, ..q.clone() };
-        batch.put(cf::RFQ, quote_key(&r.id, &q.id), encode(&q));
-        batch.delete(cf::RFQ, expiry_key(q.expires_at, &r.id, Some(&q.id)));
+        batch.close_rfq_quote(&RfqQuote { state: quote_state, ..q.clone() });
     }
 }
 
@@ -232,10 +113,7 @@ pub async fn request(s: &AppState, key: &ApiKeyRecord, new: NewRequest) -> Resul
         accepted_quote: None,
     };
     let mut batch = Batch::default();
-    batch.put(cf::RFQ, request_key(&req.id), encode(&req));
-    batch.put(cf::RFQ, owner_key(&req.owner, now, &req.id), Vec::new());
-    batch.put(cf::RFQ, open_key(&req.id), Vec::new());
-    batch.put(cf::RFQ, expiry_key(req.expires_at, &req.id, None), Vec::new());
+    batch.open_rfq_request(&req);
     s.commit(batch).await?;
     Ok(req)
 }
@@ -252,7 +130,7 @@ pub async fn quote(
 ) -> Result<(RfqQuote, u64), RfqError> {
     let _one = s.rfq.lock().await;
     let now = now_secs();
-    let req = load_request(&s.store, &rfq)?.filter(|x| x.is_open(now)).ok_or(RfqError::NotOpen)?;
+    let req = s.store.rfq_request(&rfq)?.filter(|x| x.is_open(now)).ok_or(RfqError::NotOpen)?;
     if *req.address == *key.address {
         return Err(RfqError::OwnRequest);
     }
@@ -281,10 +159,7 @@ pub async fn quote(
         state: QuoteState::Pending,
     };
     let mut batch = Batch::default();
-    batch.put(cf::RFQ, quote_key(&rfq, &q.id), encode(&q));
-    batch.put(cf::RFQ, quote_index_key(&q.id), rfq.as_bytes().to_vec());
-    batch.put(cf::RFQ, quoter_key(&q.owner, now, &q.id), rfq.as_bytes().to_vec());
-    batch.put(cf::RFQ, expiry_key(q.expires_at, &rfq, Some(&q.id)), Vec::new());
+    batch.add_rfq_quote(&q);
     s.commit(batch).await?;
     Ok((q, req.size))
 }
@@ -308,9 +183,7 @@ pub async fn accept(
     let now = now_secs();
     let rfq = match (want_quote, want_rfq) {
         (Some(q), named) => {
-            let raw = s.store.get_raw(cf::RFQ, &quote_index_key(&q))?.ok_or(RfqError::QuoteGone)?;
-            let parent = Uuid::from_slice(&raw)
-                .map_err(|e| StoreError::Corrupt { cf: cf::RFQ, msg: format!("quote index: {e}") })?;
+            let parent = s.store.rfq_of_quote(&q)?.ok_or(RfqError::QuoteGone)?;
             if named.is_some_and(|n| n != parent) {
                 return Err(RfqError::QuoteGone);
             }
@@ -319,11 +192,11 @@ pub async fn accept(
         (None, Some(r)) => r,
         (None, None) => return Err(RfqError::NotOpen),
     };
-    let mut req = load_request(&s.store, &rfq)?.filter(|x| *x.address == *key.address).ok_or(RfqError::NotOwned)?;
+    let mut req = s.store.rfq_request(&rfq)?.filter(|x| *x.address == *key.address).ok_or(RfqError::NotOwned)?;
     if !req.is_open(now) {
         return Err(RfqError::NotOpen);
     }
-    let quotes = load_quotes(&s.store, &rfq)?;
+    let quotes = s.store.rfq_quotes(&rfq)?;
     let chosen = match want_quote {
         Some(id) => quotes.iter().find(|q| q.id == id && q.is_usable(now)).ok_or(RfqError::QuoteGone)?,
         None => best_quote(req.side, &quotes, now).ok_or(RfqError::NoQuotes)?,
@@ -334,7 +207,7 @@ pub async fn accept(
     let mut records = Batch::default();
     close(&mut records, &req, &quotes, QuoteState::Rejected);
     let accepted = RfqQuote { state: QuoteState::Accepted, ..chosen.clone() };
-    records.put(cf::RFQ, quote_key(&rfq, &chosen.id), encode(&accepted));
+    records.put_rfq_quote(&accepted);
     let trade = BlockTrade {
         request_id: rfq,
         quote_id: chosen.id,
@@ -356,35 +229,21 @@ pub async fn accept(
 
 /// An API key's own requests with their quotes, newest first.
 pub fn own_requests(s: &AppState, owner: &Uuid) -> Result<Vec<(RfqRequest, Vec<RfqQuote>)>, StoreError> {
-    let mut ids = Vec::new();
-    s.store.walk(cf::RFQ, &key_prefix(b"o/", owner), None, true, |k, _| {
-        ids.extend(uuid_at(k, 2 + 16 + 8));
-        ControlFlow::Continue(())
-    })?;
     let mut items = Vec::new();
-    for id in ids {
-        if let Some(x) = load_request(&s.store, &id)? {
-            let quotes = load_quotes(&s.store, &id)?;
+    for id in s.store.rfq_requests_of(owner)? {
+        if let Some(x) = s.store.rfq_request(&id)? {
+            let quotes = s.store.rfq_quotes(&id)?;
             items.push((x, quotes));
         }
     }
     Ok(items)
 }
 
-fn key_prefix(tag: &[u8], owner: &Uuid) -> Vec<u8> {
-    key(tag, &[owner.as_bytes()])
-}
-
 /// Every open request a quoter may answer (any key's), oldest first.
 pub fn open_requests(s: &AppState, now: u64) -> Result<Vec<RfqRequest>, StoreError> {
-    let mut ids = Vec::new();
-    s.store.walk(cf::RFQ, b"a/", None, false, |k, _| {
-        ids.extend(uuid_at(k, 2));
-        ControlFlow::Continue(())
-    })?;
     let mut open = Vec::new();
-    for id in ids {
-        if let Some(x) = load_request(&s.store, &id)?.filter(|x| x.is_open(now)) {
+    for id in s.store.open_rfq_requests()? {
+        if let Some(x) = s.store.rfq_request(&id)?.filter(|x| x.is_open(now)) {
             open.push(x);
         }
     }
@@ -394,18 +253,9 @@ pub fn open_requests(s: &AppState, now: u64) -> Result<Vec<RfqRequest>, StoreErr
 
 /// An API key's own quotes with their requests, newest first.
 pub fn own_quotes(s: &AppState, owner: &Uuid) -> Result<Vec<(RfqRequest, RfqQuote)>, StoreError> {
-    let mut pairs = Vec::new();
-    s.store.walk(cf::RFQ, &key_prefix(b"p/", owner), None, true, |k, v| {
-        if let (Some(q), Ok(rfq)) = (uuid_at(k, 2 + 16 + 8), Uuid::from_slice(v)) {
-            pairs.push((rfq, q));
-        }
-        ControlFlow::Continue(())
-    })?;
     let mut items = Vec::new();
-    for (rfq, q) in pairs {
-        if let (Some(req), Some(quote)) =
-            (load_request(&s.store, &rfq)?, s.store.get::<RfqQuote>(cf::RFQ, &quote_key(&rfq, &q))?)
-        {
+    for (rfq, q) in s.store.rfq_quotes_of(owner)? {
+        if let (Some(req), Some(quote)) = (s.store.rfq_request(&rfq)?, s.store.rfq_quote(&rfq, &q)?) {
             items.push((req, quote));
         }
     }
@@ -418,17 +268,7 @@ pub fn own_quotes(s: &AppState, owner: &Uuid) -> Result<Vec<(RfqRequest, RfqQuot
 /// OS thread). Returns (requests, quotes) expired.
 pub fn expire_due(s: &AppState, now: u64) -> Result<(usize, usize), StoreError> {
     let _one = s.rfq.blocking_lock();
-    let mut due: Vec<(Uuid, Option<Uuid>)> = Vec::new();
-    s.store.walk(cf::RFQ, b"x/", None, false, |k, _| {
-        let at = k.get(2..10).map_or(u64::MAX, |b| u64::from_be_bytes(b.try_into().expect("8 bytes")));
-        if at > now {
-            return ControlFlow::Break(());
-        }
-        if let Some(rfq) = uuid_at(k, 11) {
-            due.push((rfq, if k.get(10) == Some(&1) { uuid_at(k, 27) } else { None }));
-        }
-        ControlFlow::Continue(())
-    })?;
+    let due = s.store.rfq_expiring(now)?;
     if due.is_empty() {
         return Ok((0, 0));
     }
@@ -439,8 +279,8 @@ pub fn expire_due(s: &AppState, now: u64) -> Result<(usize, usize), StoreError> 
     for (rfq, quote) in &due {
         match quote {
             None => {
-                let Some(mut req) = load_request(&s.store, rfq)? else { continue };
-                let qs = load_quotes(&s.store, rfq)?;
+                let Some(mut req) = s.store.rfq_request(rfq)? else { continue };
+                let qs = s.store.rfq_quotes(rfq)?;
                 if req.state == RequestState::Open {
                     req.state = RequestState::Expired;
                     requests += 1;
@@ -452,12 +292,13 @@ pub fn expire_due(s: &AppState, now: u64) -> Result<(usize, usize), StoreError> 
                 close(&mut batch, &req, &qs, QuoteState::Expired);
             }
             Some(q) if !done.contains(q) => {
-                let Some(mut quote) = s.store.get::<RfqQuote>(cf::RFQ, &quote_key(rfq, q))? else { continue };
-                batch.delete(cf::RFQ, expiry_key(quote.expires_at, rfq, Some(q)));
+                let Some(mut quote) = s.store.rfq_quote(rfq, q)? else { continue };
                 if quote.state == QuoteState::Pending {
                     quote.state = QuoteState::Expired;
-                    batch.put(cf::RFQ, quote_key(rfq, q), encode(&quote));
                     quotes += 1;
+                    batch.close_rfq_quote(&quote);
+                } else {
+                    batch.drop_rfq_quote_expiry(&quote);
                 }
             }
             Some(_) => {}
@@ -498,14 +339,5 @@ mod tests {
         assert_eq!(best_quote(Side::Buy, &qs, 50).map(|q| q.created_at), Some(2));
         assert_eq!(best_quote(Side::Sell, &qs, 50).map(|q| q.created_at), Some(6));
         assert!(best_quote(Side::Buy, &qs, 100).is_none());
-    }
-
-    #[test]
-    fn expiry_keys_sort_by_time_then_kind() {
-        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
-        assert!(expiry_key(5, &a, Some(&b)) < expiry_key(6, &a, None));
-        assert!(expiry_key(5, &a, None) < expiry_key(5, &a, Some(&b)));
-        assert_eq!(uuid_at(&expiry_key(5, &a, Some(&b)), 27), Some(b));
-        assert_eq!(uuid_at(&expiry_key(5, &a, None), 11), Some(a));
     }
 }

@@ -193,7 +193,6 @@ fn write(store: &Store, group: Group, metrics: &PersistMetrics) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::cf;
     use parking_lot::Mutex;
     use std::time::Duration;
 
@@ -217,16 +216,16 @@ mod tests {
         }
     }
 
-    /// Job `i`: rewrites one key (only the last write in commit order survives) and writes
+    /// Job `i`: rewrites one key (the payouts day; only the last write in commit order survives) and writes
     /// its own; its completion checks its write is readable, waits `hold`, and records `i`.
     fn job(store: &Arc<Store>, seen: &Arc<Mutex<Vec<u32>>>, i: u32, hold: std::time::Duration) -> Job {
         let mut batch = Batch::default();
-        batch.put(cf::META, b"test_last".to_vec(), i.to_be_bytes().to_vec());
-        batch.put(cf::META, format!("test_{i}").into_bytes(), vec![1]);
+        batch.put_payouts_through(i);
+        batch.put_waitlist(&format!("test_{i}"), 1);
         let (store, seen) = (store.clone(), seen.clone());
         let after = After::reply(move |ok| {
             assert!(ok);
-            assert!(store.get_raw(cf::META, format!("test_{i}").as_bytes()).unwrap().is_some());
+            assert!(store.on_waitlist(&format!("test_{i}")).unwrap());
             std::thread::sleep(hold);
             seen.lock().push(i);
         });
@@ -246,7 +245,7 @@ mod tests {
         drop(tx);
         handle.join().unwrap();
         assert_eq!(*seen.lock(), (0..N).collect::<Vec<_>>());
-        assert_eq!(store.get_raw(cf::META, b"test_last").unwrap(), Some((N - 1).to_be_bytes().to_vec()));
+        assert_eq!(store.payouts_through().unwrap(), Some(N - 1));
         assert_eq!(metrics.jobs.load(Ordering::Relaxed), N as u64);
         assert!(metrics.commits.load(Ordering::Relaxed) >= 1);
         assert!(metrics.bytes.get() > 0);
@@ -316,7 +315,7 @@ mod tests {
         handle.join().unwrap();
         let n = BURST_END + 5;
         assert_eq!(*seen.lock(), (0..n).collect::<Vec<_>>());
-        assert_eq!(store.get_raw(cf::META, b"test_last").unwrap(), Some((n - 1).to_be_bytes().to_vec()));
+        assert_eq!(store.payouts_through().unwrap(), Some(n - 1));
         assert!(inline_before_burst >= 1, "no lone job was written by the preparer");
         assert!(commits > inline, "job 6, queued behind job 5, never went to the writer");
         assert!(metrics.inline_commits.get() > inline, "the preparer never wrote again after the burst");

@@ -3,9 +3,15 @@
 //! Money is integers only: amounts are 6-decimal fixed-point `u64` micro-units, prices are
 //! `u32` in 1e-4 units (`PRICE_ONE` = 1.0). Nothing here does I/O.
 
+pub mod bonds;
+pub mod bridge;
+pub mod builders;
+pub mod catalogue;
 pub mod num;
 pub mod packed;
 pub mod records;
+pub mod rewards;
+pub mod rfq;
 pub mod time;
 
 pub use num::*;

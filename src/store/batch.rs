@@ -78,6 +78,21 @@ impl Batch {
         self.put(cf::NONCES, maker.as_bytes().to_vec(), encode(state));
     }
 
+    /// A wallet's non-trade activity row (split, merge, redeem, conversion, reward), at
+    /// `micros`; rows of one operation share its hash, the time keeps them apart.
+    pub fn add_activity(&mut self, wallet: &str, micros: u64, row: &super::index::CtfActivity) {
+        self.put(cf::ACTIVITY, super::index::activity(wallet, micros, &row.tx_hash), encode(row));
+    }
+
+    /// The position counters of a wallet's change in a market's token on a day.
+    pub fn move_position(&mut self, market: u32, day: u32, wallet: &str, token: &str, p: &super::index::Position) {
+        let mut ops = Vec::new();
+        super::index::position_ops(market, day, wallet, token, p, &mut ops);
+        for (c, k, v) in ops {
+            self.merge(c, k, v);
+        }
+    }
+
     /// Room for `n` more writes. A batch nothing was written to yet is given a new list of
     /// that size rather than grown: growing copies the old list, here for nothing.
     pub fn reserve(&mut self, n: usize) {

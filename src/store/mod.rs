@@ -4,8 +4,14 @@
 //! scans come out ordered, values prefixed with a version byte. One logical change is one
 //! [`Batch`]; the persister (`commit::persister`) group-commits batches with a synced WAL.
 
+mod access;
 mod aggregator;
+pub mod analytics;
 mod batch;
+mod bonds;
+mod bridge;
+mod builders;
+mod catalogue;
 mod codec;
 pub mod index;
 pub mod keys;
@@ -13,6 +19,8 @@ mod log_roll;
 mod open;
 mod open_index;
 mod read;
+mod rewards;
+mod rfq;
 mod schema;
 #[cfg(test)]
 mod tests;

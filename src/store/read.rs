@@ -452,3 +452,32 @@ fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     }
     None
 }
+
+impl Store {
+    /// A market's trade ticks with time in [from, to] (UNIX seconds, inclusive), oldest
+    /// first: (time, tick).
+    pub fn market_ticks(&self, market_idx: u32, from: u64, to: u64) -> Result<Vec<(u64, index::Tick)>, StoreError> {
+        let prefix = market_idx.to_be_bytes();
+        let start = index::market_time_seq(market_idx, from, 0);
+        let mut out = Vec::new();
+        self.try_walk(cf::TRADES_BY_MARKET, &prefix, Some(&start), false, |k, v| {
+            let t = k.get(4..12).map_or(u64::MAX, |b| u64::from_be_bytes(b.try_into().expect("8 bytes")));
+            if t > to {
+                return Ok(std::ops::ControlFlow::Break(()));
+            }
+            out.push((t, Store::decode_value::<index::Tick>(cf::TRADES_BY_MARKET, v)?));
+            Ok::<_, StoreError>(std::ops::ControlFlow::Continue(()))
+        })?;
+        Ok(out)
+    }
+
+    /// The time of a market's first trade.
+    pub fn first_market_trade_time(&self, market_idx: u32) -> Result<Option<u64>, StoreError> {
+        let mut first = None;
+        self.walk(cf::TRADES_BY_MARKET, &market_idx.to_be_bytes(), None, false, |k, _| {
+            first = k.get(4..12).map(|t| u64::from_be_bytes(t.try_into().expect("8 bytes")));
+            std::ops::ControlFlow::Break(())
+        })?;
+        Ok(first)
+    }
+}

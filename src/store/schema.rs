@@ -169,6 +169,10 @@ pub mod meta {
     pub const COMPACT_WALLET_TRADES: &[u8] = b"compact_wallet_trades";
     /// The last UTC day (u32) whose rewards and rebates were paid.
     pub const PAYOUTS_THROUGH: &[u8] = b"payouts_through";
+    /// The ids the next catalogue series, event and comment get (u64 BE).
+    pub const NEXT_SERIES: &[u8] = b"next_series_id";
+    pub const NEXT_EVENT: &[u8] = b"next_event_id";
+    pub const NEXT_COMMENT: &[u8] = b"next_comment_id";
 
     /// Key of a market's last trade (YES price, taker side in YES terms), written by every
     /// crossing order ([`crate::store::Op::LastTrade`]).

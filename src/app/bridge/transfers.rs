@@ -13,129 +13,47 @@
 //! transaction cannot both credit, and a withdrawal cannot be completed and failed.
 
 use alloy_primitives::{keccak256, Address};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::{base_units, table, Asset, BridgeError, Family, Refusal};
 use crate::app::{acts_for, AppState};
 use crate::auth::normalize_address;
 use crate::domain::{now_millis, ApiKeyRecord, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
-use crate::store::{cf, encode, Batch, Store, StoreError};
+use crate::store::{Batch, Store, StoreError};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum Kind {
-    Deposit,
-    Withdrawal,
-}
+pub use crate::domain::bridge::{BridgeAddress, Kind, Status, Transfer};
 
-/// Polymarket's bridge statuses that ledger mode uses: a withdrawal is PROCESSING until the
-/// operator completes or fails it; a confirmed deposit is COMPLETED at once (or FAILED when
-/// it cannot be credited: below the minimum, or not covering the fees).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum Status {
-    Processing,
-    Completed,
-    Failed,
-}
-
-impl Status {
-    pub fn name(self) -> &'static str {
-        match self {
-            Status::Processing => "PROCESSING",
-            Status::Completed => "COMPLETED",
-            Status::Failed => "FAILED",
-        }
-    }
-}
-
-/// What a registered bridge address stands for: a wallet's deposits, or a wallet's
-/// withdrawals to one destination.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct BridgeAddress {
+/// A PROCESSING transfer of `amount` base units of `route.0` into `route.1`, created now,
+/// with nothing out yet.
+fn new_transfer(
+    id: u64,
     kind: Kind,
-    owner: String,
-}
-
-/// One deposit or withdrawal.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Transfer {
-    pub id: u64,
-    pub kind: Kind,
-    /// The exchange wallet credited or debited.
-    pub owner: String,
-    pub bridge_address: String,
-    pub from_chain_id: String,
-    pub from_token_address: String,
-    pub from_amount: String,
-    pub to_chain_id: String,
-    pub to_token_address: String,
-    pub to_amount: String,
-    pub recipient: Option<String>,
-    /// Collateral micro-units credited (deposit) or debited (withdrawal).
-    pub ledger_amount: u64,
-    pub status: Status,
-    /// The source transaction of a deposit; the destination transaction of a withdrawal.
-    pub tx_hash: Option<String>,
-    pub reason: Option<String>,
-    pub created_ms: u64,
-    pub updated_ms: u64,
-}
-
-impl Transfer {
-    /// A PROCESSING transfer of `amount` base units of `route.0` into `route.1`, created now,
-    /// with nothing out yet.
-    fn new(
-        id: u64,
-        kind: Kind,
-        owner: &str,
-        bridge_address: String,
-        route: (&Asset, &Asset),
-        amount: u128,
-    ) -> Transfer {
-        let (from, to) = route;
-        let now = now_millis();
-        Transfer {
-            id,
-            kind,
-            owner: owner.to_string(),
-            bridge_address,
-            from_chain_id: from.chain_id.clone(),
-            from_token_address: from.token.address.clone(),
-            from_amount: amount.to_string(),
-            to_chain_id: to.chain_id.clone(),
-            to_token_address: to.token.address.clone(),
-            to_amount: "0".into(),
-            recipient: None,
-            ledger_amount: 0,
-            status: Status::Processing,
-            tx_hash: None,
-            reason: None,
-            created_ms: now,
-            updated_ms: now,
-        }
-    }
-}
-
-/// Key prefixes in the `bridge` family.
-mod key {
-    /// bridge address → what it stands for.
-    pub fn address(a: &str) -> Vec<u8> {
-        [b"a/", a.as_bytes()].concat()
-    }
-    /// source chain and transaction of a credited deposit → transfer id.
-    pub fn source_tx(chain: &str, tx: &str) -> Vec<u8> {
-        [b"t/", chain.as_bytes(), b"/", tx.as_bytes()].concat()
-    }
-    /// PROCESSING withdrawals, by id.
-    pub const OPEN: &[u8] = b"o/";
-    pub fn open(id: u64) -> Vec<u8> {
-        [OPEN, &id.to_be_bytes()].concat()
-    }
-    /// An address's transfers, oldest first.
-    pub fn by_address(a: &str, id: u64) -> Vec<u8> {
-        [a.as_bytes(), b"/", &id.to_be_bytes()].concat()
+    owner: &str,
+    bridge_address: String,
+    route: (&Asset, &Asset),
+    amount: u128,
+) -> Transfer {
+    let (from, to) = route;
+    let now = now_millis();
+    Transfer {
+        id,
+        kind,
+        owner: owner.to_string(),
+        bridge_address,
+        from_chain_id: from.chain_id.clone(),
+        from_token_address: from.token.address.clone(),
+        from_amount: amount.to_string(),
+        to_chain_id: to.chain_id.clone(),
+        to_token_address: to.token.address.clone(),
+        to_amount: "0".into(),
+        recipient: None,
+        ledger_amount: 0,
+        status: Status::Processing,
+        tx_hash: None,
+        reason: None,
+        created_ms: now,
+        updated_ms: now,
     }
 }
 
@@ -146,12 +64,7 @@ pub struct Desk {
 
 impl Desk {
     pub fn load(store: &Store) -> Result<Desk, StoreError> {
-        let mut last = 0;
-        store.walk(cf::TRANSFERS, b"", None, true, |k, _| {
-            last = k.try_into().map(u64::from_be_bytes).unwrap_or(0);
-            std::ops::ControlFlow::Break(())
-        })?;
-        Ok(Desk { next_id: tokio::sync::Mutex::new(last + 1) })
+        Ok(Desk { next_id: tokio::sync::Mutex::new(store.last_transfer_id()? + 1) })
     }
 }
 
@@ -197,9 +110,9 @@ fn derive(venue: &str, kind: Kind, owner: &str, route: &[&str]) -> [String; 3] {
 fn register(s: &AppState, addrs: &[String; 3], kind: Kind, owner: &str, batch: &mut Batch) -> Result<bool, StoreError> {
     let mut added = false;
     for a in addrs {
-        let k = key::address(&address_key(a).expect("derived addresses parse"));
-        if s.store.get_raw(cf::BRIDGE, &k)?.is_none() {
-            batch.put(cf::BRIDGE, k, encode(&BridgeAddress { kind, owner: owner.to_string() }));
+        let a = address_key(a).expect("derived addresses parse");
+        if s.store.bridge_address(&a)?.is_none() {
+            batch.put_bridge_address(&a, &BridgeAddress { kind, owner: owner.to_string() });
             added = true;
         }
     }
@@ -260,12 +173,12 @@ pub async fn withdraw(
         to_amount: priced.to_units.to_string(),
         recipient: Some(recipient),
         ledger_amount: debit,
-        ..Transfer::new(*next, Kind::Withdrawal, &owner, bridge_address, (from, to), amount)
+        ..new_transfer(*next, Kind::Withdrawal, &owner, bridge_address, (from, to), amount)
     };
     let mut batch = Batch::default();
     register(s, &addrs, Kind::Withdrawal, &owner, &mut batch)?;
-    batch.put(cf::BRIDGE, key::open(rec.id), Vec::new());
-    put_new(&mut batch, &rec);
+    batch.open_withdrawal(rec.id);
+    batch.add_transfer(&rec);
     match s.engine.transfer(owner, vec![(COLLATERAL.to_string(), LedgerChange::Debit(debit))], batch).await {
         Ok(_) => {}
         Err(EngineError::Rejected(_)) => return Err(BridgeError::NotEnoughBalance),
@@ -275,36 +188,19 @@ pub async fn withdraw(
     Ok((addrs, rec))
 }
 
-/// A new transfer and its entries under the wallet and the bridge address.
-fn put_new(batch: &mut Batch, rec: &Transfer) {
-    batch.put(cf::TRANSFERS_BY_ADDRESS, key::by_address(&rec.owner, rec.id), Vec::new());
-    batch.put(cf::TRANSFERS_BY_ADDRESS, key::by_address(&rec.bridge_address, rec.id), Vec::new());
-    batch.put(cf::TRANSFERS, rec.id.to_be_bytes().to_vec(), encode(rec));
-}
-
 /// The transfers of a bridge address or of a wallet (its deposits and withdrawals), newest
 /// first; none for an address never seen.
 pub fn status(s: &AppState, address: &str) -> Result<Vec<Transfer>, BridgeError> {
     table(s)?;
     let a = address_key(address).ok_or(BridgeError::NotAnAddress)?;
-    let prefix = [a.as_bytes(), b"/"].concat();
-    let mut out = Vec::new();
-    s.store.try_walk::<StoreError>(cf::TRANSFERS_BY_ADDRESS, &prefix, None, true, |k, _| {
-        out.push(load(s, id_at_end(k))?);
-        Ok(std::ops::ControlFlow::Continue(()))
-    })?;
-    Ok(out)
-}
-
-fn id_at_end(k: &[u8]) -> u64 {
-    k.len().checked_sub(8).and_then(|at| k[at..].try_into().ok()).map(u64::from_be_bytes).unwrap_or(0)
+    s.store.transfers_of(&a)?.into_iter().map(|id| load(s, id)).collect::<Result<_, StoreError>>().map_err(Into::into)
 }
 
 /// A transfer an index entry names (missing: the store is corrupt).
 fn load(s: &AppState, id: u64) -> Result<Transfer, StoreError> {
     s.store
-        .get(cf::TRANSFERS, &id.to_be_bytes())?
-        .ok_or_else(|| StoreError::Corrupt { cf: cf::TRANSFERS, msg: format!("transfer {id} is indexed but missing") })
+        .transfer(id)?
+        .ok_or_else(|| StoreError::Corrupt { cf: "transfers", msg: format!("transfer {id} is indexed but missing") })
 }
 
 /// The operator's report of an arrival on a deposit address.
@@ -333,7 +229,7 @@ pub enum Arrival {
 pub async fn confirm_deposit(s: &AppState, b: &ArrivalReport) -> Result<Arrival, BridgeError> {
     let t = table(s)?;
     let (family, bridge_address) = parse_address(&b.deposit_address).ok_or(BridgeError::UnknownDepositAddress)?;
-    let Some(BridgeAddress { kind: Kind::Deposit, owner }) = registered(s, &bridge_address)? else {
+    let Some(BridgeAddress { kind: Kind::Deposit, owner }) = s.store.bridge_address(&bridge_address)? else {
         return Err(BridgeError::UnknownDepositAddress);
     };
     let tx = b.tx_hash.trim();
@@ -346,11 +242,11 @@ pub async fn confirm_deposit(s: &AppState, b: &ArrivalReport) -> Result<Arrival,
         return Err(BridgeError::WrongChain(from.chain_name.clone()));
     }
     let to = t.collateral();
-    let tx_key = key::source_tx(&from.chain_id, &tx.to_ascii_lowercase());
+    let tx_lower = tx.to_ascii_lowercase();
 
     let mut next = s.transfers.next_id.lock().await;
-    if let Some(id) = s.store.get_raw(cf::BRIDGE, &tx_key)? {
-        let rec = load(s, id_at_end(&id))?;
+    if let Some(id) = s.store.deposit_of_tx(&from.chain_id, &tx_lower)? {
+        let rec = load(s, id)?;
         let same = rec.bridge_address == bridge_address
             && rec.from_token_address == from.token.address
             && rec.from_amount == amount.to_string();
@@ -362,7 +258,7 @@ pub async fn confirm_deposit(s: &AppState, b: &ArrivalReport) -> Result<Arrival,
     let mut rec = Transfer {
         status: Status::Completed,
         tx_hash: Some(tx.to_string()),
-        ..Transfer::new(*next, Kind::Deposit, &owner, bridge_address, (from, to), amount)
+        ..new_transfer(*next, Kind::Deposit, &owner, bridge_address, (from, to), amount)
     };
     let credit = match t.price(from, to, amount) {
         Ok(p) => Some(u64::try_from(p.to_units).map_err(|_| Refusal::TooLarge)?),
@@ -374,22 +270,18 @@ pub async fn confirm_deposit(s: &AppState, b: &ArrivalReport) -> Result<Arrival,
         }
     };
     let mut batch = Batch::default();
-    batch.put(cf::BRIDGE, tx_key, rec.id.to_be_bytes().to_vec());
+    batch.put_deposit_tx(&from.chain_id, &tx_lower, rec.id);
     if let Some(c) = credit {
         rec.to_amount = c.to_string();
         rec.ledger_amount = c;
-        put_new(&mut batch, &rec);
+        batch.add_transfer(&rec);
         s.engine.transfer(owner, vec![(COLLATERAL.to_string(), LedgerChange::Credit(c))], batch).await?;
     } else {
-        put_new(&mut batch, &rec);
+        batch.add_transfer(&rec);
         s.commit(batch).await?;
     }
     *next += 1;
     Ok(Arrival::Recorded(rec))
-}
-
-fn registered(s: &AppState, a: &str) -> Result<Option<BridgeAddress>, StoreError> {
-    s.store.get(cf::BRIDGE, &key::address(a))
 }
 
 /// How the operator settles a withdrawal: COMPLETED with the destination transaction, or
@@ -407,7 +299,7 @@ pub async fn settle_withdrawal(s: &AppState, id: &str, b: Outcome) -> Result<Tra
     let _lock = s.transfers.next_id.lock().await;
     let missing = || BridgeError::WithdrawalNotFound(id.to_string());
     let n: u64 = id.parse().map_err(|_| missing())?;
-    let mut rec: Transfer = s.store.get(cf::TRANSFERS, &n.to_be_bytes())?.ok_or_else(missing)?;
+    let mut rec = s.store.transfer(n)?.ok_or_else(missing)?;
     if rec.kind != Kind::Withdrawal {
         return Err(missing());
     }
@@ -416,20 +308,20 @@ pub async fn settle_withdrawal(s: &AppState, id: &str, b: Outcome) -> Result<Tra
     }
     rec.updated_ms = now_millis();
     let mut batch = Batch::default();
-    batch.delete(cf::BRIDGE, key::open(rec.id));
+    batch.close_withdrawal(rec.id);
     match b.status {
         Status::Processing => return Err(BridgeError::NotFinal),
         Status::Completed => {
             let tx = b.tx_hash.as_deref().map(str::trim).filter(|t| !t.is_empty());
             rec.tx_hash = Some(tx.ok_or(BridgeError::CompleteNeedsTx)?.into());
             rec.status = Status::Completed;
-            batch.put(cf::TRANSFERS, rec.id.to_be_bytes().to_vec(), encode(&rec));
+            batch.put_transfer(&rec);
             s.commit(batch).await?;
         }
         Status::Failed => {
             rec.status = Status::Failed;
             rec.reason = Some(b.reason.unwrap_or_else(|| "failed by the operator; the amount was refunded".into()));
-            batch.put(cf::TRANSFERS, rec.id.to_be_bytes().to_vec(), encode(&rec));
+            batch.put_transfer(&rec);
             let refund = LedgerChange::Credit(rec.ledger_amount);
             s.engine.transfer(rec.owner.clone(), vec![(COLLATERAL.to_string(), refund)], batch).await?;
         }
@@ -439,12 +331,7 @@ pub async fn settle_withdrawal(s: &AppState, id: &str, b: Outcome) -> Result<Tra
 
 /// The PROCESSING withdrawals, oldest first (the operator's queue).
 pub fn open_withdrawals(s: &AppState) -> Result<Vec<Transfer>, StoreError> {
-    let mut out = Vec::new();
-    s.store.try_walk::<StoreError>(cf::BRIDGE, key::OPEN, None, false, |k, _| {
-        out.push(load(s, id_at_end(k))?);
-        Ok(std::ops::ControlFlow::Continue(()))
-    })?;
-    Ok(out)
+    s.store.open_withdrawals()?.into_iter().map(|id| load(s, id)).collect()
 }
 
 #[cfg(test)]
@@ -472,12 +359,5 @@ mod tests {
         for bad in ["", "nobody", "0x12", "bc1qqqqq", "1111"] {
             assert_eq!(address_key(bad), None, "{bad}");
         }
-    }
-
-    #[test]
-    fn keys_end_with_the_id() {
-        assert_eq!(id_at_end(&key::by_address("0xab", 7)), 7);
-        assert_eq!(id_at_end(&key::open(300)), 300);
-        assert_eq!(id_at_end(b"short"), 0);
     }
 }

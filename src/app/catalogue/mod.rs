@@ -15,7 +15,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
-use serde::{Deserialize, Serialize};
 
 use crate::app::AppState;
 use crate::commit::views::{BookSnapshot, MarketView};
@@ -23,7 +22,7 @@ use crate::domain::now_secs;
 use crate::domain::BadDate;
 pub use crate::domain::{fmt_date, parse_date};
 use crate::engine::EngineError;
-use crate::store::{cf, encode, Batch, Store, StoreError};
+use crate::store::{Batch, Store, StoreError};
 
 /// What a catalogue service refuses (the routes give each its SPEC §7 reply).
 #[derive(Debug, thiserror::Error)]
@@ -72,135 +71,9 @@ pub enum CatalogueError {
     Engine(#[from] EngineError),
 }
 
-/// A series: a recurring family of events (a weekly question, a season).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SeriesRecord {
-    pub id: u64,
-    pub title: String,
-    pub slug: String,
-    pub series_type: String,
-    pub recurrence: String,
-    pub description: String,
-    pub image: String,
-    pub active: bool,
-    pub closed: bool,
-    pub archived: bool,
-    /// UNIX seconds.
-    pub start_date: Option<u64>,
-    pub created_at: u64,
-}
-
-/// An event: one question's page, grouping one or more binary markets.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EventRecord {
-    pub id: u64,
-    pub title: String,
-    pub slug: String,
-    pub description: String,
-    pub series_id: Option<u64>,
-    pub tags: Vec<String>,
-    /// Condition IDs, in the order given.
-    pub markets: Vec<String>,
-    pub active: bool,
-    pub closed: bool,
-    pub archived: bool,
-    pub featured: bool,
-    pub neg_risk: bool,
-    pub image: String,
-    pub icon: String,
-    pub start_date: Option<u64>,
-    pub end_date: Option<u64>,
-    pub created_at: u64,
-}
-
-/// Where a market's resolution stands (SPEC §3.4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum ResolutionStatus {
-    Resolving,
-    Resolved,
-}
-
-/// What the catalogue knows of a market beyond the engine's record.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct MarketMeta {
-    pub condition_id: String,
-    pub event_id: Option<u64>,
-    pub description: String,
-    pub resolution_source: String,
-    pub image: String,
-    pub icon: String,
-    pub group_item_title: String,
-    pub start_date: Option<u64>,
-    pub end_date: Option<u64>,
-    pub resolution: Option<ResolutionStatus>,
-    /// Index of the winning outcome once resolved (0 = first token).
-    pub resolved_outcome: Option<u8>,
-    pub created_at: u64,
-}
-
-/// What a comment is attached to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ParentKind {
-    Event,
-    Series,
-    Market,
-}
-
-impl ParentKind {
-    pub fn code(self) -> u8 {
-        match self {
-            ParentKind::Event => 0,
-            ParentKind::Series => 1,
-            ParentKind::Market => 2,
-        }
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            ParentKind::Event => "Event",
-            ParentKind::Series => "Series",
-            ParentKind::Market => "market",
-        }
-    }
-    pub fn parse(s: &str) -> Option<ParentKind> {
-        match s.to_ascii_lowercase().as_str() {
-            "event" => Some(ParentKind::Event),
-            "series" => Some(ParentKind::Series),
-            "market" => Some(ParentKind::Market),
-            _ => None,
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CommentRecord {
-    pub id: u64,
-    pub parent_kind: ParentKind,
-    pub parent_id: u64,
-    pub reply_to: Option<u64>,
-    pub body: String,
-    pub user_address: String,
-    pub created_at: u64,
-}
-
-/// Key of a comment: parent kind (1) + parent id (8) + comment id (8), so a parent's
-/// comments are one prefix, newest last.
-pub fn comment_key(kind: ParentKind, parent: u64, id: u64) -> Vec<u8> {
-    let mut k = comment_prefix(kind, parent);
-    k.extend_from_slice(&id.to_be_bytes());
-    k
-}
-
-pub fn comment_prefix(kind: ParentKind, parent: u64) -> Vec<u8> {
-    let mut k = vec![kind.code()];
-    k.extend_from_slice(&parent.to_be_bytes());
-    k
-}
-
-/// Meta keys of the id counters.
-const NEXT_SERIES: &[u8] = b"next_series_id";
-const NEXT_EVENT: &[u8] = b"next_event_id";
-const NEXT_COMMENT: &[u8] = b"next_comment_id";
+pub use crate::domain::catalogue::{
+    CommentRecord, EventRecord, MarketMeta, ParentKind, ResolutionStatus, SeriesRecord,
+};
 
 #[derive(Debug, Default)]
 struct Inner {
@@ -223,18 +96,16 @@ pub struct Catalogue {
 impl Catalogue {
     pub fn load(store: &Store) -> Result<Catalogue, StoreError> {
         let mut inner = Inner::default();
-        for (_, s) in store.all::<SeriesRecord>(cf::SERIES)? {
+        for s in store.all_series()? {
             inner.series.insert(s.id, Arc::new(s));
         }
-        for (_, e) in store.all::<EventRecord>(cf::EVENTS)? {
+        for e in store.all_events()? {
             inner.events.insert(e.id, Arc::new(e));
         }
-        for (_, m) in store.all::<MarketMeta>(cf::MARKET_META)? {
+        for m in store.all_market_meta()? {
             inner.meta.insert(m.condition_id.clone(), Arc::new(m));
         }
-        inner.next_series = store.meta_u64(NEXT_SERIES)?.unwrap_or(1);
-        inner.next_event = store.meta_u64(NEXT_EVENT)?.unwrap_or(1);
-        inner.next_comment = store.meta_u64(NEXT_COMMENT)?.unwrap_or(1);
+        (inner.next_series, inner.next_event, inner.next_comment) = store.catalogue_next_ids()?;
         Ok(Catalogue { inner: RwLock::new(inner), write: Default::default() })
     }
 
@@ -258,23 +129,6 @@ impl Catalogue {
     pub fn next_ids(&self) -> (u64, u64, u64) {
         let i = self.inner.read();
         (i.next_series, i.next_event, i.next_comment)
-    }
-
-    /// Adds `batch`'s writes for a new series.
-    pub fn stage_series(b: &mut Batch, s: &SeriesRecord) {
-        b.put(cf::SERIES, s.id.to_be_bytes().to_vec(), encode(s));
-        b.put(cf::META, NEXT_SERIES.to_vec(), (s.id + 1).to_be_bytes().to_vec());
-    }
-    pub fn stage_event(b: &mut Batch, e: &EventRecord) {
-        b.put(cf::EVENTS, e.id.to_be_bytes().to_vec(), encode(e));
-        b.put(cf::META, NEXT_EVENT.to_vec(), (e.id + 1).to_be_bytes().to_vec());
-    }
-    pub fn stage_meta(b: &mut Batch, m: &MarketMeta) {
-        b.put(cf::MARKET_META, m.condition_id.as_bytes().to_vec(), encode(m));
-    }
-    pub fn stage_comment(b: &mut Batch, c: &CommentRecord) {
-        b.put(cf::COMMENTS, comment_key(c.parent_kind, c.parent_id, c.id), encode(c));
-        b.put(cf::META, NEXT_COMMENT.to_vec(), (c.id + 1).to_be_bytes().to_vec());
     }
 
     /// Publishes what a durable batch wrote.
@@ -332,12 +186,12 @@ pub fn mark(snap: &BookSnapshot) -> Option<u32> {
 }
 
 pub fn live(store: &Store, view: &MarketView) -> Result<Live, StoreError> {
-    let c = store.counters(cf::MARKET_STATS, &view.market.idx.to_be_bytes())?;
+    let (volume, trades) = store.market_stats(view.market.idx)?;
     let snap = view.snapshot();
     let (best_bid, best_ask) = snap.best(0);
     Ok(Live {
-        volume: c.first().copied().unwrap_or(0).max(0) as u64,
-        trades: c.get(1).copied().unwrap_or(0).max(0) as u64,
+        volume,
+        trades,
         liquidity: liquidity(&snap),
         best_bid,
         best_ask,
@@ -390,7 +244,7 @@ pub fn meta_or_new(s: &AppState, condition_id: &str) -> MarketMeta {
 pub fn put_meta_blocking(s: &AppState, meta: MarketMeta) -> Result<(), StoreError> {
     let _w = s.catalogue.write.blocking_lock();
     let mut b = Batch::default();
-    Catalogue::stage_meta(&mut b, &meta);
+    b.put_market_meta(&meta);
     s.commit_blocking(b)?;
     s.catalogue.publish(None, None, vec![meta]);
     Ok(())
@@ -400,7 +254,7 @@ pub fn put_meta_blocking(s: &AppState, meta: MarketMeta) -> Result<(), StoreErro
 pub async fn put_meta(s: &AppState, meta: MarketMeta) -> Result<(), StoreError> {
     let _w = s.catalogue.write.lock().await;
     let mut b = Batch::default();
-    Catalogue::stage_meta(&mut b, &meta);
+    b.put_market_meta(&meta);
     s.commit(b).await?;
     s.catalogue.publish(None, None, vec![meta]);
     Ok(())

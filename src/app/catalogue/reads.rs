@@ -1,15 +1,12 @@
 //! What the gamma routes read: markets, events and series with their live numbers summed
 //! (for nesting, ordering and totals), lookups by Gamma id, and a parent's comments.
 
-use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use super::{
-    comment_prefix, live, CatalogueError, CommentRecord, EventRecord, Live, MarketMeta, ParentKind, SeriesRecord,
-};
+use super::{live, CatalogueError, CommentRecord, EventRecord, Live, MarketMeta, ParentKind, SeriesRecord};
 use crate::app::AppState;
 use crate::commit::views::MarketView;
-use crate::store::{cf, Store, StoreError};
+use crate::store::StoreError;
 
 /// Gamma's market id: the engine's dense index, from 1.
 pub fn market_id(view: &MarketView) -> u64 {
@@ -105,18 +102,5 @@ pub fn comments(
     offset: u64,
     limit: usize,
 ) -> Result<Vec<CommentRecord>, StoreError> {
-    let mut out = Vec::new();
-    let mut skipped = 0u64;
-    s.store.try_walk(cf::COMMENTS, &comment_prefix(parent.0, parent.1), None, !ascending, |_, v| {
-        if out.len() >= limit {
-            return Ok(ControlFlow::Break(()));
-        }
-        if skipped < offset {
-            skipped += 1;
-        } else {
-            out.push(Store::decode_value::<CommentRecord>(cf::COMMENTS, v)?);
-        }
-        Ok::<_, StoreError>(ControlFlow::Continue(()))
-    })?;
-    Ok(out)
+    s.store.comments(parent.0, parent.1, ascending, offset, limit)
 }

@@ -9,15 +9,15 @@ use serde::Deserialize;
 
 use super::reads::comment_parent;
 use super::{
-    comment_key, meta_or_new, put_meta, slugify, Catalogue, CatalogueError, CommentRecord, EventRecord, MarketMeta,
-    ResolutionStatus, SeriesRecord,
+    meta_or_new, put_meta, slugify, CatalogueError, CommentRecord, EventRecord, MarketMeta, ResolutionStatus,
+    SeriesRecord,
 };
 use crate::app::AppState;
 use crate::auth::normalize_address;
 use crate::commit::views::MarketView;
 use crate::domain::{now_secs, parse_date, BadDate};
 use crate::engine::EngineError;
-use crate::store::{cf, Batch};
+use crate::store::Batch;
 use crate::MarketSpec;
 
 fn opt_date(d: &Option<String>) -> Result<Option<u64>, BadDate> {
@@ -72,7 +72,7 @@ pub async fn add_series(s: &AppState, input: SeriesInput) -> Result<SeriesRecord
         created_at: now_secs(),
     };
     let mut b = Batch::default();
-    Catalogue::stage_series(&mut b, &rec);
+    b.add_series(&rec);
     s.commit(b).await?;
     s.catalogue.publish(Some(rec.clone()), None, Vec::new());
     Ok(rec)
@@ -165,9 +165,9 @@ pub async fn add_event(s: &AppState, input: EventInput) -> Result<EventRecord, C
         created_at: now_secs(),
     };
     let mut b = Batch::default();
-    Catalogue::stage_event(&mut b, &rec);
+    b.add_event(&rec);
     for m in &metas {
-        Catalogue::stage_meta(&mut b, m);
+        b.put_market_meta(m);
     }
     s.commit(b).await?;
     s.catalogue.publish(None, Some(rec.clone()), metas);
@@ -193,7 +193,7 @@ pub async fn add_comment(s: &AppState, input: CommentInput<'_>) -> Result<Commen
     let user = normalize_address(input.user_address).ok_or(CatalogueError::BadUser)?;
     let _w = s.catalogue.write.lock().await;
     if let Some(reply) = input.reply_to {
-        if s.store.get_raw(cf::COMMENTS, &comment_key(kind, parent, reply))?.is_none() {
+        if s.store.comment(kind, parent, reply)?.is_none() {
             return Err(CatalogueError::NotAReply);
         }
     }
@@ -207,7 +207,7 @@ pub async fn add_comment(s: &AppState, input: CommentInput<'_>) -> Result<Commen
         created_at: now_secs(),
     };
     let mut b = Batch::default();
-    Catalogue::stage_comment(&mut b, &c);
+    b.add_comment(&c);
     s.commit(b).await?;
     s.catalogue.published_comment(c.id);
     Ok(c)

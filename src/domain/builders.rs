@@ -1,0 +1,24 @@
+//! Service keys (SPEC §5.5–5.6): builder and relayer API keys, bound to the address that
+//! created them.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum KeyKind {
+    Builder,
+    Relayer,
+}
+
+/// A builder or relayer API key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceKey {
+    pub key: Uuid,
+    pub kind: KeyKind,
+    /// The address whose L2 key created it.
+    pub address: String,
+    pub builder_id: Option<String>,
+    pub secret: String,
+    pub passphrase: String,
+    pub created_at: u64,
+}

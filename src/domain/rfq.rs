@@ -1,0 +1,67 @@
+//! Request-for-quote records (SPEC §3.3): a request and the quotes on it.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::Side;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RequestState {
+    Open,
+    Filled,
+    Expired,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum QuoteState {
+    Pending,
+    Accepted,
+    Rejected,
+    Expired,
+}
+
+/// A request for quote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RfqRequest {
+    pub id: Uuid,
+    /// The requester's API key and wallet.
+    pub owner: Uuid,
+    pub address: String,
+    pub token_id: String,
+    pub condition_id: String,
+    pub side: Side,
+    /// Tokens, micro-units.
+    pub size: u64,
+    pub created_at: u64,
+    pub expires_at: u64,
+    pub state: RequestState,
+    pub accepted_quote: Option<Uuid>,
+}
+
+/// A quote on a request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RfqQuote {
+    pub id: Uuid,
+    pub rfq_id: Uuid,
+    pub owner: Uuid,
+    pub address: String,
+    /// In the requested token, 1e-4 units.
+    pub price: u32,
+    pub created_at: u64,
+    pub expires_at: u64,
+    pub state: QuoteState,
+}
+
+impl RfqRequest {
+    /// Open and not past its TTL.
+    pub fn is_open(&self, now: u64) -> bool {
+        self.state == RequestState::Open && self.expires_at > now
+    }
+}
+
+impl RfqQuote {
+    /// PENDING and not past its TTL.
+    pub fn is_usable(&self, now: u64) -> bool {
+        self.state == QuoteState::Pending && self.expires_at > now
+    }
+}
