@@ -22,6 +22,14 @@ impl Store {
         self.get(cf::TRANSFERS, &id.to_be_bytes())
     }
 
+    /// A transfer an index names (missing: the store is corrupt).
+    pub fn indexed_transfer(&self, id: u64) -> Result<Transfer, StoreError> {
+        self.transfer(id)?.ok_or_else(|| StoreError::Corrupt {
+            cf: cf::TRANSFERS,
+            msg: format!("transfer {id} is indexed but missing"),
+        })
+    }
+
     /// The transfers of an address (a bridge address or a wallet), newest first.
     pub fn transfers_of(&self, address: &str) -> Result<Vec<u64>, StoreError> {
         let mut ids = Vec::new();

@@ -198,9 +198,7 @@ pub fn status(s: &AppState, address: &str) -> Result<Vec<Transfer>, BridgeError>
 
 /// A transfer an index entry names (missing: the store is corrupt).
 fn load(s: &AppState, id: u64) -> Result<Transfer, StoreError> {
-    s.store
-        .transfer(id)?
-        .ok_or_else(|| StoreError::Corrupt { cf: "transfers", msg: format!("transfer {id} is indexed but missing") })
+    s.store.indexed_transfer(id)
 }
 
 /// The operator's report of an arrival on a deposit address.
