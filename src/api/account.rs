@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 use warp::Filter;
 
-use super::{authenticate, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::{authenticate, handle, handle_now, reply, ApiError, ApiResult, Req, Routes};
 use crate::app::AppState;
 use crate::domain::{
     fmt_amount, fmt_price, ApiKeyRecord, NotificationKind, NotificationRecord, Side, TradeStatus, TraderSide,
@@ -15,37 +15,16 @@ use crate::domain::{
 use crate::store::Batch;
 
 pub fn routes(state: Arc<AppState>) -> Routes {
-    let s = move || with_state(state.clone());
-    let hb = warp::path!("v1" / "heartbeats")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .map(|r, s: Arc<AppState>| respond(heartbeat(&s, &r).and_then(|_| reply(&json!({ "status": "ok" })))));
-    let hb_legacy = warp::path!("auth" / "heartbeat")
-        .and(warp::get())
-        .and(req())
-        .and(s())
-        .map(|r, s: Arc<AppState>| respond(heartbeat(&s, &r).and_then(|_| reply(&json!({})))));
-    let balance = warp::path!("balance-allowance")
-        .and(warp::get())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(balance_allowance(s, r).await) });
-    let update = warp::path!("balance-allowance" / "update")
-        .and(warp::get())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(balance_update(s, r).await) });
-    let notes = warp::path!("notifications")
-        .and(warp::get())
-        .and(req())
-        .and(s())
-        .map(|r, s: Arc<AppState>| respond(notifications(&s, &r)));
-    let drop_notes = warp::path!("notifications")
-        .and(warp::delete())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(delete_notifications(s, r).await) });
+    let hb = handle_now(warp::path!("v1" / "heartbeats").and(warp::post()), &state, |s, r| {
+        heartbeat(&s, &r).and_then(|_| reply(&json!({ "status": "ok" })))
+    });
+    let hb_legacy = handle_now(warp::path!("auth" / "heartbeat").and(warp::get()), &state, |s, r| {
+        heartbeat(&s, &r).and_then(|_| reply(&json!({})))
+    });
+    let balance = handle(warp::path!("balance-allowance").and(warp::get()), &state, balance_allowance);
+    let update = handle(warp::path!("balance-allowance" / "update").and(warp::get()), &state, balance_update);
+    let notes = handle_now(warp::path!("notifications").and(warp::get()), &state, |s, r| notifications(&s, &r));
+    let drop_notes = handle(warp::path!("notifications").and(warp::delete()), &state, delete_notifications);
     hb.or(hb_legacy).unify().or(balance).unify().or(update).unify().or(notes).unify().or(drop_notes).unify().boxed()
 }
 

@@ -10,7 +10,7 @@ use warp::http::StatusCode;
 use warp::{Filter, Reply};
 
 use super::params::Params;
-use super::{number, recover, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::{handle_now, number, recover, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
 use crate::app::analytics::{
     cash, ctf_activity, fill, market_positions as positions_of_market, sort_positions, token_ticks, walk_rows,
     wallet_positions, Fill, MarketCtx, Markets, PosRow, TradeFilter,
@@ -19,14 +19,13 @@ use crate::app::catalogue::{fmt_date, ResolutionStatus};
 use crate::app::AppState;
 use crate::auth::normalize_address;
 use crate::commit::views::MarketView;
+use crate::domain::analytics::{CtfActivity, DAY};
 use crate::domain::{fmt_amount, fmt_tick, mul_div_floor, parse_decimal, Side, TradeRecord, AMOUNT_ONE};
-use crate::store::index::{self, DAY};
 
 pub fn routes(state: Arc<AppState>) -> Routes {
-    let s = move || with_state(state.clone());
     macro_rules! get {
         ($f:ident, $($path:tt)+) => {
-            warp::path!($($path)+).and(warp::get()).and(req()).and(s()).map(|r, s| respond($f(s, r)))
+            handle_now(warp::path!($($path)+).and(warp::get()), &state, $f)
         };
     }
     let ok = warp::path!("ok").and(warp::get()).map(|| warp::reply::with_status("OK", StatusCode::OK).into_response());
@@ -469,7 +468,7 @@ impl Page {
 
 /// A split, merge or redeem as Polymarket's activity rows show one: no asset, side or
 /// price; outcomeIndex 999.
-fn ctf_json(a: &index::CtfActivity, wallet: &str, ctx: &MarketCtx) -> Value {
+fn ctf_json(a: &CtfActivity, wallet: &str, ctx: &MarketCtx) -> Value {
     let m = &ctx.view.market;
     json!({
         "proxyWallet": wallet,

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use warp::http::StatusCode;
 use warp::Filter;
 
-use super::{authenticate, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::{authenticate, handle, respond, with_state, ApiError, ApiResult, Req, Routes};
 use crate::app::auctions::{self, Auction, AuctionError, Bid};
 use crate::app::AppState;
 use crate::domain::fmt_date;
@@ -45,12 +45,8 @@ fn auction_json(a: &Auction, bids: &[Bid]) -> Value {
 }
 
 pub fn routes(state: Arc<AppState>) -> Routes {
-    let s = move || with_state(state.clone());
-    let bid = warp::path!("auctions" / "bid")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(bid(s, r).await) });
+    let s = || with_state(state.clone());
+    let bid = handle(warp::path!("auctions" / "bid").and(warp::post()), &state, bid);
     let show = warp::path!("auctions" / String)
         .and(warp::get())
         .and(s())

@@ -311,23 +311,22 @@ fn get_market(s: Arc<AppState>, r: Req) -> ApiResult {
 fn simplified(s: Arc<AppState>, r: Req) -> ApiResult {
     let q = r.query_map();
     let offset = super::orders::cursor_offset(&q)?;
-    let items: Vec<Value> = s
-        .registry
-        .tables()
-        .list
-        .iter()
-        .map(|v| {
-            let m = &v.market;
-            json!({
-                "condition_id": m.condition_id,
-                "tokens": token_prices(v),
-                "rewards": rewards_of(&s, &m.condition_id),
-                "active": m.active,
-                "closed": crate::app::resolution::is_closed(&s, v),
-                "archived": false,
-                "accepting_orders": m.accepting_orders && !crate::app::resolution::is_closed(&s, v),
-            })
+    let items = market_rows(&s, |v| {
+        let m = &v.market;
+        json!({
+            "condition_id": m.condition_id,
+            "tokens": token_prices(v),
+            "rewards": rewards_of(&s, &m.condition_id),
+            "active": m.active,
+            "closed": crate::app::resolution::is_closed(&s, v),
+            "archived": false,
+            "accepting_orders": m.accepting_orders && !crate::app::resolution::is_closed(&s, v),
         })
-        .collect();
+    });
     page(items, offset)
+}
+
+/// One JSON row per market, in listing order.
+pub(super) fn market_rows(s: &AppState, row: impl FnMut(&MarketView) -> Value) -> Vec<Value> {
+    s.registry.tables().list.iter().map(|v| &**v).map(row).collect()
 }

@@ -9,7 +9,9 @@ use serde_json::{json, Value};
 use warp::http::StatusCode;
 use warp::{Filter, Reply};
 
-use super::{authenticate, number, recover, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::{
+    authenticate, handle, handle_now, number, recover, reply, respond, with_state, ApiError, ApiResult, Req, Routes,
+};
 use crate::app::bridge::transfers::{self, Arrival, ArrivalReport, Outcome, Transfer, WithdrawRequest};
 use crate::app::bridge::{base_units, table, usd, BridgeError};
 use crate::app::AppState;
@@ -48,22 +50,13 @@ impl From<BridgeError> for ApiError {
 }
 
 pub fn routes(state: Arc<AppState>) -> Routes {
-    let s = move || with_state(state.clone());
+    let s = || with_state(state.clone());
     let ok = warp::path!("ok").and(warp::get()).map(|| warp::reply::with_status("OK", StatusCode::OK).into_response());
     let assets =
         warp::path!("supported-assets").and(warp::get()).and(s()).map(|s: Arc<AppState>| respond(supported(&s)));
-    let quote =
-        warp::path!("quote").and(warp::post()).and(req()).and(s()).map(|r, s: Arc<AppState>| respond(quote(&s, r)));
-    let deposit = warp::path!("deposit")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(deposit(s, r).await) });
-    let withdraw = warp::path!("withdraw")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(withdraw(s, r).await) });
+    let quote = handle_now(warp::path!("quote").and(warp::post()), &state, |s, r| quote(&s, r));
+    let deposit = handle(warp::path!("deposit").and(warp::post()), &state, deposit);
+    let withdraw = handle(warp::path!("withdraw").and(warp::post()), &state, withdraw);
     let status = warp::path!("status" / String)
         .and(warp::get())
         .and(s())

@@ -12,7 +12,7 @@ use warp::Filter;
 
 use super::orders::{self, Submission};
 use super::rfq::json_object;
-use super::{authenticate, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::{authenticate, handle, handle_now, req, respond, with_state, ApiError, ApiResult, Req, Routes};
 use crate::app::builders::{self, BuilderError, KeyKind, ServiceKey};
 use crate::app::AppState;
 use crate::domain::fmt_date;
@@ -31,7 +31,7 @@ impl From<BuilderError> for ApiError {
 }
 
 pub fn routes(state: Arc<AppState>) -> Routes {
-    let s = move || with_state(state.clone());
+    let s = || with_state(state.clone());
     let keys = move |path: &'static str, kind: KeyKind, s: warp::filters::BoxedFilter<(Arc<AppState>,)>| {
         let seg = warp::path(path.split('/').next().expect("two segments"))
             .and(warp::path(path.split('/').nth(1).expect("two segments")))
@@ -56,21 +56,9 @@ pub fn routes(state: Arc<AppState>) -> Routes {
     let boxed = || s().boxed();
     let builder_keys = keys("auth/builder-api-key", KeyKind::Builder, boxed());
     let relayer_keys = keys("relayer/api-key", KeyKind::Relayer, boxed());
-    let order = warp::path!("builder" / "order")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(builder_order(s, r).await) });
-    let cancel = warp::path!("builder" / "cancel")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(builder_cancel(s, r).await) });
-    let volume = warp::path!("builder" / "volume")
-        .and(warp::get())
-        .and(req())
-        .and(s())
-        .map(|r, s: Arc<AppState>| respond(builder_volume(&s, &r)));
+    let order = handle(warp::path!("builder" / "order").and(warp::post()), &state, builder_order);
+    let cancel = handle(warp::path!("builder" / "cancel").and(warp::post()), &state, builder_cancel);
+    let volume = handle_now(warp::path!("builder" / "volume").and(warp::get()), &state, |s, r| builder_volume(&s, &r));
     builder_keys.or(relayer_keys).unify().or(order).unify().or(cancel).unify().or(volume).unify().boxed()
 }
 
@@ -149,10 +137,10 @@ async fn builder_order(s: Arc<AppState>, r: Req) -> ApiResult {
     if !body.contains_key("order") {
         return Err(ApiError::bad("missing 'order' field"));
     }
-    orders::check_new_orders(&s)?;
+    crate::app::orders::check_new_orders(&s)?;
     let key = authenticate(&s, &r)?;
     let sub: Submission = serde_json::from_value(Value::Object(body)).map_err(|_| orders::invalid())?;
-    let p = orders::place_attributed(&s, &key, sub, Some(&builder)).await?;
+    let p = orders::place(&s, &key, sub, Some(&builder)).await?;
     super::reply(&orders::result_json(&p))
 }
 
@@ -161,7 +149,7 @@ async fn builder_order(s: Arc<AppState>, r: Req) -> ApiResult {
 async fn builder_cancel(s: Arc<AppState>, r: Req) -> ApiResult {
     builder_id(&s, &r)?;
     let body = json_object(&r)?;
-    orders::check_cancels(&s)?;
+    crate::app::orders::check_cancels(&s)?;
     let key = authenticate(&s, &r)?;
     let ids: Vec<Uuid> = match (body.get("orderID").or_else(|| body.get("orderId")), body.get("orderIDs")) {
         (Some(Value::String(id)), None) => vec![orders::parse_id(id)?],

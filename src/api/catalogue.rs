@@ -13,7 +13,7 @@ use warp::http::StatusCode;
 use warp::{Filter, Reply};
 
 use super::params::Params;
-use super::{number, recover, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::{handle_now, number, recover, reply, respond, with_state, ApiError, ApiResult, Req, Routes};
 use crate::app::catalogue::reads::{
     comment_parent, comments, event_row, find_market, market_id, market_row, series_row, EventRow, MarketRow, SeriesRow,
 };
@@ -59,10 +59,10 @@ pub const MAX_LIMIT: u64 = 500;
 pub const DEFAULT_LIMIT: u64 = 25;
 
 pub fn routes(state: Arc<AppState>) -> Routes {
-    let s = move || with_state(state.clone());
+    let s = || with_state(state.clone());
     macro_rules! get {
         ($f:ident, $($path:tt)+) => {
-            warp::path!($($path)+).and(warp::get()).and(req()).and(s()).map(|r, s| respond($f(s, r)))
+            handle_now(warp::path!($($path)+).and(warp::get()), &state, $f)
         };
     }
     macro_rules! get_id {

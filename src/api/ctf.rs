@@ -8,10 +8,10 @@ use serde_json::{json, Map, Value};
 use warp::http::StatusCode;
 use warp::Filter;
 
-use super::{authenticate, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::{authenticate, handle, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
 use crate::app::ctf::{convert_for, operate_for, wallet_of, ConvertRequest, CtfError, CtfRequest, Receipt, Subject};
 use crate::app::AppState;
-use crate::store::index::CtfKind;
+use crate::domain::analytics::CtfKind;
 
 impl From<CtfError> for ApiError {
     fn from(e: CtfError) -> ApiError {
@@ -34,11 +34,7 @@ impl From<CtfError> for ApiError {
 }
 
 pub fn routes(state: Arc<AppState>) -> Routes {
-    let convert = warp::path!("ctf" / "convert")
-        .and(warp::post())
-        .and(req())
-        .and(with_state(state.clone()))
-        .then(|r, s| async move { respond(convert(s, r).await) });
+    let convert = handle(warp::path!("ctf" / "convert").and(warp::post()), &state, convert);
     let route = move |name: &'static str, kind: CtfKind| {
         warp::path("ctf")
             .and(warp::path(name))

@@ -11,11 +11,11 @@ use warp::Filter;
 use super::account::wallet;
 use super::number;
 use super::orders::{cursor_offset, page};
-use super::{authenticate, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::{authenticate, handle, handle_now, ApiError, ApiResult, Req, Routes};
 use crate::app::incentives::{self, day_str, DayPaid, IncentiveError, RewardConfig, RewardSpec};
 use crate::app::AppState;
+use crate::domain::analytics::DAY;
 use crate::domain::{fmt_amount, fmt_date, now_secs, COLLATERAL};
-use crate::store::index::DAY;
 
 impl From<IncentiveError> for ApiError {
     fn from(e: IncentiveError) -> ApiError {
@@ -71,27 +71,14 @@ fn day_paid_json(d: &DayPaid) -> Value {
 }
 
 pub fn routes(state: Arc<AppState>) -> Routes {
-    let s = move || with_state(state.clone());
-    let current = warp::path!("rewards" / "markets" / "current")
-        .and(warp::get())
-        .and(req())
-        .and(s())
-        .map(|r, s| respond(current(s, r)));
-    let user = warp::path!("rewards" / "user")
-        .and(warp::get())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(user_earnings(s, r, false).await) });
-    let total = warp::path!("rewards" / "user" / "total")
-        .and(warp::get())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(user_earnings(s, r, true).await) });
-    let rebates = warp::path!("rebates")
-        .and(warp::get())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(rebates(s, r).await) });
+    let current = handle_now(warp::path!("rewards" / "markets" / "current").and(warp::get()), &state, current);
+    let user = handle(warp::path!("rewards" / "user").and(warp::get()), &state, |s, r| async move {
+        user_earnings(s, r, false).await
+    });
+    let total = handle(warp::path!("rewards" / "user" / "total").and(warp::get()), &state, |s, r| async move {
+        user_earnings(s, r, true).await
+    });
+    let rebates = handle(warp::path!("rebates").and(warp::get()), &state, rebates);
     current.or(user).unify().or(total).unify().or(rebates).unify().boxed()
 }
 

@@ -15,7 +15,7 @@ use super::bridge::{confirm_deposit, open_withdrawals, settle_withdrawal};
 use super::catalogue::{create_comment, create_event, create_series, set_resolution};
 use super::incentives::{run_payouts, set_program};
 use super::resolution::assign_cluster;
-use super::{recover, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::{handle, recover, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
 use crate::app::catalogue::put_meta;
 use crate::app::AppState;
 use crate::auth::normalize_address;
@@ -24,17 +24,13 @@ use crate::engine::EngineError;
 use crate::MarketSpec;
 
 pub fn routes(state: Arc<AppState>) -> Routes {
-    let s = move || with_state(state.clone());
+    let s = || with_state(state.clone());
     macro_rules! post {
         ($($seg:literal)/+, $f:ident) => {
-            warp::path!("internal" / $($seg)/+).and(warp::post()).and(req()).and(s()).then(|r, s| async move { respond($f(s, r).await) })
+            handle(warp::path!("internal" / $($seg)/+).and(warp::post()), &state, |s, r| async move { $f(s, r).await })
         };
     }
-    let balances = warp::path!("internal" / "balances")
-        .and(warp::get())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(balances(s, r).await) });
+    let balances = handle(warp::path!("internal" / "balances").and(warp::get()), &state, balances);
     let check = warp::path!("internal" / "check").and(warp::get()).and(s()).then(|s: Arc<AppState>| async move {
         respond(match s.engine.check().await {
             Ok(Ok(())) => reply(&json!({ "ok": true })),
@@ -75,27 +71,21 @@ pub fn routes(state: Arc<AppState>) -> Routes {
         warp::reply::json(&json!({ "maxRequests": max, "windowSecs": window })).into_response()
     });
     let markets = warp::path!("internal" / "markets").and(warp::get()).and(s()).map(|s: Arc<AppState>| {
-        let list: Vec<_> = s
-            .registry
-            .tables()
-            .list
-            .iter()
-            .map(|v| {
-                let m = &v.market;
-                json!({
-                    "condition_id": m.condition_id,
-                    "question": m.question,
-                    "slug": m.slug,
-                    "tokens": m.tokens.iter().map(|t| json!({"token_id": t.token_id, "outcome": t.outcome})).collect::<Vec<_>>(),
-                    "tick_size": crate::domain::fmt_price(v.tick()),
-                    "min_order_size": fmt_amount(m.min_order_size),
-                    "neg_risk": m.neg_risk,
-                    "active": m.active,
-                    "closed": m.closed,
-                    "accepting_orders": m.accepting_orders,
-                })
+        let list = super::book::market_rows(&s, |v| {
+            let m = &v.market;
+            json!({
+                "condition_id": m.condition_id,
+                "question": m.question,
+                "slug": m.slug,
+                "tokens": m.tokens.iter().map(|t| json!({"token_id": t.token_id, "outcome": t.outcome})).collect::<Vec<_>>(),
+                "tick_size": crate::domain::fmt_price(v.tick()),
+                "min_order_size": fmt_amount(m.min_order_size),
+                "neg_risk": m.neg_risk,
+                "active": m.active,
+                "closed": m.closed,
+                "accepting_orders": m.accepting_orders,
             })
-            .collect();
+        });
         warp::reply::json(&list).into_response()
     });
     let mode_get = warp::path!("internal" / "mode")
@@ -224,7 +214,7 @@ struct EmailBody {
 
 async fn approve(s: Arc<AppState>, r: Req) -> ApiResult {
     let b: EmailBody = r.json()?;
-    let inv = super::keys::approve(&s, &b.email).await?;
+    let inv = crate::app::keys::approve(&s, &b.email).await?;
     reply(&json!({ "code": inv.code, "expiresAt": inv.expires_at }))
 }
 

@@ -220,6 +220,37 @@ pub fn with_state(s: Arc<AppState>) -> impl Filter<Extract = (Arc<AppState>,), E
     warp::any().map(move || s.clone())
 }
 
+/// A route: `path` (a path and a method) answered by `handler(state, request)`, its error
+/// rendered as SPEC §7's `{"error": ...}`.
+pub fn handle<P, F, Fut>(
+    path: P,
+    state: &Arc<AppState>,
+    handler: F,
+) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone + Send + Sync
+where
+    P: Filter<Extract = (), Error = warp::Rejection> + Clone + Send + Sync,
+    F: Fn(Arc<AppState>, Req) -> Fut + Clone + Send + Sync,
+    Fut: std::future::Future<Output = ApiResult> + Send,
+{
+    path.and(req()).and(with_state(state.clone())).then(move |r, s| {
+        let handler = handler.clone();
+        async move { respond(handler(s, r).await) }
+    })
+}
+
+/// [`handle`] for a handler that does not wait.
+pub fn handle_now<P, F>(
+    path: P,
+    state: &Arc<AppState>,
+    handler: F,
+) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone + Send + Sync
+where
+    P: Filter<Extract = (), Error = warp::Rejection> + Clone + Send + Sync,
+    F: Fn(Arc<AppState>, Req) -> ApiResult + Clone + Send + Sync,
+{
+    path.and(req()).and(with_state(state.clone())).map(move |r, s| respond(handler(s, r)))
+}
+
 fn now_i64() -> i64 {
     crate::domain::now_secs() as i64
 }

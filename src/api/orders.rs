@@ -1,9 +1,5 @@
-//! Orders (SPEC §2.2–2.7, §4.2, §5.7, §7.4): submission, cancellation and queries.
-//!
-//! Validation happens here, on the tokio workers (payload, signature recovery, owner,
-//! address restrictions, expiration, tick, minimum size, durable duplicates, and the engine
-//! handle's claim on the id for duplicates still in flight); the engine then checks what
-//! needs its state (an open order with the id, nonce, balance, post-only, FOK, FAK).
+//! Orders (SPEC §2.2–2.7, §4.2, §5.7, §7.4): submission, cancellation and queries. The
+//! payload is parsed here; what an order must satisfy is `app::orders`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,11 +12,12 @@ use uuid::Uuid;
 use warp::http::{Method, StatusCode};
 use warp::Filter;
 
-use super::{authenticate, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::{authenticate, handle_now, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use crate::app::orders::{self, NewOrder, OrderError, SignedOrder};
 use crate::app::AppState;
-use crate::auth::{self, SignedOrderFields};
+use crate::auth::SignedOrderFields;
 use crate::domain::*;
-use crate::engine::{EngineError, Placed, Reject};
+use crate::engine::Placed;
 
 /// Orders per POST /orders (SPEC §8).
 pub const MAX_BATCH: usize = 15;
@@ -88,7 +85,7 @@ impl Trading {
 }
 
 pub fn routes(state: Arc<AppState>) -> Routes {
-    let s = move || with_state(state.clone());
+    let s = || with_state(state.clone());
     // The trading routes, from their table (boxed: the order-book server's front answers
     // them first, so this is not their hot path).
     let trading = Trading::ALL
@@ -110,11 +107,7 @@ pub fn routes(state: Arc<AppState>) -> Routes {
         })
         .reduce(|a, b| a.or(b).unify().boxed())
         .expect("trading routes");
-    let list = warp::path!("data" / "orders")
-        .and(warp::get())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(list_orders(s, r)) });
+    let list = handle_now(warp::path!("data" / "orders").and(warp::get()), &state, list_orders);
     let one = warp::path!("data" / "order" / String)
         .and(warp::get())
         .and(req())
@@ -130,26 +123,6 @@ pub fn routes(state: Arc<AppState>) -> Routes {
         .and(s())
         .then(|r, s| async move { respond(list_trades(s, r)) });
     trading.or(list).unify().or(one).unify().or(trades).unify().boxed()
-}
-
-fn unavailable(msg: &str) -> ApiError {
-    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, msg)
-}
-
-/// New orders are refused outside normal mode (SPEC §1.5).
-pub(crate) fn check_new_orders(s: &AppState) -> Result<(), ApiError> {
-    match s.mode() {
-        Mode::Normal => Ok(()),
-        Mode::CancelOnly => Err(unavailable("trading is in cancel-only mode: new orders are not accepted")),
-        Mode::TradingDisabled => Err(unavailable("trading is disabled")),
-    }
-}
-
-pub(crate) fn check_cancels(s: &AppState) -> Result<(), ApiError> {
-    match s.mode() {
-        Mode::TradingDisabled => Err(unavailable("trading is disabled")),
-        _ => Ok(()),
-    }
 }
 
 /// A signed order as sent (SPEC §2.2): every field is required, and one that is missing,
@@ -203,40 +176,13 @@ fn u64_of(v: &NumberText) -> Result<u64, ApiError> {
     parse_u64(&v.text()).map_err(|_| invalid())
 }
 
-/// Whether `text` is `a` as `format!("{a:#x}")` writes it, without writing it on the heap.
-fn is_lower_hex(a: &Address, text: &str) -> bool {
-    let mut buf = [0u8; 42];
-    buf[..2].copy_from_slice(b"0x");
-    alloy_primitives::hex::encode_to_slice(a, &mut buf[2..]).expect("20 bytes fill 40 digits");
-    buf == text.as_bytes()
-}
-
-/// The zero address as orders carry it (`taker` of an order open to anyone).
-fn zero_address() -> Arc<str> {
-    static ZERO: std::sync::LazyLock<Arc<str>> = std::sync::LazyLock::new(|| format!("{:#x}", Address::ZERO).into());
-    ZERO.clone()
-}
-
 fn addr(s: &str) -> Result<Address, ApiError> {
     s.trim().parse().map_err(|_| invalid())
 }
 
-/// The signed fields of a wire order, and the plain numbers validation goes on with.
-pub(crate) struct WireFields {
-    pub fields: SignedOrderFields,
-    pub side: Side,
-    pub sig_type: u64,
-    pub token_text: String,
-    pub maker_amount: u64,
-    pub taker_amount: u64,
-    pub expiration: u64,
-    pub nonce: u64,
-    pub fee_bps: u64,
-}
-
 /// Parses what the order's signature covers; any malformed field is `Invalid order payload`.
-pub(crate) fn wire_fields(w: &WireOrder) -> Result<WireFields, ApiError> {
-    let side = match &w.side {
+pub(crate) fn wire_fields(wire: &WireOrder) -> Result<SignedOrder, ApiError> {
+    let side = match &wire.side {
         NumberText::Text(t) => Side::parse(t).ok_or_else(invalid)?,
         NumberText::Number(n) => match n.as_u64() {
             Some(0) => Side::Buy,
@@ -244,21 +190,21 @@ pub(crate) fn wire_fields(w: &WireOrder) -> Result<WireFields, ApiError> {
             _ => return Err(invalid()),
         },
     };
-    let sig_type = u64_of(&w.signature_type)?;
+    let sig_type = u64_of(&wire.signature_type)?;
     if sig_type > 2 {
         return Err(invalid());
     }
-    let maker = addr(&w.maker)?;
-    let signer = if w.signer.trim().is_empty() { maker } else { addr(&w.signer)? };
-    let taker = addr(&w.taker)?;
-    let token_text = w.token_id.text().into_owned();
+    let maker = addr(&wire.maker)?;
+    let signer = if wire.signer.trim().is_empty() { maker } else { addr(&wire.signer)? };
+    let taker = addr(&wire.taker)?;
+    let token_text = wire.token_id.text().into_owned();
     let token = u256(&token_text)?;
-    let maker_amount = u64_of(&w.maker_amount)?;
-    let taker_amount = u64_of(&w.taker_amount)?;
-    let expiration = u64_of(&w.expiration)?;
-    let nonce = u64_of(&w.nonce)?;
-    let fee_bps = u64_of(&w.fee_rate_bps)?;
-    let salt = u256(&w.salt.text())?;
+    let maker_amount = u64_of(&wire.maker_amount)?;
+    let taker_amount = u64_of(&wire.taker_amount)?;
+    let expiration = u64_of(&wire.expiration)?;
+    let nonce = u64_of(&wire.nonce)?;
+    let fee_bps = u64_of(&wire.fee_rate_bps)?;
+    let salt = u256(&wire.salt.text())?;
     let fields = SignedOrderFields {
         salt,
         maker,
@@ -273,143 +219,47 @@ pub(crate) fn wire_fields(w: &WireOrder) -> Result<WireFields, ApiError> {
         side: side.as_u8(),
         signature_type: sig_type as u8,
     };
-    Ok(WireFields { fields, side, sig_type, token_text, maker_amount, taker_amount, expiration, nonce, fee_bps })
+    Ok(SignedOrder { fields, side, sig_type, token_text, maker_amount, taker_amount, expiration, nonce, fee_bps })
 }
 
 /// Turns one submission into an order record ready for the engine, or the catalogued error.
-fn validate(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<(OrderRecord, bool), ApiError> {
-    let w = sub.order;
+/// A submission parsed into what the order services take.
+pub(crate) fn new_order(sub: Submission) -> Result<NewOrder, ApiError> {
     let order_type = match sub.order_type.as_deref() {
         None | Some("") => OrderType::Gtc,
         Some(t) => OrderType::parse(&t.to_uppercase()).ok_or_else(invalid)?,
     };
-    let post_only = sub.post_only.unwrap_or(false);
-    let defer = sub.defer_exec.unwrap_or(false);
-    if post_only && !order_type.rests() {
-        return Err(invalid());
-    }
-    let WireFields { fields, side, sig_type, token_text, maker_amount, taker_amount, expiration, nonce, fee_bps } =
-        wire_fields(&w)?;
-    let (maker, signer) = (fields.maker, fields.signer);
-    if maker_amount == 0 || taker_amount == 0 || fee_bps > MAX_FEE_BPS {
-        return Err(invalid());
-    }
-    if let Some(owner) = sub.owner.as_deref().filter(|o| !o.is_empty()) {
-        if owner.parse::<Uuid>().ok() != Some(key.key) {
-            return Err(ApiError::bad("the order owner has to be the owner of the API KEY"));
-        }
-    }
-    let (view, outcome) = s.registry.token(&token_text).ok_or_else(|| ApiError::bad("Invalid token id"))?;
-    let market = &view.market;
-
-    // Signature (SPEC §5.7): recovered signer must equal `signer`.
-    let domain = if market.neg_risk { &s.domains.neg_risk } else { &s.domains.standard };
-    let (hash, recovered) = auth::recover_order_signer(&fields, domain, &w.signature);
-    if recovered != Some(signer) {
-        return Err(ApiError::bad("invalid signature"));
-    }
-    if !is_lower_hex(&signer, &key.address) || (sig_type == 0 && maker != signer) {
-        return Err(ApiError::bad("the order owner has to be the owner of the API KEY"));
-    }
-    let signer_s = key.address.clone();
-    let maker_s = maker_string(key, maker, signer);
-    for a in [&maker_s, &signer_s] {
-        match s.address_status(a) {
-            AddressStatus::Banned => return Err(ApiError::bad(format!("'{a}' address banned"))),
-            AddressStatus::ClosedOnly if side == Side::Buy => {
-                return Err(ApiError::bad(format!("'{a}' address in closed only mode")));
-            }
-            _ => {}
-        }
-    }
-    // The order ID is derived from the EIP-712 hash, so a resubmitted order is recognised.
-    let id = auth::order_id(&hash);
-    let now = now_secs();
-    if (expiration != 0 && expiration <= now) || (order_type == OrderType::Gtd && expiration == 0) {
-        return Err(ApiError::bad("invalid expiration"));
-    }
-    // Price of the order's own token: BUY maker/taker, SELL taker/maker. Rounded against the
-    // order (never better than signed) when it is not exact.
-    let (price, exact, size) = match side {
-        Side::Buy => {
-            let num = maker_amount as u128 * PRICE_ONE as u128;
-            ((num / taker_amount as u128) as u64, num.is_multiple_of(taker_amount as u128), taker_amount)
-        }
-        Side::Sell => {
-            let num = taker_amount as u128 * PRICE_ONE as u128;
-            (num.div_ceil(maker_amount as u128) as u64, num.is_multiple_of(maker_amount as u128), maker_amount)
-        }
-    };
-    let tick = view.tick();
-    let on_tick = exact && price % tick as u64 == 0;
-    let in_range = price > 0 && price < PRICE_ONE as u64;
-    if !in_range || (order_type.rests() && !on_tick) {
-        let shown = if price > PRICE_ONE as u64 {
-            format!("{}", maker_amount as f64 / taker_amount as f64)
-        } else {
-            fmt_price(price as u32)
-        };
-        return Err(ApiError::bad(format!(
-            "order {id} is invalid. Price ({shown}) breaks minimum tick size rule: {}",
-            fmt_tick(tick)
-        )));
-    }
-    if order_type.rests() && size < market.min_order_size {
-        return Err(ApiError::bad(format!(
-            "order {id} is invalid. Size ({}) lower than the minimum: {}",
-            fmt_amount(size),
-            fmt_amount(market.min_order_size)
-        )));
-    }
-    if s.store.get_order(&id)?.is_some() {
-        return Err(ApiError::bad(format!("order {id} is invalid. Duplicated.")));
-    }
-    let salt_u64: u64 = fields.salt.try_into().unwrap_or(u64::MAX);
-    Ok((
-        OrderRecord {
-            id,
-            seq: 0,
-            status: OrderStatus::Live,
-            owner: key.key,
-            maker: maker_s,
-            signer: signer_s,
-            // Nearly every order is open to anyone: one shared string for them.
-            taker: if fields.taker == Address::ZERO { zero_address() } else { format!("{:#x}", fields.taker).into() },
-            token: view.order_token(outcome),
-            side,
-            price: price as u32,
-            original_size: size,
-            size_matched: 0,
-            maker_amount,
-            taker_amount,
-            fee_rate_bps: fee_bps as u32,
-            expiration,
-            nonce,
-            salt: salt_u64,
-            signature_type: sig_type as u8,
-            signature: w.signature.into(),
-            order_type,
-            post_only,
-            reserved: 0,
-            associate_trades: Default::default(),
-            created_at: now,
-        },
-        defer,
-    ))
+    Ok(NewOrder {
+        signed: wire_fields(&sub.order)?,
+        signature: sub.order.signature,
+        order_type,
+        post_only: sub.post_only.unwrap_or(false),
+        defer: sub.defer_exec.unwrap_or(false),
+        owner: sub.owner,
+    })
 }
 
-fn reject_message(r: &Reject, id: Uuid) -> String {
-    match r {
-        Reject::UnknownMarket => "Invalid token id".into(),
-        Reject::Duplicated => format!("order {id} is invalid. Duplicated."),
-        Reject::InvalidNonce => "invalid nonce".into(),
-        Reject::NotEnoughBalance => "not enough balance / allowance".into(),
-        Reject::PostOnlyCrosses => "invalid post-only order: order crosses book".into(),
-        Reject::FokNotFilled => "order couldn't be fully filled. FOK orders are fully filled or killed.".into(),
-        Reject::FakNoMatch => "no orders found to match with FAK order.".into(),
-        Reject::NotOwner => "the order owner has to be the owner of the API KEY".into(),
-        Reject::MarketClosed => "market is not accepting orders".into(),
+impl From<OrderError> for ApiError {
+    fn from(e: OrderError) -> ApiError {
+        match e {
+            OrderError::Store(e) => e.into(),
+            OrderError::Engine(e) => e.into(),
+            OrderError::CancelOnly | OrderError::Disabled => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+            }
+            _ => ApiError::bad(e.to_string()),
+        }
     }
+}
+
+/// Validates and places one submission.
+pub(crate) async fn place(
+    s: &AppState,
+    key: &ApiKeyRecord,
+    sub: Submission,
+    builder: Option<&str>,
+) -> Result<Placed, ApiError> {
+    Ok(orders::place(s, key, new_order(sub)?, builder).await?)
 }
 
 /// The reply to one placement, written straight from the result (a `serde_json::Value`
@@ -459,40 +309,16 @@ fn rejected_json(msg: &str) -> PlacementJson {
     }
 }
 
-/// Validates and places one submission.
-async fn place(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<Placed, ApiError> {
-    place_attributed(s, key, sub, None).await
-}
-
-/// Validates and places one submission, attributed to a builder when one is named (the
-/// attribution is written in the order's own batch).
-pub(crate) async fn place_attributed(
-    s: &AppState,
-    key: &ApiKeyRecord,
-    sub: Submission,
-    builder: Option<&str>,
-) -> Result<Placed, ApiError> {
-    let (order, defer) = validate(s, key, sub)?;
-    let id = order.id;
-    let records = builder.map(|b| crate::app::builders::attribution(b, &order)).unwrap_or_default();
-    let _t = s.time_command("place");
-    match s.engine.place_with(order, defer, records).await {
-        Ok(p) => Ok(p),
-        Err(EngineError::Rejected(r)) => Err(ApiError::bad(reject_message(&r, id))),
-        Err(e) => Err(e.into()),
-    }
-}
-
 async fn post_order(s: Arc<AppState>, r: Req) -> ApiResult {
-    check_new_orders(&s)?;
+    orders::check_new_orders(&s)?;
     let key = authenticate(&s, &r)?;
     let sub: Submission = serde_json::from_slice(&r.body).map_err(|_| invalid())?;
-    let p = place(&s, &key, sub).await?;
+    let p = place(&s, &key, sub, None).await?;
     reply(&result_json(&p))
 }
 
 async fn post_orders(s: Arc<AppState>, r: Req) -> ApiResult {
-    check_new_orders(&s)?;
+    orders::check_new_orders(&s)?;
     let key = authenticate(&s, &r)?;
     let items: Vec<Value> = serde_json::from_slice(&r.body).map_err(|_| invalid())?;
     if items.len() > MAX_BATCH {
@@ -502,7 +328,7 @@ async fn post_orders(s: Arc<AppState>, r: Req) -> ApiResult {
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         out.push(match serde_json::from_value::<Submission>(item) {
-            Ok(sub) => match place(&s, &key, sub).await {
+            Ok(sub) => match place(&s, &key, sub, None).await {
                 Ok(p) => result_json(&p),
                 Err(e) => rejected_json(&e.message),
             },
@@ -522,7 +348,7 @@ pub(crate) fn parse_id(s: &str) -> Result<Uuid, ApiError> {
 }
 
 async fn cancel_one(s: Arc<AppState>, r: Req) -> ApiResult {
-    check_cancels(&s)?;
+    orders::check_cancels(&s)?;
     let key = authenticate(&s, &r)?;
     let v: Value = serde_json::from_slice(&r.body).map_err(|_| ApiError::bad("Invalid orderID"))?;
     let id = v
@@ -536,7 +362,7 @@ async fn cancel_one(s: Arc<AppState>, r: Req) -> ApiResult {
 }
 
 async fn cancel_many(s: Arc<AppState>, r: Req) -> ApiResult {
-    check_cancels(&s)?;
+    orders::check_cancels(&s)?;
     let key = authenticate(&s, &r)?;
     let v: Vec<String> = serde_json::from_slice(&r.body).map_err(|_| ApiError::bad("Invalid orderID"))?;
     if v.len() > MAX_CANCEL {
@@ -548,14 +374,14 @@ async fn cancel_many(s: Arc<AppState>, r: Req) -> ApiResult {
 }
 
 async fn cancel_all(s: Arc<AppState>, r: Req) -> ApiResult {
-    check_cancels(&s)?;
+    orders::check_cancels(&s)?;
     let key = authenticate(&s, &r)?;
     let _t = s.time_command("cancel");
     canceled_json(&s.engine.cancel_where(key.key, None, None).await?)
 }
 
 async fn cancel_market(s: Arc<AppState>, r: Req) -> ApiResult {
-    check_cancels(&s)?;
+    orders::check_cancels(&s)?;
     let key = authenticate(&s, &r)?;
     let v: Value = if r.body.is_empty() {
         json!({})
@@ -723,74 +549,9 @@ fn list_trades(s: Arc<AppState>, r: Req) -> ApiResult {
     page(items, offset)
 }
 
-/// The string an order's record holds as its maker, shared rather than copied: the
-/// matching thread finds a maker's accounts, nonce and proxy binding by the string's
-/// address (`engine::core`'s memos). The key's own wallet is the key's string (`signer` is the key's address,
-/// checked before); a proxy wallet's is formatted the first time one of the key's orders
-/// names it and shared by every later one. A key whose orders name a second proxy wallet
-/// gets that one's string formatted each time: correct, only without the memos.
-fn maker_string(key: &ApiKeyRecord, maker: Address, signer: Address) -> Arc<str> {
-    if maker == signer {
-        return key.address.clone();
-    }
-    let text = || -> Arc<str> { format!("{maker:#x}").into() };
-    let (bytes, s) = key.proxy.get_or_init(|| (maker.into_array(), text()));
-    if *bytes == maker.into_array() {
-        s.clone()
-    } else {
-        text()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A proxy wallet's string is made once per key and shared; the key's own wallet is
-    /// the key's string; a second proxy wallet still reads as itself.
-    #[test]
-    fn a_keys_proxy_wallet_string_is_shared_by_its_orders() {
-        let signer: Address = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed".parse().unwrap();
-        let proxy: Address = "0x00000000000000000000000000000000000000aB".parse().unwrap();
-        let other: Address = "0x00000000000000000000000000000000000000cD".parse().unwrap();
-        let key = ApiKeyRecord {
-            key: Uuid::from_u128(7),
-            secret: String::new(),
-            passphrase: String::new(),
-            address: format!("{signer:#x}").into(),
-            nonce: 0,
-            created_at: 0,
-            proxy: Default::default(),
-        };
-        let own = maker_string(&key, signer, signer);
-        assert!(Arc::ptr_eq(&own, &key.address));
-        let first = maker_string(&key, proxy, signer);
-        assert_eq!(&*first, "0x00000000000000000000000000000000000000ab");
-        assert!(Arc::ptr_eq(&first, &maker_string(&key, proxy, signer)));
-        let second = maker_string(&key, other, signer);
-        assert_eq!(&*second, "0x00000000000000000000000000000000000000cd");
-        assert!(Arc::ptr_eq(&first, &maker_string(&key, proxy, signer)));
-        // A record read back from the store starts without one.
-        let stored = crate::store::encode(&key);
-        let back: ApiKeyRecord = crate::store::Store::decode_value("api_keys", &stored).unwrap();
-        assert!(back.proxy.get().is_none() && key.proxy.get().is_some());
-    }
-
-    /// The signer check compares with the exact text `format!("{:#x}")` writes: lowercase,
-    /// `0x`, 40 digits; a checksummed or otherwise different spelling is not it.
-    #[test]
-    fn lower_hex_compare_is_the_formatted_text() {
-        let a: Address = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed".parse().unwrap();
-        assert!(is_lower_hex(&a, &format!("{a:#x}")));
-        assert!(is_lower_hex(&a, "0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed"));
-        assert!(!is_lower_hex(&a, "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"));
-        assert!(!is_lower_hex(&a, "5aaeb6053f3e94c9b9a09f33669435e7ef1beaed"));
-        assert!(!is_lower_hex(&a, "0x5aaeb6053f3e94c9b9a09f33669435e7ef1beae"));
-        assert!(!is_lower_hex(&a, "0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed0"));
-        assert!(!is_lower_hex(&Address::ZERO, "0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed"));
-        assert_eq!(&*zero_address(), format!("{:#x}", Address::ZERO));
-        assert!(Arc::ptr_eq(&zero_address(), &zero_address()));
-    }
 
     /// A field takes a string or a number, as the untagged enum it replaced did, and
     /// nothing else; a number reads back as `serde_json` writes it.

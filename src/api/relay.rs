@@ -18,9 +18,9 @@ use super::{authenticate, orders, req, respond, with_state, ApiError, ApiResult,
 use crate::app::ctf::{convert_for, operate_for, wallet_of, ConvertRequest, CtfRequest};
 use crate::app::AppState;
 use crate::auth::normalize_address;
+use crate::domain::analytics::CtfKind;
 use crate::domain::fmt_date;
 use crate::domain::{now_secs, OrderStatus};
-use crate::store::index::CtfKind;
 
 pub fn routes(state: Arc<AppState>) -> Routes {
     warp::path!("submit")
@@ -98,14 +98,14 @@ async fn submit(s: Arc<AppState>, r: Req) -> ApiResult {
             if body.keys().any(|k| k != "address") {
                 return Err(ApiError::bad("incrementNonce takes no parameters"));
             }
-            orders::check_cancels(&s)?;
+            crate::app::orders::check_cancels(&s)?;
             let (nonce, ids) = s.engine.increment_nonce(from.clone()).await?;
             let v = json!({ "nonce": nonce.to_string(), "canceled": ids.iter().map(|u| u.to_string()).collect::<Vec<_>>() });
             (v, json!(tx_hash()))
         }
         (None, _) => {
             // cancelOrder: an open order whose maker is the wallet.
-            orders::check_cancels(&s)?;
+            crate::app::orders::check_cancels(&s)?;
             let id = body
                 .get("orderID")
                 .or_else(|| body.get("orderId"))

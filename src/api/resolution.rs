@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use warp::http::StatusCode;
 use warp::Filter;
 
-use super::{authenticate, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::{authenticate, handle, respond, with_state, ApiError, ApiResult, Req, Routes};
 use crate::app::resolution::{self, Bond, ProposalView, ResolutionError};
 use crate::app::AppState;
 use crate::domain::fmt_date;
@@ -63,12 +63,8 @@ fn proposal_json(p: &ProposalView) -> Value {
 }
 
 pub fn routes(state: Arc<AppState>) -> Routes {
-    let s = move || with_state(state.clone());
-    let post = warp::path!("bonds" / "post")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(post_bond(s, r).await) });
+    let s = || with_state(state.clone());
+    let post = handle(warp::path!("bonds" / "post").and(warp::post()), &state, post_bond);
     let agent = warp::path!("bonds" / "agent" / String)
         .and(warp::get())
         .and(s())
@@ -81,16 +77,8 @@ pub fn routes(state: Arc<AppState>) -> Routes {
         .and(warp::get())
         .and(s())
         .map(|c: String, s: Arc<AppState>| respond(cluster_requirement(&s, &c)));
-    let propose = warp::path!("resolution" / "propose")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(propose(s, r).await) });
-    let dispute = warp::path!("resolution" / "dispute")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(dispute(s, r).await) });
+    let propose = handle(warp::path!("resolution" / "propose").and(warp::post()), &state, propose);
+    let dispute = handle(warp::path!("resolution" / "dispute").and(warp::post()), &state, dispute);
     post.or(agent).unify().or(by_market).unify().or(cluster).unify().or(propose).unify().or(dispute).unify().boxed()
 }
 

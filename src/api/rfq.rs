@@ -9,7 +9,7 @@ use uuid::Uuid;
 use warp::Filter;
 
 use super::orders::{cursor_offset, page};
-use super::{authenticate, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::{authenticate, handle, handle_now, ApiError, ApiResult, Req, Routes};
 use crate::app::rfq::{self, NewRequest, QuoteState, RequestState, RfqError, RfqQuote, RfqRequest, MAX_TTL_SECS};
 use crate::app::AppState;
 use crate::domain::fmt_date;
@@ -78,37 +78,13 @@ fn quote_json(q: &RfqQuote, now: u64, size: u64) -> Value {
 }
 
 pub fn routes(state: Arc<AppState>) -> Routes {
-    let s = move || with_state(state.clone());
-    let request = warp::path!("rfq" / "request")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(post_request(s, r).await) });
-    let quote = warp::path!("rfq" / "quote")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(post_quote(s, r).await) });
-    let accept = warp::path!("rfq" / "accept")
-        .and(warp::post())
-        .and(req())
-        .and(s())
-        .then(|r, s| async move { respond(accept(s, r).await) });
-    let mine = warp::path!("rfq" / "requests")
-        .and(warp::get())
-        .and(req())
-        .and(s())
-        .map(|r, s: Arc<AppState>| respond(own_requests(&s, &r)));
-    let open = warp::path!("rfq" / "requests" / "open")
-        .and(warp::get())
-        .and(req())
-        .and(s())
-        .map(|r, s: Arc<AppState>| respond(open_requests(&s, &r)));
-    let quotes = warp::path!("rfq" / "quotes")
-        .and(warp::get())
-        .and(req())
-        .and(s())
-        .map(|r, s: Arc<AppState>| respond(own_quotes(&s, &r)));
+    let request = handle(warp::path!("rfq" / "request").and(warp::post()), &state, post_request);
+    let quote = handle(warp::path!("rfq" / "quote").and(warp::post()), &state, post_quote);
+    let accept = handle(warp::path!("rfq" / "accept").and(warp::post()), &state, accept);
+    let mine = handle_now(warp::path!("rfq" / "requests").and(warp::get()), &state, |s, r| own_requests(&s, &r));
+    let open =
+        handle_now(warp::path!("rfq" / "requests" / "open").and(warp::get()), &state, |s, r| open_requests(&s, &r));
+    let quotes = handle_now(warp::path!("rfq" / "quotes").and(warp::get()), &state, |s, r| own_quotes(&s, &r));
     request.or(quote).unify().or(accept).unify().or(mine).unify().or(open).unify().or(quotes).unify().boxed()
 }
 

@@ -18,9 +18,9 @@ use std::sync::Arc;
 use crate::app::catalogue::{current_price, live, Live, MarketMeta};
 use crate::app::AppState;
 use crate::commit::views::MarketView;
+use crate::domain::analytics::{CtfActivity, Position, DAY};
 use crate::domain::{mul_div_floor, Side, TradeRecord, TradeStatus, AMOUNT_ONE, PRICE_ONE};
 use crate::store::analytics::TickAt;
-use crate::store::index::{CtfActivity, Position, DAY};
 use crate::store::StoreError;
 
 /// What a row says about its market: the market, its metadata, its event, its numbers.

@@ -15,9 +15,9 @@ use serde::Deserialize;
 use crate::app::catalogue::ResolutionStatus;
 use crate::app::{acts_for, AppState};
 use crate::auth::normalize_address;
+use crate::domain::analytics::{CtfActivity, CtfKind, Position, DAY};
 use crate::domain::{now_micros, parse_u64, ApiKeyRecord, NumberText, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
-use crate::store::index::{CtfActivity, CtfKind, Position, DAY};
 use crate::store::{Batch, StoreError};
 
 /// What a conditional-token service refuses (the routes give each its SPEC §7 reply).

@@ -18,12 +18,12 @@ use serde::Deserialize;
 
 use crate::app::AppState;
 use crate::config::RebateTier;
+use crate::domain::analytics::{CtfActivity, CtfKind, DAY};
 use crate::domain::{
     fmt_date, mul_div_floor, now_micros, now_secs, parse_date, parse_decimal, BadDate, NumberText, TradeStatus,
     AMOUNT_ONE, COLLATERAL,
 };
 use crate::engine::{LedgerChange, RewardScores};
-use crate::store::index::{CtfActivity, CtfKind, DAY};
 use crate::store::{Batch, Store, StoreError};
 
 /// What a rewards or rebates service refuses (the routes give each its SPEC §7 reply).

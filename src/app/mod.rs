@@ -10,6 +10,8 @@ pub mod builders;
 pub mod catalogue;
 pub mod ctf;
 pub mod incentives;
+pub mod keys;
+pub mod orders;
 pub mod ratelimit;
 pub mod resolution;
 pub mod rfq;

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum Kind {
+pub enum TransferKind {
     Deposit,
     Withdrawal,
 }
@@ -35,7 +35,7 @@ impl Status {
 /// withdrawals to one destination.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BridgeAddress {
-    pub kind: Kind,
+    pub kind: TransferKind,
     pub owner: String,
 }
 
@@ -43,7 +43,7 @@ pub struct BridgeAddress {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Transfer {
     pub id: u64,
-    pub kind: Kind,
+    pub kind: TransferKind,
     /// The exchange wallet credited or debited.
     pub owner: String,
     pub bridge_address: String,

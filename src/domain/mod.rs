@@ -3,6 +3,7 @@
 //! Money is integers only: amounts are 6-decimal fixed-point `u64` micro-units, prices are
 //! `u32` in 1e-4 units (`PRICE_ONE` = 1.0). Nothing here does I/O.
 
+pub mod analytics;
 pub mod bonds;
 pub mod bridge;
 pub mod builders;

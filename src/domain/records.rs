@@ -1,5 +1,6 @@
 //! Records the engine produces and the store persists: markets, orders, trades, keys.
-//! Every record is plain data with serde; `store` adds the version byte.
+//! Plain data with serde; `store` adds the version byte, and writes orders and trades in
+//! layouts of its own (`store::codec`).
 
 use std::sync::Arc;
 
@@ -7,7 +8,6 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::num::Side;
-use super::packed::PackedRef;
 
 /// One outcome token of a binary market.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,14 +123,12 @@ impl OrderStatus {
 }
 
 /// The token an order trades, with its market: one per market and outcome, shared by every
-/// order on that token, so a record fits a 256-byte allocation. Serialized inline,
-/// its fields take the place in an order's encoding they had as the order's own.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// order on that token, so a record fits a 256-byte allocation. Stored in line with the
+/// order's own fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrderToken {
     pub market_idx: u32,
-    #[serde(with = "super::packed")]
     pub condition_id: Arc<str>,
-    #[serde(with = "super::packed")]
     pub token_id: Arc<str>,
     pub outcome_index: u8,
     pub outcome: Arc<str>,
@@ -163,12 +161,9 @@ const _: () = assert!(std::mem::size_of::<TradeIds>() == std::mem::size_of::<Vec
 /// Laid out for the matching thread (`#[repr(C)]`): with the `Arc`'s two counts, what a
 /// cancel reads and writes (owner, id, reserved, status) and most of what a fill checks
 /// fill the record's first cache line, so cancelling an order deep in a book touches one
-/// line of its record instead of three or four. The layout is memory only: the record encodes
-/// through [`OrderRecordOut`] in the stored field order, byte for byte
-/// [`FlatOrderRecord`]'s (postcard writes a nested struct's fields in line), and decodes
-/// through that flat form, which also reads version-1 JSON.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(from = "FlatOrderRecord")]
+/// line of its record instead of three or four. The layout is memory only: the store writes
+/// the fields in an order of its own, the token's in line (`store::codec::order`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[repr(C)]
 pub struct OrderRecord {
     /// API key that placed the order.
@@ -212,319 +207,10 @@ pub struct OrderRecord {
 // The first cache line of the record's block: the `Arc`'s counts, then owner .. price.
 const _: () = assert!(std::mem::offset_of!(OrderRecord, price) + 4 + 16 == 64);
 
-/// How an [`OrderRecord`] is written: its fields in the stored order, borrowed (the
-/// record's own declaration order is its memory layout's).
-#[derive(Serialize)]
-#[serde(rename = "OrderRecord")]
-struct OrderRecordOut<'a> {
-    id: &'a Uuid,
-    seq: u64,
-    status: OrderStatus,
-    owner: &'a Uuid,
-    #[serde(serialize_with = "super::packed::serialize")]
-    maker: &'a Arc<str>,
-    #[serde(serialize_with = "super::packed::serialize")]
-    signer: &'a Arc<str>,
-    #[serde(serialize_with = "super::packed::serialize")]
-    taker: &'a Arc<str>,
-    token: &'a OrderToken,
-    side: Side,
-    price: u32,
-    original_size: u64,
-    size_matched: u64,
-    maker_amount: u64,
-    taker_amount: u64,
-    fee_rate_bps: u32,
-    expiration: u64,
-    nonce: u64,
-    salt: u64,
-    signature_type: u8,
-    signature: &'a super::packed::PackedStr,
-    order_type: OrderType,
-    post_only: bool,
-    reserved: u64,
-    associate_trades: &'a [Uuid],
-    created_at: u64,
-}
-
-impl Serialize for OrderRecord {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        OrderRecordOut {
-            id: &self.id,
-            seq: self.seq,
-            status: self.status,
-            owner: &self.owner,
-            maker: &self.maker,
-            signer: &self.signer,
-            taker: &self.taker,
-            token: &self.token,
-            side: self.side,
-            price: self.price,
-            original_size: self.original_size,
-            size_matched: self.size_matched,
-            maker_amount: self.maker_amount,
-            taker_amount: self.taker_amount,
-            fee_rate_bps: self.fee_rate_bps,
-            expiration: self.expiration,
-            nonce: self.nonce,
-            salt: self.salt,
-            signature_type: self.signature_type,
-            signature: &self.signature,
-            order_type: self.order_type,
-            post_only: self.post_only,
-            reserved: self.reserved,
-            associate_trades: &self.associate_trades,
-            created_at: self.created_at,
-        }
-        .serialize(s)
-    }
-}
-
 // With its `Arc` header an order's record takes a 256-byte block; a byte over 256 would take
 // 320. mimalloc gives a request of exactly 224 bytes a 256-byte block, so the 224-byte
 // block needs a record of at most 200 bytes.
 const _: () = assert!(std::mem::size_of::<OrderRecord>() + 16 <= 256);
-
-/// [`OrderRecord`] as it is stored: the token's fields in line. Keep in step with
-/// [`OrderRecordOut`] (a test checks that a record and its flat form encode alike).
-#[derive(Serialize, Deserialize)]
-pub struct FlatOrderRecord {
-    id: Uuid,
-    seq: u64,
-    status: OrderStatus,
-    owner: Uuid,
-    #[serde(with = "super::packed")]
-    maker: Arc<str>,
-    #[serde(with = "super::packed")]
-    signer: Arc<str>,
-    #[serde(with = "super::packed")]
-    taker: Arc<str>,
-    market_idx: u32,
-    #[serde(with = "super::packed")]
-    condition_id: Arc<str>,
-    #[serde(with = "super::packed")]
-    token_id: Arc<str>,
-    outcome_index: u8,
-    outcome: Arc<str>,
-    side: Side,
-    price: u32,
-    original_size: u64,
-    size_matched: u64,
-    maker_amount: u64,
-    taker_amount: u64,
-    fee_rate_bps: u32,
-    expiration: u64,
-    nonce: u64,
-    salt: u64,
-    signature_type: u8,
-    signature: super::packed::PackedStr,
-    order_type: OrderType,
-    post_only: bool,
-    reserved: u64,
-    associate_trades: Vec<Uuid>,
-    created_at: u64,
-}
-
-impl From<FlatOrderRecord> for OrderRecord {
-    fn from(f: FlatOrderRecord) -> OrderRecord {
-        OrderRecord {
-            id: f.id,
-            seq: f.seq,
-            status: f.status,
-            owner: f.owner,
-            maker: f.maker,
-            signer: f.signer,
-            taker: f.taker,
-            token: Arc::new(OrderToken {
-                market_idx: f.market_idx,
-                condition_id: f.condition_id,
-                token_id: f.token_id,
-                outcome_index: f.outcome_index,
-                outcome: f.outcome,
-            }),
-            side: f.side,
-            price: f.price,
-            original_size: f.original_size,
-            size_matched: f.size_matched,
-            maker_amount: f.maker_amount,
-            taker_amount: f.taker_amount,
-            fee_rate_bps: f.fee_rate_bps,
-            expiration: f.expiration,
-            nonce: f.nonce,
-            salt: f.salt,
-            signature_type: f.signature_type,
-            signature: f.signature,
-            order_type: f.order_type,
-            post_only: f.post_only,
-            reserved: f.reserved,
-            associate_trades: f.associate_trades.into(),
-            created_at: f.created_at,
-        }
-    }
-}
-
-impl From<&OrderRecord> for FlatOrderRecord {
-    fn from(o: &OrderRecord) -> FlatOrderRecord {
-        let t = &*o.token;
-        FlatOrderRecord {
-            id: o.id,
-            seq: o.seq,
-            status: o.status,
-            owner: o.owner,
-            maker: o.maker.clone(),
-            signer: o.signer.clone(),
-            taker: o.taker.clone(),
-            market_idx: t.market_idx,
-            condition_id: t.condition_id.clone(),
-            token_id: t.token_id.clone(),
-            outcome_index: t.outcome_index,
-            outcome: t.outcome.clone(),
-            side: o.side,
-            price: o.price,
-            original_size: o.original_size,
-            size_matched: o.size_matched,
-            maker_amount: o.maker_amount,
-            taker_amount: o.taker_amount,
-            fee_rate_bps: o.fee_rate_bps,
-            expiration: o.expiration,
-            nonce: o.nonce,
-            salt: o.salt,
-            signature_type: o.signature_type,
-            signature: o.signature.clone(),
-            order_type: o.order_type,
-            post_only: o.post_only,
-            reserved: o.reserved,
-            associate_trades: o.associate_trades.to_vec(),
-            created_at: o.created_at,
-        }
-    }
-}
-
-/// [`OrderRecord`] with its strings borrowed from the encoded bytes: the same fields in the
-/// stored order ([`OrderRecordOut`]'s), so it decodes the same postcard value without
-/// allocating. Startup decodes a million of these and shares the repeated strings
-/// (addresses, market ids) through an [`Interner`]. Keep in step with `OrderRecordOut` (the
-/// round-trip test checks it).
-#[derive(Deserialize)]
-pub struct OrderRecordRef<'a> {
-    id: Uuid,
-    seq: u64,
-    status: OrderStatus,
-    owner: Uuid,
-    maker: PackedRef<'a>,
-    signer: PackedRef<'a>,
-    taker: PackedRef<'a>,
-    market_idx: u32,
-    condition_id: PackedRef<'a>,
-    token_id: PackedRef<'a>,
-    outcome_index: u8,
-    outcome: &'a str,
-    side: Side,
-    price: u32,
-    original_size: u64,
-    size_matched: u64,
-    maker_amount: u64,
-    taker_amount: u64,
-    fee_rate_bps: u32,
-    expiration: u64,
-    nonce: u64,
-    salt: u64,
-    signature_type: u8,
-    signature: PackedRef<'a>,
-    order_type: OrderType,
-    post_only: bool,
-    reserved: u64,
-    associate_trades: Vec<Uuid>,
-    created_at: u64,
-}
-
-/// One shared `Arc<str>` per distinct string, found by its stored bytes, so a repeated
-/// address is unpacked from its 20 bytes to text once, not once per order; and one shared
-/// [`OrderToken`] per token.
-#[derive(Default)]
-pub struct Interner {
-    strings: ByStoredBytes<Arc<str>>,
-    /// By the token id's stored bytes, with the condition id's.
-    tokens: ByStoredBytes<(Box<[u8]>, Arc<OrderToken>)>,
-}
-
-/// A map keyed by a string's stored bytes.
-type ByStoredBytes<V> = std::collections::HashMap<Box<[u8]>, V, foldhash::fast::RandomState>;
-
-impl Interner {
-    pub fn get(&mut self, s: PackedRef) -> Arc<str> {
-        if let Some(a) = self.strings.get(s.0) {
-            return a.clone();
-        }
-        let a: Arc<str> = s.unpack().as_ref().into();
-        self.strings.insert(s.0.into(), a.clone());
-        a
-    }
-
-    /// The shared token of an order read from the store. A token id names one market and
-    /// outcome, so the first order read for it sets the rest; an order that disagrees (only
-    /// a damaged store could hold one) gets a token of its own.
-    fn token(
-        &mut self,
-        market_idx: u32,
-        condition_id: PackedRef,
-        token_id: PackedRef,
-        outcome_index: u8,
-        outcome: &str,
-    ) -> Arc<OrderToken> {
-        if let Some((c, t)) = self.tokens.get(token_id.0) {
-            if t.market_idx == market_idx
-                && t.outcome_index == outcome_index
-                && *t.outcome == *outcome
-                && **c == *condition_id.0
-            {
-                return t.clone();
-            }
-        }
-        let t = Arc::new(OrderToken {
-            market_idx,
-            condition_id: condition_id.unpack().as_ref().into(),
-            token_id: token_id.unpack().as_ref().into(),
-            outcome_index,
-            outcome: outcome.into(),
-        });
-        self.tokens.entry(token_id.0.into()).or_insert_with(|| (condition_id.0.into(), t.clone()));
-        t
-    }
-}
-
-impl OrderRecordRef<'_> {
-    pub fn to_record(self, i: &mut Interner) -> OrderRecord {
-        OrderRecord {
-            id: self.id,
-            seq: self.seq,
-            status: self.status,
-            owner: self.owner,
-            maker: i.get(self.maker),
-            signer: i.get(self.signer),
-            taker: i.get(self.taker),
-            token: i.token(self.market_idx, self.condition_id, self.token_id, self.outcome_index, self.outcome),
-            side: self.side,
-            price: self.price,
-            original_size: self.original_size,
-            size_matched: self.size_matched,
-            maker_amount: self.maker_amount,
-            taker_amount: self.taker_amount,
-            fee_rate_bps: self.fee_rate_bps,
-            expiration: self.expiration,
-            nonce: self.nonce,
-            salt: self.salt,
-            signature_type: self.signature_type,
-            // Unique per order: nothing to share, and kept packed.
-            signature: self.signature.into(),
-            order_type: self.order_type,
-            post_only: self.post_only,
-            reserved: self.reserved,
-            associate_trades: self.associate_trades.into(),
-            created_at: self.created_at,
-        }
-    }
-}
 
 impl OrderRecord {
     pub fn remaining(&self) -> u64 {
@@ -637,47 +323,9 @@ pub struct MakerFill {
     pub fee: u64,
 }
 
-/// How a [`MakerFill`] is written: its fields in the stored order, borrowed.
-#[derive(Serialize)]
-#[serde(rename = "MakerFill")]
-struct MakerFillOut<'a> {
-    order_id: &'a Uuid,
-    owner: &'a Uuid,
-    #[serde(serialize_with = "super::packed::serialize")]
-    maker_address: &'a Arc<str>,
-    matched_amount: u64,
-    price: u32,
-    #[serde(serialize_with = "super::packed::serialize")]
-    asset_id: &'a Arc<str>,
-    outcome: &'a Arc<str>,
-    side: Side,
-    fee_rate_bps: u32,
-    fee: u64,
-}
-
-impl Serialize for MakerFill {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        MakerFillOut {
-            order_id: &self.order_id,
-            owner: &self.owner,
-            maker_address: &self.maker_address,
-            matched_amount: self.matched_amount,
-            price: self.price,
-            asset_id: &self.token.token_id,
-            outcome: &self.token.outcome,
-            side: self.side,
-            fee_rate_bps: self.fee_rate_bps,
-            fee: self.fee,
-        }
-        .serialize(s)
-    }
-}
-
 /// One fill: a taker order against one resting maker order, at the maker's price. Held with
-/// each side's token shared; stored with the tokens' fields in line, in the order of
-/// [`FlatTradeRecord`] (which it decodes through, and which also reads version-1 JSON).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(from = "FlatTradeRecord")]
+/// each side's token shared; stored with the tokens' fields in line (`store::codec::trade`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TradeRecord {
     pub id: Uuid,
     pub seq: u64,
@@ -704,220 +352,6 @@ pub struct TradeRecord {
     pub error_msg: Option<String>,
     /// COMPLEMENTARY, MINT or MERGE (the exchange contract's match type).
     pub match_type: MatchType,
-}
-
-/// How a [`TradeRecord`] is written: its fields in the stored order, borrowed, the taker's
-/// token in line. Keep in step with [`FlatTradeRecord`] (a test checks both encode alike).
-#[derive(Serialize)]
-#[serde(rename = "TradeRecord")]
-struct TradeRecordOut<'a> {
-    id: &'a Uuid,
-    seq: u64,
-    taker_order_id: &'a Uuid,
-    market_idx: u32,
-    #[serde(serialize_with = "super::packed::serialize")]
-    condition_id: &'a Arc<str>,
-    #[serde(serialize_with = "super::packed::serialize")]
-    asset_id: &'a Arc<str>,
-    side: Side,
-    size: u64,
-    price: u32,
-    fee_rate_bps: u32,
-    status: TradeStatus,
-    match_time: u64,
-    last_update: u64,
-    outcome: &'a Arc<str>,
-    bucket_index: u32,
-    owner: &'a Uuid,
-    #[serde(serialize_with = "super::packed::serialize")]
-    maker_address: &'a Arc<str>,
-    maker_orders: &'a [MakerFill],
-    #[serde(serialize_with = "super::packed::serialize")]
-    transaction_hash: &'a String,
-    taker_fee: u64,
-    error_msg: &'a Option<String>,
-    match_type: MatchType,
-}
-
-impl Serialize for TradeRecord {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        TradeRecordOut {
-            id: &self.id,
-            seq: self.seq,
-            taker_order_id: &self.taker_order_id,
-            market_idx: self.token.market_idx,
-            condition_id: &self.token.condition_id,
-            asset_id: &self.token.token_id,
-            side: self.side,
-            size: self.size,
-            price: self.price,
-            fee_rate_bps: self.fee_rate_bps,
-            status: self.status,
-            match_time: self.match_time,
-            last_update: self.last_update,
-            outcome: &self.token.outcome,
-            bucket_index: self.bucket_index,
-            owner: &self.owner,
-            maker_address: &self.maker_address,
-            maker_orders: &self.maker_orders,
-            transaction_hash: &self.transaction_hash,
-            taker_fee: self.taker_fee,
-            error_msg: &self.error_msg,
-            match_type: self.match_type,
-        }
-        .serialize(s)
-    }
-}
-
-/// [`MakerFill`] as it is stored.
-#[derive(Serialize, Deserialize)]
-struct FlatMakerFill {
-    order_id: Uuid,
-    owner: Uuid,
-    #[serde(with = "super::packed")]
-    maker_address: Arc<str>,
-    matched_amount: u64,
-    price: u32,
-    #[serde(with = "super::packed")]
-    asset_id: Arc<str>,
-    outcome: Arc<str>,
-    side: Side,
-    fee_rate_bps: u32,
-    fee: u64,
-}
-
-/// [`TradeRecord`] as it is stored: each side's token in line. Keep in step with
-/// `TradeRecordOut`.
-#[derive(Serialize, Deserialize)]
-pub struct FlatTradeRecord {
-    id: Uuid,
-    seq: u64,
-    taker_order_id: Uuid,
-    market_idx: u32,
-    #[serde(with = "super::packed")]
-    condition_id: Arc<str>,
-    /// The taker's token.
-    #[serde(with = "super::packed")]
-    asset_id: Arc<str>,
-    side: Side,
-    size: u64,
-    price: u32,
-    fee_rate_bps: u32,
-    status: TradeStatus,
-    match_time: u64,
-    last_update: u64,
-    outcome: Arc<str>,
-    bucket_index: u32,
-    owner: Uuid,
-    #[serde(with = "super::packed")]
-    maker_address: Arc<str>,
-    maker_orders: Vec<FlatMakerFill>,
-    #[serde(with = "super::packed")]
-    transaction_hash: String,
-    taker_fee: u64,
-    error_msg: Option<String>,
-    match_type: MatchType,
-}
-
-impl From<FlatTradeRecord> for TradeRecord {
-    fn from(f: FlatTradeRecord) -> TradeRecord {
-        let token = Arc::new(TradeToken {
-            market_idx: f.market_idx,
-            condition_id: f.condition_id,
-            token_id: f.asset_id,
-            outcome: f.outcome,
-        });
-        let maker_orders = f
-            .maker_orders
-            .into_iter()
-            .map(|m| MakerFill {
-                order_id: m.order_id,
-                owner: m.owner,
-                maker_address: m.maker_address,
-                matched_amount: m.matched_amount,
-                price: m.price,
-                // The taker's own, when the maker traded the same token.
-                token: if m.asset_id == token.token_id && m.outcome == token.outcome {
-                    token.clone()
-                } else {
-                    Arc::new(TradeToken {
-                        market_idx: token.market_idx,
-                        condition_id: token.condition_id.clone(),
-                        token_id: m.asset_id,
-                        outcome: m.outcome,
-                    })
-                },
-                side: m.side,
-                fee_rate_bps: m.fee_rate_bps,
-                fee: m.fee,
-            })
-            .collect();
-        TradeRecord {
-            id: f.id,
-            seq: f.seq,
-            taker_order_id: f.taker_order_id,
-            token,
-            side: f.side,
-            size: f.size,
-            price: f.price,
-            fee_rate_bps: f.fee_rate_bps,
-            status: f.status,
-            match_time: f.match_time,
-            last_update: f.last_update,
-            bucket_index: f.bucket_index,
-            owner: f.owner,
-            maker_address: f.maker_address,
-            maker_orders,
-            transaction_hash: f.transaction_hash,
-            taker_fee: f.taker_fee,
-            error_msg: f.error_msg,
-            match_type: f.match_type,
-        }
-    }
-}
-
-impl From<&TradeRecord> for FlatTradeRecord {
-    fn from(t: &TradeRecord) -> FlatTradeRecord {
-        FlatTradeRecord {
-            id: t.id,
-            seq: t.seq,
-            taker_order_id: t.taker_order_id,
-            market_idx: t.token.market_idx,
-            condition_id: t.token.condition_id.clone(),
-            asset_id: t.token.token_id.clone(),
-            side: t.side,
-            size: t.size,
-            price: t.price,
-            fee_rate_bps: t.fee_rate_bps,
-            status: t.status,
-            match_time: t.match_time,
-            last_update: t.last_update,
-            outcome: t.token.outcome.clone(),
-            bucket_index: t.bucket_index,
-            owner: t.owner,
-            maker_address: t.maker_address.clone(),
-            maker_orders: t
-                .maker_orders
-                .iter()
-                .map(|m| FlatMakerFill {
-                    order_id: m.order_id,
-                    owner: m.owner,
-                    maker_address: m.maker_address.clone(),
-                    matched_amount: m.matched_amount,
-                    price: m.price,
-                    asset_id: m.token.token_id.clone(),
-                    outcome: m.token.outcome.clone(),
-                    side: m.side,
-                    fee_rate_bps: m.fee_rate_bps,
-                    fee: m.fee,
-                })
-                .collect(),
-            transaction_hash: t.transaction_hash.clone(),
-            taker_fee: t.taker_fee,
-            error_msg: t.error_msg.clone(),
-            match_type: t.match_type,
-        }
-    }
 }
 
 impl TradeRecord {
@@ -957,7 +391,7 @@ pub struct ApiKeyRecord {
     pub created_at: u64,
     /// Not stored: the first proxy wallet (20 bytes) this key's orders named as maker since
     /// the key was loaded, with its string, which every later order naming it shares
-    /// (`api::orders::maker_string`).
+    /// (`app::orders::maker_string`).
     #[serde(skip)]
     pub proxy: std::sync::OnceLock<([u8; 20], Arc<str>)>,
 }

@@ -379,14 +379,14 @@ pub fn spawn(
             ms.book.take_changes();
         }
         let last_trade = core.markets.iter().map(|m| m.last_trade).collect();
-        let mut out = Out { seqs: vec![0; views.len()], last_trade, views, persist, events };
+        let mut out = Outlets { seqs: vec![0; views.len()], last_trade, views, persist, events };
         run(&mut core, rx, registry, &mut out, &metrics)
     });
     (EngineHandle { tx, claims: Arc::default() }, h)
 }
 
 /// Where a command's results go: the persister, then the readers' snapshots and the feeds.
-struct Out {
+struct Outlets {
     views: Vec<Arc<MarketView>>,
     /// Publication sequence per market, and the last trade published.
     seqs: Vec<u64>,
@@ -452,7 +452,7 @@ fn reply_with<T: Send + 'static>(reply: Reply<T>, result: T) -> crate::commit::R
 /// A change that takes the market's price past the tick rule's bounds moves the market to
 /// the fine tick here, in the same batch, so the new tick is durable with the change that
 /// caused it and its feed message follows that change's.
-fn publish(core: &mut Core, out: &mut Out, idxs: &[u32], batch: &mut Batch) -> Vec<(Arc<MarketView>, BookDelta)> {
+fn publish(core: &mut Core, out: &mut Outlets, idxs: &[u32], batch: &mut Batch) -> Vec<(Arc<MarketView>, BookDelta)> {
     let mut v = Vec::with_capacity(idxs.len());
     for &i in idxs {
         let i = i as usize;
@@ -488,7 +488,7 @@ fn run(
     core: &mut Core,
     rx: Receiver<Command>,
     registry: Arc<Registry>,
-    out: &mut Out,
+    out: &mut Outlets,
     metrics: &crate::metrics::Metrics,
 ) {
     while let Ok(cmd) = rx.recv() {
@@ -637,7 +637,7 @@ fn touched(core: &Core, ids: &[Uuid]) -> Vec<u32> {
 #[allow(clippy::too_many_arguments)]
 fn finish<T: Send + 'static>(
     core: &mut Core,
-    out: &mut Out,
+    out: &mut Outlets,
     mut batch: Batch,
     markets: &[u32],
     trades: Vec<Arc<crate::domain::TradeRecord>>,

@@ -105,7 +105,7 @@ impl Wallet {
 impl Ledger {
     /// The handle of (address, asset), creating the account empty if absent.
     pub fn acct(&mut self, address: &str, asset: &str) -> Acct {
-        let [a] = self.accts(address, [asset]);
+        let [a] = self.accounts(address, [asset]);
         a
     }
 
@@ -121,13 +121,13 @@ impl Ledger {
     }
 
     /// The handles of several assets' accounts of one address (one address lookup).
-    pub fn accts<const N: usize>(&mut self, address: &str, assets: [&str; N]) -> [Acct; N] {
+    pub fn accounts<const N: usize>(&mut self, address: &str, assets: [&str; N]) -> [Acct; N] {
         let ids = assets.map(|a| self.asset(a));
-        self.accts_by(address, ids)
+        self.accounts_by(address, ids)
     }
 
-    /// [`Ledger::accts`] with the assets already numbered: what the matching thread uses.
-    pub fn accts_by<const N: usize>(&mut self, address: &str, assets: [AssetId; N]) -> [Acct; N] {
+    /// [`Ledger::accounts`] with the assets already numbered: what the matching thread uses.
+    pub fn accounts_by<const N: usize>(&mut self, address: &str, assets: [AssetId; N]) -> [Acct; N] {
         let wallet = self.index.entry_ref(address).or_default();
         // A plain loop: `<[_; N]>::map` with this closure compiled to an iterator adapter
         // about twice the instructions of the lookups themselves.
@@ -290,8 +290,8 @@ mod tests {
         let usdc = l.asset("USDC");
         let token = l.asset("7123");
         assert_eq!(l.asset("USDC"), usdc);
-        let [pay, recv] = l.accts_by("a", [usdc, token]);
-        assert_eq!(l.accts("a", ["USDC", "7123"]), [pay, recv]);
+        let [pay, recv] = l.accounts_by("a", [usdc, token]);
+        assert_eq!(l.accounts("a", ["USDC", "7123"]), [pay, recv]);
         assert_ne!(pay, recv);
         l.credit_at(recv, 5);
         assert_eq!(l.account("a", "7123").balance, 5);
@@ -304,7 +304,7 @@ mod tests {
         // The first-numbered asset's account (held in the address's entry) alike.
         l.credit_at(pay, 7);
         assert_eq!(l.account("a", "USDC").balance, 7);
-        let [b_token] = l.accts_by("b", [token]);
+        let [b_token] = l.accounts_by("b", [token]);
         l.credit_at(b_token, 2);
         assert_eq!(l.account("b", "USDC"), Account::default());
         assert_eq!(l.accounts_of("b"), [("7123".to_string(), l.get(b_token))]);

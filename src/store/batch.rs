@@ -145,15 +145,15 @@ impl Batch {
 
 /// What one write does to one key, before it goes into the WriteBatch.
 #[derive(Clone, Copy)]
-pub(super) enum Kind {
+pub(super) enum WriteKind {
     Put,
     Delete,
     Merge,
 }
 
-pub(super) struct Entry {
+pub(super) struct KeyWrite {
     pub(super) key: Vec<u8>,
-    pub(super) kind: Kind,
+    pub(super) kind: WriteKind,
     pub(super) value: Vec<u8>,
 }
 
@@ -164,25 +164,25 @@ pub(super) struct Entry {
 /// same, and each write saved is a memtable insert saved — the persister's largest cost
 /// once the bytes were cut. Keys written many times per group are the hot ones: a market
 /// maker's balances, its position counters, a market's totals, a resting order's state.
-pub(super) fn coalesce(cf: &'static str, family: Vec<Entry>) -> Vec<Entry> {
+pub(super) fn coalesce(cf: &'static str, family: Vec<KeyWrite>) -> Vec<KeyWrite> {
     let counters = cf::COUNTERS.contains(&cf);
-    let mut out: Vec<Entry> = Vec::with_capacity(family.len());
+    let mut out: Vec<KeyWrite> = Vec::with_capacity(family.len());
     for e in family {
-        let same = |o: &Vec<Entry>| o.last().is_some_and(|l| l.key == e.key);
+        let same = |o: &Vec<KeyWrite>| o.last().is_some_and(|l| l.key == e.key);
         match e.kind {
-            Kind::Put | Kind::Delete => {
+            WriteKind::Put | WriteKind::Delete => {
                 while same(&out) {
                     out.pop();
                 }
             }
-            Kind::Merge if counters && same(&out) => {
+            WriteKind::Merge if counters && same(&out) => {
                 let last = out.last_mut().expect("same key");
-                if matches!(last.kind, Kind::Put | Kind::Merge) {
+                if matches!(last.kind, WriteKind::Put | WriteKind::Merge) {
                     last.value = index::add_counters(&last.value, &e.value);
                     continue;
                 }
             }
-            Kind::Merge => {}
+            WriteKind::Merge => {}
         }
         out.push(e);
     }
@@ -193,7 +193,7 @@ pub(super) fn coalesce(cf: &'static str, family: Vec<Entry>) -> Vec<Entry> {
 /// before they reach the WriteBatch.
 #[derive(Default)]
 pub(super) struct Entries {
-    pub(super) families: Vec<(&'static str, Vec<Entry>)>,
+    pub(super) families: Vec<(&'static str, Vec<KeyWrite>)>,
     pub(super) last: usize,
     /// Orders that open (id, seq, owner) and that close, in the order written.
     pub(super) opened: Vec<(Uuid, u64, Uuid)>,
@@ -203,7 +203,7 @@ pub(super) struct Entries {
 }
 
 impl Entries {
-    pub(super) fn family(&mut self, cf: &'static str) -> &mut Vec<Entry> {
+    pub(super) fn family(&mut self, cf: &'static str) -> &mut Vec<KeyWrite> {
         // Consecutive writes mostly go to one family, and a group touches a dozen or two.
         if self.families.get(self.last).is_none_or(|(n, _)| *n != cf) {
             self.last = match self.families.iter().position(|(n, _)| *n == cf) {
@@ -217,13 +217,13 @@ impl Entries {
         &mut self.families[self.last].1
     }
     pub(super) fn put(&mut self, cf: &'static str, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) {
-        self.family(cf).push(Entry { key: key.into(), kind: Kind::Put, value: value.into() });
+        self.family(cf).push(KeyWrite { key: key.into(), kind: WriteKind::Put, value: value.into() });
     }
     pub(super) fn delete(&mut self, cf: &'static str, key: impl Into<Vec<u8>>) {
-        self.family(cf).push(Entry { key: key.into(), kind: Kind::Delete, value: Vec::new() });
+        self.family(cf).push(KeyWrite { key: key.into(), kind: WriteKind::Delete, value: Vec::new() });
     }
     pub(super) fn merge(&mut self, cf: &'static str, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) {
-        self.family(cf).push(Entry { key: key.into(), kind: Kind::Merge, value: value.into() });
+        self.family(cf).push(KeyWrite { key: key.into(), kind: WriteKind::Merge, value: value.into() });
     }
 }
 

@@ -15,47 +15,10 @@
 //! A trade adds its counters when first written (PENDING) and takes them back if its
 //! settlement FAILS ([`counter_sign`]), so the sums follow the trades that stand.
 
-use serde::{Deserialize, Serialize};
-use uuid::Uuid;
-
+pub use crate::domain::analytics::{CtfActivity, CtfKind, Position, Tick, DAY};
 use crate::domain::{Leg, Side, TradeRecord, TradeStatus, PRICE_ONE};
 
-/// What `trades_by_market` holds per trade: enough for price history without reading the
-/// trade itself.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Tick {
-    pub id: Uuid,
-    /// The taker's token, price (1e-4) and side.
-    #[serde(with = "crate::domain::packed")]
-    pub asset_id: String,
-    pub price: u32,
-    pub size: u64,
-    pub side: Side,
-}
-
-impl Tick {
-    /// The price of `token` at this trade (the other token of a binary market is 1 − p).
-    pub fn price_of(&self, token: &str) -> u32 {
-        if self.asset_id == token {
-            self.price
-        } else {
-            PRICE_ONE - self.price
-        }
-    }
-}
-
-/// One wallet's running sums in one token, in micro-units. Tokens come in by buying
-/// (`bought`, paying `cost` in collateral, fees included) and go out by selling (`sold`,
-/// receiving `proceeds` net of fees); `size` is what is held.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Position {
-    pub size: i64,
-    pub bought: i64,
-    pub cost: i64,
-    pub sold: i64,
-    pub proceeds: i64,
-}
-
+/// A position's counters as `positions`, `market_holders` and `wallet_days` hold them.
 impl Position {
     pub fn encode(&self) -> Vec<u8> {
         encode_counters(&[self.size, self.bought, self.cost, self.sold, self.proceeds])
@@ -64,22 +27,6 @@ impl Position {
         let c = decode_counters(v);
         let g = |i: usize| c.get(i).copied().unwrap_or(0);
         Position { size: g(0), bought: g(1), cost: g(2), sold: g(3), proceeds: g(4) }
-    }
-    fn negated(&self) -> Position {
-        Position {
-            size: -self.size,
-            bought: -self.bought,
-            cost: -self.cost,
-            sold: -self.sold,
-            proceeds: -self.proceeds,
-        }
-    }
-    pub fn add(&mut self, o: &Position) {
-        self.size += o.size;
-        self.bought += o.bought;
-        self.cost += o.cost;
-        self.sold += o.sold;
-        self.proceeds += o.proceeds;
     }
 }
 
@@ -129,9 +76,6 @@ fn add_to(acc: &mut Vec<i64>, operand: &[u8]) {
         *a = a.wrapping_add(b);
     }
 }
-
-/// Seconds in a UTC day.
-pub const DAY: u64 = 86_400;
 
 pub fn market_time_seq(market: u32, time: u64, seq: u64) -> Vec<u8> {
     let mut k = Vec::with_capacity(20);
@@ -284,52 +228,6 @@ pub fn position_ops(market: u32, day: u32, address: &str, token: &str, p: &Posit
     }
 }
 
-/// A wallet's non-trade activity: split, merge, redeem, conversion (SPEC §1.6) and reward
-/// payouts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum CtfKind {
-    Split,
-    Merge,
-    Redeem,
-    /// A liquidity-reward payout (size and usdc_size are the amount paid).
-    Reward,
-    /// A negative-risk conversion (convertPositions).
-    Conversion,
-}
-
-impl CtfKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            CtfKind::Split => "SPLIT",
-            CtfKind::Merge => "MERGE",
-            CtfKind::Redeem => "REDEEM",
-            CtfKind::Reward => "REWARD",
-            CtfKind::Conversion => "CONVERSION",
-        }
-    }
-}
-
-/// What `activity` holds per operation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CtfActivity {
-    pub kind: CtfKind,
-    pub condition_id: String,
-    pub market_idx: u32,
-    /// Outcome tokens made (split) or burned (merge, redeem).
-    pub size: u64,
-    /// Collateral paid in (split) or out (merge, redeem).
-    pub usdc_size: u64,
-    pub tx_hash: [u8; 32],
-    pub time: u64,
-}
-
-impl CtfActivity {
-    /// The operation's id as a 0x transaction hash.
-    pub fn tx_hex(&self) -> String {
-        format!("0x{}", alloy_primitives::hex::encode(self.tx_hash))
-    }
-}
-
 /// `activity` key: wallet + `/` + time in µs (8) + tx hash (32), so a wallet's rows walk
 /// in time order.
 pub fn activity(address: &str, micros: u64, tx: &[u8; 32]) -> Vec<u8> {
@@ -385,6 +283,9 @@ pub fn trade_day(t: &TradeRecord) -> u32 {
 
 #[cfg(test)]
 mod tests {
+    use serde::Serialize;
+    use uuid::Uuid;
+
     use super::*;
 
     #[test]

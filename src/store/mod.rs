@@ -33,18 +33,17 @@ use rocksdb::{Direction, IteratorMode, WriteBatch, WriteOptions, DB};
 use serde::{de::DeserializeOwned, Serialize};
 use uuid::Uuid;
 
-use batch::{coalesce, Entries, Kind, OpenState};
+use batch::{coalesce, Entries, OpenState, WriteKind};
 pub use batch::{Batch, Op, Prepared, Stored};
 #[cfg(test)]
 pub use codec::as_stored;
 use codec::decode;
-pub use codec::{decode_order, encode, StoreError};
-pub use read::Pairs;
+pub use codec::{decode_order, encode, Interner, StoreError};
+pub use read::KeyValues;
 pub use schema::{cf, meta};
 
 use crate::domain::{
-    ApiKeyRecord, Interner, InviteRecord, Market, NotificationRecord, OrderRecord, OrderStatus, TradeRecord,
-    TradeStatus,
+    ApiKeyRecord, InviteRecord, Market, NotificationRecord, OrderRecord, OrderStatus, TradeRecord, TradeStatus,
 };
 
 /// The embedded database.

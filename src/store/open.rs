@@ -213,7 +213,7 @@ impl Store {
     /// Waits until what a read of `family` should find is written, when the family is
     /// written behind the trades (see [`aggregator`]).
     pub(super) fn settle(&self, family: &str) {
-        if cf::BEHIND.contains(&family) {
+        if cf::WRITTEN_BEHIND.contains(&family) {
             self.analytics.settle();
         }
     }

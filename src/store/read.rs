@@ -4,7 +4,7 @@ use super::*;
 use crate::domain::{LastTrade, NonceState};
 
 /// Raw (key, value) pairs of a scan.
-pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+pub type KeyValues = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// What a startup scan thread sends: its next decoded open orders, or why it stopped.
 type ScanChunk = Result<Vec<Arc<OrderRecord>>, StoreError>;
@@ -106,7 +106,7 @@ impl Store {
         prefix: &[u8],
         start: &[u8],
         limit: usize,
-    ) -> Result<Pairs, StoreError> {
+    ) -> Result<KeyValues, StoreError> {
         self.settle(cf_name);
         let mut from = prefix.to_vec();
         if start > prefix {
@@ -135,7 +135,7 @@ impl Store {
     }
 
     /// Every raw pair of a family, in key order.
-    pub fn all_raw(&self, cf_name: &'static str) -> Result<Pairs, StoreError> {
+    pub fn all_raw(&self, cf_name: &'static str) -> Result<KeyValues, StoreError> {
         self.settle(cf_name);
         let mut out = Vec::new();
         for item in self.db.iterator_cf(self.handle(cf_name), IteratorMode::Start) {

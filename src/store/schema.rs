@@ -55,7 +55,7 @@ pub mod cf {
     pub const ANALYTICS_LOG: &str = "analytics_log";
     /// Families written behind the trades (see [`crate::store::aggregator`]): a read of them first
     /// waits for what was handed over before it.
-    pub const BEHIND: &[&str] = &[TRADES_BY_WALLET, POSITIONS, MARKET_HOLDERS, WALLET_DAYS];
+    pub const WRITTEN_BEHIND: &[&str] = &[TRADES_BY_WALLET, POSITIONS, MARKET_HOLDERS, WALLET_DAYS];
     /// Catalogue: id (u64 BE) → series / event record; condition id → market metadata;
     /// (kind, parent id, inverted seq) → comment.
     pub const SERIES: &str = "series";

@@ -6,8 +6,9 @@ use super::*;
 use rocksdb::Options;
 
 mod records {
+    use super::codec::OrderOut;
     use super::*;
-    use crate::domain::{AddressStatus, FlatOrderRecord, Mode, OrderStatus, OrderToken};
+    use crate::domain::{AddressStatus, Mode, OrderStatus, OrderToken};
 
     #[test]
     fn codec_round_trips_and_reads_json_records() {
@@ -433,8 +434,8 @@ mod records {
     fn interned_order_decoding_equals_the_ordinary_one() {
         for o in [sample_order(), real_order()] {
             let bytes = encode(&o);
-            // The shared token encodes in line, as the order's own fields did.
-            assert_eq!(bytes, encode(&FlatOrderRecord::from(&o)));
+            // The shared token encodes in line, and reads back to the same bytes.
+            assert_eq!(bytes, encode(&decode::<OrderRecord>(cf::ORDERS, &bytes).unwrap()));
             let mut i = Interner::default();
             let a = decode_order(&bytes, &mut i).unwrap();
             assert_eq!(a, o);
@@ -444,7 +445,7 @@ mod records {
             assert!(Arc::ptr_eq(&a.maker, &b.maker) && Arc::ptr_eq(&a.token, &b.token));
             // Version-1 JSON records (flat) still decode through the same entry point.
             let mut v1 = vec![VERSION_JSON];
-            v1.extend_from_slice(&serde_json::to_vec(&FlatOrderRecord::from(&o)).unwrap());
+            v1.extend_from_slice(&serde_json::to_vec(&OrderOut::from(&o)).unwrap());
             assert_eq!(decode_order(&v1, &mut i).unwrap(), o);
         }
         // An order none of whose strings packs encodes as version 2 did: such values still
@@ -469,7 +470,7 @@ mod indexes {
     use std::ops::ControlFlow;
 
     use super::*;
-    use crate::domain::{FlatTradeRecord, MakerFill, MatchType, Side, TradeToken};
+    use crate::domain::{MakerFill, MatchType, Side, TradeToken};
 
     fn trade(seq: u64, status: TradeStatus) -> TradeRecord {
         let token = Arc::new(TradeToken {
@@ -562,13 +563,13 @@ mod indexes {
             Arc::new(TradeToken { token_id: "12".into(), outcome: "No".into(), ..(*mint.token).clone() });
         for t in [same, mint] {
             let bytes = encode(&t);
-            assert_eq!(bytes, encode(&FlatTradeRecord::from(&t)));
+            assert_eq!(bytes, encode(&decode::<TradeRecord>(cf::TRADES, &bytes).unwrap()));
             let back = decode::<TradeRecord>(cf::TRADES, &bytes).unwrap();
             assert_eq!(back, t);
             let shared = Arc::ptr_eq(&back.token, &back.maker_orders[0].token);
             assert_eq!(shared, t.match_type == MatchType::Complementary);
             let mut v1 = vec![VERSION_JSON];
-            v1.extend_from_slice(&serde_json::to_vec(&FlatTradeRecord::from(&t)).unwrap());
+            v1.extend_from_slice(&serde_json::to_vec(&t).unwrap());
             assert_eq!(decode::<TradeRecord>(cf::TRADES, &v1).unwrap(), t);
         }
     }

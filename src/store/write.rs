@@ -59,9 +59,9 @@ impl Store {
             let h = self.handle(cf);
             for e in &family {
                 match e.kind {
-                    Kind::Put => wb.put_cf(h, &e.key, &e.value),
-                    Kind::Delete => wb.delete_cf(h, &e.key),
-                    Kind::Merge => wb.merge_cf(h, &e.key, &e.value),
+                    WriteKind::Put => wb.put_cf(h, &e.key, &e.value),
+                    WriteKind::Delete => wb.delete_cf(h, &e.key),
+                    WriteKind::Merge => wb.merge_cf(h, &e.key, &e.value),
                 }
             }
         }

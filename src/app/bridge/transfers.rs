@@ -22,13 +22,13 @@ use crate::domain::{now_millis, ApiKeyRecord, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
 use crate::store::{Batch, Store, StoreError};
 
-pub use crate::domain::bridge::{BridgeAddress, Kind, Status, Transfer};
+pub use crate::domain::bridge::{BridgeAddress, Status, Transfer, TransferKind};
 
 /// A PROCESSING transfer of `amount` base units of `route.0` into `route.1`, created now,
 /// with nothing out yet.
 fn new_transfer(
     id: u64,
-    kind: Kind,
+    kind: TransferKind,
     owner: &str,
     bridge_address: String,
     route: (&Asset, &Asset),
@@ -91,7 +91,7 @@ fn address_key(a: &str) -> Option<String> {
 
 /// The bridge addresses of a wallet's deposits (`route` empty) or of its withdrawals to one
 /// destination: hashes of the venue, the wallet and the route, one per address family.
-fn derive(venue: &str, kind: Kind, owner: &str, route: &[&str]) -> [String; 3] {
+fn derive(venue: &str, kind: TransferKind, owner: &str, route: &[&str]) -> [String; 3] {
     let hash = |family: &str| {
         let mut seed = format!("predex-bridge/{venue}/{kind:?}/{family}/{owner}");
         for r in route {
@@ -107,7 +107,13 @@ fn derive(venue: &str, kind: Kind, owner: &str, route: &[&str]) -> [String; 3] {
 }
 
 /// Registers bridge addresses not registered yet (in `batch`); false when all were.
-fn register(s: &AppState, addrs: &[String; 3], kind: Kind, owner: &str, batch: &mut Batch) -> Result<bool, StoreError> {
+fn register(
+    s: &AppState,
+    addrs: &[String; 3],
+    kind: TransferKind,
+    owner: &str,
+    batch: &mut Batch,
+) -> Result<bool, StoreError> {
     let mut added = false;
     for a in addrs {
         let a = address_key(a).expect("derived addresses parse");
@@ -124,9 +130,9 @@ fn register(s: &AppState, addrs: &[String; 3], kind: Kind, owner: &str, batch: &
 pub async fn deposit(s: &AppState, wallet: &str) -> Result<[String; 3], BridgeError> {
     table(s)?;
     let owner = normalize_address(wallet).ok_or(BridgeError::NotAWallet)?;
-    let addrs = derive(&s.config.exchange_address, Kind::Deposit, &owner, &[]);
+    let addrs = derive(&s.config.exchange_address, TransferKind::Deposit, &owner, &[]);
     let mut batch = Batch::default();
-    if register(s, &addrs, Kind::Deposit, &owner, &mut batch)? {
+    if register(s, &addrs, TransferKind::Deposit, &owner, &mut batch)? {
         s.commit(batch).await?;
     }
     Ok(addrs)
@@ -165,7 +171,7 @@ pub async fn withdraw(
     let from = t.collateral();
     let priced = t.price(from, to, amount)?;
     let route = [to.chain_id.as_str(), to.token.address.as_str(), recipient.as_str()];
-    let addrs = derive(&s.config.exchange_address, Kind::Withdrawal, &owner, &route);
+    let addrs = derive(&s.config.exchange_address, TransferKind::Withdrawal, &owner, &route);
     let bridge_address = address_key(&addrs[0]).expect("derived addresses parse");
 
     let mut next = s.transfers.next_id.lock().await;
@@ -173,10 +179,10 @@ pub async fn withdraw(
         to_amount: priced.to_units.to_string(),
         recipient: Some(recipient),
         ledger_amount: debit,
-        ..new_transfer(*next, Kind::Withdrawal, &owner, bridge_address, (from, to), amount)
+        ..new_transfer(*next, TransferKind::Withdrawal, &owner, bridge_address, (from, to), amount)
     };
     let mut batch = Batch::default();
-    register(s, &addrs, Kind::Withdrawal, &owner, &mut batch)?;
+    register(s, &addrs, TransferKind::Withdrawal, &owner, &mut batch)?;
     batch.open_withdrawal(rec.id);
     batch.add_transfer(&rec);
     match s.engine.transfer(owner, vec![(COLLATERAL.to_string(), LedgerChange::Debit(debit))], batch).await {
@@ -227,7 +233,7 @@ pub enum Arrival {
 pub async fn confirm_deposit(s: &AppState, b: &ArrivalReport) -> Result<Arrival, BridgeError> {
     let t = table(s)?;
     let (family, bridge_address) = parse_address(&b.deposit_address).ok_or(BridgeError::UnknownDepositAddress)?;
-    let Some(BridgeAddress { kind: Kind::Deposit, owner }) = s.store.bridge_address(&bridge_address)? else {
+    let Some(BridgeAddress { kind: TransferKind::Deposit, owner }) = s.store.bridge_address(&bridge_address)? else {
         return Err(BridgeError::UnknownDepositAddress);
     };
     let tx = b.tx_hash.trim();
@@ -256,7 +262,7 @@ pub async fn confirm_deposit(s: &AppState, b: &ArrivalReport) -> Result<Arrival,
     let mut rec = Transfer {
         status: Status::Completed,
         tx_hash: Some(tx.to_string()),
-        ..new_transfer(*next, Kind::Deposit, &owner, bridge_address, (from, to), amount)
+        ..new_transfer(*next, TransferKind::Deposit, &owner, bridge_address, (from, to), amount)
     };
     let credit = match t.price(from, to, amount) {
         Ok(p) => Some(u64::try_from(p.to_units).map_err(|_| Refusal::TooLarge)?),
@@ -298,7 +304,7 @@ pub async fn settle_withdrawal(s: &AppState, id: &str, b: Outcome) -> Result<Tra
     let missing = || BridgeError::WithdrawalNotFound(id.to_string());
     let n: u64 = id.parse().map_err(|_| missing())?;
     let mut rec = s.store.transfer(n)?.ok_or_else(missing)?;
-    if rec.kind != Kind::Withdrawal {
+    if rec.kind != TransferKind::Withdrawal {
         return Err(missing());
     }
     if rec.status != Status::Processing {
@@ -339,12 +345,12 @@ mod tests {
     #[test]
     fn derived_addresses_are_valid_stable_and_distinct() {
         let owner = "0x00000000000000000000000000000000000000aa";
-        let a = derive("0xv", Kind::Deposit, owner, &[]);
-        assert_eq!(a, derive("0xv", Kind::Deposit, owner, &[]));
-        assert_ne!(a, derive("0xw", Kind::Deposit, owner, &[]), "venues differ");
-        assert_ne!(a, derive("0xv", Kind::Withdrawal, owner, &[]), "kinds differ");
-        let w1 = derive("0xv", Kind::Withdrawal, owner, &["1", "0xt", "0xr"]);
-        assert_ne!(w1, derive("0xv", Kind::Withdrawal, owner, &["8453", "0xt", "0xr"]), "routes differ");
+        let a = derive("0xv", TransferKind::Deposit, owner, &[]);
+        assert_eq!(a, derive("0xv", TransferKind::Deposit, owner, &[]));
+        assert_ne!(a, derive("0xw", TransferKind::Deposit, owner, &[]), "venues differ");
+        assert_ne!(a, derive("0xv", TransferKind::Withdrawal, owner, &[]), "kinds differ");
+        let w1 = derive("0xv", TransferKind::Withdrawal, owner, &["1", "0xt", "0xr"]);
+        assert_ne!(w1, derive("0xv", TransferKind::Withdrawal, owner, &["8453", "0xt", "0xr"]), "routes differ");
         assert!(a[0].starts_with("0x") && a[0] != a[0].to_ascii_lowercase(), "checksummed: {}", a[0]);
         assert!(a[2].starts_with("bc1q"), "{}", a[2]);
         for x in &a {

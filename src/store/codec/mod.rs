@@ -1,9 +1,17 @@
 //! Values as stored: a version byte, then postcard (JSON for the first version, still read).
 
-use serde::{de::DeserializeOwned, Serialize};
+mod order;
+mod trade;
+
+use serde::{de::DeserializeOwned, Deserialize, Deserializer, Serialize, Serializer};
 
 use super::cf;
-use crate::domain::{Interner, OrderRecord, OrderRecordRef};
+use crate::domain::packed::{self, FromStored};
+use crate::domain::OrderRecord;
+pub use order::Interner;
+#[cfg(test)]
+pub(super) use order::OrderOut;
+use order::OrderRef;
 
 /// Value format versions: 1 = JSON (the first format, still read), 2 = postcard, a compact
 /// binary serde format: about a third of the bytes, and the WAL is what bounds durable
@@ -46,8 +54,8 @@ pub(super) fn decode<T: DeserializeOwned>(cf: &'static str, bytes: &[u8]) -> Res
 /// without allocating them; version-1 JSON goes the ordinary way).
 pub fn decode_order(bytes: &[u8], interner: &mut Interner) -> Result<OrderRecord, StoreError> {
     match bytes.split_first() {
-        Some((&(VERSION | VERSION_TEXT), rest)) => postcard::from_bytes::<OrderRecordRef>(rest)
-            .map(|r| r.to_record(interner))
+        Some((&(VERSION | VERSION_TEXT), rest)) => postcard::from_bytes::<OrderRef>(rest)
+            .map(|r| r.into_shared_record(interner))
             .map_err(|e| StoreError::Corrupt { cf: cf::ORDERS, msg: e.to_string() }),
         _ => decode(cf::ORDERS, bytes),
     }
@@ -57,4 +65,19 @@ pub fn decode_order(bytes: &[u8], interner: &mut Interner) -> Result<OrderRecord
 #[cfg(test)]
 pub fn as_stored<T: Serialize + DeserializeOwned>(v: &T) -> T {
     decode("test", &encode(v)).expect("a value decodes as it was encoded")
+}
+
+/// A string field written packed ([`packed`]): as bytes in postcard, as text in JSON.
+pub(super) struct PackedText<S>(pub(super) S);
+
+impl<S: AsRef<str>> Serialize for PackedText<S> {
+    fn serialize<Z: Serializer>(&self, s: Z) -> Result<Z::Ok, Z::Error> {
+        packed::serialize(&self.0, s)
+    }
+}
+
+impl<'de, S: FromStored> Deserialize<'de> for PackedText<S> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        packed::deserialize(d).map(PackedText)
+    }
 }

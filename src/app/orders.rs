@@ -1,0 +1,324 @@
+//! Placing orders (SPEC §2.2, §5.7, §7.4): what a signed order must satisfy before the
+//! engine sees it — platform mode, owner, signature, address restrictions, expiration,
+//! tick, minimum size and durable duplicates — on the tokio workers; the engine then checks
+//! what needs its state (an open order with the id, nonce, balance, post-only, FOK, FAK).
+
+use std::sync::Arc;
+
+use alloy_primitives::Address;
+use uuid::Uuid;
+
+use crate::app::AppState;
+use crate::auth::{self, SignedOrderFields};
+use crate::domain::*;
+use crate::engine::{EngineError, Placed, Reject};
+use crate::store::StoreError;
+
+/// What the order services refuse (the routes give each its SPEC §7 reply).
+#[derive(Debug, thiserror::Error)]
+pub enum OrderError {
+    #[error("Invalid order payload")]
+    Invalid,
+    #[error("the order owner has to be the owner of the API KEY")]
+    NotOwner,
+    #[error("Invalid token id")]
+    UnknownToken,
+    #[error("invalid signature")]
+    BadSignature,
+    #[error("'{0}' address banned")]
+    Banned(Arc<str>),
+    #[error("'{0}' address in closed only mode")]
+    ClosedOnly(Arc<str>),
+    #[error("invalid expiration")]
+    BadExpiration,
+    #[error("order {id} is invalid. Price ({shown}) breaks minimum tick size rule: {}", fmt_tick(*.tick))]
+    OffTick { id: Uuid, shown: String, tick: u32 },
+    #[error("order {id} is invalid. Size ({}) lower than the minimum: {}", fmt_amount(*.size), fmt_amount(*.min))]
+    BelowMinimum { id: Uuid, size: u64, min: u64 },
+    #[error("order {0} is invalid. Duplicated.")]
+    Duplicated(Uuid),
+    /// The engine refused it.
+    #[error("{}", reject_message(.reject, .id))]
+    Rejected { reject: Reject, id: Uuid },
+    #[error("trading is in cancel-only mode: new orders are not accepted")]
+    CancelOnly,
+    #[error("trading is disabled")]
+    Disabled,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+/// Highest fee rate an order may carry (basis points).
+pub const MAX_FEE_BPS: u64 = 1000;
+
+/// What a signature covers, parsed from the wire, and the plain numbers validation goes on
+/// with.
+pub struct SignedOrder {
+    pub fields: SignedOrderFields,
+    pub side: Side,
+    pub sig_type: u64,
+    pub token_text: String,
+    pub maker_amount: u64,
+    pub taker_amount: u64,
+    pub expiration: u64,
+    pub nonce: u64,
+    pub fee_bps: u64,
+}
+
+/// One order as submitted: what its signature covers, the signature, and how to place it.
+pub struct NewOrder {
+    pub signed: SignedOrder,
+    pub signature: String,
+    pub order_type: OrderType,
+    pub post_only: bool,
+    /// Held DEFERRED until released (`deferExec`).
+    pub defer: bool,
+    /// The API key the submission names as its owner, if any.
+    pub owner: Option<String>,
+}
+
+/// New orders are refused outside normal mode (SPEC §1.5).
+pub fn check_new_orders(s: &AppState) -> Result<(), OrderError> {
+    match s.mode() {
+        Mode::Normal => Ok(()),
+        Mode::CancelOnly => Err(OrderError::CancelOnly),
+        Mode::TradingDisabled => Err(OrderError::Disabled),
+    }
+}
+
+/// Cancels are refused only when trading is disabled (SPEC §1.5).
+pub fn check_cancels(s: &AppState) -> Result<(), OrderError> {
+    match s.mode() {
+        Mode::TradingDisabled => Err(OrderError::Disabled),
+        _ => Ok(()),
+    }
+}
+
+/// Validates and places one order, attributed to a builder when one is named (the
+/// attribution is written in the order's own batch).
+/// The caller has checked the platform mode ([`check_new_orders`]) and the request's key.
+pub async fn place(
+    s: &AppState,
+    key: &ApiKeyRecord,
+    order: NewOrder,
+    builder: Option<&str>,
+) -> Result<Placed, OrderError> {
+    let (order, defer) = validate(s, key, order)?;
+    let id = order.id;
+    let records = builder.map(|b| crate::app::builders::attribution(b, &order)).unwrap_or_default();
+    let _t = s.time_command("place");
+    match s.engine.place_with(order, defer, records).await {
+        Ok(p) => Ok(p),
+        Err(EngineError::Rejected(reject)) => Err(OrderError::Rejected { reject, id }),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn validate(s: &AppState, key: &ApiKeyRecord, order: NewOrder) -> Result<(OrderRecord, bool), OrderError> {
+    let NewOrder { signed, signature, order_type, post_only, defer, owner } = order;
+    if post_only && !order_type.rests() {
+        return Err(OrderError::Invalid);
+    }
+    let SignedOrder { fields, side, sig_type, token_text, maker_amount, taker_amount, expiration, nonce, fee_bps } =
+        signed;
+    let (maker, signer) = (fields.maker, fields.signer);
+    if maker_amount == 0 || taker_amount == 0 || fee_bps > MAX_FEE_BPS {
+        return Err(OrderError::Invalid);
+    }
+    if let Some(owner) = owner.as_deref().filter(|o| !o.is_empty()) {
+        if owner.parse::<Uuid>().ok() != Some(key.key) {
+            return Err(OrderError::NotOwner);
+        }
+    }
+    let (view, outcome) = s.registry.token(&token_text).ok_or(OrderError::UnknownToken)?;
+    let market = &view.market;
+
+    // Signature (SPEC §5.7): recovered signer must equal `signer`.
+    let domain = if market.neg_risk { &s.domains.neg_risk } else { &s.domains.standard };
+    let (hash, recovered) = auth::recover_order_signer(&fields, domain, &signature);
+    if recovered != Some(signer) {
+        return Err(OrderError::BadSignature);
+    }
+    if !is_lower_hex(&signer, &key.address) || (sig_type == 0 && maker != signer) {
+        return Err(OrderError::NotOwner);
+    }
+    let signer_s = key.address.clone();
+    let maker_s = maker_string(key, maker, signer);
+    for a in [&maker_s, &signer_s] {
+        match s.address_status(a) {
+            AddressStatus::Banned => return Err(OrderError::Banned(a.clone())),
+            AddressStatus::ClosedOnly if side == Side::Buy => {
+                return Err(OrderError::ClosedOnly(a.clone()));
+            }
+            _ => {}
+        }
+    }
+    // The order ID is derived from the EIP-712 hash, so a resubmitted order is recognised.
+    let id = auth::order_id(&hash);
+    let now = now_secs();
+    if (expiration != 0 && expiration <= now) || (order_type == OrderType::Gtd && expiration == 0) {
+        return Err(OrderError::BadExpiration);
+    }
+    // Price of the order's own token: BUY maker/taker, SELL taker/maker. Rounded against the
+    // order (never better than signed) when it is not exact.
+    let (price, exact, size) = match side {
+        Side::Buy => {
+            let num = maker_amount as u128 * PRICE_ONE as u128;
+            ((num / taker_amount as u128) as u64, num.is_multiple_of(taker_amount as u128), taker_amount)
+        }
+        Side::Sell => {
+            let num = taker_amount as u128 * PRICE_ONE as u128;
+            (num.div_ceil(maker_amount as u128) as u64, num.is_multiple_of(maker_amount as u128), maker_amount)
+        }
+    };
+    let tick = view.tick();
+    let on_tick = exact && price % tick as u64 == 0;
+    let in_range = price > 0 && price < PRICE_ONE as u64;
+    if !in_range || (order_type.rests() && !on_tick) {
+        let shown = if price > PRICE_ONE as u64 {
+            format!("{}", maker_amount as f64 / taker_amount as f64)
+        } else {
+            fmt_price(price as u32)
+        };
+        return Err(OrderError::OffTick { id, shown, tick });
+    }
+    if order_type.rests() && size < market.min_order_size {
+        return Err(OrderError::BelowMinimum { id, size, min: market.min_order_size });
+    }
+    if s.store.get_order(&id)?.is_some() {
+        return Err(OrderError::Duplicated(id));
+    }
+    let salt_u64: u64 = fields.salt.try_into().unwrap_or(u64::MAX);
+    Ok((
+        OrderRecord {
+            id,
+            seq: 0,
+            status: OrderStatus::Live,
+            owner: key.key,
+            maker: maker_s,
+            signer: signer_s,
+            // Nearly every order is open to anyone: one shared string for them.
+            taker: if fields.taker == Address::ZERO { zero_address() } else { format!("{:#x}", fields.taker).into() },
+            token: view.order_token(outcome),
+            side,
+            price: price as u32,
+            original_size: size,
+            size_matched: 0,
+            maker_amount,
+            taker_amount,
+            fee_rate_bps: fee_bps as u32,
+            expiration,
+            nonce,
+            salt: salt_u64,
+            signature_type: sig_type as u8,
+            signature: signature.into(),
+            order_type,
+            post_only,
+            reserved: 0,
+            associate_trades: Default::default(),
+            created_at: now,
+        },
+        defer,
+    ))
+}
+
+/// What the engine's refusal of order `id` says (SPEC §7.4).
+fn reject_message(r: &Reject, id: &Uuid) -> String {
+    match r {
+        Reject::UnknownMarket => "Invalid token id".into(),
+        Reject::Duplicated => format!("order {id} is invalid. Duplicated."),
+        Reject::InvalidNonce => "invalid nonce".into(),
+        Reject::NotEnoughBalance => "not enough balance / allowance".into(),
+        Reject::PostOnlyCrosses => "invalid post-only order: order crosses book".into(),
+        Reject::FokNotFilled => "order couldn't be fully filled. FOK orders are fully filled or killed.".into(),
+        Reject::FakNoMatch => "no orders found to match with FAK order.".into(),
+        Reject::NotOwner => "the order owner has to be the owner of the API KEY".into(),
+        Reject::MarketClosed => "market is not accepting orders".into(),
+    }
+}
+
+/// Whether `text` is `a` as `format!("{a:#x}")` writes it, without writing it on the heap.
+fn is_lower_hex(a: &Address, text: &str) -> bool {
+    let mut buf = [0u8; 42];
+    buf[..2].copy_from_slice(b"0x");
+    alloy_primitives::hex::encode_to_slice(a, &mut buf[2..]).expect("20 bytes fill 40 digits");
+    buf == text.as_bytes()
+}
+
+/// The zero address as orders carry it (`taker` of an order open to anyone).
+fn zero_address() -> Arc<str> {
+    static ZERO: std::sync::LazyLock<Arc<str>> = std::sync::LazyLock::new(|| format!("{:#x}", Address::ZERO).into());
+    ZERO.clone()
+}
+
+/// The string an order's record holds as its maker, shared rather than copied: the
+/// matching thread finds a maker's accounts, nonce and proxy binding by the string's
+/// address (`engine::core`'s memos). The key's own wallet is the key's string (`signer` is the
+/// key's address, checked before); a proxy wallet's is formatted the first time one of the key's orders
+/// names it and shared by every later one. A key whose orders name a second proxy wallet
+/// gets that one's string formatted each time: correct, only without the memos.
+fn maker_string(key: &ApiKeyRecord, maker: Address, signer: Address) -> Arc<str> {
+    if maker == signer {
+        return key.address.clone();
+    }
+    let text = || -> Arc<str> { format!("{maker:#x}").into() };
+    let (bytes, s) = key.proxy.get_or_init(|| (maker.into_array(), text()));
+    if *bytes == maker.into_array() {
+        s.clone()
+    } else {
+        text()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A proxy wallet's string is made once per key and shared; the key's own wallet is
+    /// the key's string; a second proxy wallet still reads as itself.
+    #[test]
+    fn a_keys_proxy_wallet_string_is_shared_by_its_orders() {
+        let signer: Address = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed".parse().unwrap();
+        let proxy: Address = "0x00000000000000000000000000000000000000aB".parse().unwrap();
+        let other: Address = "0x00000000000000000000000000000000000000cD".parse().unwrap();
+        let key = ApiKeyRecord {
+            key: Uuid::from_u128(7),
+            secret: String::new(),
+            passphrase: String::new(),
+            address: format!("{signer:#x}").into(),
+            nonce: 0,
+            created_at: 0,
+            proxy: Default::default(),
+        };
+        let own = maker_string(&key, signer, signer);
+        assert!(Arc::ptr_eq(&own, &key.address));
+        let first = maker_string(&key, proxy, signer);
+        assert_eq!(&*first, "0x00000000000000000000000000000000000000ab");
+        assert!(Arc::ptr_eq(&first, &maker_string(&key, proxy, signer)));
+        let second = maker_string(&key, other, signer);
+        assert_eq!(&*second, "0x00000000000000000000000000000000000000cd");
+        assert!(Arc::ptr_eq(&first, &maker_string(&key, proxy, signer)));
+        // A record read back from the store starts without one.
+        let stored = crate::store::encode(&key);
+        let back: ApiKeyRecord = crate::store::Store::decode_value("api_keys", &stored).unwrap();
+        assert!(back.proxy.get().is_none() && key.proxy.get().is_some());
+    }
+
+    /// The signer check compares with the exact text `format!("{:#x}")` writes: lowercase,
+    /// `0x`, 40 digits; a checksummed or otherwise different spelling is not it.
+    #[test]
+    fn lower_hex_compare_is_the_formatted_text() {
+        let a: Address = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed".parse().unwrap();
+        assert!(is_lower_hex(&a, &format!("{a:#x}")));
+        assert!(is_lower_hex(&a, "0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed"));
+        assert!(!is_lower_hex(&a, "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"));
+        assert!(!is_lower_hex(&a, "5aaeb6053f3e94c9b9a09f33669435e7ef1beaed"));
+        assert!(!is_lower_hex(&a, "0x5aaeb6053f3e94c9b9a09f33669435e7ef1beae"));
+        assert!(!is_lower_hex(&a, "0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed0"));
+        assert!(!is_lower_hex(&Address::ZERO, "0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed"));
+        assert_eq!(&*zero_address(), format!("{:#x}", Address::ZERO));
+        assert!(Arc::ptr_eq(&zero_address(), &zero_address()));
+    }
+}
