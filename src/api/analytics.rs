@@ -153,7 +153,7 @@ fn trades(s: Arc<AppState>, r: Req) -> ApiResult {
                     .ok()
                     .and_then(|i| s.catalogue.event(i))
                     .ok_or_else(|| ApiError::bad(format!("unknown event: {id}")))?;
-                v.extend(e.markets.iter().filter_map(|c| s.registry.condition(c)));
+                v.extend(e.page.markets.iter().filter_map(|c| s.registry.condition(c)));
             }
             v
         }

@@ -153,7 +153,7 @@ fn market_json(s: &AppState, r: &MarketRow) -> Value {
             .and_then(|x| x.resolved_outcome)
             .and_then(|i| m.tokens.get(i as usize))
             .map(|t| t.outcome.clone()),
-        "events": event.map(|e| vec![json!({ "id": e.id.to_string(), "slug": e.slug, "title": e.title })]).unwrap_or_default(),
+        "events": event.map(|e| vec![json!({ "id": e.id.to_string(), "slug": e.page.slug, "title": e.page.title })]).unwrap_or_default(),
     })
 }
 
@@ -183,25 +183,25 @@ fn event_json(s: &AppState, r: &EventRow, nested: bool) -> Value {
     let e = &r.event;
     let mut v = json!({
         "id": e.id.to_string(),
-        "ticker": e.slug,
-        "slug": e.slug,
-        "title": e.title,
-        "description": e.description,
-        "startDate": date(e.start_date),
-        "endDate": date(e.end_date),
+        "ticker": e.page.slug,
+        "slug": e.page.slug,
+        "title": e.page.title,
+        "description": e.page.description,
+        "startDate": date(e.page.start_date),
+        "endDate": date(e.page.end_date),
         "creationDate": date(Some(e.created_at)),
         "createdAt": date(Some(e.created_at)),
-        "image": e.image,
-        "icon": e.icon,
-        "active": e.active,
-        "closed": e.closed,
-        "archived": e.archived,
-        "featured": e.featured,
-        "negRisk": e.neg_risk,
+        "image": e.page.image,
+        "icon": e.page.icon,
+        "active": e.page.active,
+        "closed": e.page.closed,
+        "archived": e.page.archived,
+        "featured": e.page.featured,
+        "negRisk": e.page.neg_risk,
         "volume": number(&fmt_amount(r.volume)),
         "liquidity": number(&fmt_amount(r.liquidity)),
-        "tags": tags_json(&e.tags),
-        "series": e.series_id.and_then(|id| s.catalogue.series_by_id(id)).map(|x| vec![series_brief(&x)]).unwrap_or_default(),
+        "tags": tags_json(&e.page.tags),
+        "series": e.page.series_id.and_then(|id| s.catalogue.series_by_id(id)).map(|x| vec![series_brief(&x)]).unwrap_or_default(),
     });
     if nested {
         v["markets"] = Value::Array(r.markets.iter().map(|m| market_json(s, m)).collect());
@@ -311,14 +311,14 @@ fn list_events(s: Arc<AppState>, r: Req) -> ApiResult {
     let series_id = p.get("series_id");
     let mut rows = Vec::new();
     for e in s.catalogue.events() {
-        if !flag_matches(closed, e.closed)
-            || !flag_matches(active, e.active)
-            || !flag_matches(archived, e.archived)
-            || !flag_matches(featured, e.featured)
+        if !flag_matches(closed, e.page.closed)
+            || !flag_matches(active, e.page.active)
+            || !flag_matches(archived, e.page.archived)
+            || !flag_matches(featured, e.page.featured)
             || (!ids.is_empty() && !ids.contains(&e.id.to_string()))
-            || (!slugs.is_empty() && !slugs.contains(&e.slug))
-            || tag.is_some_and(|t| !has_tag(&e.tags, t))
-            || series_id.is_some_and(|x| e.series_id.map(|i| i.to_string()).as_deref() != Some(x))
+            || (!slugs.is_empty() && !slugs.contains(&e.page.slug))
+            || tag.is_some_and(|t| !has_tag(&e.page.tags, t))
+            || series_id.is_some_and(|x| e.page.series_id.map(|i| i.to_string()).as_deref() != Some(x))
         {
             continue;
         }
@@ -329,8 +329,8 @@ fn list_events(s: Arc<AppState>, r: Req) -> ApiResult {
         let k = match order {
             "volume" => r.volume,
             "liquidity" => r.liquidity,
-            "start_date" => e.start_date.unwrap_or(0),
-            "end_date" => e.end_date.unwrap_or(0),
+            "start_date" => e.page.start_date.unwrap_or(0),
+            "end_date" => e.page.end_date.unwrap_or(0),
             "created_at" => e.created_at,
             _ => e.id,
         };
@@ -351,7 +351,7 @@ fn event_by_slug(s: Arc<AppState>, slug: String) -> ApiResult {
         .catalogue
         .events()
         .into_iter()
-        .find(|e| e.slug == slug)
+        .find(|e| e.page.slug == slug)
         .ok_or_else(|| ApiError::not_found("event not found"))?;
     reply(&event_json(&s, &event_row(&s, e)?, true))
 }
@@ -383,7 +383,7 @@ fn list_markets(s: Arc<AppState>, r: Req) -> ApiResult {
         let row = market_row(&s, v.clone())?;
         if let Some(t) = tag {
             let tagged = row.meta.as_ref().and_then(|x| x.event_id).and_then(|id| s.catalogue.event(id));
-            if !tagged.is_some_and(|e| has_tag(&e.tags, t)) {
+            if !tagged.is_some_and(|e| has_tag(&e.page.tags, t)) {
                 continue;
             }
         }
@@ -480,7 +480,7 @@ fn search(s: Arc<AppState>, r: Req) -> ApiResult {
 
     let mut events = Vec::new();
     for e in s.catalogue.events() {
-        let sc = score(&q, &e.title, &e.slug);
+        let sc = score(&q, &e.page.title, &e.page.slug);
         if sc > 0 {
             let row = event_row(&s, e)?;
             events.push((rank(sc, row.volume, row.event.id), row));

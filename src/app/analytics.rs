@@ -44,7 +44,7 @@ impl Markets {
             .as_ref()
             .and_then(|m| m.event_id)
             .and_then(|e| s.catalogue.event(e))
-            .map(|e| e.slug.clone())
+            .map(|e| e.page.slug.clone())
             .unwrap_or_default();
         let c = Arc::new(MarketCtx { view: view.clone(), meta, event_slug, live: live(&s.store, view)? });
         self.0.insert(view.market.idx, c.clone());

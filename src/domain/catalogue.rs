@@ -21,17 +21,25 @@ pub struct SeriesRecord {
     pub created_at: u64,
 }
 
-/// An event: one question's page, grouping one or more binary markets.
+/// An event's page, as the operator describes it: the one field list that both the stored
+/// record and the operator's input use. `Date`, `Market` and `Series` are how each holds
+/// its dates, markets and series: the record keeps UNIX seconds, condition IDs and the
+/// series' id; the input (`app::catalogue::writes::EventInput`) takes date strings, market
+/// specs and the series by id or by slug. The record's storage bytes are its fields in this
+/// order, so new fields go at the end of the record, never in here.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EventRecord {
-    pub id: u64,
+#[serde(default, deny_unknown_fields)]
+pub struct EventPage<Date, Market, Series> {
     pub title: String,
+    /// Empty in an input: made from the title.
     pub slug: String,
     pub description: String,
-    pub series_id: Option<u64>,
+    /// `series_slug` is the input's other way to name it.
+    #[serde(alias = "series_slug")]
+    pub series_id: Option<Series>,
     pub tags: Vec<String>,
-    /// Condition IDs, in the order given.
-    pub markets: Vec<String>,
+    /// In the order given.
+    pub markets: Vec<Market>,
     pub active: bool,
     pub closed: bool,
     pub archived: bool,
@@ -39,8 +47,39 @@ pub struct EventRecord {
     pub neg_risk: bool,
     pub image: String,
     pub icon: String,
-    pub start_date: Option<u64>,
-    pub end_date: Option<u64>,
+    pub start_date: Option<Date>,
+    pub end_date: Option<Date>,
+}
+
+/// What an input leaves out: an active event with nothing else said.
+impl<D, M, S> Default for EventPage<D, M, S> {
+    fn default() -> Self {
+        EventPage {
+            title: String::new(),
+            slug: String::new(),
+            description: String::new(),
+            series_id: None,
+            tags: Vec::new(),
+            markets: Vec::new(),
+            active: true,
+            closed: false,
+            archived: false,
+            featured: false,
+            neg_risk: false,
+            image: String::new(),
+            icon: String::new(),
+            start_date: None,
+            end_date: None,
+        }
+    }
+}
+
+/// An event: one question's page, grouping one or more binary markets (by condition ID);
+/// dates in UNIX seconds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventRecord {
+    pub id: u64,
+    pub page: EventPage<u64, String, u64>,
     pub created_at: u64,
 }
 

@@ -273,3 +273,44 @@ mod tests {
         assert_eq!(slugify("Will BTC hit $150k?"), "will-btc-hit-150k");
     }
 }
+
+#[cfg(test)]
+mod event_tests {
+    use super::writes::{EventInput, SeriesRef};
+    use super::*;
+    use crate::domain::catalogue::EventPage;
+
+    /// The record's storage bytes are its fields in a row: the page nested inside adds none.
+    #[test]
+    fn event_record_bytes_are_the_flat_field_list() {
+        let page = EventPage {
+            title: "T".into(),
+            slug: "t".into(),
+            series_id: Some(2),
+            tags: vec!["x".into()],
+            markets: vec!["0xab".into()],
+            featured: true,
+            start_date: Some(1),
+            ..EventPage::default()
+        };
+        let rec = EventRecord { id: 7, page, created_at: 9 };
+        let bytes = crate::store::encode(&rec);
+        let want: &[u8] =
+            &[7, 1, b'T', 1, b't', 0, 1, 2, 1, 1, b'x', 1, 4, b'0', b'x', b'a', b'b', 1, 0, 0, 1, 0, 0, 0, 1, 1, 0, 9];
+        assert_eq!(&bytes[1..], want);
+    }
+
+    #[test]
+    fn event_input_names_its_series_by_id_or_slug_and_defaults_to_active() {
+        let by_id: EventInput = serde_json::from_str(r#"{"title":"A","series_id":3}"#).unwrap();
+        assert_eq!(by_id.series_id, Some(SeriesRef::Id(3)));
+        assert!(by_id.active && by_id.slug.is_empty() && by_id.markets.is_empty());
+        let by_slug: EventInput = serde_json::from_str(r#"{"title":"A","series_slug":"weekly"}"#).unwrap();
+        assert_eq!(by_slug.series_id, Some(SeriesRef::Slug("weekly".into())));
+        let off: EventInput = serde_json::from_str(r#"{"active":false}"#).unwrap();
+        assert!(!off.active);
+        for bad in [r#"{"title":"A","series_id":3,"series_slug":"weekly"}"#, r#"{"title":"A","colour":"red"}"#] {
+            assert!(serde_json::from_str::<EventInput>(bad).is_err(), "{bad}");
+        }
+    }
+}

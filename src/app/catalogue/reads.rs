@@ -35,8 +35,8 @@ pub struct EventRow {
 }
 
 pub fn event_row(s: &AppState, e: Arc<EventRecord>) -> Result<EventRow, StoreError> {
-    let mut markets = Vec::with_capacity(e.markets.len());
-    for c in &e.markets {
+    let mut markets = Vec::with_capacity(e.page.markets.len());
+    for c in &e.page.markets {
         if let Some(v) = s.registry.condition(c) {
             markets.push(market_row(s, v)?);
         }
@@ -57,7 +57,7 @@ pub struct SeriesRow {
 pub fn series_row(s: &AppState, x: Arc<SeriesRecord>) -> Result<SeriesRow, StoreError> {
     let mut events = Vec::new();
     for e in s.catalogue.events() {
-        if e.series_id == Some(x.id) {
+        if e.page.series_id == Some(x.id) {
             events.push(event_row(s, e)?);
         }
     }

@@ -15,6 +15,7 @@ use super::{
 use crate::app::AppState;
 use crate::auth::normalize_address;
 use crate::commit::views::MarketView;
+use crate::domain::catalogue::EventPage;
 use crate::domain::{now_secs, parse_date, BadDate};
 use crate::engine::EngineError;
 use crate::store::Batch;
@@ -24,8 +25,8 @@ fn opt_date(d: &Option<String>) -> Result<Option<u64>, BadDate> {
     d.as_deref().map(parse_date).transpose()
 }
 
-fn slug_or_title(slug: &Option<String>, title: &str) -> Result<String, CatalogueError> {
-    let slug = slug.clone().filter(|x| !x.is_empty()).unwrap_or_else(|| slugify(title));
+fn slug_or_title(slug: Option<&str>, title: &str) -> Result<String, CatalogueError> {
+    let slug = slug.filter(|x| !x.is_empty()).map_or_else(|| slugify(title), str::to_string);
     if slug.is_empty() || !slug.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
         return Err(CatalogueError::BadSlug);
     }
@@ -52,7 +53,7 @@ pub async fn add_series(s: &AppState, input: SeriesInput) -> Result<SeriesRecord
     if input.title.trim().is_empty() {
         return Err(CatalogueError::TitleRequired);
     }
-    let slug = slug_or_title(&input.slug, &input.title)?;
+    let slug = slug_or_title(input.slug.as_deref(), &input.title)?;
     let _w = s.catalogue.write.lock().await;
     if s.catalogue.series().iter().any(|x| x.slug == slug) {
         return Err(CatalogueError::SeriesSlugTaken);
@@ -78,29 +79,18 @@ pub async fn add_series(s: &AppState, input: SeriesInput) -> Result<SeriesRecord
     Ok(rec)
 }
 
-/// Every field may be left out; a missing or empty title is refused.
-#[derive(Deserialize, Default)]
-#[serde(default, deny_unknown_fields)]
-pub struct EventInput {
-    pub title: String,
-    pub slug: Option<String>,
-    pub description: String,
-    /// The series: by id or by slug.
-    pub series_id: Option<u64>,
-    pub series_slug: Option<String>,
-    pub tags: Vec<String>,
-    pub active: Option<bool>,
-    pub closed: bool,
-    pub archived: bool,
-    pub featured: bool,
-    pub neg_risk: bool,
-    pub image: String,
-    pub icon: String,
-    pub start_date: Option<String>,
-    pub end_date: Option<String>,
-    /// Each an existing market (by `condition_id` alone, plus any metadata) or a new one
-    /// (a whole market as POST /internal/markets takes it).
-    pub markets: Vec<MarketSpec>,
+/// An event as the operator gives it (every field may be left out; a missing or empty title
+/// is refused): dates as strings, the series by id or by slug (`series_slug`), and each
+/// market an existing one (by `condition_id` alone, plus any metadata) or a new one (a whole
+/// market as POST /internal/markets takes it).
+pub type EventInput = EventPage<String, MarketSpec, SeriesRef>;
+
+/// The series an input names.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum SeriesRef {
+    Id(u64),
+    Slug(String),
 }
 
 /// Checks everything first, then creates the new markets, then writes the event and its
@@ -109,17 +99,17 @@ pub async fn add_event(s: &AppState, input: EventInput) -> Result<EventRecord, C
     if input.title.trim().is_empty() {
         return Err(CatalogueError::TitleRequired);
     }
-    let slug = slug_or_title(&input.slug, &input.title)?;
+    let slug = slug_or_title(Some(&input.slug), &input.title)?;
     let _w = s.catalogue.write.lock().await;
-    if s.catalogue.events().iter().any(|e| e.slug == slug) {
+    if s.catalogue.events().iter().any(|e| e.page.slug == slug) {
         return Err(CatalogueError::EventSlugTaken);
     }
-    let series_id = match (&input.series_id, &input.series_slug) {
-        (Some(id), _) => Some(s.catalogue.series_by_id(*id).ok_or(CatalogueError::UnknownSeries)?.id),
-        (None, Some(sl)) => {
+    let series_id = match &input.series_id {
+        Some(SeriesRef::Id(id)) => Some(s.catalogue.series_by_id(*id).ok_or(CatalogueError::UnknownSeries)?.id),
+        Some(SeriesRef::Slug(sl)) => {
             Some(s.catalogue.series().iter().find(|x| &x.slug == sl).ok_or(CatalogueError::UnknownSeries)?.id)
         }
-        (None, None) => None,
+        None => None,
     };
     let (start, end) = (opt_date(&input.start_date)?, opt_date(&input.end_date)?);
     let id = s.catalogue.next_ids().1;
@@ -145,15 +135,14 @@ pub async fn add_event(s: &AppState, input: EventInput) -> Result<EventRecord, C
             Err(e) => return Err(e.into()),
         }
     }
-    let rec = EventRecord {
-        id,
+    let page = EventPage {
         title: input.title,
         slug,
         description: input.description,
         series_id,
         tags: input.tags,
         markets: metas.iter().map(|m| m.condition_id.clone()).collect(),
-        active: input.active.unwrap_or(true),
+        active: input.active,
         closed: input.closed,
         archived: input.archived,
         featured: input.featured,
@@ -162,8 +151,8 @@ pub async fn add_event(s: &AppState, input: EventInput) -> Result<EventRecord, C
         icon: input.icon,
         start_date: start,
         end_date: end,
-        created_at: now_secs(),
     };
+    let rec = EventRecord { id, page, created_at: now_secs() };
     let mut b = Batch::default();
     b.add_event(&rec);
     for m in &metas {
