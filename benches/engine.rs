@@ -204,7 +204,7 @@ impl PredexEngine {
             taker: empty,
             token,
             side,
-            price,
+            price: Price(price),
             original_size: size,
             size_matched: 0,
             maker_amount,
@@ -233,7 +233,7 @@ impl Lob for PredexEngine {
             "0xc",
             Token { token_id: "1".into(), outcome: "Yes".into() },
             Token { token_id: "2".into(), outcome: "No".into() },
-            TICK,
+            Price(TICK),
             0,
         ));
         let mut batch = Batch::default();

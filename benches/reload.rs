@@ -126,7 +126,7 @@ fn build(dir: &Path) {
             &format!("0x{i:064x}"),
             Token { token_id: token_id(2 * i + 1), outcome: "Yes".into() },
             Token { token_id: token_id(2 * i + 2), outcome: "No".into() },
-            100,
+            Price(100),
             5_000_000,
         );
         m.idx = i as u32;
@@ -160,7 +160,7 @@ fn build(dir: &Path) {
                 taker: zero.clone(),
                 token: yes[mi].clone(),
                 side: Side::Buy,
-                price,
+                price: Price(price),
                 original_size: size,
                 size_matched: 0,
                 maker_amount: size * price as u64 / PRICE_ONE as u64,

@@ -98,8 +98,8 @@ impl MarketSpec {
         if self.question.trim().is_empty() {
             return Err("question is required".into());
         }
-        let tick = domain::parse_price(&self.tick_size).map_err(|_| "invalid tick_size")?;
-        if ![1000, 100, 10, 1].contains(&tick) {
+        let tick = domain::Price::parse(&self.tick_size).map_err(|_| "invalid tick_size")?;
+        if ![1000, 100, 10, 1].contains(&tick.units()) {
             return Err("tick_size must be 0.1, 0.01, 0.001 or 0.0001".into());
         }
         let min = domain::parse_decimal(&self.min_order_size, 6).map_err(|_| "invalid min_order_size")?;

@@ -9,8 +9,7 @@ use warp::Filter;
 use super::{authenticate, handle, handle_now, reply, ApiError, ApiResult, Req, Routes};
 use crate::app::AppState;
 use crate::domain::{
-    fmt_amount, fmt_price, ApiKeyRecord, NotificationKind, NotificationRecord, Side, TradeStatus, TraderSide,
-    COLLATERAL,
+    fmt_amount, ApiKeyRecord, NotificationKind, NotificationRecord, Side, TradeStatus, TraderSide, COLLATERAL,
 };
 use crate::store::Batch;
 
@@ -133,7 +132,7 @@ fn notification_json(n: &NotificationRecord) -> Value {
             "asset_id": n.asset_id,
             "side": n.side.as_str(),
             "size": fmt_amount(n.size),
-            "price": fmt_price(n.price),
+            "price": n.price.fixed(),
             "trader_side": match n.trader_side { TraderSide::Taker => "TAKER", TraderSide::Maker => "MAKER" },
             "status": match n.kind { NotificationKind::TradeConfirmed => "CONFIRMED", NotificationKind::TradeFailed => "FAILED" },
             "error_msg": n.error_msg,

@@ -20,7 +20,7 @@ use crate::app::AppState;
 use crate::auth::normalize_address;
 use crate::commit::views::MarketView;
 use crate::domain::analytics::{CtfActivity, DAY};
-use crate::domain::{fmt_amount, fmt_tick, mul_div_floor, parse_decimal, Side, TradeRecord, AMOUNT_ONE};
+use crate::domain::{fmt_amount, parse_decimal, Price, Side, TradeRecord, AMOUNT_ONE};
 
 pub fn routes(state: Arc<AppState>) -> Routes {
     macro_rules! get {
@@ -100,7 +100,7 @@ fn trade_json(t: &TradeRecord, f: &Fill, ctx: &MarketCtx) -> Value {
         "asset": f.asset,
         "conditionId": m.condition_id,
         "size": fmt_amount(f.size),
-        "price": fmt_tick(f.price),
+        "price": f.price.short(),
         "timestamp": t.match_time,
         "title": m.question,
         "slug": m.slug,
@@ -209,7 +209,7 @@ fn market_positions(s: Arc<AppState>, r: Req) -> ApiResult {
         |r| match sort {
             "CASHPNL" => r.cash_pnl,
             "AVGPRICE" => r.avg as i64,
-            "CURPRICE" => r.cur as i64,
+            "CURPRICE" => r.cur.units() as i64,
             _ => r.pos.size,
         },
         asc,
@@ -225,7 +225,7 @@ fn market_positions(s: Arc<AppState>, r: Req) -> ApiResult {
                 "conditionId": r.ctx.view.market.condition_id,
                 "size": fmt_amount(r.pos.size.max(0) as u64),
                 "avgPrice": fmt_amount(r.avg),
-                "curPrice": fmt_tick(r.cur),
+                "curPrice": r.cur.short(),
                 "cashPnl": fmt_signed(r.cash_pnl),
                 "outcomeIndex": r.outcome,
                 "outcome": r.ctx.view.market.tokens[r.outcome as usize].outcome,
@@ -259,7 +259,7 @@ fn position_json(r: &PosRow) -> Value {
         "percentPnl": pct(r.cash_pnl, r.initial),
         "totalBought": signed_number(r.pos.bought),
         "realizedPnl": signed_number(r.realized),
-        "curPrice": number(&fmt_tick(r.cur)),
+        "curPrice": number(&r.cur.short()),
         "redeemable": resolved && r.pos.size > 0,
         "mergeable": false,
         "title": m.question,
@@ -320,7 +320,7 @@ fn positions(s: Arc<AppState>, r: Req) -> ApiResult {
                 "CASHPNL" => r.cash_pnl,
                 "PERCENTPNL" if r.initial > 0 => r.cash_pnl * 1_000_000 / r.initial,
                 "PERCENTPNL" => 0,
-                "PRICE" => r.cur as i64,
+                "PRICE" => r.cur.units() as i64,
                 "AVGPRICE" => r.avg as i64,
                 _ => r.pos.size,
             },
@@ -422,7 +422,7 @@ fn activity(s: Arc<AppState>, r: Req) -> ApiResult {
                 let mut v = trade_json(t, &f, ctx);
                 v["type"] = json!("TRADE");
                 v["size"] = number(&fmt_amount(f.size));
-                v["price"] = number(&fmt_tick(f.price));
+                v["price"] = number(&f.price.short());
                 v["usdcSize"] = number(&fmt_amount(cash(&f)));
                 v["pseudonym"] = json!("");
                 v
@@ -566,7 +566,7 @@ fn prices_history(s: Arc<AppState>, r: Req) -> ApiResult {
     let (from, to) =
         window(&p, &[("1h", 3600), ("6h", 6 * 3600), ("1d", DAY), ("1w", 7 * DAY), ("1m", 30 * DAY), ("max", 0)])?;
     let fidelity = p.int("fidelity", 1, 60 * 24 * 30)?.max(1) * 60;
-    let mut history: Vec<(u64, u32)> = Vec::new();
+    let mut history: Vec<(u64, Price)> = Vec::new();
     for (t, price, _) in token_ticks(&s, &view, &token, from, to)? {
         let bucket = t - t % fidelity;
         match history.last_mut() {
@@ -575,7 +575,7 @@ fn prices_history(s: Arc<AppState>, r: Req) -> ApiResult {
         }
     }
     reply(
-        &json!({ "history": history.iter().map(|(t, p)| json!({ "t": t, "p": number(&fmt_tick(*p)) })).collect::<Vec<_>>() }),
+        &json!({ "history": history.iter().map(|(t, p)| json!({ "t": t, "p": number(&p.short()) })).collect::<Vec<_>>() }),
     )
 }
 
@@ -596,10 +596,10 @@ fn ohlc(s: Arc<AppState>, r: Req) -> ApiResult {
     let limit = p.int("limit", 500, 5000)? as usize;
     struct Candle {
         start: u64,
-        open: u32,
-        high: u32,
-        low: u32,
-        close: u32,
+        open: Price,
+        high: Price,
+        low: Price,
+        close: Price,
         tokens: u64,
         notional: u64,
         trades: u64,
@@ -607,7 +607,7 @@ fn ohlc(s: Arc<AppState>, r: Req) -> ApiResult {
     let mut candles: Vec<Candle> = Vec::new();
     for (t, price, size) in token_ticks(&s, &view, &token, from, to)? {
         let start = t - t % width;
-        let notional = mul_div_floor(size, price as u64, crate::domain::PRICE_ONE as u64);
+        let notional = price.cost(size);
         match candles.last_mut() {
             Some(c) if c.start == start => {
                 c.high = c.high.max(price);
@@ -630,7 +630,7 @@ fn ohlc(s: Arc<AppState>, r: Req) -> ApiResult {
         }
     }
     let skip = candles.len().saturating_sub(limit);
-    let price = |p: u32| number(&fmt_tick(p));
+    let price = |p: Price| number(&p.short());
     let out: Vec<Value> = candles
         .iter()
         .skip(skip)

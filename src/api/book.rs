@@ -103,8 +103,8 @@ fn batch(r: &Req) -> Result<Vec<TokenReq>, ApiError> {
     Ok(v)
 }
 
-fn levels(v: &[(u32, u64)]) -> Vec<Value> {
-    v.iter().map(|&(p, s)| json!({ "price": fmt_price(p), "size": fmt_amount(s) })).collect()
+fn levels(v: &[(Price, u64)]) -> Vec<Value> {
+    v.iter().map(|&(p, s)| json!({ "price": p.fixed(), "size": fmt_amount(s) })).collect()
 }
 
 /// Book summary (SPEC §2.8). As on the live service, bids are listed ascending and asks
@@ -123,9 +123,9 @@ pub(crate) fn summary(f: &Found) -> Value {
         "bids": levels(&bids),
         "asks": levels(&asks),
         "min_order_size": min_size_number(m.min_order_size),
-        "tick_size": fmt_tick(view.tick()),
+        "tick_size": view.tick().short(),
         "neg_risk": m.neg_risk,
-        "last_trade_price": fmt_price(snap.last_trade(*outcome).map(|x| x.0).unwrap_or(0)),
+        "last_trade_price": snap.last_trade(*outcome).map_or(Price::ZERO, |x| x.0).fixed(),
     })
 }
 
@@ -150,13 +150,12 @@ fn side_param(s: Option<&str>) -> Result<Side, ApiError> {
 /// BUY gives the best bid, SELL the best ask; "0.0000" when that side is empty.
 fn price_of(f: &Found, side: Side) -> String {
     let (b, a) = f.2.best(f.1);
-    fmt_price(
-        match side {
-            Side::Buy => b,
-            Side::Sell => a,
-        }
-        .unwrap_or(0),
-    )
+    match side {
+        Side::Buy => b,
+        Side::Sell => a,
+    }
+    .unwrap_or(Price::ZERO)
+    .fixed()
 }
 
 fn get_price(s: Arc<AppState>, r: Req) -> ApiResult {
@@ -189,15 +188,15 @@ fn post_prices(s: Arc<AppState>, r: Req) -> ApiResult {
 /// Midpoint of best bid and ask, rounded half up to 1e-4; "0.0000" with a side empty.
 fn mid(f: &Found) -> String {
     match f.2.best(f.1) {
-        (Some(b), Some(a)) => fmt_price((b + a).div_ceil(2)),
-        _ => fmt_price(0),
+        (Some(b), Some(a)) => Price::midpoint(b, a).fixed(),
+        _ => Price::ZERO.fixed(),
     }
 }
 
 fn spread(f: &Found) -> String {
     match f.2.best(f.1) {
-        (Some(b), Some(a)) => fmt_price(a.saturating_sub(b)),
-        _ => fmt_price(0),
+        (Some(b), Some(a)) => a.above(b).fixed(),
+        _ => Price::ZERO.fixed(),
     }
 }
 
@@ -227,23 +226,23 @@ fn post_spreads(s: Arc<AppState>, r: Req) -> ApiResult {
 
 fn get_last(s: Arc<AppState>, r: Req) -> ApiResult {
     let f = lookup(&s, token_param(&r).as_deref())?;
-    let (p, side) = f.2.last_trade(f.1).unwrap_or((0, Side::Buy));
-    reply(&json!({ "price": fmt_price(p), "side": side.as_str() }))
+    let (p, side) = f.2.last_trade(f.1).unwrap_or((Price::ZERO, Side::Buy));
+    reply(&json!({ "price": p.fixed(), "side": side.as_str() }))
 }
 
 fn post_lasts(s: Arc<AppState>, r: Req) -> ApiResult {
     let mut out = Vec::new();
     for t in batch(&r)? {
         let f = lookup(&s, Some(&t.token_id))?;
-        let p = f.2.last_trade(f.1).map(|x| x.0).unwrap_or(0);
-        out.push(json!({ "token_id": t.token_id, "price": fmt_price(p), "side": "BUY" }));
+        let p = f.2.last_trade(f.1).map_or(Price::ZERO, |x| x.0);
+        out.push(json!({ "token_id": t.token_id, "price": p.fixed(), "side": "BUY" }));
     }
     reply(&out)
 }
 
 fn get_tick(s: Arc<AppState>, r: Req) -> ApiResult {
     let f = lookup(&s, token_param(&r).as_deref())?;
-    let tick: Value = serde_json::from_str(&fmt_tick(f.0.tick())).unwrap_or(Value::Null);
+    let tick: Value = serde_json::from_str(&f.0.tick().short()).unwrap_or(Value::Null);
     reply(&json!({ "minimum_tick_size": tick }))
 }
 
@@ -265,10 +264,10 @@ fn token_prices(view: &MarketView) -> Vec<Value> {
         .enumerate()
         .map(|(i, t)| {
             let price = match snap.best(i as u8) {
-                (Some(b), Some(a)) => (b + a).div_ceil(2),
-                _ => snap.last_trade(i as u8).map(|x| x.0).unwrap_or(0),
+                (Some(b), Some(a)) => Price::midpoint(b, a),
+                _ => snap.last_trade(i as u8).map_or(Price::ZERO, |x| x.0),
             };
-            json!({ "token_id": t.token_id, "outcome": t.outcome, "price": fmt_price(price) })
+            json!({ "token_id": t.token_id, "outcome": t.outcome, "price": price.fixed() })
         })
         .collect()
 }
@@ -286,7 +285,7 @@ fn market_json(s: &AppState, view: &MarketView) -> Value {
         "market_slug": m.slug,
         "tokens": token_prices(view),
         "minimum_order_size": min_size_number(m.min_order_size),
-        "minimum_tick_size": serde_json::from_str::<Value>(&fmt_tick(view.tick())).unwrap_or(Value::Null),
+        "minimum_tick_size": serde_json::from_str::<Value>(&view.tick().short()).unwrap_or(Value::Null),
         "neg_risk": m.neg_risk,
         "neg_risk_market_id": m.neg_risk_market_id.clone().unwrap_or_default(),
         "active": m.active,

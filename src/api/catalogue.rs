@@ -22,7 +22,7 @@ use crate::app::catalogue::{
     current_price, fmt_date, slugify, CatalogueError, CommentRecord, ResolutionStatus, SeriesRecord,
 };
 use crate::app::AppState;
-use crate::domain::{fmt_amount, fmt_tick};
+use crate::domain::{fmt_amount, Price};
 
 impl From<CatalogueError> for ApiError {
     fn from(e: CatalogueError) -> ApiError {
@@ -96,8 +96,8 @@ pub fn routes(state: Arc<AppState>) -> Routes {
         .boxed()
 }
 
-fn price_number(p: Option<u32>) -> Value {
-    p.map(|p| number(&fmt_tick(p))).unwrap_or(Value::Null)
+fn price_number(p: Option<Price>) -> Value {
+    p.map(|p| number(&p.short())).unwrap_or(Value::Null)
 }
 
 fn date(d: Option<u64>) -> Value {
@@ -108,11 +108,11 @@ fn market_json(s: &AppState, r: &MarketRow) -> Value {
     let m = &r.view.market;
     let meta = r.meta.as_deref();
     let event = meta.and_then(|x| x.event_id).and_then(|id| s.catalogue.event(id));
-    let prices: Vec<String> = (0..2u8).map(|o| fmt_tick(current_price(meta, &r.live, o))).collect();
+    let prices: Vec<String> = (0..2u8).map(|o| current_price(meta, &r.live, o).short()).collect();
     let outcomes: Vec<&str> = m.tokens.iter().map(|t| t.outcome.as_str()).collect();
     let tokens: Vec<&str> = m.tokens.iter().map(|t| t.token_id.as_str()).collect();
     let spread = match (r.live.best_bid, r.live.best_ask) {
-        (Some(b), Some(a)) => Some(a.saturating_sub(b)),
+        (Some(b), Some(a)) => Some(a.above(b)),
         _ => None,
     };
     json!({
@@ -140,7 +140,7 @@ fn market_json(s: &AppState, r: &MarketRow) -> Value {
         "archived": false,
         "acceptingOrders": m.accepting_orders,
         "enableOrderBook": true,
-        "orderPriceMinTickSize": number(&fmt_tick(r.view.tick())),
+        "orderPriceMinTickSize": number(&r.view.tick().short()),
         "orderMinSize": number(&fmt_amount(m.min_order_size)),
         "negRisk": m.neg_risk,
         "negRiskMarketID": m.neg_risk_market_id.clone().unwrap_or_default(),

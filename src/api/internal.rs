@@ -78,7 +78,7 @@ pub fn routes(state: Arc<AppState>) -> Routes {
                 "question": m.question,
                 "slug": m.slug,
                 "tokens": m.tokens.iter().map(|t| json!({"token_id": t.token_id, "outcome": t.outcome})).collect::<Vec<_>>(),
-                "tick_size": crate::domain::fmt_price(v.tick()),
+                "tick_size": v.tick().fixed(),
                 "min_order_size": fmt_amount(m.min_order_size),
                 "neg_risk": m.neg_risk,
                 "active": m.active,

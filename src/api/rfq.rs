@@ -13,7 +13,7 @@ use super::{authenticate, handle, handle_now, ApiError, ApiResult, Req, Routes};
 use crate::app::rfq::{self, NewRequest, QuoteState, RequestState, RfqError, RfqQuote, RfqRequest, MAX_TTL_SECS};
 use crate::app::AppState;
 use crate::domain::fmt_date;
-use crate::domain::{fmt_amount, fmt_price, now_secs, parse_decimal, parse_price, Side};
+use crate::domain::{fmt_amount, now_secs, parse_decimal, Price, Side};
 
 impl From<RfqError> for ApiError {
     fn from(e: RfqError) -> ApiError {
@@ -69,7 +69,7 @@ fn quote_json(q: &RfqQuote, now: u64, size: u64) -> Value {
     json!({
         "quoteId": q.id.to_string(),
         "rfqId": q.rfq_id.to_string(),
-        "price": fmt_price(q.price),
+        "price": q.price.fixed(),
         "size": fmt_amount(size),
         "status": status,
         "createdAt": fmt_date(q.created_at),
@@ -144,7 +144,7 @@ async fn post_quote(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let b = json_object(&r)?;
     let rfq_id = rfq_id(&b)?;
-    let price = text(&b, "price").and_then(|p| parse_price(&p).ok()).ok_or_else(|| ApiError::bad("price required"))?;
+    let price = text(&b, "price").and_then(|p| Price::parse(&p).ok()).ok_or_else(|| ApiError::bad("price required"))?;
     let ttl_secs = ttl(&b, s.config.rfq_quote_ttl_secs)?;
     let (q, size) = rfq::quote(&s, &key, rfq_id, price, ttl_secs).await?;
     super::reply(&quote_json(&q, q.created_at, size))

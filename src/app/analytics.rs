@@ -19,7 +19,7 @@ use crate::app::catalogue::{current_price, live, Live, MarketMeta};
 use crate::app::AppState;
 use crate::commit::views::MarketView;
 use crate::domain::analytics::{CtfActivity, Position, DAY};
-use crate::domain::{mul_div_floor, Side, TradeRecord, TradeStatus, AMOUNT_ONE, PRICE_ONE};
+use crate::domain::{mul_div_floor, Price, Side, TradeRecord, TradeStatus, AMOUNT_ONE};
 use crate::store::analytics::TickAt;
 use crate::store::StoreError;
 
@@ -62,7 +62,7 @@ impl MarketCtx {
     pub fn icon(&self) -> &str {
         self.meta.as_deref().map(|m| m.icon.as_str()).unwrap_or("")
     }
-    pub fn price(&self, outcome: u8) -> u32 {
+    pub fn price(&self, outcome: u8) -> Price {
         current_price(self.meta.as_deref(), &self.live, outcome)
     }
 }
@@ -73,7 +73,7 @@ pub struct Fill<'a> {
     pub side: Side,
     pub asset: &'a str,
     pub size: u64,
-    pub price: u32,
+    pub price: Price,
     pub outcome: &'a str,
 }
 
@@ -101,7 +101,7 @@ pub fn fill(t: &TradeRecord, role: u8) -> Fill<'_> {
 }
 
 pub fn cash(f: &Fill) -> u64 {
-    mul_div_floor(f.size, f.price as u64, PRICE_ONE as u64)
+    f.price.cost(f.size)
 }
 
 pub struct TradeFilter {
@@ -183,7 +183,7 @@ pub struct PosRow {
     pub pos: Position,
     /// Average entry price, 1e-6 collateral per token (6 decimals).
     pub avg: u64,
-    pub cur: u32,
+    pub cur: Price,
     pub initial: i64,
     pub current: i64,
     pub cash_pnl: i64,
@@ -195,7 +195,7 @@ pub fn pos_row(wallet: &str, token: &str, pos: Position, ctx: Arc<MarketCtx>, ou
     let cur = ctx.price(outcome);
     let held = pos.size.max(0) as u64;
     let initial = mul_div_floor(held, avg, AMOUNT_ONE) as i64;
-    let current = mul_div_floor(held, cur as u64, PRICE_ONE as u64) as i64;
+    let current = cur.cost(held) as i64;
     let realized = pos.proceeds - mul_div_floor(pos.sold.max(0) as u64, avg, AMOUNT_ONE) as i64;
     PosRow {
         wallet: wallet.to_string(),
@@ -250,7 +250,7 @@ pub fn token_ticks(
     token: &str,
     from: u64,
     to: u64,
-) -> Result<Vec<(u64, u32, u64)>, StoreError> {
+) -> Result<Vec<(u64, Price, u64)>, StoreError> {
     Ok(s.store
         .market_ticks(view.market.idx, from, to)?
         .into_iter()
@@ -298,7 +298,7 @@ pub fn leaderboard(s: &AppState, days: Option<u32>) -> Result<HashMap<String, (i
     let mut board: HashMap<String, (i64, i64)> = HashMap::new();
     for ((w, t), pos) in sums {
         let Some((ctx, o)) = ctxs.by_token(s, &t)? else { continue };
-        let mark = mul_div_floor(pos.size.unsigned_abs(), ctx.price(o) as u64, PRICE_ONE as u64) as i64;
+        let mark = ctx.price(o).cost(pos.size.unsigned_abs()) as i64;
         let pnl = pos.proceeds - pos.cost + if pos.size < 0 { -mark } else { mark };
         let e = board.entry(w).or_default();
         e.0 += pnl;

@@ -18,7 +18,7 @@ use uuid::Uuid;
 
 use crate::app::AppState;
 use crate::auth::ct_eq;
-use crate::domain::{mul_div_floor, now_secs, OrderRecord, TradeRecord, TradeStatus, PRICE_ONE};
+use crate::domain::{now_secs, OrderRecord, TradeRecord, TradeStatus};
 use crate::store::{Batch, Store, StoreError};
 
 /// What a builder or relayer key service refuses (the routes give each its SPEC §7
@@ -165,15 +165,14 @@ pub fn attributed_trades(s: &AppState, builder: &str) -> Result<Vec<(TradeRecord
             continue;
         }
         let Some(t) = s.store.get_trade(id)? else { continue };
-        let one = PRICE_ONE as u64;
         let mut notional = 0;
         let mut viewer = None;
         if mine.contains(&t.taker_order_id) {
-            notional += mul_div_floor(t.size, t.price as u64, one);
+            notional += t.price.cost(t.size);
             viewer = Some(t.owner);
         }
         for m in t.maker_orders.iter().filter(|m| mine.contains(&m.order_id)) {
-            notional += mul_div_floor(m.matched_amount, m.price as u64, one);
+            notional += m.price.cost(m.matched_amount);
             viewer.get_or_insert(m.owner);
         }
         let viewer = viewer.unwrap_or(t.owner);

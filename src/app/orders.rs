@@ -31,8 +31,8 @@ pub enum OrderError {
     ClosedOnly(Arc<str>),
     #[error("invalid expiration")]
     BadExpiration,
-    #[error("order {id} is invalid. Price ({shown}) breaks minimum tick size rule: {}", fmt_tick(*.tick))]
-    OffTick { id: Uuid, shown: String, tick: u32 },
+    #[error("order {id} is invalid. Price ({shown}) breaks minimum tick size rule: {}", .tick.short())]
+    OffTick { id: Uuid, shown: String, tick: Price },
     #[error("order {id} is invalid. Size ({}) lower than the minimum: {}", fmt_amount(*.size), fmt_amount(*.min))]
     BelowMinimum { id: Uuid, size: u64, min: u64 },
     #[error("order {0} is invalid. Duplicated.")]
@@ -174,7 +174,7 @@ fn validate(s: &AppState, key: &ApiKeyRecord, order: NewOrder) -> Result<(OrderR
         }
     };
     let tick = view.tick();
-    let on_tick = exact && price % tick as u64 == 0;
+    let on_tick = exact && price % tick.units() as u64 == 0;
     let in_range = price > 0 && price < PRICE_ONE as u64;
     if !in_range || (order_type.rests() && !on_tick) {
         let shown = if price > PRICE_ONE as u64 {
@@ -203,7 +203,7 @@ fn validate(s: &AppState, key: &ApiKeyRecord, order: NewOrder) -> Result<(OrderR
             taker: if fields.taker == Address::ZERO { zero_address() } else { format!("{:#x}", fields.taker).into() },
             token: view.order_token(outcome),
             side,
-            price: price as u32,
+            price: Price(price as u32),
             original_size: size,
             size_matched: 0,
             maker_amount,

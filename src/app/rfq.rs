@@ -19,7 +19,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::app::AppState;
-use crate::domain::{fmt_amount, fmt_price, now_secs, ApiKeyRecord, Side, COLLATERAL, PRICE_ONE};
+use crate::domain::{fmt_amount, now_secs, ApiKeyRecord, Price, Side, COLLATERAL};
 use crate::engine::{BlockTrade, EngineError, Reject};
 use crate::store::{Batch, StoreError};
 
@@ -36,8 +36,8 @@ pub enum RfqError {
     NotOpen,
     #[error("cannot quote your own RFQ")]
     OwnRequest,
-    #[error("Price ({}) breaks minimum tick size rule: {}", fmt_price(*.price), fmt_price(*.tick))]
-    OffTick { price: u32, tick: u32 },
+    #[error("Price ({}) breaks minimum tick size rule: {}", .price.fixed(), .tick.fixed())]
+    OffTick { price: Price, tick: Price },
     #[error("not enough balance / allowance")]
     NotEnoughBalance,
     #[error("RFQ not found or not owned by you")]
@@ -65,7 +65,7 @@ pub fn best_quote(side: Side, quotes: &[RfqQuote], now: u64) -> Option<&RfqQuote
     let usable = quotes.iter().filter(|q| q.is_usable(now));
     match side {
         Side::Buy => usable.min_by_key(|q| (q.price, q.created_at)),
-        Side::Sell => usable.min_by_key(|q| (PRICE_ONE - q.price, q.created_at)),
+        Side::Sell => usable.min_by_key(|q| (q.price.complement(), q.created_at)),
     }
 }
 
@@ -125,7 +125,7 @@ pub async fn quote(
     s: &AppState,
     key: &ApiKeyRecord,
     rfq: Uuid,
-    price: u32,
+    price: Price,
     ttl_secs: u64,
 ) -> Result<(RfqQuote, u64), RfqError> {
     let _one = s.rfq.lock().await;
@@ -136,12 +136,12 @@ pub async fn quote(
     }
     let view = s.registry.token(&req.token_id).map(|(v, _)| v).ok_or(RfqError::NotOpen)?;
     let tick = view.tick();
-    if price == 0 || price >= PRICE_ONE || !price.is_multiple_of(tick) {
+    if !price.is_inside() || !price.on_tick(tick) {
         return Err(RfqError::OffTick { price, tick });
     }
     // What the quoter pays if accepted: collateral when it buys, tokens when it sells.
     let (asset, owed) = match req.side {
-        Side::Sell => (COLLATERAL, crate::domain::mul_div_floor(req.size, price as u64, PRICE_ONE as u64)),
+        Side::Sell => (COLLATERAL, price.cost(req.size)),
         Side::Buy => (req.token_id.as_str(), req.size),
     };
     let accounts = s.engine.accounts(key.address.to_string()).await?;
@@ -318,7 +318,7 @@ mod tests {
             rfq_id: Uuid::nil(),
             owner: Uuid::nil(),
             address: String::new(),
-            price,
+            price: Price(price),
             created_at,
             expires_at,
             state,

@@ -27,9 +27,7 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, Notify};
 
 use crate::commit::views::{best_of, Best, BookDelta, MarketView};
-use crate::domain::{
-    fmt_amount, fmt_price, fmt_tick, OrderRecord, OrderStatus, Side, TradeRecord, TradeStatus, PRICE_ONE,
-};
+use crate::domain::{fmt_amount, OrderRecord, OrderStatus, Price, Side, TradeRecord, TradeStatus};
 
 /// What the engine's durable commands hand to the publisher.
 pub enum Published {
@@ -245,7 +243,7 @@ pub fn render_user(
         };
         let v = json!({
             "event_type": "order", "type": kind, "id": o.id.to_string(), "owner": o.owner.to_string(),
-            "market": o.token.condition_id, "asset_id": o.token.token_id, "side": o.side.as_str(), "price": fmt_price(o.price),
+            "market": o.token.condition_id, "asset_id": o.token.token_id, "side": o.side.as_str(), "price": o.price.fixed(),
             "original_size": fmt_amount(o.original_size), "size_matched": fmt_amount(o.size_matched),
             "outcome": o.token.outcome, "status": o.status.as_str(), "order_type": o.order_type.as_str(),
             "associate_trades": o.associate_trades.iter().map(|u| u.to_string()).collect::<Vec<_>>(),
@@ -262,14 +260,14 @@ pub fn render_user(
             let v = json!({
                 "event_type": "trade", "id": t.id.to_string(), "taker_order_id": t.taker_order_id.to_string(),
                 "market": t.token.condition_id, "asset_id": t.token.token_id, "side": t.side.as_str(),
-                "size": fmt_amount(t.size), "price": fmt_price(t.price), "status": status, "outcome": t.token.outcome,
+                "size": fmt_amount(t.size), "price": t.price.fixed(), "status": status, "outcome": t.token.outcome,
                 "owner": owner.to_string(), "trader_side": if owner == t.owner { "TAKER" } else { "MAKER" },
                 "matchtime": t.match_time.to_string(), "last_update": t.last_update.to_string(),
                 "transaction_hash": t.tx_hash(), "error_msg": t.error_msg, "timestamp": ts,
                 "maker_orders": t.maker_orders.iter().map(|m| json!({
                     "asset_id": m.token.token_id, "matched_amount": fmt_amount(m.matched_amount),
                     "order_id": m.order_id.to_string(), "outcome": m.token.outcome, "owner": m.owner.to_string(),
-                    "price": fmt_price(m.price), "side": m.side.as_str(),
+                    "price": m.price.fixed(), "side": m.side.as_str(),
                 })).collect::<Vec<_>>(),
             });
             out.push(UserFrame { owner, market: t.token.condition_id.clone(), text: v.to_string().into() });
@@ -280,22 +278,22 @@ pub fn render_user(
 
 /// A delta's level changes as one outcome token sees them: (price, size, side), by side
 /// (BUY first) then ascending price. For NO, a YES ask at p is a NO bid at 1 − p.
-fn token_changes(d: &BookDelta, outcome: u8) -> Vec<(u32, u64, &'static str)> {
-    let mut bids: Vec<(u32, u64, &str)>;
-    let mut asks: Vec<(u32, u64, &str)>;
+fn token_changes(d: &BookDelta, outcome: u8) -> Vec<(Price, u64, &'static str)> {
+    let mut bids: Vec<(Price, u64, &str)>;
+    let mut asks: Vec<(Price, u64, &str)>;
     if outcome == 0 {
         bids = d.bids.iter().map(|&(p, s)| (p, s, "BUY")).collect();
         asks = d.asks.iter().map(|&(p, s)| (p, s, "SELL")).collect();
     } else {
-        bids = d.asks.iter().rev().map(|&(p, s)| (PRICE_ONE - p, s, "BUY")).collect();
-        asks = d.bids.iter().rev().map(|&(p, s)| (PRICE_ONE - p, s, "SELL")).collect();
+        bids = d.asks.iter().rev().map(|&(p, s)| (p.complement(), s, "BUY")).collect();
+        asks = d.bids.iter().rev().map(|&(p, s)| (p.complement(), s, "SELL")).collect();
     }
     bids.append(&mut asks);
     bids
 }
 
-fn opt_price(p: Option<u32>) -> String {
-    p.map(fmt_price).unwrap_or_default()
+fn opt_price(p: Option<Price>) -> String {
+    p.map(Price::fixed).unwrap_or_default()
 }
 
 /// The frames of one durable change: one per outcome token that is `wanted` and has
@@ -315,14 +313,14 @@ pub fn render(p: &Published, wanted: [bool; 2]) -> Vec<Frame> {
             // First, so a client moves to the finer grid before it sees prices on it.
             msgs.push(json!({
                 "event_type": "tick_size_change", "asset_id": asset, "market": m.condition_id,
-                "old_tick_size": fmt_tick(old), "new_tick_size": fmt_tick(new), "timestamp": ts, "seq": next.seq,
+                "old_tick_size": old.short(), "new_tick_size": new.short(), "timestamp": ts, "seq": next.seq,
             }));
         }
         let changes: Vec<Value> = token_changes(next, outcome)
             .into_iter()
             .map(|(price, size, side)| {
                 json!({
-                    "asset_id": asset, "price": fmt_price(price), "size": fmt_amount(size), "side": side,
+                    "asset_id": asset, "price": price.fixed(), "size": fmt_amount(size), "side": side,
                     "hash": "", "best_bid": opt_price(best_bid), "best_ask": opt_price(best_ask),
                 })
             })
@@ -340,7 +338,7 @@ pub fn render(p: &Published, wanted: [bool; 2]) -> Vec<Frame> {
             let (price, side) = mirror(outcome, yes_price, yes_side);
             msgs.push(json!({
                 "event_type": "last_trade_price", "asset_id": asset, "market": m.condition_id,
-                "price": fmt_price(price), "size": fmt_amount(t.size), "fee_rate_bps": t.fee_rate_bps.to_string(),
+                "price": price.fixed(), "size": fmt_amount(t.size), "fee_rate_bps": t.fee_rate_bps.to_string(),
                 "side": side.as_str(), "timestamp": ts, "seq": next.seq, "published_us": durable_us,
             }));
         }
@@ -356,7 +354,7 @@ pub fn render(p: &Published, wanted: [bool; 2]) -> Vec<Frame> {
         };
         let custom = (before != after).then(|| {
             let spread = match (best_bid, best_ask) {
-                (Some(b), Some(a)) => fmt_price(a.saturating_sub(b)),
+                (Some(b), Some(a)) => a.above(b).fixed(),
                 _ => String::new(),
             };
             let mut all = msgs.clone();
@@ -373,11 +371,11 @@ pub fn render(p: &Published, wanted: [bool; 2]) -> Vec<Frame> {
 }
 
 /// A price and taker side between YES terms and a token's own (the same both ways).
-fn mirror(outcome: u8, price: u32, side: Side) -> (u32, Side) {
+fn mirror(outcome: u8, price: Price, side: Side) -> (Price, Side) {
     if outcome == 0 {
         (price, side)
     } else {
-        (PRICE_ONE - price, if side == Side::Buy { Side::Sell } else { Side::Buy })
+        (price.complement(), if side == Side::Buy { Side::Sell } else { Side::Buy })
     }
 }
 
@@ -387,9 +385,19 @@ mod tests {
 
     #[test]
     fn a_no_token_sees_the_yes_changes_mirrored() {
-        let d = BookDelta { bids: [(4800, 1), (5000, 0)].into(), asks: [(5200, 7)][..].into(), ..BookDelta::default() };
-        assert_eq!(token_changes(&d, 0), vec![(4800, 1, "BUY"), (5000, 0, "BUY"), (5200, 7, "SELL")]);
+        let d = BookDelta {
+            bids: [(Price(4800), 1), (Price(5000), 0)].into(),
+            asks: [(Price(5200), 7)][..].into(),
+            ..BookDelta::default()
+        };
+        assert_eq!(
+            token_changes(&d, 0),
+            vec![(Price(4800), 1, "BUY"), (Price(5000), 0, "BUY"), (Price(5200), 7, "SELL")]
+        );
         // A YES ask at 0.52 is a NO bid at 0.48; YES bids become NO asks, ascending.
-        assert_eq!(token_changes(&d, 1), vec![(4800, 7, "BUY"), (5000, 0, "SELL"), (5200, 1, "SELL")]);
+        assert_eq!(
+            token_changes(&d, 1),
+            vec![(Price(4800), 7, "BUY"), (Price(5000), 0, "SELL"), (Price(5200), 1, "SELL")]
+        );
     }
 }

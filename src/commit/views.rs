@@ -15,17 +15,17 @@ use parking_lot::Mutex;
 
 use smallvec::SmallVec;
 
-use crate::domain::{LastTrade, Market, OrderToken, Side, PRICE_ONE};
+use crate::domain::{LastTrade, Market, OrderToken, Price, Side};
 
 /// Aggregated levels: (price, size), best first.
-pub type Levels = Vec<(u32, u64)>;
+pub type Levels = Vec<(Price, u64)>;
 
 /// One market's book, aggregated, in YES-price space.
 #[derive(Debug, Clone, Default)]
 pub struct BookSnapshot {
     /// (YES price, size), best first.
-    pub bids: Vec<(u32, u64)>,
-    pub asks: Vec<(u32, u64)>,
+    pub bids: Levels,
+    pub asks: Levels,
     /// Last trade: YES price and the taker's side in YES terms.
     pub last_trade: LastTrade,
     pub timestamp_ms: u64,
@@ -41,7 +41,7 @@ impl BookSnapshot {
         if outcome == 0 {
             (self.bids.clone(), self.asks.clone())
         } else {
-            let flip = |v: &Vec<(u32, u64)>| v.iter().map(|&(p, s)| (PRICE_ONE - p, s)).collect();
+            let flip = |v: &Levels| v.iter().map(|&(p, s)| (p.complement(), s)).collect();
             (flip(&self.asks), flip(&self.bids))
         }
     }
@@ -60,7 +60,7 @@ impl BookSnapshot {
                     Side::Buy => Side::Sell,
                     Side::Sell => Side::Buy,
                 };
-                (PRICE_ONE - p, flip)
+                (p.complement(), flip)
             }
         })
     }
@@ -69,7 +69,7 @@ impl BookSnapshot {
 /// One side's changed levels, as (YES price, new total; 0 = the level emptied), ascending
 /// price. Held in line up to two levels: a resting order or a cancel changes one, and the
 /// engine takes these after every command, so most commands allocate nothing for them.
-pub type Changed = SmallVec<[(u32, u64); 2]>;
+pub type Changed = SmallVec<[(Price, u64); 2]>;
 
 /// One durable command's effect on a market's book: the levels whose total changed (YES
 /// price, new total; 0 = emptied), ascending price per side, and the last trade after it.
@@ -82,26 +82,26 @@ pub struct BookDelta {
     /// The market's publication sequence: one more than the previous delta's.
     pub seq: u64,
     /// The tick moved with this change: (old, new).
-    pub tick: Option<(u32, u32)>,
+    pub tick: Option<(Price, Price)>,
 }
 
 /// Best YES bid and ask.
-pub type Best = (Option<u32>, Option<u32>);
+pub type Best = (Option<Price>, Option<Price>);
 
 /// Best bid and ask as one outcome token sees them (NO mirrors YES).
 pub fn best_of(best: Best, outcome: u8) -> Best {
     if outcome == 0 {
         best
     } else {
-        (best.1.map(|p| PRICE_ONE - p), best.0.map(|p| PRICE_ONE - p))
+        (best.1.map(Price::complement), best.0.map(Price::complement))
     }
 }
 
 /// A market's aggregated book as of its last applied delta.
 #[derive(Debug, Default)]
 struct Live {
-    bids: BTreeMap<u32, u64>,
-    asks: BTreeMap<u32, u64>,
+    bids: BTreeMap<Price, u64>,
+    asks: BTreeMap<Price, u64>,
     last_trade: LastTrade,
     timestamp_ms: u64,
     seq: u64,
@@ -138,7 +138,7 @@ impl MarketView {
             seq: book.seq,
             cached: Some(Arc::new(book)),
         };
-        MarketView { tick: AtomicU32::new(market.tick), market, live: Mutex::new(live), order_tokens }
+        MarketView { tick: AtomicU32::new(market.tick.units()), market, live: Mutex::new(live), order_tokens }
     }
 
     /// Outcome `i`'s token, as an order on it holds it.
@@ -147,8 +147,8 @@ impl MarketView {
     }
 
     /// The market's tick as of the last durable change (it only ever gets finer).
-    pub fn tick(&self) -> u32 {
-        self.tick.load(Ordering::Acquire)
+    pub fn tick(&self) -> Price {
+        Price(self.tick.load(Ordering::Acquire))
     }
 
     /// The book as of the last durable change.
@@ -185,7 +185,7 @@ impl MarketView {
             }
         }
         if let Some((_, tick)) = d.tick {
-            self.tick.store(tick, Ordering::Release);
+            self.tick.store(tick.units(), Ordering::Release);
         }
         l.last_trade = d.last_trade;
         l.timestamp_ms = d.timestamp_ms;

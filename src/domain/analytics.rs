@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::{Side, PRICE_ONE};
+use super::{Price, Side};
 
 /// Seconds in a UTC day.
 pub const DAY: u64 = 86_400;
@@ -17,18 +17,18 @@ pub struct Tick {
     /// The taker's token, price (1e-4) and side.
     #[serde(with = "super::packed")]
     pub asset_id: String,
-    pub price: u32,
+    pub price: Price,
     pub size: u64,
     pub side: Side,
 }
 
 impl Tick {
     /// The price of `token` at this trade (the other token of a binary market is 1 − p).
-    pub fn price_of(&self, token: &str) -> u32 {
+    pub fn price_of(&self, token: &str) -> Price {
         if self.asset_id == token {
             self.price
         } else {
-            PRICE_ONE - self.price
+            self.price.complement()
         }
     }
 }

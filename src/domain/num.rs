@@ -15,10 +15,10 @@ pub enum Side {
     Sell,
 }
 
-/// A market's last trade: its YES price (1e-4 units) and the taker's side in YES terms;
+/// A market's last trade: its YES price and the taker's side in YES terms;
 /// `None` before the first. Kept by the engine, written by the persister, shown by the
 /// readers' snapshots and the feeds.
-pub type LastTrade = Option<(u32, Side)>;
+pub type LastTrade = Option<(Price, Side)>;
 
 impl Side {
     pub fn as_str(self) -> &'static str {
@@ -65,6 +65,59 @@ pub fn fmt_tick(t: u32) -> String {
     let s = fmt_price(t);
     let s = s.trim_end_matches('0');
     s.trim_end_matches('.').to_string()
+}
+
+/// A price in 1e-4 units: `Price(5000)` is 0.5. An order's limit, a fill's execution price
+/// and a market's tick are prices; what a price applies to is an [`Amount`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+#[repr(transparent)]
+pub struct Price(pub u32);
+
+impl Price {
+    /// 1.0: the price of a winning token.
+    pub const ONE: Price = Price(PRICE_ONE);
+    pub const ZERO: Price = Price(0);
+
+    /// Parses a price string ("0.55"); it must lie in [0, 1].
+    pub fn parse(s: &str) -> Result<Price, ParseNumError> {
+        parse_price(s).map(Price)
+    }
+    pub fn units(self) -> u32 {
+        self.0
+    }
+    /// The other outcome's price: 1 − self.
+    pub fn complement(self) -> Price {
+        Price(PRICE_ONE - self.0)
+    }
+    /// Strictly between 0 and 1: a price an order or a quote can be made at.
+    pub fn is_inside(self) -> bool {
+        self.0 > 0 && self.0 < PRICE_ONE
+    }
+    /// On the grid of `tick`.
+    pub fn on_tick(self, tick: Price) -> bool {
+        self.0.is_multiple_of(tick.0)
+    }
+    /// Halfway between a bid and an ask, rounded up (the midpoint clients are shown).
+    pub fn midpoint(bid: Price, ask: Price) -> Price {
+        Price((bid.0 + ask.0).div_ceil(2))
+    }
+    /// From `bid` up to `self`, or zero for a crossed pair: the spread.
+    pub fn above(self, bid: Price) -> Price {
+        Price(self.0.saturating_sub(bid.0))
+    }
+    /// What `size` tokens cost at this price, rounded down.
+    pub fn cost(self, size: u64) -> u64 {
+        mul_div_floor(size, self.0 as u64, PRICE_ONE as u64)
+    }
+    /// Four decimals, as the spec fixes for prices it names: `"0.5000"`.
+    pub fn fixed(self) -> String {
+        fmt_price(self.0)
+    }
+    /// The shortest decimal: `"0.5"`, `"0.01"` (how clients write a tick size).
+    pub fn short(self) -> String {
+        fmt_tick(self.0)
+    }
 }
 
 /// Error from parsing a decimal string into fixed point.
@@ -214,6 +267,25 @@ mod tests {
         assert_eq!(parse_u64("123"), Ok(123));
         assert_eq!(parse_u64("12a"), Err(ParseNumError));
         assert_eq!(mul_div_floor(10, 1, 3), 3);
+    }
+
+    #[test]
+    fn price_rules_and_renderings() {
+        let p = Price::parse("0.42").unwrap();
+        assert_eq!(
+            (p, p.complement(), p.fixed(), p.short()),
+            (Price(4200), Price(5800), "0.4200".into(), "0.42".into())
+        );
+        assert_eq!(Price::parse("1.01"), Err(ParseNumError));
+        assert!(p.is_inside() && !Price::ZERO.is_inside() && !Price::ONE.is_inside());
+        assert!(p.on_tick(Price(100)) && !Price(4250).on_tick(Price(100)) && Price(4250).on_tick(Price(10)));
+        assert_eq!(p.cost(3_000_000), 1_260_000);
+        assert_eq!(Price(3).cost(1), 0, "rounded down");
+        assert_eq!(Price::midpoint(Price(4200), Price(4301)), Price(4251), "rounded up");
+        assert_eq!((Price(4300).above(Price(4200)), Price(4200).above(Price(4300))), (Price(100), Price::ZERO));
+        // The wire and the storage see the bare integer.
+        assert_eq!(serde_json::to_string(&p).unwrap(), "4200");
+        assert_eq!(postcard::to_allocvec(&p).unwrap(), postcard::to_allocvec(&4200u32).unwrap());
     }
 
     /// Both paths, and the edge where the product stops fitting in 64 bits.

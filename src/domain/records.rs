@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::num::Side;
+use super::num::{Price, Side};
 
 /// One outcome token of a binary market.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,8 +25,8 @@ pub struct Market {
     pub question: String,
     pub slug: String,
     pub tokens: [Token; 2],
-    /// Tick size in 1e-4 price units (100 = 0.01).
-    pub tick: u32,
+    /// Tick size (`Price(100)` = 0.01).
+    pub tick: Price,
     /// Minimum order size in 1e-6 token units.
     pub min_order_size: u64,
     pub neg_risk: bool,
@@ -46,7 +46,7 @@ fn yes() -> bool {
 
 impl Market {
     /// An open binary market: `yes` is the book's YES side. `idx` is assigned by the engine.
-    pub fn binary(condition_id: &str, yes: Token, no: Token, tick: u32, min_order_size: u64) -> Market {
+    pub fn binary(condition_id: &str, yes: Token, no: Token, tick: Price, min_order_size: u64) -> Market {
         Market {
             idx: 0,
             condition_id: condition_id.to_string(),
@@ -176,8 +176,8 @@ pub struct OrderRecord {
     pub side: Side,
     pub order_type: OrderType,
     pub post_only: bool,
-    /// Limit price of the order's own token, 1e-4 units.
-    pub price: u32,
+    /// Limit price of the order's own token.
+    pub price: Price,
     /// Market, token and outcome (shared).
     pub token: Arc<OrderToken>,
     pub fee_rate_bps: u32,
@@ -315,7 +315,7 @@ pub struct MakerFill {
     /// Tokens of the maker's own asset that changed hands.
     pub matched_amount: u64,
     /// Execution price in the maker's own token.
-    pub price: u32,
+    pub price: Price,
     /// The maker's own token (shared).
     pub token: Arc<TradeToken>,
     pub side: Side,
@@ -334,8 +334,8 @@ pub struct TradeRecord {
     pub token: Arc<TradeToken>,
     pub side: Side,
     pub size: u64,
-    /// Execution price in the taker's token, 1e-4 units.
-    pub price: u32,
+    /// Execution price in the taker's token.
+    pub price: Price,
     pub fee_rate_bps: u32,
     pub status: TradeStatus,
     pub match_time: u64,
@@ -470,7 +470,7 @@ impl TradeRecord {
     pub fn legs(&self) -> [Leg<'_>; 2] {
         let m = &self.maker_orders[0];
         let q = self.size;
-        let maker_amount = crate::domain::mul_div_floor(q, m.price as u64, crate::domain::PRICE_ONE as u64);
+        let maker_amount = m.price.cost(q);
         let taker_amount = match self.match_type {
             MatchType::Complementary => maker_amount,
             MatchType::Mint | MatchType::Merge => q - maker_amount,
@@ -546,7 +546,7 @@ pub struct NotificationRecord {
     /// The notified key's own side, size and price in the trade.
     pub side: Side,
     pub size: u64,
-    pub price: u32,
+    pub price: Price,
     pub trader_side: TraderSide,
     pub error_msg: Option<String>,
     /// UNIX seconds.

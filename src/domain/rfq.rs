@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::Side;
+use super::{Price, Side};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RequestState {
@@ -45,8 +45,8 @@ pub struct RfqQuote {
     pub rfq_id: Uuid,
     pub owner: Uuid,
     pub address: String,
-    /// In the requested token, 1e-4 units.
-    pub price: u32,
+    /// In the requested token.
+    pub price: Price,
     pub created_at: u64,
     pub expires_at: u64,
     pub state: QuoteState,

@@ -26,7 +26,7 @@ fn market() -> Market {
         "0xc",
         Token { token_id: "1".into(), outcome: "Yes".into() },
         Token { token_id: "2".into(), outcome: "No".into() },
-        100,
+        Price(100),
         0,
     )
 }
@@ -84,7 +84,7 @@ fn order(
             taker: "".into(),
             token: OrderToken::of(&market(), no as u8),
             side,
-            price,
+            price: Price(price),
             original_size: q,
             size_matched: 0,
             maker_amount,
@@ -166,12 +166,12 @@ proptest! {
             let changes = c.markets[0].book.take_changes();
             for (levels, list) in shadow.iter_mut().zip([&changes.bids, &changes.asks]) {
                 for &(p, size) in list {
-                    let before = if size == 0 { levels.remove(&p) } else { levels.insert(p, size) };
-                    prop_assert!(before != Some(size), "a change that changes nothing at {}", p);
+                    let before = if size == 0 { levels.remove(&p.units()) } else { levels.insert(p.units(), size) };
+                    prop_assert!(before != Some(size), "a change that changes nothing at {:?}", p);
                 }
             }
-            let bids: Vec<(u32, u64)> = shadow[0].iter().rev().map(|(p, s)| (*p, *s)).collect();
-            let asks: Vec<(u32, u64)> = shadow[1].iter().map(|(p, s)| (*p, *s)).collect();
+            let bids: Vec<(Price, u64)> = shadow[0].iter().rev().map(|(p, s)| (Price(*p), *s)).collect();
+            let asks: Vec<(Price, u64)> = shadow[1].iter().map(|(p, s)| (Price(*p), *s)).collect();
             prop_assert_eq!(bids, c.markets[0].book.depth(BookSide::Bid));
             prop_assert_eq!(asks, c.markets[0].book.depth(BookSide::Ask));
             let (u, y, no) = totals(&c);

@@ -16,7 +16,7 @@
 //! settlement FAILS ([`counter_sign`]), so the sums follow the trades that stand.
 
 pub use crate::domain::analytics::{CtfActivity, CtfKind, Position, Tick, DAY};
-use crate::domain::{Leg, Side, TradeRecord, TradeStatus, PRICE_ONE};
+use crate::domain::{Leg, Side, TradeRecord, TradeStatus};
 
 /// A position's counters as `positions`, `market_holders` and `wallet_days` hold them.
 impl Position {
@@ -272,7 +272,7 @@ pub fn leg_position(leg: &Leg, sign: i64) -> Position {
 
 /// The `market_stats` operand of a trade (volume in collateral and count), times `sign`.
 pub fn market_stats(t: &TradeRecord, sign: i64) -> (&'static str, Vec<u8>, Vec<u8>) {
-    let notional = crate::domain::mul_div_floor(t.size, t.price as u64, PRICE_ONE as u64) as i64;
+    let notional = t.price.cost(t.size) as i64;
     (super::cf::MARKET_STATS, t.token.market_idx.to_be_bytes().to_vec(), encode_counters(&[sign * notional, sign]))
 }
 
@@ -283,6 +283,7 @@ pub fn trade_day(t: &TradeRecord) -> u32 {
 
 #[cfg(test)]
 mod tests {
+    use crate::domain::Price;
     use serde::Serialize;
     use uuid::Uuid;
 
@@ -385,7 +386,7 @@ mod tests {
             side: Side,
         }
         let token = "52114319501245915516055106046884209969926127482827954674443846427813813222426";
-        let t = Tick { id: Uuid::from_u128(3), asset_id: token.into(), price: 4200, size: 7, side: Side::Sell };
+        let t = Tick { id: Uuid::from_u128(3), asset_id: token.into(), price: Price(4200), size: 7, side: Side::Sell };
         let v = super::super::encode(&t);
         assert!(v.len() < 60, "{} bytes", v.len());
         let cf = super::super::cf::TRADES_BY_MARKET;

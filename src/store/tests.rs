@@ -3,6 +3,7 @@
 
 use super::codec::{VERSION_JSON, VERSION_TEXT};
 use super::*;
+use crate::domain::Price;
 use rocksdb::Options;
 
 mod records {
@@ -17,7 +18,7 @@ mod records {
         }
         let st = AddressStatus::ClosedOnly;
         assert_eq!(decode::<AddressStatus>("addresses", &encode(&st)).unwrap(), st);
-        let some: crate::domain::LastTrade = Some((5500, crate::domain::Side::Sell));
+        let some: crate::domain::LastTrade = Some((Price(5500), crate::domain::Side::Sell));
         assert_eq!(decode::<crate::domain::LastTrade>("meta", &encode(&some)).unwrap(), some);
         // Version-1 (JSON) values still decode.
         let mut v1 = vec![VERSION_JSON];
@@ -44,7 +45,7 @@ mod records {
                 outcome: "No".into(),
             }),
             side: Side::Sell,
-            price: 4200,
+            price: Price(4200),
             original_size: 20_000_000,
             size_matched: 5_000_000,
             maker_amount: 20_000_000,
@@ -113,7 +114,7 @@ mod records {
         let store = Store::open(dir.path()).unwrap();
         let mut core = crate::engine::Core::new("0xfee".into());
         let tok = |id: &str| Token { token_id: id.into(), outcome: "Yes".into() };
-        core.add_market(Market::binary("0xc0ffee", tok("71321045679"), tok("1002"), 100, 0));
+        core.add_market(Market::binary("0xc0ffee", tok("71321045679"), tok("1002"), Price(100), 0));
         let mut b = Batch::default();
         core.credit("0xmaker", "71321045679", 1_000_000_000, &mut b);
         let mut o = real_order();
@@ -486,7 +487,7 @@ mod indexes {
             token: token.clone(),
             side: Side::Buy,
             size: 10_000_000,
-            price: 4000,
+            price: Price(4000),
             fee_rate_bps: 0,
             status,
             match_time: 1_700_000_000 + seq,
@@ -499,7 +500,7 @@ mod indexes {
                 owner: Uuid::from_u128(2),
                 maker_address: "0xmaker".into(),
                 matched_amount: 10_000_000,
-                price: 4000,
+                price: Price(4000),
                 token,
                 side: Side::Sell,
                 fee_rate_bps: 0,

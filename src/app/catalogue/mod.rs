@@ -18,9 +18,9 @@ use parking_lot::RwLock;
 
 use crate::app::AppState;
 use crate::commit::views::{BookSnapshot, MarketView};
-use crate::domain::now_secs;
 use crate::domain::BadDate;
 pub use crate::domain::{fmt_date, parse_date};
+use crate::domain::{now_secs, Price};
 use crate::engine::EngineError;
 use crate::store::{Batch, Store, StoreError};
 
@@ -161,26 +161,22 @@ pub struct Live {
     pub volume: u64,
     pub trades: u64,
     pub liquidity: u64,
-    pub best_bid: Option<u32>,
-    pub best_ask: Option<u32>,
-    pub last: Option<u32>,
+    pub best_bid: Option<Price>,
+    pub best_ask: Option<Price>,
+    pub last: Option<Price>,
     /// YES price: midpoint of a two-sided book, else the last trade.
-    pub mark: Option<u32>,
+    pub mark: Option<Price>,
 }
 
 /// Liquidity of a book: Σ size × price over both sides (YES prices), in micro-USDC.
 pub fn liquidity(snap: &BookSnapshot) -> u64 {
-    snap.bids
-        .iter()
-        .chain(snap.asks.iter())
-        .map(|&(p, s)| crate::domain::mul_div_floor(s, p as u64, crate::domain::PRICE_ONE as u64))
-        .sum()
+    snap.bids.iter().chain(snap.asks.iter()).map(|&(p, s)| p.cost(s)).sum()
 }
 
 /// The mark of a book's YES token (see [`Live::mark`]).
-pub fn mark(snap: &BookSnapshot) -> Option<u32> {
+pub fn mark(snap: &BookSnapshot) -> Option<Price> {
     match snap.best(0) {
-        (Some(b), Some(a)) => Some((b + a).div_ceil(2)),
+        (Some(b), Some(a)) => Some(Price::midpoint(b, a)),
         _ => snap.last_trade(0).map(|x| x.0),
     }
 }
@@ -202,19 +198,18 @@ pub fn live(store: &Store, view: &MarketView) -> Result<Live, StoreError> {
 
 /// A token's current price for valuation: 1 or 0 once its market resolved, else the mark
 /// (YES mark, or 1 − it for NO), else 0.
-pub fn current_price(meta: Option<&MarketMeta>, live: &Live, outcome: u8) -> u32 {
-    use crate::domain::PRICE_ONE;
+pub fn current_price(meta: Option<&MarketMeta>, live: &Live, outcome: u8) -> Price {
     if let Some(m) = meta {
         if m.resolution == Some(ResolutionStatus::Resolved) {
             if let Some(w) = m.resolved_outcome {
-                return if w == outcome { PRICE_ONE } else { 0 };
+                return if w == outcome { Price::ONE } else { Price::ZERO };
             }
         }
     }
     match (live.mark, outcome) {
         (Some(p), 0) => p,
-        (Some(p), _) => PRICE_ONE - p,
-        (None, _) => 0,
+        (Some(p), _) => p.complement(),
+        (None, _) => Price::ZERO,
     }
 }
 

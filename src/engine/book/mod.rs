@@ -13,6 +13,8 @@
 
 use uuid::Uuid;
 
+use crate::domain::Price;
+
 pub const NIL: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -541,7 +543,7 @@ impl Book {
             self.changed.clear();
             let now = self.levels(side)[level as usize].total;
             if now != before {
-                out.side_mut(side).push((self.price_of(level), now));
+                out.side_mut(side).push((Price(self.price_of(level)), now));
             }
             return out;
         }
@@ -557,7 +559,7 @@ impl Book {
             last = Some((side, level));
             let now = self.levels(side)[level as usize].total;
             if now != before {
-                out.side_mut(side).push((self.price_of(level), now));
+                out.side_mut(side).push((Price(self.price_of(level)), now));
             }
         }
         self.changed.clear();
@@ -589,9 +591,9 @@ impl Book {
 
     /// Aggregated levels, best first: (YES price, total size). Visits only the levels in
     /// use, so the cost follows them, not the ladder length.
-    pub fn depth(&self, side: BookSide) -> Vec<(u32, u64)> {
+    pub fn depth(&self, side: BookSide) -> Vec<(Price, u64)> {
         let mut out = Vec::with_capacity(self.used[side as usize]);
-        out.extend(self.depth_iter(side));
+        out.extend(self.depth_iter(side).map(|(p, size)| (Price(p), size)));
         out
     }
 
@@ -678,7 +680,7 @@ impl Book {
                 return Err(format!("{side:?}: {nonempty} non-empty levels, counted {}", self.used[side as usize]));
             }
             let best = self.best(side);
-            if d.first().map(|x| x.0) != best {
+            if d.first().map(|x| x.0.units()) != best {
                 return Err(format!("best {best:?} vs depth {:?}", d.first()));
             }
         }

@@ -96,8 +96,8 @@ pub struct BlockTrade {
     /// The requester's side.
     pub side: Side,
     pub size: u64,
-    /// In the token's own price, 1e-4 units.
-    pub price: u32,
+    /// In the token's own price.
+    pub price: Price,
     pub taker: (Uuid, Arc<str>),
     pub maker: (Uuid, Arc<str>),
 }
@@ -193,22 +193,22 @@ fn book_side(outcome: u8, side: Side) -> BookSide {
     }
 }
 
-/// Own-token price → YES price.
-fn yes_price(outcome: u8, p: u32) -> u32 {
+/// Own-token price → YES price, and back (the book is kept in YES prices).
+fn yes_price(outcome: u8, p: Price) -> Price {
     if outcome == 0 {
         p
     } else {
-        PRICE_ONE - p
+        p.complement()
     }
 }
 
 /// Fee of a fill in the unit the order pays it in (tokens for BUY, collateral for SELL).
-pub fn fee(side: Side, bps: u32, p: u32, q: u64) -> u64 {
-    if bps == 0 || p == 0 || p >= PRICE_ONE {
+pub fn fee(side: Side, bps: u32, p: Price, q: u64) -> u64 {
+    if bps == 0 || !p.is_inside() {
         return 0;
     }
-    let m = p.min(PRICE_ONE - p) as u128;
-    let (bps, q, p) = (bps as u128, q as u128, p as u128);
+    let m = p.min(p.complement()).units() as u128;
+    let (bps, q, p) = (bps as u128, q as u128, p.units() as u128);
     let one = PRICE_ONE as u128;
     (match side {
         Side::Buy => bps * m * q / (p * one),
@@ -270,7 +270,7 @@ impl Core {
         let trade_tokens = order_tokens.each_ref().map(|t| TradeToken::of(t));
         let assets = [0, 1].map(|i| self.ledger.asset(&m.tokens[i].token_id));
         self.markets.push(MarketState {
-            book: Book::new(m.tick),
+            book: Book::new(m.tick.units()),
             market: m,
             last_trade: None,
             fee_accounts,
@@ -420,7 +420,7 @@ impl Core {
             let ms = &mut self.markets[o.token.market_idx as usize];
             slot = ms.book.insert(
                 book_side(o.token.outcome_index, o.side),
-                yes_price(o.token.outcome_index, o.price),
+                yes_price(o.token.outcome_index, o.price).units(),
                 o.id,
                 o.remaining(),
             );
@@ -475,7 +475,7 @@ impl Core {
             o.token = shared.clone();
         }
         let bside = book_side(outcome, o.side);
-        let limit = yes_price(outcome, o.price);
+        let limit = yes_price(outcome, o.price).units();
         let book = &self.markets[midx as usize].book;
         let opp = bside.opposite();
         let would_cross = book.head_crossing(bside, limit).is_some();
@@ -542,7 +542,7 @@ impl Core {
             let ms = &mut self.markets[o.token.market_idx as usize];
             let slot = ms.book.insert(
                 book_side(o.token.outcome_index, o.side),
-                yes_price(o.token.outcome_index, o.price),
+                yes_price(o.token.outcome_index, o.price).units(),
                 o.id,
                 remaining,
             );
@@ -594,7 +594,7 @@ impl Core {
     fn match_taker(&mut self, t: &mut OrderRecord, ta: OrderAccounts, now: u64, batch: &mut Batch) -> Matched {
         let midx = t.token.market_idx as usize;
         let bside = book_side(t.token.outcome_index, t.side);
-        let limit = yes_price(t.token.outcome_index, t.price);
+        let limit = yes_price(t.token.outcome_index, t.price).units();
         let mut trades = Vec::new();
         let (mut making, mut taking) = (0u64, 0u64);
         // The fields the sweep needs, borrowed apart: the book is swept in place while the
@@ -620,14 +620,14 @@ impl Core {
             let m = entry.get();
             let ma = m.accounts_in(fee_accounts);
             // Amounts in each order's own token price.
-            let pm = yes_price(m.token.outcome_index, px); // maker's own price
-            let pt = yes_price(t.token.outcome_index, px); // taker's own price
+            let pm = yes_price(m.token.outcome_index, Price(px)); // maker's own price
+            let pt = yes_price(t.token.outcome_index, Price(px)); // taker's own price
             let same_token = m.token.outcome_index == t.token.outcome_index;
             let (maker_amt, taker_amt, match_type) = if same_token {
-                let c = mul_div_floor(q, pm as u64, PRICE_ONE as u64);
+                let c = pm.cost(q);
                 (c, c, MatchType::Complementary)
             } else {
-                let c = mul_div_floor(q, pm as u64, PRICE_ONE as u64);
+                let c = pm.cost(q);
                 let mt = if m.side == Side::Buy { MatchType::Mint } else { MatchType::Merge };
                 (c, q - c, mt)
             };
@@ -706,7 +706,7 @@ impl Core {
             pending.push_back(settling);
             batch.put_trade(trade.clone());
             let taker_yes_side = if bside == BookSide::Bid { Side::Buy } else { Side::Sell };
-            *last_trade = Some((px, taker_yes_side));
+            *last_trade = Some((Price(px), taker_yes_side));
             trades.push(trade);
             Meet::Fill
         });
@@ -727,7 +727,7 @@ fn release_rest(ledger: &mut Ledger, pay: Acct, o: &mut OrderRecord) {
 /// reservation to the trade's hold (the ledger's reserved total is unchanged) until
 /// settlement transfers it. `amt` is the collateral the order pays (BUY) or receives
 /// before fees (SELL). Returns its fee.
-fn fill(ledger: &mut Ledger, pay_acct: Acct, o: &mut OrderRecord, q: u64, p: u32, amt: u64) -> u64 {
+fn fill(ledger: &mut Ledger, pay_acct: Acct, o: &mut OrderRecord, q: u64, p: Price, amt: u64) -> u64 {
     let f = fee(o.side, o.fee_rate_bps, p, q);
     let (f, pay) = match o.side {
         Side::Buy => (f.min(q), amt),

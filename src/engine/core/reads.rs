@@ -21,6 +21,7 @@ impl Core {
         let mut by: StdHashMap<Arc<str>, [u128; 2]> = StdHashMap::new();
         for side in [BookSide::Bid, BookSide::Ask] {
             for (p, _) in ms.book.depth(side) {
+                let p = p.units();
                 let s2 = (2 * p).abs_diff(mid2);
                 if s2 >= v2 {
                     break;

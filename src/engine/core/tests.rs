@@ -9,7 +9,7 @@ use super::*;
 fn restored_orders_get_their_own_accounts_through_the_memo() {
     let tok = |id: &str, outcome: &str| Token { token_id: id.into(), outcome: outcome.into() };
     let mut core = Core::new("0xfee".into());
-    core.add_market(Market::binary("0xc", tok("1", "Yes"), tok("2", "No"), 100, 1));
+    core.add_market(Market::binary("0xc", tok("1", "Yes"), tok("2", "No"), Price(100), 1));
     let (a, b, a_again): (Arc<str>, Arc<str>, Arc<str>) = ("0xa".into(), "0xb".into(), "0xa".into());
     let m = &core.markets[0].market;
     let (yes, no, yes_again) = (OrderToken::of(m, 0), OrderToken::of(m, 1), OrderToken::of(m, 0));
@@ -48,7 +48,7 @@ fn restored_orders_get_their_own_accounts_through_the_memo() {
 fn ids_that_fold_alike_are_told_apart() {
     let tok = |id: &str, outcome: &str| Token { token_id: id.into(), outcome: outcome.into() };
     let mut core = Core::new("0xfee".into());
-    core.add_market(Market::binary("0xc", tok("1", "Yes"), tok("2", "No"), 100, 1));
+    core.add_market(Market::binary("0xc", tok("1", "Yes"), tok("2", "No"), Price(100), 1));
     let maker: Arc<str> = "0xa".into();
     let yes = OrderToken::of(&core.markets[0].market, 0);
     let ids = [Uuid::from_u64_pair(1, 2), Uuid::from_u64_pair(3, 0), Uuid::from_u64_pair(7, 4)];
@@ -85,7 +85,7 @@ fn record(n: usize, maker: &Arc<str>, token: &Arc<OrderToken>, side: Side, reser
         taker: "".into(),
         token: token.clone(),
         side,
-        price: 4_000,
+        price: Price(4_000),
         original_size: 1_000_000,
         size_matched: 0,
         maker_amount: 400_000,
@@ -114,7 +114,7 @@ fn makers_accounts_by_pointer_are_the_ledgers() {
     let mut core = Core::new("0xfee".into());
     // Four outcome tokens per slot: one maker's tokens share slots.
     for i in 0..2 << MEMO_BITS {
-        let mut m = Market::binary(&format!("0x{i:x}"), tok(2 * i + 1, "Yes"), tok(2 * i + 2, "No"), 100, 1);
+        let mut m = Market::binary(&format!("0x{i:x}"), tok(2 * i + 1, "Yes"), tok(2 * i + 2, "No"), Price(100), 1);
         m.idx = i as u32;
         core.add_market(m);
     }
@@ -149,7 +149,7 @@ fn makers_accounts_by_pointer_are_the_ledgers() {
 fn market_and_wallets() -> (Core, Vec<Arc<str>>) {
     let tok = |id: &str, outcome: &str| Token { token_id: id.into(), outcome: outcome.into() };
     let mut core = Core::new("0xfee".into());
-    core.add_market(Market::binary("0xc", tok("1", "Yes"), tok("2", "No"), 100, 1));
+    core.add_market(Market::binary("0xc", tok("1", "Yes"), tok("2", "No"), Price(100), 1));
     let wallets: Vec<Arc<str>> = (1..=5).map(|i| format!("0x{i:040x}").into()).collect();
     let mut setup = Batch::default();
     for w in &wallets {
@@ -223,7 +223,7 @@ fn a_sweep_passes_an_expired_order_in_the_middle_of_a_level() {
     let book = &core.markets[0].book;
     assert_eq!(book.len(), 1);
     assert_eq!(book.level_orders(BookSide::Ask, 4_000), vec![(ids[3], 500_000)]);
-    assert_eq!(book.depth(BookSide::Ask), vec![(4_000, 500_000)]);
+    assert_eq!(book.depth(BookSide::Ask), vec![(Price(4_000), 500_000)]);
     core.check().unwrap();
 }
 
@@ -306,10 +306,10 @@ fn trades_share_their_markets_tokens_and_get_them_back_at_startup() {
 #[test]
 fn fee_formula() {
     // 100 tokens at 0.5 with 100 bps: SELL pays 0.01·0.5·100 = 0.5 USDC.
-    assert_eq!(fee(Side::Sell, 100, 5000, 100_000_000), 500_000);
+    assert_eq!(fee(Side::Sell, 100, Price(5000), 100_000_000), 500_000);
     // BUY pays in tokens: 0.01·0.5·100/0.5 = 1 token.
-    assert_eq!(fee(Side::Buy, 100, 5000, 100_000_000), 1_000_000);
-    assert_eq!(fee(Side::Buy, 0, 5000, 100_000_000), 0);
+    assert_eq!(fee(Side::Buy, 100, Price(5000), 100_000_000), 1_000_000);
+    assert_eq!(fee(Side::Buy, 0, Price(5000), 100_000_000), 0);
     // min(p, 1-p): at 0.9 the fee uses 0.1.
-    assert_eq!(fee(Side::Sell, 100, 9000, 100_000_000), 100_000);
+    assert_eq!(fee(Side::Sell, 100, Price(9000), 100_000_000), 100_000);
 }

@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::PackedText;
 use crate::domain::packed::{PackedRef, PackedStr};
-use crate::domain::{OrderRecord, OrderStatus, OrderToken, OrderType, Side};
+use crate::domain::{OrderRecord, OrderStatus, OrderToken, OrderType, Price, Side};
 
 /// An order as stored. `S` holds its packed strings, `T` its outcome's text, `G` its
 /// signature and `A` its trade ids: borrowed from a record to write it, owned or borrowed
@@ -33,7 +33,7 @@ pub(in crate::store) struct StoredOrder<S, T, G, A> {
     outcome_index: u8,
     outcome: T,
     side: Side,
-    price: u32,
+    price: Price,
     original_size: u64,
     size_matched: u64,
     maker_amount: u64,

@@ -7,7 +7,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use uuid::Uuid;
 
 use super::PackedText;
-use crate::domain::{MakerFill, MatchType, Side, TradeRecord, TradeStatus, TradeToken};
+use crate::domain::{MakerFill, MatchType, Price, Side, TradeRecord, TradeStatus, TradeToken};
 
 /// A trade as stored. `S` holds its packed strings, `T` its outcome's text, `H` its
 /// transaction hash, `E` its error and `M` its maker fills.
@@ -23,7 +23,7 @@ struct StoredTrade<S, T, H, E, M> {
     asset_id: S,
     side: Side,
     size: u64,
-    price: u32,
+    price: Price,
     fee_rate_bps: u32,
     status: TradeStatus,
     match_time: u64,
@@ -48,7 +48,7 @@ struct StoredFill<S, T> {
     owner: Uuid,
     maker_address: S,
     matched_amount: u64,
-    price: u32,
+    price: Price,
     asset_id: S,
     outcome: T,
     side: Side,
