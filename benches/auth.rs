@@ -19,7 +19,12 @@ fn bench(c: &mut Criterion) {
     });
 
     let wallet = PrivateKeySigner::random();
-    let d = OrderDomains::new(137, Address::repeat_byte(1), Address::repeat_byte(2));
+    let d = OrderDomains::new(
+        predex::config::DEFAULT_ORDER_DOMAIN_NAME,
+        137,
+        Address::repeat_byte(1),
+        Address::repeat_byte(2),
+    );
     let f = SignedOrderFields {
         salt: U256::from(123u64),
         maker: wallet.address(),

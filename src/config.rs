@@ -11,6 +11,9 @@ pub const DEFAULT_EXCHANGE: &str = "0x4bfb41d5b3570defd03c39a9a4d8de6bd8b8982e";
 /// Polymarket's Neg Risk CTF Exchange on Polygon.
 pub const DEFAULT_NEG_RISK_EXCHANGE: &str = "0xc5d563a36ae78145c45a50134d48a1215220f80a";
 
+/// The EIP-712 name of the order domain unless set (SPEC §5.7).
+pub const DEFAULT_ORDER_DOMAIN_NAME: &str = "Service CTF Exchange";
+
 /// Largest request body any server accepts; `body-bytes-in-flight` must hold one.
 pub const MAX_BODY: usize = 1 << 20;
 
@@ -39,6 +42,9 @@ pub struct Config {
     pub exchange_address: String,
     /// verifyingContract of negative-risk-market orders.
     pub neg_risk_exchange_address: String,
+    /// EIP-712 name of the order domain: `Polymarket CTF Exchange` for orders from
+    /// Polymarket's official clients and for its exchange contracts run unchanged.
+    pub order_domain_name: String,
     /// Demo catalogue loaded into an empty data directory.
     pub catalogue: PathBuf,
     /// How long an invitation code stays valid.
@@ -125,6 +131,7 @@ impl Default for Config {
             chain_id: 137,
             exchange_address: DEFAULT_EXCHANGE.into(),
             neg_risk_exchange_address: DEFAULT_NEG_RISK_EXCHANGE.into(),
+            order_domain_name: DEFAULT_ORDER_DOMAIN_NAME.into(),
             catalogue: PathBuf::from("data/markets.json"),
             invite_ttl_secs: 7 * 24 * 3600,
             fee_address: None,
@@ -161,6 +168,16 @@ impl Config {
         Ok(toml::from_str(text)?)
     }
 
+    /// Whether an order signed for this venue is also one for Polymarket's production
+    /// exchanges: their domain name, Polygon's chain id and either exchange's address.
+    pub fn orders_replay_on_polymarket(&self) -> bool {
+        let same = |a: &str, b: &str| crate::auth::normalize_address(a).as_deref() == Some(b);
+        self.order_domain_name == crate::auth::POLYMARKET_ORDER_DOMAIN
+            && self.chain_id == 137
+            && (same(&self.exchange_address, DEFAULT_EXCHANGE)
+                || same(&self.neg_risk_exchange_address, DEFAULT_NEG_RISK_EXCHANGE))
+    }
+
     /// Rejects settings that would run an unsafe or broken exchange.
     pub fn validate(&self) -> anyhow::Result<()> {
         if !self.internal_addr.ip().is_loopback() {
@@ -173,6 +190,9 @@ impl Config {
             if crate::auth::normalize_address(a).is_none() {
                 anyhow::bail!("{name} is not an address: {a}");
             }
+        }
+        if self.order_domain_name.trim().is_empty() {
+            anyhow::bail!("order-domain-name must not be empty");
         }
         for (name, ms) in [
             ("settlement-interval-ms", self.settlement_interval_ms),
@@ -236,6 +256,26 @@ mod tests {
         assert!(Config::from_toml("nope = 1").is_err());
         let bad = Config { internal_addr: "0.0.0.0:8090".parse().unwrap(), ..Config::default() };
         assert!(bad.validate().is_err());
+    }
+
+    #[test]
+    fn the_order_domain_name_is_a_setting_and_polymarkets_domain_is_recognised() {
+        let c = Config::default();
+        assert_eq!(c.order_domain_name, "Service CTF Exchange");
+        assert!(!c.orders_replay_on_polymarket());
+        let c = Config::from_toml("order-domain-name = \"Polymarket CTF Exchange\"").unwrap();
+        assert!(c.orders_replay_on_polymarket());
+        let upper = Config { exchange_address: DEFAULT_EXCHANGE.to_uppercase().replace("0X", "0x"), ..c.clone() };
+        assert!(upper.orders_replay_on_polymarket(), "addresses compare whatever their case");
+        let own = Config { chain_id: 80002, ..c.clone() };
+        assert!(!own.orders_replay_on_polymarket());
+        let elsewhere = Config {
+            exchange_address: "0x0000000000000000000000000000000000000001".into(),
+            neg_risk_exchange_address: "0x0000000000000000000000000000000000000002".into(),
+            ..c
+        };
+        assert!(!elsewhere.orders_replay_on_polymarket());
+        assert!(Config { order_domain_name: " ".into(), ..Config::default() }.validate().is_err());
     }
 
     /// One log written ahead cannot leave a reused one live (the store needs two).

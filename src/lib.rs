@@ -180,6 +180,13 @@ impl App {
 
     async fn start_inner(config: Config) -> anyhow::Result<App> {
         config.validate()?;
+        if config.orders_replay_on_polymarket() {
+            tracing::warn!(
+                "the order domain is Polymarket's production exchange on Polygon (name, chain id 137 and \
+                 exchange address): an order signed for this venue is also a valid order there. Outside \
+                 compatibility runs set your own --chain-id and exchange addresses, or use throwaway keys"
+            );
+        }
         std::fs::create_dir_all(&config.data_dir).with_context(|| format!("create {}", config.data_dir.display()))?;
         let store = Arc::new(Store::open_with(&config.data_dir, config.wal_logs_ahead).context("open RocksDB")?);
         let fee_address = config

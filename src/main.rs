@@ -79,6 +79,8 @@ enum SignCmd {
         exchange_address: String,
         #[arg(long, default_value = predex::config::DEFAULT_NEG_RISK_EXCHANGE)]
         neg_risk_exchange_address: String,
+        #[arg(long, default_value = predex::config::DEFAULT_ORDER_DOMAIN_NAME)]
+        order_domain_name: String,
     },
 }
 
@@ -111,8 +113,10 @@ fn sign(cmd: SignCmd) -> anyhow::Result<()> {
             chain_id,
             exchange_address,
             neg_risk_exchange_address,
+            order_domain_name,
         } => {
             let domains = predex::auth::OrderDomains::new(
+                &order_domain_name,
                 chain_id,
                 exchange_address.parse()?,
                 neg_risk_exchange_address.parse()?,
@@ -153,6 +157,9 @@ struct ServeArgs {
     exchange_address: Option<String>,
     #[arg(long, env = "PREDEX_NEG_RISK_EXCHANGE_ADDRESS")]
     neg_risk_exchange_address: Option<String>,
+    /// EIP-712 name of the order domain (`Polymarket CTF Exchange` for the official clients).
+    #[arg(long, env = "PREDEX_ORDER_DOMAIN_NAME")]
+    order_domain_name: Option<String>,
     /// Demo catalogue loaded into an empty data directory.
     #[arg(long, env = "PREDEX_CATALOGUE")]
     catalogue: Option<PathBuf>,
@@ -222,6 +229,7 @@ impl ServeArgs {
             chain_id,
             exchange_address,
             neg_risk_exchange_address,
+            order_domain_name,
             catalogue,
             settlement_interval_ms,
             gtd_interval_ms,

@@ -100,7 +100,7 @@ impl AppState {
         let rewards = RwLock::new(crate::app::incentives::load(&store)?);
         let api_keys = store.all_api_keys()?.into_iter().map(|k| (k.key, Arc::new(k))).collect();
         Ok(AppState {
-            domains: OrderDomains::new(config.chain_id, exch, neg),
+            domains: OrderDomains::new(&config.order_domain_name, config.chain_id, exch, neg),
             config: config.clone(),
             store,
             engine,

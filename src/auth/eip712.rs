@@ -44,7 +44,8 @@ impl Domain {
 }
 
 /// The two order domains: standard and negative-risk exchanges share name and version and
-/// differ in verifyingContract.
+/// differ in verifyingContract. The name is a setting (`order-domain-name`): Polymarket's
+/// contracts and official clients use [`POLYMARKET_ORDER_DOMAIN`].
 #[derive(Debug, Clone)]
 pub struct OrderDomains {
     pub standard: Domain,
@@ -53,9 +54,9 @@ pub struct OrderDomains {
 }
 
 impl OrderDomains {
-    pub fn new(chain_id: u64, exchange: Address, neg_risk_exchange: Address) -> Self {
+    pub fn new(name: &str, chain_id: u64, exchange: Address, neg_risk_exchange: Address) -> Self {
         let d = |c: Address| Eip712Domain {
-            name: Some(Cow::Borrowed("Service CTF Exchange")),
+            name: Some(Cow::Owned(name.to_string())),
             version: Some(Cow::Borrowed("1")),
             chain_id: Some(U256::from(chain_id)),
             verifying_contract: Some(c),
@@ -64,6 +65,10 @@ impl OrderDomains {
         OrderDomains { standard: Domain::new(d(exchange)), neg_risk: Domain::new(d(neg_risk_exchange)), chain_id }
     }
 }
+
+/// The order domain name hard-coded in Polymarket's exchange contracts (`CTFExchange.sol`:
+/// `Hashing("Polymarket CTF Exchange", "1")`) and signed under by its official clients.
+pub const POLYMARKET_ORDER_DOMAIN: &str = "Polymarket CTF Exchange";
 
 /// The signed fields of an order, parsed.
 #[derive(Debug, Clone)]
@@ -187,7 +192,7 @@ mod tests {
     /// The cached-separator hash equals alloy's full EIP-712 signing hash.
     #[test]
     fn order_hash_matches_eip712_signing_hash() {
-        let d = OrderDomains::new(137, Address::repeat_byte(7), Address::repeat_byte(9));
+        let d = OrderDomains::new("Service CTF Exchange", 137, Address::repeat_byte(7), Address::repeat_byte(9));
         let f = SignedOrderFields {
             salt: U256::from(42),
             maker: Address::repeat_byte(1),

@@ -4,7 +4,10 @@
 pub mod eip712;
 pub mod hmac;
 
-pub use eip712::{order_hash, order_id, recover_clob_auth, recover_order_signer, OrderDomains, SignedOrderFields};
+pub use eip712::{
+    order_hash, order_id, recover_clob_auth, recover_order_signer, OrderDomains, SignedOrderFields,
+    POLYMARKET_ORDER_DOMAIN,
+};
 pub use hmac::{build_hmac_signature, l2_headers, verify_hmac, L2Creds};
 
 /// The fixed message of the ClobAuth typed data, as every official client signs it (no

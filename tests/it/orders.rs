@@ -89,6 +89,23 @@ fn cancel_many_all_and_market() {
     s.check();
 }
 
+/// Polymarket's exchanges and official clients sign orders under "Polymarket CTF Exchange":
+/// with the name set, such orders verify and others do not; the default name refuses them.
+#[test]
+fn the_order_domain_name_is_a_setting() {
+    let polymarket = Server::start_tuned(|c| c.order_domain_name = predex::auth::POLYMARKET_ORDER_DOMAIN.into());
+    let service = Server::start();
+    let t = polymarket.trader(m("100"));
+    let r = t.place(&polymarket, YES, "BUY", "0.40", "10");
+    assert_eq!(r["status"], "LIVE");
+    let signed_for_service = t.order(&service, YES, "BUY", "0.41", "10");
+    assert_eq!(err(t.submit(&polymarket, signed_for_service, "GTC")), (400, "invalid signature".into()));
+    let u = service.trader(m("100"));
+    let signed_for_polymarket = u.order(&polymarket, YES, "BUY", "0.40", "10");
+    assert_eq!(err(u.submit(&service, signed_for_polymarket, "GTC")), (400, "invalid signature".into()));
+    u.place(&service, YES, "BUY", "0.40", "10");
+}
+
 #[test]
 fn validation_messages() {
     let s = Server::start();

@@ -590,6 +590,7 @@ fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let config = Config::default();
     let domains = OrderDomains::new(
+        &config.order_domain_name,
         config.chain_id,
         config.exchange_address.parse().context("exchange address")?,
         config.neg_risk_exchange_address.parse().context("neg-risk exchange address")?,
