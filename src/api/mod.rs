@@ -332,7 +332,13 @@ pub async fn recover(r: warp::Rejection) -> Result<Response, Infallible> {
 
 /// The order-book (CLOB) server.
 pub fn clob_routes(state: Arc<AppState>) -> Routes {
-    let ok = warp::path!("ok").and(warp::get()).map(|| warp::reply::with_status("OK", StatusCode::OK).into_response());
+    // The health probe at `/ok`, and at `/` where Polymarket answers it (the official
+    // clients' `get_ok()`).
+    let ok = warp::path!("ok")
+        .or(warp::path::end())
+        .unify()
+        .and(warp::get())
+        .map(|| warp::reply::with_status("OK", StatusCode::OK).into_response());
     let time =
         warp::path!("time").and(warp::get()).map(|| warp::reply::json(&crate::domain::now_secs()).into_response());
     // Each module's routes are boxed already (`Routes`), so this chain's type stays shallow

@@ -92,6 +92,7 @@ fn rate_limit_counts_every_path_per_client_ip() {
     }
     assert_eq!(send(req, Some(body.to_string())).0, 429, "authenticated paths share it");
     assert_eq!(hit(&s, "/ok", Some("203.0.113.1")), 200, "the health probe is not counted");
+    assert_eq!(hit(&s, "/", Some("203.0.113.1")), 200, "nor at /");
     assert_eq!(hit(&s, "/time", Some("203.0.113.2")), 200, "another client has its own counter");
     assert_eq!(hit(&s, "/time", Some("203.0.113.9, 203.0.113.2")), 200, "the proxy's own entry is the client");
 

@@ -188,6 +188,8 @@ fn time_ok_and_json_404() {
     assert!((b.as_i64().unwrap() - now()).abs() < 5);
     let (st, b) = s.get("/ok");
     assert_eq!((st, b), (200, serde_json::Value::String("OK".into())));
+    let (st, b) = s.get("/");
+    assert_eq!((st, b), (200, serde_json::Value::String("OK".into())), "the clients' get_ok() asks /");
     let (st, b) = s.get("/no/such/path");
     assert_eq!(st, 404);
     assert!(b["error"].is_string());
