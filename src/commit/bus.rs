@@ -26,8 +26,8 @@ use prometheus_client::metrics::counter::Counter;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, Notify};
 
-use crate::commit::views::{best_of, Best, BookDelta, MarketView};
-use crate::domain::{fmt_amount, OrderRecord, OrderStatus, Price, Side, TradeRecord, TradeStatus};
+use crate::commit::views::{best_of, mirror, Best, BookDelta, MarketView};
+use crate::domain::{fmt_amount, OrderRecord, OrderStatus, Price, TradeRecord, TradeStatus};
 
 /// What the engine's durable commands hand to the publisher.
 pub enum Published {
@@ -368,15 +368,6 @@ pub fn render(p: &Published, wanted: [bool; 2]) -> Vec<Frame> {
         frames.push(Frame { market: m.idx, outcome, seq: next.seq, text: text(&msgs), custom });
     }
     frames
-}
-
-/// A price and taker side between YES terms and a token's own (the same both ways).
-fn mirror(outcome: u8, price: Price, side: Side) -> (Price, Side) {
-    if outcome == 0 {
-        (price, side)
-    } else {
-        (price.complement(), if side == Side::Buy { Side::Sell } else { Side::Buy })
-    }
 }
 
 #[cfg(test)]

@@ -52,17 +52,7 @@ impl BookSnapshot {
     }
 
     pub fn last_trade(&self, outcome: u8) -> LastTrade {
-        self.last_trade.map(|(p, s)| {
-            if outcome == 0 {
-                (p, s)
-            } else {
-                let flip = match s {
-                    Side::Buy => Side::Sell,
-                    Side::Sell => Side::Buy,
-                };
-                (p.complement(), flip)
-            }
-        })
+        self.last_trade.map(|(p, s)| mirror(outcome, p, s))
     }
 }
 
@@ -83,6 +73,15 @@ pub struct BookDelta {
     pub seq: u64,
     /// The tick moved with this change: (old, new).
     pub tick: Option<(Price, Price)>,
+}
+
+/// A price and taker side between YES terms and a token's own (the same both ways).
+pub fn mirror(outcome: u8, price: Price, side: Side) -> (Price, Side) {
+    if outcome == 0 {
+        (price, side)
+    } else {
+        (price.complement(), side.opposite())
+    }
 }
 
 /// Best YES bid and ask.

@@ -27,6 +27,13 @@ impl Side {
             Side::Sell => "SELL",
         }
     }
+    /// The other side: a taker BUY meets a maker SELL; a YES BUY is a NO SELL.
+    pub fn opposite(self) -> Side {
+        match self {
+            Side::Buy => Side::Sell,
+            Side::Sell => Side::Buy,
+        }
+    }
     /// The on-chain encoding (uint8): BUY = 0, SELL = 1.
     pub fn as_u8(self) -> u8 {
         match self {

@@ -50,10 +50,7 @@ impl Core {
             return Err(Reject::MarketClosed);
         }
         let token = self.markets[midx as usize].trade_tokens[outcome as usize].clone();
-        let maker_side = match f.side {
-            Side::Buy => Side::Sell,
-            Side::Sell => Side::Buy,
-        };
+        let maker_side = f.side.opposite();
         let trade = TradeRecord {
             id: Uuid::from_u64_pair(self.id_prefix, self.next_trade_seq),
             seq: self.next_trade_seq,
