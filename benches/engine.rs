@@ -205,10 +205,10 @@ impl PredexEngine {
             token,
             side,
             price: Price(price),
-            original_size: size,
-            size_matched: 0,
-            maker_amount,
-            taker_amount,
+            original_size: Amount(size),
+            size_matched: Amount::ZERO,
+            maker_amount: Amount(maker_amount),
+            taker_amount: Amount(taker_amount),
             fee_rate_bps: 0,
             expiration: 0,
             nonce: 0,
@@ -218,7 +218,7 @@ impl PredexEngine {
             signature: PackedStr::new(SIGNATURE),
             order_type: ty,
             post_only: false,
-            reserved: 0,
+            reserved: Amount::ZERO,
             associate_trades: Default::default(),
             created_at: 0,
         }
@@ -234,7 +234,7 @@ impl Lob for PredexEngine {
             Token { token_id: "1".into(), outcome: "Yes".into() },
             Token { token_id: "2".into(), outcome: "No".into() },
             Price(TICK),
-            0,
+            Amount::ZERO,
         ));
         let mut batch = Batch::default();
         let addrs: Vec<Arc<str>> = (0..USERS).map(|u| format!("0x{:040x}", u + 1).into()).collect();
@@ -242,8 +242,8 @@ impl Lob for PredexEngine {
             .map(|u| if u < USERS / 2 { addrs[u as usize].clone() } else { format!("0x{:040x}", 0x5167 + u).into() })
             .collect();
         for a in &addrs {
-            core.credit(a, "USDC", u64::MAX / 64, &mut batch);
-            core.credit(a, "1", u64::MAX / 64, &mut batch);
+            core.credit(a, "USDC", Amount(u64::MAX / 64), &mut batch);
+            core.credit(a, "1", Amount(u64::MAX / 64), &mut batch);
         }
         // A live venue has makers that raised their nonce (the clients' cancel-all): with
         // the engine's nonce map not empty, every placement looks its maker up in it.

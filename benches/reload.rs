@@ -127,7 +127,7 @@ fn build(dir: &Path) {
             Token { token_id: token_id(2 * i + 1), outcome: "Yes".into() },
             Token { token_id: token_id(2 * i + 2), outcome: "No".into() },
             Price(100),
-            5_000_000,
+            Amount(5_000_000),
         );
         m.idx = i as u32;
         yes.push(OrderToken::of(&m, 0));
@@ -135,7 +135,7 @@ fn build(dir: &Path) {
     }
     let users: Vec<Arc<str>> = (0..100).map(|u| Arc::from(format!("0x{:040x}", u + 1))).collect();
     for u in &users {
-        b.put_balance(u.clone(), "USDC".into(), u64::MAX / 256);
+        b.put_balance(u.clone(), "USDC".into(), Amount(u64::MAX / 256));
     }
     store.write([&b], false).unwrap();
     let sig = predex::domain::packed::PackedStr::new(&format!("0x{}", "ab".repeat(65)));
@@ -161,10 +161,10 @@ fn build(dir: &Path) {
                 token: yes[mi].clone(),
                 side: Side::Buy,
                 price: Price(price),
-                original_size: size,
-                size_matched: 0,
-                maker_amount: size * price as u64 / PRICE_ONE as u64,
-                taker_amount: size,
+                original_size: Amount(size),
+                size_matched: Amount::ZERO,
+                maker_amount: Amount(size * price as u64 / PRICE_ONE as u64),
+                taker_amount: Amount(size),
                 fee_rate_bps: 0,
                 expiration: 0,
                 nonce: 0,
@@ -173,7 +173,7 @@ fn build(dir: &Path) {
                 signature: Default::default(),
                 order_type: OrderType::Gtc,
                 post_only: false,
-                reserved: size * price as u64 / PRICE_ONE as u64,
+                reserved: Amount(size * price as u64 / PRICE_ONE as u64),
                 associate_trades: Default::default(),
                 created_at: 1_700_000_000,
             }),

@@ -83,10 +83,10 @@ fn order(seq: u64, maker: &Arc<str>) -> Arc<OrderRecord> {
         }),
         side: Side::Buy,
         price: Price(5000),
-        original_size: 20_000_000,
-        size_matched: 10_000_000,
-        maker_amount: 10_000_000,
-        taker_amount: 20_000_000,
+        original_size: Amount(20_000_000),
+        size_matched: Amount(10_000_000),
+        maker_amount: Amount(10_000_000),
+        taker_amount: Amount(20_000_000),
         fee_rate_bps: 0,
         expiration: 0,
         nonce: 0,
@@ -96,7 +96,7 @@ fn order(seq: u64, maker: &Arc<str>) -> Arc<OrderRecord> {
         signature: Default::default(),
         order_type: OrderType::Gtc,
         post_only: false,
-        reserved: 5_000_000,
+        reserved: Amount(5_000_000),
         associate_trades: smallvec::smallvec![Uuid::from_u128(seq as u128 + 1)],
         created_at: 1_700_000_000,
     })
@@ -114,7 +114,7 @@ fn fill(seq: u64, maker: &Arc<str>, taker: &Arc<str>) -> Batch {
         taker_order_id: t.id,
         token: token.clone(),
         side: Side::Sell,
-        size: 10_000_000,
+        size: Amount(10_000_000),
         price: Price(5000),
         fee_rate_bps: 0,
         status: TradeStatus::Pending,
@@ -127,15 +127,15 @@ fn fill(seq: u64, maker: &Arc<str>, taker: &Arc<str>) -> Batch {
             order_id: m.id,
             owner: m.owner,
             maker_address: maker.clone(),
-            matched_amount: 10_000_000,
+            matched_amount: Amount(10_000_000),
             price: Price(5000),
             token,
             side: Side::Buy,
             fee_rate_bps: 0,
-            fee: 0,
+            fee: Amount::ZERO,
         }],
         transaction_hash: String::new(),
-        taker_fee: 0,
+        taker_fee: Amount::ZERO,
         error_msg: None,
         match_type: MatchType::Complementary,
     });
@@ -146,7 +146,7 @@ fn fill(seq: u64, maker: &Arc<str>, taker: &Arc<str>) -> Batch {
     b.put_order(t, Stored::New);
     b.put_trade(trade);
     for (a, asset) in [(maker, "USDC"), (maker, TOKEN), (taker, "USDC"), (taker, TOKEN)] {
-        b.put_balance(a.clone(), asset.into(), seq);
+        b.put_balance(a.clone(), asset.into(), Amount(seq));
     }
     b
 }

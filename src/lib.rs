@@ -40,7 +40,7 @@ use serde::Deserialize;
 use tokio::sync::watch;
 
 use crate::config::Config;
-use crate::domain::{Market, Token};
+use crate::domain::{Amount, Market, Token};
 use crate::store::Store;
 
 /// A market as the internal API and the demo catalogue describe it.
@@ -102,7 +102,7 @@ impl MarketSpec {
         if ![1000, 100, 10, 1].contains(&tick.units()) {
             return Err("tick_size must be 0.1, 0.01, 0.001 or 0.0001".into());
         }
-        let min = domain::parse_decimal(&self.min_order_size, 6).map_err(|_| "invalid min_order_size")?;
+        let min = Amount::parse(&self.min_order_size).map_err(|_| "invalid min_order_size")?;
         let [a, b]: [Token; 2] = self.tokens.try_into().map_err(|_| "a binary market has exactly two tokens")?;
         if self.condition_id.is_empty() || a.token_id.is_empty() || b.token_id.is_empty() || a.token_id == b.token_id {
             return Err("condition_id and two distinct token_ids are required".into());

@@ -9,7 +9,7 @@ use warp::Filter;
 use super::{authenticate, handle, handle_now, reply, ApiError, ApiResult, Req, Routes};
 use crate::app::AppState;
 use crate::domain::{
-    fmt_amount, ApiKeyRecord, NotificationKind, NotificationRecord, Side, TradeStatus, TraderSide, COLLATERAL,
+    Amount, ApiKeyRecord, NotificationKind, NotificationRecord, Side, TradeStatus, TraderSide, COLLATERAL,
 };
 use crate::store::Batch;
 
@@ -73,14 +73,14 @@ async fn balance_allowance(s: Arc<AppState>, r: Req) -> ApiResult {
         None => Vec::new(),
     };
     let want = token.as_deref().unwrap_or(COLLATERAL);
-    let balance = accounts.iter().find(|(a, _)| a == want).map_or(0, |(_, acc)| acc.available());
+    let balance = accounts.iter().find(|(a, _)| a == want).map_or(Amount::ZERO, |(_, acc)| acc.available());
     let mut allowances = Map::new();
     for (asset, acc) in &accounts {
         if asset != COLLATERAL {
-            allowances.insert(asset.clone(), Value::String(acc.available().to_string()));
+            allowances.insert(asset.clone(), Value::String(acc.available().units().to_string()));
         }
     }
-    reply(&json!({ "balance": balance.to_string(), "allowances": allowances }))
+    reply(&json!({ "balance": balance.units().to_string(), "allowances": allowances }))
 }
 
 /// GET /balance-allowance/update: the settled collateral balance, and the collateral the
@@ -88,8 +88,14 @@ async fn balance_allowance(s: Arc<AppState>, r: Req) -> ApiResult {
 async fn balance_update(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let balance = match wallet(&s, &key, &r).await? {
-        Some(a) => s.engine.accounts(a).await?.into_iter().find(|(a, _)| a == COLLATERAL).map_or(0, |(_, x)| x.balance),
-        None => 0,
+        Some(a) => s
+            .engine
+            .accounts(a)
+            .await?
+            .into_iter()
+            .find(|(a, _)| a == COLLATERAL)
+            .map_or(Amount::ZERO, |(_, x)| x.balance),
+        None => Amount::ZERO,
     };
     let (mut taker, mut maker) = (0i128, 0i128);
     for id in s.store.trade_ids_of(&key.key)? {
@@ -99,8 +105,8 @@ async fn balance_update(s: Arc<AppState>, r: Req) -> ApiResult {
         }
         let [tl, ml] = t.legs();
         let flow = |l: &crate::domain::Leg| match l.side {
-            Side::Buy => -(l.amount as i128),
-            Side::Sell => (l.amount - l.fee) as i128,
+            Side::Buy => -(l.amount.units() as i128),
+            Side::Sell => (l.amount - l.fee).units() as i128,
         };
         if t.owner == key.key {
             taker += flow(&tl);
@@ -110,7 +116,7 @@ async fn balance_update(s: Arc<AppState>, r: Req) -> ApiResult {
         }
     }
     reply(&json!({
-        "balance": balance.to_string(),
+        "balance": balance.units().to_string(),
         "net_usdc_taker": taker.to_string(),
         "net_usdc_maker": maker.to_string(),
     }))
@@ -131,7 +137,7 @@ fn notification_json(n: &NotificationRecord) -> Value {
             "market": n.market,
             "asset_id": n.asset_id,
             "side": n.side.as_str(),
-            "size": fmt_amount(n.size),
+            "size": n.size.fmt(),
             "price": n.price.fixed(),
             "trader_side": match n.trader_side { TraderSide::Taker => "TAKER", TraderSide::Maker => "MAKER" },
             "status": match n.kind { NotificationKind::TradeConfirmed => "CONFIRMED", NotificationKind::TradeFailed => "FAILED" },

@@ -20,7 +20,7 @@ use crate::app::AppState;
 use crate::auth::normalize_address;
 use crate::commit::views::MarketView;
 use crate::domain::analytics::{CtfActivity, DAY};
-use crate::domain::{fmt_amount, parse_decimal, Price, Side, TradeRecord, AMOUNT_ONE};
+use crate::domain::{fmt_amount, parse_decimal, Amount, Price, Side, TradeRecord, AMOUNT_ONE};
 
 pub fn routes(state: Arc<AppState>) -> Routes {
     macro_rules! get {
@@ -99,7 +99,7 @@ fn trade_json(t: &TradeRecord, f: &Fill, ctx: &MarketCtx) -> Value {
         "side": f.side.as_str(),
         "asset": f.asset,
         "conditionId": m.condition_id,
-        "size": fmt_amount(f.size),
+        "size": f.size.fmt(),
         "price": f.price.short(),
         "timestamp": t.match_time,
         "title": m.question,
@@ -135,7 +135,7 @@ fn trades(s: Arc<AppState>, r: Req) -> ApiResult {
             return Err(ApiError::bad("filterType and filterAmount must be used together"))
         }
         (Some(ty), Some(a)) => {
-            let a = parse_decimal(a, 6).map_err(|_| ApiError::bad("filterAmount must be a non-negative number"))?;
+            let a = Amount::parse(a).map_err(|_| ApiError::bad("filterAmount must be a non-negative number"))?;
             match ty.to_uppercase().as_str() {
                 "CASH" => (Some(a), None),
                 "TOKENS" => (None, Some(a)),
@@ -421,9 +421,9 @@ fn activity(s: Arc<AppState>, r: Req) -> ApiResult {
             page.push(&s, &t.token.condition_id, |ctx| {
                 let mut v = trade_json(t, &f, ctx);
                 v["type"] = json!("TRADE");
-                v["size"] = number(&fmt_amount(f.size));
+                v["size"] = number(&f.size.fmt());
                 v["price"] = number(&f.price.short());
-                v["usdcSize"] = number(&fmt_amount(cash(&f)));
+                v["usdcSize"] = number(&cash(&f).fmt());
                 v["pseudonym"] = json!("");
                 v
             })?;
@@ -475,8 +475,8 @@ fn ctf_json(a: &CtfActivity, wallet: &str, ctx: &MarketCtx) -> Value {
         "timestamp": a.time,
         "conditionId": a.condition_id,
         "type": a.kind.name(),
-        "size": number(&fmt_amount(a.size)),
-        "usdcSize": number(&fmt_amount(a.usdc_size)),
+        "size": number(&a.size.fmt()),
+        "usdcSize": number(&a.usdc_size.fmt()),
         "transactionHash": a.tx_hex(),
         "price": 0,
         "asset": "",
@@ -600,8 +600,8 @@ fn ohlc(s: Arc<AppState>, r: Req) -> ApiResult {
         high: Price,
         low: Price,
         close: Price,
-        tokens: u64,
-        notional: u64,
+        tokens: Amount,
+        notional: Amount,
         trades: u64,
     }
     let mut candles: Vec<Candle> = Vec::new();
@@ -636,8 +636,8 @@ fn ohlc(s: Arc<AppState>, r: Req) -> ApiResult {
         .skip(skip)
         .map(|c| {
             json!({ "t": c.start, "open": price(c.open), "high": price(c.high), "low": price(c.low),
-                 "close": price(c.close), "volume": number(&fmt_amount(c.tokens)),
-                 "usdcVolume": number(&fmt_amount(c.notional)), "trades": c.trades })
+                 "close": price(c.close), "volume": number(&c.tokens.fmt()),
+                 "usdcVolume": number(&c.notional.fmt()), "trades": c.trades })
         })
         .collect();
     reply(&json!({ "market": token, "resolution": name, "candles": out }))

@@ -103,8 +103,8 @@ fn batch(r: &Req) -> Result<Vec<TokenReq>, ApiError> {
     Ok(v)
 }
 
-fn levels(v: &[(Price, u64)]) -> Vec<Value> {
-    v.iter().map(|&(p, s)| json!({ "price": p.fixed(), "size": fmt_amount(s) })).collect()
+fn levels(v: &[(Price, Amount)]) -> Vec<Value> {
+    v.iter().map(|&(p, s)| json!({ "price": p.fixed(), "size": s.fmt() })).collect()
 }
 
 /// Book summary (SPEC §2.8). As on the live service, bids are listed ascending and asks
@@ -129,8 +129,8 @@ pub(crate) fn summary(f: &Found) -> Value {
     })
 }
 
-fn min_size_number(v: u64) -> Value {
-    serde_json::from_str(&fmt_amount(v)).unwrap_or(Value::Null)
+fn min_size_number(v: Amount) -> Value {
+    serde_json::from_str(&v.fmt()).unwrap_or(Value::Null)
 }
 
 fn get_book(s: Arc<AppState>, r: Req) -> ApiResult {

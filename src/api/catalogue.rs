@@ -133,15 +133,15 @@ fn market_json(s: &AppState, r: &MarketRow) -> Value {
         "clobTokenIds": encoded(&tokens),
         "volume": fmt_amount(r.live.volume),
         "volumeNum": number(&fmt_amount(r.live.volume)),
-        "liquidity": fmt_amount(r.live.liquidity),
-        "liquidityNum": number(&fmt_amount(r.live.liquidity)),
+        "liquidity": r.live.liquidity.fmt(),
+        "liquidityNum": number(&r.live.liquidity.fmt()),
         "active": m.active,
         "closed": m.closed,
         "archived": false,
         "acceptingOrders": m.accepting_orders,
         "enableOrderBook": true,
         "orderPriceMinTickSize": number(&r.view.tick().short()),
-        "orderMinSize": number(&fmt_amount(m.min_order_size)),
+        "orderMinSize": number(&m.min_order_size.fmt()),
         "negRisk": m.neg_risk,
         "negRiskMarketID": m.neg_risk_market_id.clone().unwrap_or_default(),
         "bestBid": price_number(r.live.best_bid),
@@ -199,7 +199,7 @@ fn event_json(s: &AppState, r: &EventRow, nested: bool) -> Value {
         "featured": e.page.featured,
         "negRisk": e.page.neg_risk,
         "volume": number(&fmt_amount(r.volume)),
-        "liquidity": number(&fmt_amount(r.liquidity)),
+        "liquidity": number(&r.liquidity.fmt()),
         "tags": tags_json(&e.page.tags),
         "series": e.page.series_id.and_then(|id| s.catalogue.series_by_id(id)).map(|x| vec![series_brief(&x)]).unwrap_or_default(),
     });
@@ -218,7 +218,7 @@ fn series_json(s: &AppState, r: &SeriesRow) -> Value {
     v["startDate"] = date(x.start_date);
     v["createdAt"] = date(Some(x.created_at));
     v["volume"] = number(&fmt_amount(r.volume));
-    v["liquidity"] = number(&fmt_amount(r.liquidity));
+    v["liquidity"] = number(&r.liquidity.fmt());
     v["events"] = Value::Array(r.events.iter().map(|e| event_json(s, e, false)).collect());
     v
 }
@@ -268,7 +268,7 @@ fn list_series(s: Arc<AppState>, r: Req) -> ApiResult {
     sort_rows(&mut rows, ascending, |r| {
         let k = match order {
             "volume" => r.volume,
-            "liquidity" => r.liquidity,
+            "liquidity" => r.liquidity.units(),
             "start_date" => r.series.start_date.unwrap_or(0),
             _ => r.series.created_at,
         };
@@ -328,7 +328,7 @@ fn list_events(s: Arc<AppState>, r: Req) -> ApiResult {
         let e = &r.event;
         let k = match order {
             "volume" => r.volume,
-            "liquidity" => r.liquidity,
+            "liquidity" => r.liquidity.units(),
             "start_date" => e.page.start_date.unwrap_or(0),
             "end_date" => e.page.end_date.unwrap_or(0),
             "created_at" => e.created_at,
@@ -393,7 +393,7 @@ fn list_markets(s: Arc<AppState>, r: Req) -> ApiResult {
         let meta = r.meta.as_deref();
         let k = match order {
             "volume" => r.live.volume,
-            "liquidity" => r.live.liquidity,
+            "liquidity" => r.live.liquidity.units(),
             "start_date" => meta.and_then(|x| x.start_date).unwrap_or(0),
             "end_date" => meta.and_then(|x| x.end_date).unwrap_or(0),
             "created_at" => meta.map(|x| x.created_at).unwrap_or(0),

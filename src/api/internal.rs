@@ -19,7 +19,7 @@ use super::{handle, recover, reply, req, respond, with_state, ApiError, ApiResul
 use crate::app::catalogue::put_meta;
 use crate::app::AppState;
 use crate::auth::normalize_address;
-use crate::domain::{fmt_amount, parse_u64, AddressStatus, Asset, Mode};
+use crate::domain::{parse_u64, AddressStatus, Amount, Asset, Mode};
 use crate::engine::EngineError;
 use crate::MarketSpec;
 
@@ -79,7 +79,7 @@ pub fn routes(state: Arc<AppState>) -> Routes {
                 "slug": m.slug,
                 "tokens": m.tokens.iter().map(|t| json!({"token_id": t.token_id, "outcome": t.outcome})).collect::<Vec<_>>(),
                 "tick_size": v.tick().fixed(),
-                "min_order_size": fmt_amount(m.min_order_size),
+                "min_order_size": m.min_order_size.fmt(),
                 "neg_risk": m.neg_risk,
                 "active": m.active,
                 "closed": m.closed,
@@ -201,9 +201,9 @@ async fn credit(s: Arc<AppState>, r: Req) -> ApiResult {
             return Err(ApiError::bad("Invalid token id"));
         }
     }
-    let acc = s.engine.credit(address.clone(), asset.key().to_string(), amount).await?;
+    let acc = s.engine.credit(address.clone(), asset.key().to_string(), Amount(amount)).await?;
     reply(
-        &json!({ "address": address, "asset": asset.key(), "balance": acc.balance.to_string(), "available": acc.available().to_string() }),
+        &json!({ "address": address, "asset": asset.key(), "balance": acc.balance.units().to_string(), "available": acc.available().units().to_string() }),
     )
 }
 
@@ -283,10 +283,10 @@ async fn balances(s: Arc<AppState>, r: Req) -> ApiResult {
         out.insert(
             asset,
             json!({
-                "balance": fmt_amount(acc.balance),
-                "reserved": fmt_amount(acc.reserved),
-                "incoming": fmt_amount(acc.incoming),
-                "available": fmt_amount(acc.available()),
+                "balance": acc.balance.fmt(),
+                "reserved": acc.reserved.fmt(),
+                "incoming": acc.incoming.fmt(),
+                "available": acc.available().fmt(),
             }),
         );
     }

@@ -286,11 +286,11 @@ pub(crate) struct PlacementJson {
 pub(crate) fn result_json(p: &Placed) -> PlacementJson {
     PlacementJson {
         error_msg: String::new(),
-        making_amount: fmt_amount(p.making),
+        making_amount: p.making.fmt(),
         order_id: p.order.id.to_string(),
         status: p.order.status.as_str(),
         success: true,
-        taking_amount: fmt_amount(p.taking),
+        taking_amount: p.taking.fmt(),
         trade_ids: p.trades.iter().map(|t| t.id.to_string()).collect(),
         transactions_hashes: [],
     }
@@ -403,8 +403,8 @@ pub fn order_json(o: &OrderRecord) -> Value {
         "market": o.token.condition_id,
         "asset_id": o.token.token_id,
         "side": o.side.as_str(),
-        "original_size": fmt_amount(o.original_size),
-        "size_matched": fmt_amount(o.size_matched),
+        "original_size": o.original_size.fmt(),
+        "size_matched": o.size_matched.fmt(),
         "price": o.price.fixed(),
         "outcome": o.token.outcome,
         "expiration": o.expiration.to_string(),
@@ -476,14 +476,14 @@ fn get_order(s: Arc<AppState>, r: Req, id: String) -> ApiResult {
 
 /// Trade (SPEC §2.7) as seen by `viewer`.
 pub fn trade_json(t: &TradeRecord, viewer: Uuid) -> Value {
-    let maker_fee: u64 = t.maker_orders.iter().filter(|m| m.owner == viewer).map(|m| m.fee).sum();
+    let maker_fee: Amount = t.maker_orders.iter().filter(|m| m.owner == viewer).map(|m| m.fee).sum();
     json!({
         "id": t.id.to_string(),
         "taker_order_id": t.taker_order_id.to_string(),
         "market": t.token.condition_id,
         "asset_id": t.token.token_id,
         "side": t.side.as_str(),
-        "size": fmt_amount(t.size),
+        "size": t.size.fmt(),
         "price": t.price.fixed(),
         "fee_rate_bps": t.fee_rate_bps.to_string(),
         "status": t.status.as_str(),
@@ -497,7 +497,7 @@ pub fn trade_json(t: &TradeRecord, viewer: Uuid) -> Value {
             "order_id": m.order_id.to_string(),
             "owner": m.owner.to_string(),
             "maker_address": m.maker_address,
-            "matched_amount": fmt_amount(m.matched_amount),
+            "matched_amount": m.matched_amount.fmt(),
             "price": m.price.fixed(),
             "asset_id": m.token.token_id,
             "outcome": m.token.outcome,
@@ -506,8 +506,8 @@ pub fn trade_json(t: &TradeRecord, viewer: Uuid) -> Value {
         })).collect::<Vec<_>>(),
         "transaction_hash": t.tx_hash(),
         "trader_side": if t.owner == viewer { "TAKER" } else { "MAKER" },
-        "maker_fee": fmt_amount(maker_fee),
-        "taker_fee": fmt_amount(t.taker_fee),
+        "maker_fee": maker_fee.fmt(),
+        "taker_fee": t.taker_fee.fmt(),
         "error_msg": t.error_msg,
         "type": match t.match_type { MatchType::Complementary => "COMPLEMENTARY", MatchType::Mint => "MINT", MatchType::Merge => "MERGE" },
     })

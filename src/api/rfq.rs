@@ -13,7 +13,7 @@ use super::{authenticate, handle, handle_now, ApiError, ApiResult, Req, Routes};
 use crate::app::rfq::{self, NewRequest, QuoteState, RequestState, RfqError, RfqQuote, RfqRequest, MAX_TTL_SECS};
 use crate::app::AppState;
 use crate::domain::fmt_date;
-use crate::domain::{fmt_amount, now_secs, parse_decimal, Price, Side};
+use crate::domain::{now_secs, Amount, Price, Side};
 
 impl From<RfqError> for ApiError {
     fn from(e: RfqError) -> ApiError {
@@ -46,7 +46,7 @@ fn request_json(r: &RfqRequest, now: u64, quotes: Option<&[RfqQuote]>) -> Value 
         "tokenId": r.token_id,
         "market": r.condition_id,
         "side": r.side.as_str(),
-        "size": fmt_amount(r.size),
+        "size": r.size.fmt(),
         "status": status,
         "createdAt": fmt_date(r.created_at),
         "expiresAt": fmt_date(r.expires_at),
@@ -58,7 +58,7 @@ fn request_json(r: &RfqRequest, now: u64, quotes: Option<&[RfqQuote]>) -> Value 
     v
 }
 
-fn quote_json(q: &RfqQuote, now: u64, size: u64) -> Value {
+fn quote_json(q: &RfqQuote, now: u64, size: Amount) -> Value {
     let status = match q.state {
         QuoteState::Pending if q.expires_at <= now => "EXPIRED",
         QuoteState::Pending => "PENDING",
@@ -70,7 +70,7 @@ fn quote_json(q: &RfqQuote, now: u64, size: u64) -> Value {
         "quoteId": q.id.to_string(),
         "rfqId": q.rfq_id.to_string(),
         "price": q.price.fixed(),
-        "size": fmt_amount(size),
+        "size": size.fmt(),
         "status": status,
         "createdAt": fmt_date(q.created_at),
         "expiresAt": fmt_date(q.expires_at),
@@ -124,7 +124,7 @@ async fn post_request(s: Arc<AppState>, r: Req) -> ApiResult {
     let b = json_object(&r)?;
     let required = || ApiError::bad("tokenId and size required");
     let token_id = text(&b, "tokenId").ok_or_else(required)?;
-    let size = text(&b, "size").and_then(|x| parse_decimal(&x, 6).ok()).filter(|&q| q > 0).ok_or_else(required)?;
+    let size = text(&b, "size").and_then(|x| Amount::parse(&x).ok()).filter(|q| !q.is_zero()).ok_or_else(required)?;
     let side = text(&b, "side").as_deref().and_then(Side::parse).ok_or_else(|| ApiError::bad("Invalid side"))?;
     let ttl_secs = ttl(&b, s.config.rfq_request_ttl_secs)?;
     let req = rfq::request(&s, &key, NewRequest { token_id, side, size, ttl_secs }).await?;

@@ -19,7 +19,7 @@ use crate::app::catalogue::{current_price, live, Live, MarketMeta};
 use crate::app::AppState;
 use crate::commit::views::MarketView;
 use crate::domain::analytics::{CtfActivity, Position, DAY};
-use crate::domain::{mul_div_floor, Price, Side, TradeRecord, TradeStatus, AMOUNT_ONE};
+use crate::domain::{mul_div_floor, Amount, Price, Side, TradeRecord, TradeStatus, AMOUNT_ONE};
 use crate::store::analytics::TickAt;
 use crate::store::StoreError;
 
@@ -72,7 +72,7 @@ pub struct Fill<'a> {
     pub wallet: &'a str,
     pub side: Side,
     pub asset: &'a str,
-    pub size: u64,
+    pub size: Amount,
     pub price: Price,
     pub outcome: &'a str,
 }
@@ -100,14 +100,14 @@ pub fn fill(t: &TradeRecord, role: u8) -> Fill<'_> {
     }
 }
 
-pub fn cash(f: &Fill) -> u64 {
+pub fn cash(f: &Fill) -> Amount {
     f.price.cost(f.size)
 }
 
 pub struct TradeFilter {
     pub side: Option<Side>,
-    pub cash_min: Option<u64>,
-    pub tokens_min: Option<u64>,
+    pub cash_min: Option<Amount>,
+    pub tokens_min: Option<Amount>,
     pub markets: Option<Vec<u32>>,
 }
 
@@ -195,7 +195,7 @@ pub fn pos_row(wallet: &str, token: &str, pos: Position, ctx: Arc<MarketCtx>, ou
     let cur = ctx.price(outcome);
     let held = pos.size.max(0) as u64;
     let initial = mul_div_floor(held, avg, AMOUNT_ONE) as i64;
-    let current = cur.cost(held) as i64;
+    let current = cur.cost(Amount(held)).units() as i64;
     let realized = pos.proceeds - mul_div_floor(pos.sold.max(0) as u64, avg, AMOUNT_ONE) as i64;
     PosRow {
         wallet: wallet.to_string(),
@@ -250,7 +250,7 @@ pub fn token_ticks(
     token: &str,
     from: u64,
     to: u64,
-) -> Result<Vec<(u64, Price, u64)>, StoreError> {
+) -> Result<Vec<(u64, Price, Amount)>, StoreError> {
     Ok(s.store
         .market_ticks(view.market.idx, from, to)?
         .into_iter()
@@ -298,7 +298,7 @@ pub fn leaderboard(s: &AppState, days: Option<u32>) -> Result<HashMap<String, (i
     let mut board: HashMap<String, (i64, i64)> = HashMap::new();
     for ((w, t), pos) in sums {
         let Some((ctx, o)) = ctxs.by_token(s, &t)? else { continue };
-        let mark = ctx.price(o).cost(pos.size.unsigned_abs()) as i64;
+        let mark = ctx.price(o).cost(Amount(pos.size.unsigned_abs())).units() as i64;
         let pnl = pos.proceeds - pos.cost + if pos.size < 0 { -mark } else { mark };
         let e = board.entry(w).or_default();
         e.0 += pnl;

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use crate::app::resolution::{post_bond_records, Bond};
 use crate::app::AppState;
-use crate::domain::{now_secs, COLLATERAL};
+use crate::domain::{now_secs, Amount, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
 use crate::store::{Batch, StoreError};
 
@@ -82,7 +82,7 @@ pub async fn bid(
     bid.last_bid_at = now;
     let mut records = Batch::default();
     records.put_bid(condition_id, &bid);
-    match s.engine.transfer(agent, vec![(COLLATERAL.to_string(), LedgerChange::Debit(amount))], records).await {
+    match s.engine.transfer(agent, vec![(COLLATERAL.to_string(), LedgerChange::Debit(Amount(amount)))], records).await {
         Ok(_) => Ok((a, bids_of(s, condition_id)?)),
         Err(EngineError::Rejected(_)) => Err(AuctionError::NotEnoughBalance),
         Err(e) => Err(e.into()),
@@ -163,7 +163,7 @@ pub fn close_due(s: &AppState, now: u64) -> Result<Vec<String>, AuctionError> {
             records.delete_bid(&c, &b.agent);
             s.engine.blocking().transfer(
                 b.agent.clone(),
-                vec![(COLLATERAL.to_string(), LedgerChange::Credit(b.amount))],
+                vec![(COLLATERAL.to_string(), LedgerChange::Credit(Amount(b.amount)))],
                 records,
             )?;
         }

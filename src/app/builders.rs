@@ -18,7 +18,7 @@ use uuid::Uuid;
 
 use crate::app::AppState;
 use crate::auth::ct_eq;
-use crate::domain::{now_secs, OrderRecord, TradeRecord, TradeStatus};
+use crate::domain::{now_secs, Amount, OrderRecord, TradeRecord, TradeStatus};
 use crate::store::{Batch, Store, StoreError};
 
 /// What a builder or relayer key service refuses (the routes give each its SPEC §7
@@ -156,7 +156,7 @@ pub fn attributed_orders(s: &AppState, builder: &str) -> Result<Vec<OrderRecord>
 
 /// The trades of a builder's attributed orders, newest first, each with the notional
 /// (collateral) of its attributed fills and the API key it is shown as.
-pub fn attributed_trades(s: &AppState, builder: &str) -> Result<Vec<(TradeRecord, u64, Uuid)>, StoreError> {
+pub fn attributed_trades(s: &AppState, builder: &str) -> Result<Vec<(TradeRecord, Amount, Uuid)>, StoreError> {
     let orders = attributed_orders(s, builder)?;
     let mine: std::collections::HashSet<Uuid> = orders.iter().map(|o| o.id).collect();
     let mut trades = BTreeMap::new();
@@ -165,7 +165,7 @@ pub fn attributed_trades(s: &AppState, builder: &str) -> Result<Vec<(TradeRecord
             continue;
         }
         let Some(t) = s.store.get_trade(id)? else { continue };
-        let mut notional = 0;
+        let mut notional = Amount::ZERO;
         let mut viewer = None;
         if mine.contains(&t.taker_order_id) {
             notional += t.price.cost(t.size);
@@ -200,5 +200,5 @@ pub fn volume(s: &AppState, builder: &str, market: Option<&str>) -> Result<Volum
         .into_iter()
         .filter(|(t, ..)| t.status != TradeStatus::Failed && market.is_none_or(|m| *m == *t.token.condition_id))
         .collect();
-    Ok(Volume { orders, trades: trades.len(), volume: trades.iter().map(|(_, n, _)| n).sum() })
+    Ok(Volume { orders, trades: trades.len(), volume: trades.iter().map(|(_, n, _)| n.units()).sum() })
 }

@@ -16,7 +16,7 @@ use crate::app::catalogue::ResolutionStatus;
 use crate::app::{acts_for, AppState};
 use crate::auth::normalize_address;
 use crate::domain::analytics::{CtfActivity, CtfKind, Position, DAY};
-use crate::domain::{now_micros, parse_u64, ApiKeyRecord, NumberText, COLLATERAL};
+use crate::domain::{now_micros, parse_u64, Amount, ApiKeyRecord, NumberText, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
 use crate::store::{Batch, StoreError};
 
@@ -114,7 +114,12 @@ pub async fn operate_for(s: &AppState, kind: CtfKind, wallet: &str, b: CtfReques
             if kind == CtfKind::Split {
                 let p =
                     half.map(|c| Position { size: a as i64, bought: a as i64, cost: c as i64, ..Default::default() });
-                (vec![(usdc, Debit(a)), (yes.clone(), Credit(a)), (no.clone(), Credit(a))], p, a, a)
+                (
+                    vec![(usdc, Debit(Amount(a))), (yes.clone(), Credit(Amount(a))), (no.clone(), Credit(Amount(a)))],
+                    p,
+                    a,
+                    a,
+                )
             } else {
                 let p = half.map(|c| Position {
                     size: -(a as i64),
@@ -122,7 +127,12 @@ pub async fn operate_for(s: &AppState, kind: CtfKind, wallet: &str, b: CtfReques
                     proceeds: c as i64,
                     ..Default::default()
                 });
-                (vec![(yes.clone(), Debit(a)), (no.clone(), Debit(a)), (usdc, Credit(a))], p, a, a)
+                (
+                    vec![(yes.clone(), Debit(Amount(a))), (no.clone(), Debit(Amount(a))), (usdc, Credit(Amount(a)))],
+                    p,
+                    a,
+                    a,
+                )
             }
         }
         CtfKind::Redeem => {
@@ -139,7 +149,7 @@ pub async fn operate_for(s: &AppState, kind: CtfKind, wallet: &str, b: CtfReques
             };
             let accounts = s.engine.accounts(wallet.clone()).await?;
             let free = |t: &str| {
-                accounts.iter().find(|(a, _)| a == t).map_or(0, |(_, x)| x.balance.saturating_sub(x.reserved))
+                accounts.iter().find(|(a, _)| a == t).map_or(0, |(_, x)| x.balance.saturating_sub(x.reserved).units())
             };
             let held = [free(&yes), free(&no)];
             if held == [0, 0] {
@@ -155,9 +165,9 @@ pub async fn operate_for(s: &AppState, kind: CtfKind, wallet: &str, b: CtfReques
             let mut changes: Vec<_> = [(yes.clone(), held[0]), (no.clone(), held[1])]
                 .into_iter()
                 .filter(|(_, n)| *n > 0)
-                .map(|(t, n)| (t, Debit(n)))
+                .map(|(t, n)| (t, Debit(Amount(n))))
                 .collect();
-            changes.push((usdc, Credit(won)));
+            changes.push((usdc, Credit(Amount(won))));
             (changes, p, held[0] + held[1], won)
         }
         CtfKind::Reward | CtfKind::Conversion => return Err(CtfError::UnknownOperation),
@@ -198,8 +208,8 @@ async fn execute(
             kind: r.kind,
             condition_id: r.condition_id.clone(),
             market_idx: r.market,
-            size: r.size,
-            usdc_size: r.usdc_size,
+            size: Amount(r.size),
+            usdc_size: Amount(r.usdc_size),
             tx_hash: tx,
             time,
         };
@@ -215,7 +225,8 @@ async fn execute(
         Err(EngineError::Rejected(_)) => return Err(CtfError::NotEnoughBalance),
         Err(e) => return Err(e.into()),
     };
-    let balances = changes.iter().zip(&accounts).map(|((asset, _), acc)| (asset.clone(), acc.balance)).collect();
+    let balances =
+        changes.iter().zip(&accounts).map(|((asset, _), acc)| (asset.clone(), acc.balance.units())).collect();
     Ok((format!("0x{}", alloy_primitives::hex::encode(tx)), time, balances))
 }
 
@@ -264,7 +275,7 @@ pub async fn convert_for(s: &AppState, wallet: &str, b: ConvertRequest) -> Resul
         let m = &v.market;
         if picked(i) {
             let no = m.tokens[1].token_id.clone();
-            changes.push((no.clone(), Debit(a)));
+            changes.push((no.clone(), Debit(Amount(a))));
             // The first converted market's row carries the collateral paid out.
             let usdc_size = if rows.is_empty() { out } else { 0 };
             rows.push(Row {
@@ -278,12 +289,12 @@ pub async fn convert_for(s: &AppState, wallet: &str, b: ConvertRequest) -> Resul
             moves.push((m.idx, no, p));
         } else {
             let yes = m.tokens[0].token_id.clone();
-            changes.push((yes.clone(), Credit(a)));
+            changes.push((yes.clone(), Credit(Amount(a))));
             moves.push((m.idx, yes, Position { size: a as i64, bought: a as i64, ..Default::default() }));
         }
     }
     if out > 0 {
-        changes.push((COLLATERAL.to_string(), Credit(out)));
+        changes.push((COLLATERAL.to_string(), Credit(Amount(out))));
     }
     let (tx_hash, time, balances) = execute(s, wallet, changes, &rows, &moves).await?;
     let subject = Subject::NegRisk { market_id: b.market_id, index_set: set };

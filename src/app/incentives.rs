@@ -20,7 +20,7 @@ use crate::app::AppState;
 use crate::config::RebateTier;
 use crate::domain::analytics::{CtfActivity, CtfKind, DAY};
 use crate::domain::{
-    fmt_date, mul_div_floor, now_micros, now_secs, parse_date, parse_decimal, BadDate, NumberText, TradeStatus,
+    fmt_date, mul_div_floor, now_micros, now_secs, parse_date, parse_decimal, Amount, BadDate, NumberText, TradeStatus,
     AMOUNT_ONE, COLLATERAL,
 };
 use crate::engine::{LedgerChange, RewardScores};
@@ -270,8 +270,8 @@ fn pay_day(s: &AppState, day: u32) -> Result<DayPaid, String> {
                 kind: CtfKind::Reward,
                 condition_id: condition_id.clone(),
                 market_idx: view.market.idx,
-                size: *n,
-                usdc_size: *n,
+                size: Amount(*n),
+                usdc_size: Amount(*n),
                 tx_hash: tx,
                 time: now_us / 1_000_000,
             };
@@ -281,7 +281,7 @@ fn pay_day(s: &AppState, day: u32) -> Result<DayPaid, String> {
         records.put_reward_paid(&address, &rec);
         s.engine
             .blocking()
-            .transfer(address.clone(), vec![(COLLATERAL.to_string(), LedgerChange::Credit(total))], records)
+            .transfer(address.clone(), vec![(COLLATERAL.to_string(), LedgerChange::Credit(Amount(total)))], records)
             .map_err(|e| format!("reward payout to {address}: {e:?}"))?;
         out.rewards.push((address, total));
     }
@@ -294,7 +294,7 @@ fn pay_day(s: &AppState, day: u32) -> Result<DayPaid, String> {
             if let Some(tr) = s.store.get_trade(&tick.id).map_err(err)? {
                 if tr.status == TradeStatus::Confirmed {
                     let [_, maker] = tr.legs();
-                    *volume.entry(maker.address.to_string()).or_default() += maker.amount;
+                    *volume.entry(maker.address.to_string()).or_default() += maker.amount.units();
                 }
             }
         }
@@ -310,7 +310,7 @@ fn pay_day(s: &AppState, day: u32) -> Result<DayPaid, String> {
         records.put_rebate(&address, &rec);
         s.engine
             .blocking()
-            .transfer(address.clone(), vec![(COLLATERAL.to_string(), LedgerChange::Credit(amount))], records)
+            .transfer(address.clone(), vec![(COLLATERAL.to_string(), LedgerChange::Credit(Amount(amount)))], records)
             .map_err(|e| format!("rebate to {address}: {e:?}"))?;
         out.rebates.push((address, rec));
     }

@@ -33,8 +33,8 @@ pub enum OrderError {
     BadExpiration,
     #[error("order {id} is invalid. Price ({shown}) breaks minimum tick size rule: {}", .tick.short())]
     OffTick { id: Uuid, shown: String, tick: Price },
-    #[error("order {id} is invalid. Size ({}) lower than the minimum: {}", fmt_amount(*.size), fmt_amount(*.min))]
-    BelowMinimum { id: Uuid, size: u64, min: u64 },
+    #[error("order {id} is invalid. Size ({}) lower than the minimum: {}", .size.fmt(), .min.fmt())]
+    BelowMinimum { id: Uuid, size: Amount, min: Amount },
     #[error("order {0} is invalid. Duplicated.")]
     Duplicated(Uuid),
     /// The engine refused it.
@@ -184,6 +184,7 @@ fn validate(s: &AppState, key: &ApiKeyRecord, order: NewOrder) -> Result<(OrderR
         };
         return Err(OrderError::OffTick { id, shown, tick });
     }
+    let size = Amount(size);
     if order_type.rests() && size < market.min_order_size {
         return Err(OrderError::BelowMinimum { id, size, min: market.min_order_size });
     }
@@ -205,9 +206,9 @@ fn validate(s: &AppState, key: &ApiKeyRecord, order: NewOrder) -> Result<(OrderR
             side,
             price: Price(price as u32),
             original_size: size,
-            size_matched: 0,
-            maker_amount,
-            taker_amount,
+            size_matched: Amount::ZERO,
+            maker_amount: Amount(maker_amount),
+            taker_amount: Amount(taker_amount),
             fee_rate_bps: fee_bps as u32,
             expiration,
             nonce,
@@ -216,7 +217,7 @@ fn validate(s: &AppState, key: &ApiKeyRecord, order: NewOrder) -> Result<(OrderR
             signature: signature.into(),
             order_type,
             post_only,
-            reserved: 0,
+            reserved: Amount::ZERO,
             associate_trades: Default::default(),
             created_at: now,
         },

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use crate::app::catalogue::{MarketMeta, ResolutionStatus};
 use crate::app::AppState;
 use crate::commit::views::MarketView;
-use crate::domain::{fmt_amount, now_secs, COLLATERAL};
+use crate::domain::{fmt_amount, now_secs, Amount, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
 use crate::store::{Batch, StoreError};
 
@@ -119,7 +119,7 @@ pub async fn post_bond(s: &AppState, agent: String, condition_id: &str, amount: 
     bond.posted_at = now;
     let mut records = Batch::default();
     post_bond_records(&mut records, &bond);
-    match s.engine.transfer(agent, vec![(COLLATERAL.to_string(), LedgerChange::Debit(amount))], records).await {
+    match s.engine.transfer(agent, vec![(COLLATERAL.to_string(), LedgerChange::Debit(Amount(amount)))], records).await {
         Ok(_) => Ok(bond),
         Err(EngineError::Rejected(_)) => Err(ResolutionError::NotEnoughBalance),
         Err(e) => Err(e.into()),
@@ -325,7 +325,7 @@ pub fn resolve(s: &AppState, condition_id: &str, winner: u8) -> Result<(), Strin
         records.put_bond(&b);
         s.engine
             .blocking()
-            .transfer(b.agent.clone(), vec![(COLLATERAL.to_string(), LedgerChange::Credit(back))], records)
+            .transfer(b.agent.clone(), vec![(COLLATERAL.to_string(), LedgerChange::Credit(Amount(back)))], records)
             .map_err(|x| format!("bond of {}: {x:?}", b.agent))?;
     }
     let mut meta = crate::app::catalogue::meta_or_new(s, condition_id);

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::app::AppState;
-use crate::domain::{fmt_amount, now_secs, ApiKeyRecord, Price, Side, COLLATERAL};
+use crate::domain::{now_secs, Amount, ApiKeyRecord, Price, Side, COLLATERAL};
 use crate::engine::{BlockTrade, EngineError, Reject};
 use crate::store::{Batch, StoreError};
 
@@ -30,8 +30,8 @@ pub enum RfqError {
     NoBook,
     #[error("market is not accepting orders")]
     MarketClosed,
-    #[error("Size ({}) lower than the minimum: {}", fmt_amount(*.size), fmt_amount(*.min))]
-    BelowMinimum { size: u64, min: u64 },
+    #[error("Size ({}) lower than the minimum: {}", .size.fmt(), .min.fmt())]
+    BelowMinimum { size: Amount, min: Amount },
     #[error("RFQ not found, expired, or already filled")]
     NotOpen,
     #[error("cannot quote your own RFQ")]
@@ -84,8 +84,8 @@ fn close(batch: &mut Batch, r: &RfqRequest, quotes: &[RfqQuote], quote_state: Qu
 pub struct NewRequest {
     pub token_id: String,
     pub side: Side,
-    /// Tokens, micro-units (> 0).
-    pub size: u64,
+    /// Tokens (> 0).
+    pub size: Amount,
     pub ttl_secs: u64,
 }
 
@@ -127,7 +127,7 @@ pub async fn quote(
     rfq: Uuid,
     price: Price,
     ttl_secs: u64,
-) -> Result<(RfqQuote, u64), RfqError> {
+) -> Result<(RfqQuote, Amount), RfqError> {
     let _one = s.rfq.lock().await;
     let now = now_secs();
     let req = s.store.rfq_request(&rfq)?.filter(|x| x.is_open(now)).ok_or(RfqError::NotOpen)?;
@@ -145,7 +145,7 @@ pub async fn quote(
         Side::Buy => (req.token_id.as_str(), req.size),
     };
     let accounts = s.engine.accounts(key.address.to_string()).await?;
-    if accounts.iter().find(|(a, _)| a == asset).map_or(0, |(_, acc)| acc.available()) < owed {
+    if accounts.iter().find(|(a, _)| a == asset).map_or(Amount::ZERO, |(_, acc)| acc.available()) < owed {
         return Err(RfqError::NotEnoughBalance);
     }
     let q = RfqQuote {

@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, Notify};
 
 use crate::commit::views::{best_of, mirror, Best, BookDelta, MarketView};
-use crate::domain::{fmt_amount, OrderRecord, OrderStatus, Price, TradeRecord, TradeStatus};
+use crate::domain::{Amount, OrderRecord, OrderStatus, Price, TradeRecord, TradeStatus};
 
 /// What the engine's durable commands hand to the publisher.
 pub enum Published {
@@ -244,7 +244,7 @@ pub fn render_user(
         let v = json!({
             "event_type": "order", "type": kind, "id": o.id.to_string(), "owner": o.owner.to_string(),
             "market": o.token.condition_id, "asset_id": o.token.token_id, "side": o.side.as_str(), "price": o.price.fixed(),
-            "original_size": fmt_amount(o.original_size), "size_matched": fmt_amount(o.size_matched),
+            "original_size": o.original_size.fmt(), "size_matched": o.size_matched.fmt(),
             "outcome": o.token.outcome, "status": o.status.as_str(), "order_type": o.order_type.as_str(),
             "associate_trades": o.associate_trades.iter().map(|u| u.to_string()).collect::<Vec<_>>(),
             "timestamp": ts,
@@ -260,12 +260,12 @@ pub fn render_user(
             let v = json!({
                 "event_type": "trade", "id": t.id.to_string(), "taker_order_id": t.taker_order_id.to_string(),
                 "market": t.token.condition_id, "asset_id": t.token.token_id, "side": t.side.as_str(),
-                "size": fmt_amount(t.size), "price": t.price.fixed(), "status": status, "outcome": t.token.outcome,
+                "size": t.size.fmt(), "price": t.price.fixed(), "status": status, "outcome": t.token.outcome,
                 "owner": owner.to_string(), "trader_side": if owner == t.owner { "TAKER" } else { "MAKER" },
                 "matchtime": t.match_time.to_string(), "last_update": t.last_update.to_string(),
                 "transaction_hash": t.tx_hash(), "error_msg": t.error_msg, "timestamp": ts,
                 "maker_orders": t.maker_orders.iter().map(|m| json!({
-                    "asset_id": m.token.token_id, "matched_amount": fmt_amount(m.matched_amount),
+                    "asset_id": m.token.token_id, "matched_amount": m.matched_amount.fmt(),
                     "order_id": m.order_id.to_string(), "outcome": m.token.outcome, "owner": m.owner.to_string(),
                     "price": m.price.fixed(), "side": m.side.as_str(),
                 })).collect::<Vec<_>>(),
@@ -278,9 +278,9 @@ pub fn render_user(
 
 /// A delta's level changes as one outcome token sees them: (price, size, side), by side
 /// (BUY first) then ascending price. For NO, a YES ask at p is a NO bid at 1 − p.
-fn token_changes(d: &BookDelta, outcome: u8) -> Vec<(Price, u64, &'static str)> {
-    let mut bids: Vec<(Price, u64, &str)>;
-    let mut asks: Vec<(Price, u64, &str)>;
+fn token_changes(d: &BookDelta, outcome: u8) -> Vec<(Price, Amount, &'static str)> {
+    let mut bids: Vec<(Price, Amount, &str)>;
+    let mut asks: Vec<(Price, Amount, &str)>;
     if outcome == 0 {
         bids = d.bids.iter().map(|&(p, s)| (p, s, "BUY")).collect();
         asks = d.asks.iter().map(|&(p, s)| (p, s, "SELL")).collect();
@@ -320,7 +320,7 @@ pub fn render(p: &Published, wanted: [bool; 2]) -> Vec<Frame> {
             .into_iter()
             .map(|(price, size, side)| {
                 json!({
-                    "asset_id": asset, "price": price.fixed(), "size": fmt_amount(size), "side": side,
+                    "asset_id": asset, "price": price.fixed(), "size": size.fmt(), "side": side,
                     "hash": "", "best_bid": opt_price(best_bid), "best_ask": opt_price(best_ask),
                 })
             })
@@ -338,7 +338,7 @@ pub fn render(p: &Published, wanted: [bool; 2]) -> Vec<Frame> {
             let (price, side) = mirror(outcome, yes_price, yes_side);
             msgs.push(json!({
                 "event_type": "last_trade_price", "asset_id": asset, "market": m.condition_id,
-                "price": price.fixed(), "size": fmt_amount(t.size), "fee_rate_bps": t.fee_rate_bps.to_string(),
+                "price": price.fixed(), "size": t.size.fmt(), "fee_rate_bps": t.fee_rate_bps.to_string(),
                 "side": side.as_str(), "timestamp": ts, "seq": next.seq, "published_us": durable_us,
             }));
         }
@@ -377,18 +377,18 @@ mod tests {
     #[test]
     fn a_no_token_sees_the_yes_changes_mirrored() {
         let d = BookDelta {
-            bids: [(Price(4800), 1), (Price(5000), 0)].into(),
-            asks: [(Price(5200), 7)][..].into(),
+            bids: [(Price(4800), Amount(1)), (Price(5000), Amount::ZERO)].into(),
+            asks: [(Price(5200), Amount(7))][..].into(),
             ..BookDelta::default()
         };
         assert_eq!(
             token_changes(&d, 0),
-            vec![(Price(4800), 1, "BUY"), (Price(5000), 0, "BUY"), (Price(5200), 7, "SELL")]
+            vec![(Price(4800), Amount(1), "BUY"), (Price(5000), Amount(0), "BUY"), (Price(5200), Amount(7), "SELL")]
         );
         // A YES ask at 0.52 is a NO bid at 0.48; YES bids become NO asks, ascending.
         assert_eq!(
             token_changes(&d, 1),
-            vec![(Price(4800), 7, "BUY"), (Price(5000), 0, "SELL"), (Price(5200), 1, "SELL")]
+            vec![(Price(4800), Amount(7), "BUY"), (Price(5000), Amount(0), "SELL"), (Price(5200), Amount(1), "SELL")]
         );
     }
 }

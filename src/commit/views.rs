@@ -15,10 +15,10 @@ use parking_lot::Mutex;
 
 use smallvec::SmallVec;
 
-use crate::domain::{LastTrade, Market, OrderToken, Price, Side};
+use crate::domain::{Amount, LastTrade, Market, OrderToken, Price, Side};
 
 /// Aggregated levels: (price, size), best first.
-pub type Levels = Vec<(Price, u64)>;
+pub type Levels = Vec<(Price, Amount)>;
 
 /// One market's book, aggregated, in YES-price space.
 #[derive(Debug, Clone, Default)]
@@ -59,7 +59,7 @@ impl BookSnapshot {
 /// One side's changed levels, as (YES price, new total; 0 = the level emptied), ascending
 /// price. Held in line up to two levels: a resting order or a cancel changes one, and the
 /// engine takes these after every command, so most commands allocate nothing for them.
-pub type Changed = SmallVec<[(Price, u64); 2]>;
+pub type Changed = SmallVec<[(Price, Amount); 2]>;
 
 /// One durable command's effect on a market's book: the levels whose total changed (YES
 /// price, new total; 0 = emptied), ascending price per side, and the last trade after it.
@@ -99,8 +99,8 @@ pub fn best_of(best: Best, outcome: u8) -> Best {
 /// A market's aggregated book as of its last applied delta.
 #[derive(Debug, Default)]
 struct Live {
-    bids: BTreeMap<Price, u64>,
-    asks: BTreeMap<Price, u64>,
+    bids: BTreeMap<Price, Amount>,
+    asks: BTreeMap<Price, Amount>,
     last_trade: LastTrade,
     timestamp_ms: u64,
     seq: u64,
@@ -176,7 +176,7 @@ impl MarketView {
         let before = l.best();
         for (levels, changes) in [(&mut l.bids, &d.bids), (&mut l.asks, &d.asks)] {
             for &(p, size) in changes {
-                if size == 0 {
+                if size.is_zero() {
                     levels.remove(&p);
                 } else {
                     levels.insert(p, size);

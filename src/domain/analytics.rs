@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::{Price, Side};
+use super::{Amount, Price, Side};
 
 /// Seconds in a UTC day.
 pub const DAY: u64 = 86_400;
@@ -18,7 +18,7 @@ pub struct Tick {
     #[serde(with = "super::packed")]
     pub asset_id: String,
     pub price: Price,
-    pub size: u64,
+    pub size: Amount,
     pub side: Side,
 }
 
@@ -96,9 +96,9 @@ pub struct CtfActivity {
     pub condition_id: String,
     pub market_idx: u32,
     /// Outcome tokens made (split) or burned (merge, redeem).
-    pub size: u64,
+    pub size: Amount,
     /// Collateral paid in (split) or out (merge, redeem).
-    pub usdc_size: u64,
+    pub usdc_size: Amount,
     pub tx_hash: [u8; 32],
     pub time: u64,
 }

@@ -1,7 +1,7 @@
 //! Plain domain types: prices, amounts, sides, order and trade records, markets.
 //!
-//! Money is integers only: amounts are 6-decimal fixed-point `u64` micro-units, prices are
-//! [`Price`]s in 1e-4 units (`Price::ONE` = 1.0). Nothing here does I/O.
+//! Money is integers only: amounts are [`Amount`]s in 1e-6 units (`Amount::ONE` = 1.0),
+//! prices are [`Price`]s in 1e-4 units (`Price::ONE` = 1.0). Nothing here does I/O.
 
 pub mod analytics;
 pub mod bonds;

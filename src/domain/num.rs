@@ -114,8 +114,8 @@ impl Price {
         Price(self.0.saturating_sub(bid.0))
     }
     /// What `size` tokens cost at this price, rounded down.
-    pub fn cost(self, size: u64) -> u64 {
-        mul_div_floor(size, self.0 as u64, PRICE_ONE as u64)
+    pub fn cost(self, size: Amount) -> Amount {
+        size.mul_div(self.0 as u64, PRICE_ONE as u64)
     }
     /// Four decimals, as the spec fixes for prices it names: `"0.5000"`.
     pub fn fixed(self) -> String {
@@ -124,6 +124,75 @@ impl Price {
     /// The shortest decimal: `"0.5"`, `"0.01"` (how clients write a tick size).
     pub fn short(self) -> String {
         fmt_tick(self.0)
+    }
+}
+
+/// An amount in 1e-6 units: `Amount(1_500_000)` is 1.5 tokens or 1.5 USDC. Sizes, fills,
+/// fees and reservations are amounts; what one token costs is a [`Price`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+#[repr(transparent)]
+pub struct Amount(pub u64);
+
+impl Amount {
+    pub const ZERO: Amount = Amount(0);
+    /// 1.0: one token, one unit of collateral.
+    pub const ONE: Amount = Amount(AMOUNT_ONE);
+
+    /// Parses a decimal string ("12.5") with at most six decimals.
+    pub fn parse(s: &str) -> Result<Amount, ParseNumError> {
+        parse_decimal(s, 6).map(Amount)
+    }
+    pub fn units(self) -> u64 {
+        self.0
+    }
+    pub fn is_zero(self) -> bool {
+        self.0 == 0
+    }
+    pub fn checked_sub(self, rhs: Amount) -> Option<Amount> {
+        self.0.checked_sub(rhs.0).map(Amount)
+    }
+    pub fn saturating_add(self, rhs: Amount) -> Amount {
+        Amount(self.0.saturating_add(rhs.0))
+    }
+    pub fn saturating_sub(self, rhs: Amount) -> Amount {
+        Amount(self.0.saturating_sub(rhs.0))
+    }
+    /// `self × num / den`, rounded down: a share of an amount (a fee rate, a pro-rata part).
+    pub fn mul_div(self, num: u64, den: u64) -> Amount {
+        Amount(mul_div_floor(self.0, num, den))
+    }
+    /// The plain decimal with trailing zeros trimmed: `"1.5"`, `"5"`.
+    pub fn fmt(self) -> String {
+        fmt_amount(self.0)
+    }
+}
+
+impl std::ops::Add for Amount {
+    type Output = Amount;
+    fn add(self, rhs: Amount) -> Amount {
+        Amount(self.0 + rhs.0)
+    }
+}
+impl std::ops::Sub for Amount {
+    type Output = Amount;
+    fn sub(self, rhs: Amount) -> Amount {
+        Amount(self.0 - rhs.0)
+    }
+}
+impl std::ops::AddAssign for Amount {
+    fn add_assign(&mut self, rhs: Amount) {
+        self.0 += rhs.0;
+    }
+}
+impl std::ops::SubAssign for Amount {
+    fn sub_assign(&mut self, rhs: Amount) {
+        self.0 -= rhs.0;
+    }
+}
+impl std::iter::Sum for Amount {
+    fn sum<I: Iterator<Item = Amount>>(it: I) -> Amount {
+        Amount(it.map(|a| a.0).sum())
     }
 }
 
@@ -286,13 +355,26 @@ mod tests {
         assert_eq!(Price::parse("1.01"), Err(ParseNumError));
         assert!(p.is_inside() && !Price::ZERO.is_inside() && !Price::ONE.is_inside());
         assert!(p.on_tick(Price(100)) && !Price(4250).on_tick(Price(100)) && Price(4250).on_tick(Price(10)));
-        assert_eq!(p.cost(3_000_000), 1_260_000);
-        assert_eq!(Price(3).cost(1), 0, "rounded down");
+        assert_eq!(p.cost(Amount(3_000_000)), Amount(1_260_000));
+        assert_eq!(Price(3).cost(Amount(1)), Amount::ZERO, "rounded down");
         assert_eq!(Price::midpoint(Price(4200), Price(4301)), Price(4251), "rounded up");
         assert_eq!((Price(4300).above(Price(4200)), Price(4200).above(Price(4300))), (Price(100), Price::ZERO));
         // The wire and the storage see the bare integer.
         assert_eq!(serde_json::to_string(&p).unwrap(), "4200");
         assert_eq!(postcard::to_allocvec(&p).unwrap(), postcard::to_allocvec(&4200u32).unwrap());
+    }
+
+    #[test]
+    fn amount_arithmetic_and_renderings() {
+        let a = Amount::parse("1.5").unwrap();
+        assert_eq!((a, a.fmt(), Amount::ONE.fmt()), (Amount(1_500_000), "1.5".into(), "1".into()));
+        assert_eq!(Amount::parse("0.0000001"), Err(ParseNumError));
+        assert_eq!(a + Amount::ONE - Amount(500_000), Amount(2_000_000));
+        assert_eq!((Amount::ONE.checked_sub(a), a.saturating_sub(Amount(2_000_000))), (None, Amount::ZERO));
+        assert_eq!([a, a, Amount(1)].into_iter().sum::<Amount>(), Amount(3_000_001));
+        assert_eq!(Amount(1_000_001).mul_div(25, 10_000), Amount(2_500), "rounded down");
+        assert_eq!(serde_json::to_string(&a).unwrap(), "1500000");
+        assert_eq!(postcard::to_allocvec(&a).unwrap(), postcard::to_allocvec(&1_500_000u64).unwrap());
     }
 
     /// Both paths, and the edge where the product stops fitting in 64 bits.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::num::{Price, Side};
+use super::num::{Amount, Price, Side};
 
 /// One outcome token of a binary market.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,7 +28,7 @@ pub struct Market {
     /// Tick size (`Price(100)` = 0.01).
     pub tick: Price,
     /// Minimum order size in 1e-6 token units.
-    pub min_order_size: u64,
+    pub min_order_size: Amount,
     pub neg_risk: bool,
     #[serde(default)]
     pub neg_risk_market_id: Option<String>,
@@ -46,7 +46,7 @@ fn yes() -> bool {
 
 impl Market {
     /// An open binary market: `yes` is the book's YES side. `idx` is assigned by the engine.
-    pub fn binary(condition_id: &str, yes: Token, no: Token, tick: Price, min_order_size: u64) -> Market {
+    pub fn binary(condition_id: &str, yes: Token, no: Token, tick: Price, min_order_size: Amount) -> Market {
         Market {
             idx: 0,
             condition_id: condition_id.to_string(),
@@ -171,7 +171,7 @@ pub struct OrderRecord {
     /// What the open-order map's lookups compare (its key is the id folded to 64 bits).
     pub id: Uuid,
     /// What the order still holds reserved in the ledger (collateral for BUY, tokens for SELL).
-    pub reserved: u64,
+    pub reserved: Amount,
     pub status: OrderStatus,
     pub side: Side,
     pub order_type: OrderType,
@@ -188,10 +188,10 @@ pub struct OrderRecord {
     pub signer: Arc<str>,
     pub taker: Arc<str>,
     /// Size in token micro-units at submission.
-    pub original_size: u64,
-    pub size_matched: u64,
-    pub maker_amount: u64,
-    pub taker_amount: u64,
+    pub original_size: Amount,
+    pub size_matched: Amount,
+    pub maker_amount: Amount,
+    pub taker_amount: Amount,
     pub expiration: u64,
     pub nonce: u64,
     pub salt: u64,
@@ -213,7 +213,7 @@ const _: () = assert!(std::mem::offset_of!(OrderRecord, price) + 4 + 16 == 64);
 const _: () = assert!(std::mem::size_of::<OrderRecord>() + 16 <= 256);
 
 impl OrderRecord {
-    pub fn remaining(&self) -> u64 {
+    pub fn remaining(&self) -> Amount {
         self.original_size - self.size_matched
     }
     /// The ledger asset the order spends: collateral for BUY, its token for SELL.
@@ -313,14 +313,14 @@ pub struct MakerFill {
     pub owner: Uuid,
     pub maker_address: Arc<str>,
     /// Tokens of the maker's own asset that changed hands.
-    pub matched_amount: u64,
+    pub matched_amount: Amount,
     /// Execution price in the maker's own token.
     pub price: Price,
     /// The maker's own token (shared).
     pub token: Arc<TradeToken>,
     pub side: Side,
     pub fee_rate_bps: u32,
-    pub fee: u64,
+    pub fee: Amount,
 }
 
 /// One fill: a taker order against one resting maker order, at the maker's price. Held with
@@ -333,7 +333,7 @@ pub struct TradeRecord {
     /// The taker's token, and the trade's market (shared).
     pub token: Arc<TradeToken>,
     pub side: Side,
-    pub size: u64,
+    pub size: Amount,
     /// Execution price in the taker's token.
     pub price: Price,
     pub fee_rate_bps: u32,
@@ -348,7 +348,7 @@ pub struct TradeRecord {
     pub maker_orders: Vec<MakerFill>,
     /// Empty in ledger mode, where [`TradeRecord::tx_hash`] derives the hash on display.
     pub transaction_hash: String,
-    pub taker_fee: u64,
+    pub taker_fee: Amount,
     pub error_msg: Option<String>,
     /// COMPLEMENTARY, MINT or MERGE (the exchange contract's match type).
     pub match_type: MatchType,
@@ -435,16 +435,16 @@ pub struct Leg<'a> {
     /// The order's own token.
     pub token: &'a str,
     /// Tokens of `token` that changed hands.
-    pub size: u64,
+    pub size: Amount,
     /// Collateral the order pays (BUY) or receives before its fee (SELL).
-    pub amount: u64,
+    pub amount: Amount,
     /// Fee in what the order receives (tokens for BUY, collateral for SELL).
-    pub fee: u64,
+    pub fee: Amount,
 }
 
 impl<'a> Leg<'a> {
     /// The asset and amount this leg pays (held from the match until settlement).
-    pub fn pays(&self) -> (&'a str, u64) {
+    pub fn pays(&self) -> (&'a str, Amount) {
         match self.side {
             Side::Buy => (COLLATERAL, self.amount),
             Side::Sell => (self.token, self.size),
@@ -452,7 +452,7 @@ impl<'a> Leg<'a> {
     }
 
     /// The asset this leg receives, the amount net of the fee, and the fee.
-    pub fn receives(&self) -> (&'a str, u64, u64) {
+    pub fn receives(&self) -> (&'a str, Amount, Amount) {
         match self.side {
             Side::Buy => (self.token, self.size - self.fee, self.fee),
             Side::Sell => (COLLATERAL, self.amount - self.fee, self.fee),
@@ -545,7 +545,7 @@ pub struct NotificationRecord {
     pub asset_id: Arc<str>,
     /// The notified key's own side, size and price in the trade.
     pub side: Side,
-    pub size: u64,
+    pub size: Amount,
     pub price: Price,
     pub trader_side: TraderSide,
     pub error_msg: Option<String>,

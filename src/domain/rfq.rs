@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::{Price, Side};
+use super::{Amount, Price, Side};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RequestState {
@@ -31,7 +31,7 @@ pub struct RfqRequest {
     pub condition_id: String,
     pub side: Side,
     /// Tokens, micro-units.
-    pub size: u64,
+    pub size: Amount,
     pub created_at: u64,
     pub expires_at: u64,
     pub state: RequestState,

@@ -25,7 +25,7 @@ use crate::commit::persister::Job;
 use crate::commit::views::{BookDelta, BookSnapshot, MarketView, Registry};
 use crate::commit::{After, Visible};
 pub use crate::domain::NonceState;
-use crate::domain::{now_millis, now_secs, LastTrade, Market, OrderRecord, Price};
+use crate::domain::{now_millis, now_secs, Amount, LastTrade, Market, OrderRecord, Price};
 use crate::ledger::Account;
 use crate::store::{Batch, Store, StoreError};
 pub use core::{BlockTrade, Canceled, Core, Placed, Reject, RewardScores, Settled};
@@ -51,8 +51,8 @@ type Reply<T> = oneshot::Sender<Result<T, EngineError>>;
 /// A move of one ledger account (micro-units).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LedgerChange {
-    Credit(u64),
-    Debit(u64),
+    Credit(Amount),
+    Debit(Amount),
 }
 
 pub enum Command {
@@ -239,7 +239,7 @@ impl EngineHandle {
     pub async fn create_market(&self, market: Market) -> Result<Market, EngineError> {
         self.call(|reply| Command::CreateMarket { market: Box::new(market), reply }).await
     }
-    pub async fn credit(&self, address: String, asset: String, amount: u64) -> Result<Account, EngineError> {
+    pub async fn credit(&self, address: String, asset: String, amount: Amount) -> Result<Account, EngineError> {
         let accounts = self.transfer(address, vec![(asset, LedgerChange::Credit(amount))], Batch::default()).await?;
         Ok(accounts[0])
     }

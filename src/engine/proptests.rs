@@ -27,7 +27,7 @@ fn market() -> Market {
         Token { token_id: "1".into(), outcome: "Yes".into() },
         Token { token_id: "2".into(), outcome: "No".into() },
         Price(100),
-        0,
+        Amount::ZERO,
     )
 }
 
@@ -85,10 +85,10 @@ fn order(
             token: OrderToken::of(&market(), no as u8),
             side,
             price: Price(price),
-            original_size: q,
-            size_matched: 0,
-            maker_amount,
-            taker_amount,
+            original_size: Amount(q),
+            size_matched: Amount::ZERO,
+            maker_amount: Amount(maker_amount),
+            taker_amount: Amount(taker_amount),
             fee_rate_bps: fee,
             expiration: 0,
             nonce,
@@ -97,7 +97,7 @@ fn order(
             signature: "".into(),
             order_type,
             post_only: ty == 1,
-            reserved: 0,
+            reserved: Amount::ZERO,
             associate_trades: Default::default(),
             created_at: 0,
         },
@@ -118,14 +118,14 @@ proptest! {
         c.add_market(market());
         let mut b = Batch::default();
         for u in USERS {
-            c.credit(u, "USDC", 50 * AMOUNT_ONE, &mut b);
-            c.credit(u, "1", 40 * AMOUNT_ONE, &mut b);
-            c.credit(u, "2", 40 * AMOUNT_ONE, &mut b);
+            c.credit(u, "USDC", Amount(50 * AMOUNT_ONE), &mut b);
+            c.credit(u, "1", Amount(40 * AMOUNT_ONE), &mut b);
+            c.credit(u, "2", Amount(40 * AMOUNT_ONE), &mut b);
         }
         let (u0, y0, n0) = totals(&c);
         let mut placed: Vec<(Uuid, Uuid)> = Vec::new();
         // The readers' book, kept only from the engine's level changes.
-        let mut shadow: [BTreeMap<u32, u64>; 2] = Default::default();
+        let mut shadow: [BTreeMap<u32, Amount>; 2] = Default::default();
         for (n, cmd) in cmds.into_iter().enumerate() {
             let mut b = Batch::default();
             match cmd {
@@ -135,10 +135,10 @@ proptest! {
                     let (id, owner) = (o.id, o.owner);
                     if let Ok(p) = c.place(Arc::new(o), defer, 0, &mut b) {
                         prop_assert!(p.order.size_matched <= p.order.original_size);
-                        let filled: u64 = p.trades.iter().map(|t| t.size).sum();
+                        let filled: Amount = p.trades.iter().map(|t| t.size).sum();
                         prop_assert_eq!(filled, p.order.size_matched);
                         for t in &p.trades {
-                            prop_assert!(t.size > 0);
+                            prop_assert!(t.size > Amount::ZERO);
                         }
                         if p.order.order_type == OrderType::Fok {
                             prop_assert_eq!(p.order.size_matched, p.order.original_size);
@@ -166,12 +166,12 @@ proptest! {
             let changes = c.markets[0].book.take_changes();
             for (levels, list) in shadow.iter_mut().zip([&changes.bids, &changes.asks]) {
                 for &(p, size) in list {
-                    let before = if size == 0 { levels.remove(&p.units()) } else { levels.insert(p.units(), size) };
+                    let before = if size.is_zero() { levels.remove(&p.units()) } else { levels.insert(p.units(), size) };
                     prop_assert!(before != Some(size), "a change that changes nothing at {:?}", p);
                 }
             }
-            let bids: Vec<(Price, u64)> = shadow[0].iter().rev().map(|(p, s)| (Price(*p), *s)).collect();
-            let asks: Vec<(Price, u64)> = shadow[1].iter().map(|(p, s)| (Price(*p), *s)).collect();
+            let bids: Vec<(Price, Amount)> = shadow[0].iter().rev().map(|(p, s)| (Price(*p), *s)).collect();
+            let asks: Vec<(Price, Amount)> = shadow[1].iter().map(|(p, s)| (Price(*p), *s)).collect();
             prop_assert_eq!(bids, c.markets[0].book.depth(BookSide::Bid));
             prop_assert_eq!(asks, c.markets[0].book.depth(BookSide::Ask));
             let (u, y, no) = totals(&c);
@@ -190,8 +190,8 @@ proptest! {
         }
         for u in USERS {
             for a in ["USDC", "1", "2"] {
-                prop_assert_eq!(c.ledger.account(u, a).reserved, 0);
-                prop_assert_eq!(c.ledger.account(u, a).incoming, 0);
+                prop_assert_eq!(c.ledger.account(u, a).reserved, Amount::ZERO);
+                prop_assert_eq!(c.ledger.account(u, a).incoming, Amount::ZERO);
             }
         }
         prop_assert_eq!(c.check(), Ok(()));
@@ -206,8 +206,8 @@ fn funded() -> (Core, Batch) {
     let mut c = Core::new("0xfee".into());
     c.add_market(market());
     let mut b = Batch::default();
-    c.credit("0xa", "USDC", 100 * AMOUNT_ONE, &mut b);
-    c.credit("0xb", "1", 40 * AMOUNT_ONE, &mut b);
+    c.credit("0xa", "USDC", Amount(100 * AMOUNT_ONE), &mut b);
+    c.credit("0xb", "1", Amount(40 * AMOUNT_ONE), &mut b);
     (c, b)
 }
 
@@ -233,20 +233,24 @@ fn transfers_take_only_settled_free_balances() {
     let before = (c.ledger.account("0xa", "USDC"), c.ledger.account("0xa", "1"));
     let ch = |v: &[(&str, LedgerChange)]| v.iter().map(|(a, x)| (a.to_string(), *x)).collect::<Vec<_>>();
     let refused = [
-        ch(&[("1", Debit(AMOUNT_ONE))]),         // incoming, not settled
-        ch(&[("USDC", Debit(95 * AMOUNT_ONE))]), // 6 held for the payment
-        ch(&[("USDC", Debit(50 * AMOUNT_ONE)), ("USDC", Debit(45 * AMOUNT_ONE))]), // debits add up
-        ch(&[("2", Credit(AMOUNT_ONE)), ("USDC", Debit(95 * AMOUNT_ONE))]), // nothing applied
+        ch(&[("1", Debit(Amount(AMOUNT_ONE)))]),         // incoming, not settled
+        ch(&[("USDC", Debit(Amount(95 * AMOUNT_ONE)))]), // 6 held for the payment
+        ch(&[("USDC", Debit(Amount(50 * AMOUNT_ONE))), ("USDC", Debit(Amount(45 * AMOUNT_ONE)))]), // debits add up
+        ch(&[("2", Credit(Amount(AMOUNT_ONE))), ("USDC", Debit(Amount(95 * AMOUNT_ONE)))]), // nothing applied
     ];
     for r in refused {
         assert_eq!(c.transfer("0xa", &r, &mut b), Err(Reject::NotEnoughBalance), "{r:?}");
         assert_eq!((c.ledger.account("0xa", "USDC"), c.ledger.account("0xa", "1")), before);
-        assert_eq!(c.ledger.account("0xa", "2").balance, 0);
+        assert_eq!(c.ledger.account("0xa", "2").balance, Amount::ZERO);
     }
-    let split = ch(&[("USDC", Debit(94 * AMOUNT_ONE)), ("1", Credit(94 * AMOUNT_ONE)), ("2", Credit(94 * AMOUNT_ONE))]);
+    let split = ch(&[
+        ("USDC", Debit(Amount(94 * AMOUNT_ONE))),
+        ("1", Credit(Amount(94 * AMOUNT_ONE))),
+        ("2", Credit(Amount(94 * AMOUNT_ONE))),
+    ]);
     assert_eq!(c.transfer("0xa", &split, &mut b), Ok(()));
-    assert_eq!(c.ledger.account("0xa", "USDC").balance, 6 * AMOUNT_ONE);
-    assert_eq!(c.ledger.account("0xa", "2").balance, 94 * AMOUNT_ONE);
+    assert_eq!(c.ledger.account("0xa", "USDC").balance, Amount(6 * AMOUNT_ONE));
+    assert_eq!(c.ledger.account("0xa", "2").balance, Amount(94 * AMOUNT_ONE));
     assert_eq!(c.check(), Ok(()));
 }
 
@@ -257,8 +261,11 @@ fn settlement_confirms_and_fails() {
     let (mut c, mut b, p) = one_fill();
     assert_eq!(p.trades.len(), 1);
     let a_yes = c.ledger.account("0xa", "1");
-    assert_eq!((a_yes.balance, a_yes.incoming, a_yes.available()), (0, 10 * AMOUNT_ONE, 10 * AMOUNT_ONE));
-    assert_eq!(c.ledger.account("0xa", "USDC").reserved, 6 * AMOUNT_ONE, "payment held");
+    assert_eq!(
+        (a_yes.balance, a_yes.incoming, a_yes.available()),
+        (Amount::ZERO, Amount(10 * AMOUNT_ONE), Amount(10 * AMOUNT_ONE))
+    );
+    assert_eq!(c.ledger.account("0xa", "USDC").reserved, Amount(6 * AMOUNT_ONE), "payment held");
     assert_eq!(c.check(), Ok(()));
 
     let s = c.settle(1, 10, &mut b);
@@ -268,10 +275,10 @@ fn settlement_confirms_and_fails() {
         _ => None,
     });
     assert_eq!(written, Some(TradeStatus::Confirmed), "the confirmed record goes to the batch");
-    assert_eq!(c.ledger.account("0xa", "1").balance, 10 * AMOUNT_ONE);
-    assert_eq!(c.ledger.account("0xa", "USDC").balance, 94 * AMOUNT_ONE);
-    assert_eq!(c.ledger.account("0xb", "USDC").balance, 6 * AMOUNT_ONE);
-    assert_eq!(c.ledger.account("0xb", "1").balance, 30 * AMOUNT_ONE);
+    assert_eq!(c.ledger.account("0xa", "1").balance, Amount(10 * AMOUNT_ONE));
+    assert_eq!(c.ledger.account("0xa", "USDC").balance, Amount(94 * AMOUNT_ONE));
+    assert_eq!(c.ledger.account("0xb", "USDC").balance, Amount(6 * AMOUNT_ONE));
+    assert_eq!(c.ledger.account("0xb", "1").balance, Amount(30 * AMOUNT_ONE));
     assert_eq!(c.pending_len(), 0);
 
     // Second fill: 0xa resells the YES it is about to receive, then 0xb invalidates its
@@ -281,7 +288,7 @@ fn settlement_confirms_and_fails() {
     let resell = order(5, 0, false, false, 90, 80, 0, 0, 0).0; // 20 YES at 0.90: rests
     let resell_id = resell.id;
     c.place(Arc::new(resell), false, 0, &mut b).unwrap();
-    assert_eq!(c.ledger.account("0xa", "1").reserved, 20 * AMOUNT_ONE);
+    assert_eq!(c.ledger.account("0xa", "1").reserved, Amount(20 * AMOUNT_ONE));
     let (nonce, canceled) = c.increment_nonce("0xb", &mut b);
     assert_eq!((nonce, canceled.len()), (1, 0), "both fills were whole: no open order of 0xb");
     let s = c.settle(2, 10, &mut b);
@@ -291,13 +298,13 @@ fn settlement_confirms_and_fails() {
     // Nothing moved: balances are those after the first settlement, nothing is held.
     assert_eq!(c.ledger.account("0xa", "USDC"), {
         let mut l = crate::ledger::Ledger::default();
-        l.load("x", "USDC", 94 * AMOUNT_ONE);
+        l.load("x", "USDC", Amount(94 * AMOUNT_ONE));
         l.account("x", "USDC")
     });
-    assert_eq!(c.ledger.account("0xa", "1").balance, 10 * AMOUNT_ONE);
-    assert_eq!(c.ledger.account("0xa", "1").reserved, 0);
-    assert_eq!(c.ledger.account("0xb", "1").balance, 30 * AMOUNT_ONE);
-    assert_eq!(c.ledger.account("0xb", "1").reserved, 0);
+    assert_eq!(c.ledger.account("0xa", "1").balance, Amount(10 * AMOUNT_ONE));
+    assert_eq!(c.ledger.account("0xa", "1").reserved, Amount::ZERO);
+    assert_eq!(c.ledger.account("0xb", "1").balance, Amount(30 * AMOUNT_ONE));
+    assert_eq!(c.ledger.account("0xb", "1").reserved, Amount::ZERO);
     assert_eq!(c.check(), Ok(()));
 }
 
@@ -405,7 +412,7 @@ fn orders_find_their_market_by_shared_token_or_by_token_id() {
     let mut c = Core::new("0xfee".into());
     c.add_market(market());
     let mut b = Batch::default();
-    c.credit("0xa", "USDC", 100 * AMOUNT_ONE, &mut b);
+    c.credit("0xa", "USDC", Amount(100 * AMOUNT_ONE), &mut b);
     let shared = c.markets[0].order_tokens[0].clone();
     let mut by_pointer = ten_at_60(1, 0, true);
     by_pointer.token = shared.clone();

@@ -14,20 +14,22 @@ use std::sync::Arc;
 
 use hashbrown::HashMap;
 
+use crate::domain::Amount;
+
 /// One (address, asset) account.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Account {
-    pub balance: u64,
+    pub balance: Amount,
     /// Held by open orders; `balance - reserved` is what a new order may reserve.
-    pub reserved: u64,
+    pub reserved: Amount,
     /// Receipts of matched trades not yet settled.
-    pub incoming: u64,
+    pub incoming: Amount,
     /// Balance changed since the last `drain_dirty` (already queued in `dirty`).
     dirty: bool,
 }
 
 impl Account {
-    pub fn available(&self) -> u64 {
+    pub fn available(&self) -> Amount {
         self.balance.saturating_add(self.incoming).saturating_sub(self.reserved)
     }
 }
@@ -158,7 +160,7 @@ impl Ledger {
     }
 
     /// Applies `f` to a balance and queues the account for `drain_dirty`.
-    fn change(&mut self, a: Acct, f: impl FnOnce(&mut u64)) {
+    fn change(&mut self, a: Acct, f: impl FnOnce(&mut Amount)) {
         let acc = &mut self.accounts[a.0 as usize];
         f(&mut acc.balance);
         if !acc.dirty {
@@ -168,27 +170,27 @@ impl Ledger {
     }
 
     /// Sets a balance at startup (not marked dirty).
-    pub fn load(&mut self, address: &str, asset: &str, balance: u64) {
+    pub fn load(&mut self, address: &str, asset: &str, balance: Amount) {
         let a = self.acct(address, asset);
         self.accounts[a.0 as usize].balance = balance;
     }
 
-    pub fn credit(&mut self, address: &str, asset: &str, amount: u64) {
-        if amount > 0 {
+    pub fn credit(&mut self, address: &str, asset: &str, amount: Amount) {
+        if !amount.is_zero() {
             let a = self.acct(address, asset);
             self.credit_at(a, amount);
         }
     }
 
-    pub fn credit_at(&mut self, a: Acct, amount: u64) {
-        if amount > 0 {
+    pub fn credit_at(&mut self, a: Acct, amount: Amount) {
+        if !amount.is_zero() {
             self.change(a, |b| *b = b.saturating_add(amount));
         }
     }
 
     /// Debits a balance; the caller has checked (by reservation) that it is there.
-    pub fn debit_at(&mut self, a: Acct, amount: u64) {
-        if amount > 0 {
+    pub fn debit_at(&mut self, a: Acct, amount: Amount) {
+        if !amount.is_zero() {
             self.change(a, |b| {
                 debug_assert!(*b >= amount, "debit below zero");
                 *b = b.saturating_sub(amount);
@@ -197,7 +199,7 @@ impl Ledger {
     }
 
     /// Reserves `amount` if available; false (and no change) otherwise.
-    pub fn try_reserve_at(&mut self, a: Acct, amount: u64) -> bool {
+    pub fn try_reserve_at(&mut self, a: Acct, amount: Amount) -> bool {
         let acc = &mut self.accounts[a.0 as usize];
         if acc.available() < amount {
             return false;
@@ -208,22 +210,22 @@ impl Ledger {
 
     /// Reserves unconditionally: what accepted orders and trades hold at startup, or an
     /// amount the caller has checked is available.
-    pub fn reserve_at(&mut self, a: Acct, amount: u64) {
+    pub fn reserve_at(&mut self, a: Acct, amount: Amount) {
         self.accounts[a.0 as usize].reserved += amount;
     }
 
-    pub fn release_at(&mut self, a: Acct, amount: u64) {
+    pub fn release_at(&mut self, a: Acct, amount: Amount) {
         let acc = &mut self.accounts[a.0 as usize];
         acc.reserved = acc.reserved.saturating_sub(amount);
     }
 
     /// Records a receipt of a matched trade (usable at once, settled later).
-    pub fn expect_at(&mut self, a: Acct, amount: u64) {
+    pub fn expect_at(&mut self, a: Acct, amount: Amount) {
         self.accounts[a.0 as usize].incoming += amount;
     }
 
     /// Removes an expected receipt: settled (then credited) or void (its trade failed).
-    pub fn unexpect_at(&mut self, a: Acct, amount: u64) {
+    pub fn unexpect_at(&mut self, a: Acct, amount: Amount) {
         let acc = &mut self.accounts[a.0 as usize];
         acc.incoming = acc.incoming.saturating_sub(amount);
     }
@@ -231,7 +233,7 @@ impl Ledger {
     /// Hands each balance changed since the last call to `f` (address, asset, balance), for
     /// persisting. The list keeps its room for the next command: the matching thread calls
     /// this after every command, and a fresh list per call was two allocations each time.
-    pub fn drain_dirty(&mut self, mut f: impl FnMut(Arc<str>, Arc<str>, u64)) {
+    pub fn drain_dirty(&mut self, mut f: impl FnMut(Arc<str>, Arc<str>, Amount)) {
         for i in self.dirty.drain(..) {
             let acc = &mut self.accounts[i as usize];
             acc.dirty = false;
@@ -254,7 +256,11 @@ impl Ledger {
     /// Sum of balances of one asset over all addresses (for conservation checks).
     pub fn total(&self, asset: &str) -> u128 {
         let Some(asset) = self.assets.get(asset) else { return 0 };
-        self.index.values().filter_map(|w| w.get(*asset)).map(|i| self.accounts[i as usize].balance as u128).sum()
+        self.index
+            .values()
+            .filter_map(|w| w.get(*asset))
+            .map(|i| self.accounts[i as usize].balance.units() as u128)
+            .sum()
     }
 }
 
@@ -265,20 +271,20 @@ mod tests {
     #[test]
     fn reserve_and_release() {
         let mut l = Ledger::default();
-        l.credit("a", "USDC", 100);
+        l.credit("a", "USDC", Amount(100));
         let a = l.acct("a", "USDC");
         assert_eq!(l.acct("a", "USDC"), a, "one handle per account");
-        assert!(l.try_reserve_at(a, 60));
-        assert!(!l.try_reserve_at(a, 41));
-        assert_eq!(l.account("a", "USDC").available(), 40);
-        l.release_at(a, 60);
-        assert_eq!(l.get(a).available(), 100);
+        assert!(l.try_reserve_at(a, Amount(60)));
+        assert!(!l.try_reserve_at(a, Amount(41)));
+        assert_eq!(l.account("a", "USDC").available(), Amount(40));
+        l.release_at(a, Amount(60));
+        assert_eq!(l.get(a).available(), Amount(100));
         let dirty = |l: &mut Ledger| {
-            let mut v: Vec<(Arc<str>, Arc<str>, u64)> = Vec::new();
+            let mut v: Vec<(Arc<str>, Arc<str>, Amount)> = Vec::new();
             l.drain_dirty(|a, b, c| v.push((a, b, c)));
             v
         };
-        assert_eq!(dirty(&mut l), vec![("a".into(), "USDC".into(), 100)]);
+        assert_eq!(dirty(&mut l), vec![("a".into(), "USDC".into(), Amount(100))]);
         assert!(dirty(&mut l).is_empty());
     }
 
@@ -293,8 +299,8 @@ mod tests {
         let [pay, recv] = l.accounts_by("a", [usdc, token]);
         assert_eq!(l.accounts("a", ["USDC", "7123"]), [pay, recv]);
         assert_ne!(pay, recv);
-        l.credit_at(recv, 5);
-        assert_eq!(l.account("a", "7123").balance, 5);
+        l.credit_at(recv, Amount(5));
+        assert_eq!(l.account("a", "7123").balance, Amount(5));
         assert_eq!(l.account("a", "8000"), Account::default());
         assert_eq!(l.total("8000"), 0);
         assert_eq!(l.asset("8000"), AssetId(2), "a read did not number it");
@@ -302,10 +308,10 @@ mod tests {
         assert_eq!(listed, ["7123", "USDC"]);
         assert_eq!(l.total("7123"), 5);
         // The first-numbered asset's account (held in the address's entry) alike.
-        l.credit_at(pay, 7);
-        assert_eq!(l.account("a", "USDC").balance, 7);
+        l.credit_at(pay, Amount(7));
+        assert_eq!(l.account("a", "USDC").balance, Amount(7));
         let [b_token] = l.accounts_by("b", [token]);
-        l.credit_at(b_token, 2);
+        l.credit_at(b_token, Amount(2));
         assert_eq!(l.account("b", "USDC"), Account::default());
         assert_eq!(l.accounts_of("b"), [("7123".to_string(), l.get(b_token))]);
         assert_eq!((l.total("USDC"), l.total("7123")), (7, 7));

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::{aggregator, cf, encode, index};
-use crate::domain::{Market, NonceState, OrderRecord, OrderStatus, TradeRecord};
+use crate::domain::{Amount, Market, NonceState, OrderRecord, OrderStatus, TradeRecord};
 
 /// One write in a batch. Records travel typed and are encoded by the persister, so the
 /// engine thread never pays for serialisation.
@@ -26,7 +26,7 @@ pub enum Op {
     /// notification for each API key that took part.
     Trade(Arc<TradeRecord>),
     /// A ledger balance: (address, asset, balance).
-    Balance(Arc<str>, Arc<str>, u64),
+    Balance(Arc<str>, Arc<str>, Amount),
     /// An accepted order's signature, under its sequence in `order_signatures` (the key is
     /// built by the persister, so the matching thread allocates nothing for it).
     Signature(u64, crate::domain::packed::PackedStr),
@@ -133,7 +133,7 @@ impl Batch {
         self.ops.push(Op::Signature(seq, signature));
     }
 
-    pub fn put_balance(&mut self, address: Arc<str>, asset: Arc<str>, balance: u64) {
+    pub fn put_balance(&mut self, address: Arc<str>, asset: Arc<str>, balance: Amount) {
         self.ops.push(Op::Balance(address, asset, balance));
     }
 
@@ -232,8 +232,8 @@ impl Entries {
 #[derive(Serialize, Deserialize)]
 pub(super) struct OpenState<'a> {
     pub(super) status: OrderStatus,
-    pub(super) size_matched: u64,
-    pub(super) reserved: u64,
+    pub(super) size_matched: Amount,
+    pub(super) reserved: Amount,
     pub(super) associate_trades: Cow<'a, [Uuid]>,
 }
 

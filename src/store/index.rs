@@ -251,15 +251,15 @@ pub fn counter_sign(status: TradeStatus) -> Option<i64> {
 pub fn leg_position(leg: &Leg, sign: i64) -> Position {
     let p = match leg.side {
         Side::Buy => Position {
-            size: (leg.size - leg.fee) as i64,
-            bought: (leg.size - leg.fee) as i64,
-            cost: leg.amount as i64,
+            size: (leg.size - leg.fee).units() as i64,
+            bought: (leg.size - leg.fee).units() as i64,
+            cost: leg.amount.units() as i64,
             ..Default::default()
         },
         Side::Sell => Position {
-            size: -(leg.size as i64),
-            sold: leg.size as i64,
-            proceeds: (leg.amount - leg.fee) as i64,
+            size: -(leg.size.units() as i64),
+            sold: leg.size.units() as i64,
+            proceeds: (leg.amount - leg.fee).units() as i64,
             ..Default::default()
         },
     };
@@ -272,7 +272,7 @@ pub fn leg_position(leg: &Leg, sign: i64) -> Position {
 
 /// The `market_stats` operand of a trade (volume in collateral and count), times `sign`.
 pub fn market_stats(t: &TradeRecord, sign: i64) -> (&'static str, Vec<u8>, Vec<u8>) {
-    let notional = t.price.cost(t.size) as i64;
+    let notional = t.price.cost(t.size).units() as i64;
     (super::cf::MARKET_STATS, t.token.market_idx.to_be_bytes().to_vec(), encode_counters(&[sign * notional, sign]))
 }
 
@@ -283,7 +283,7 @@ pub fn trade_day(t: &TradeRecord) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use crate::domain::Price;
+    use crate::domain::{Amount, Price};
     use serde::Serialize;
     use uuid::Uuid;
 
@@ -386,7 +386,13 @@ mod tests {
             side: Side,
         }
         let token = "52114319501245915516055106046884209969926127482827954674443846427813813222426";
-        let t = Tick { id: Uuid::from_u128(3), asset_id: token.into(), price: Price(4200), size: 7, side: Side::Sell };
+        let t = Tick {
+            id: Uuid::from_u128(3),
+            asset_id: token.into(),
+            price: Price(4200),
+            size: Amount(7),
+            side: Side::Sell,
+        };
         let v = super::super::encode(&t);
         assert!(v.len() < 60, "{} bytes", v.len());
         let cf = super::super::cf::TRADES_BY_MARKET;

@@ -1,7 +1,7 @@
 //! Reading: point reads, prefix scans and walks, and the startup scan of the open orders.
 
 use super::*;
-use crate::domain::{LastTrade, NonceState};
+use crate::domain::{Amount, LastTrade, NonceState};
 
 /// Raw (key, value) pairs of a scan.
 pub type KeyValues = Vec<(Vec<u8>, Vec<u8>)>;
@@ -426,14 +426,14 @@ impl Store {
     }
 
     /// Ledger balances as (address, asset, balance).
-    pub fn balances(&self) -> Result<Vec<(String, String, u64)>, StoreError> {
+    pub fn balances(&self) -> Result<Vec<(String, String, Amount)>, StoreError> {
         let mut out = Vec::new();
         for (k, v) in self.all_raw(cf::LEDGER)? {
             let (addr, asset) =
                 index::split_position(&k).ok_or(StoreError::Corrupt { cf: cf::LEDGER, msg: "key".into() })?;
             let bal = v
                 .try_into()
-                .map(u64::from_be_bytes)
+                .map(|b| Amount(u64::from_be_bytes(b)))
                 .map_err(|_| StoreError::Corrupt { cf: cf::LEDGER, msg: "value".into() })?;
             out.push((addr, asset, bal));
         }

@@ -3,7 +3,7 @@
 
 use super::codec::{VERSION_JSON, VERSION_TEXT};
 use super::*;
-use crate::domain::Price;
+use crate::domain::{Amount, Price};
 use rocksdb::Options;
 
 mod records {
@@ -46,10 +46,10 @@ mod records {
             }),
             side: Side::Sell,
             price: Price(4200),
-            original_size: 20_000_000,
-            size_matched: 5_000_000,
-            maker_amount: 20_000_000,
-            taker_amount: 8_400_000,
+            original_size: Amount(20_000_000),
+            size_matched: Amount(5_000_000),
+            maker_amount: Amount(20_000_000),
+            taker_amount: Amount(8_400_000),
             fee_rate_bps: 10,
             expiration: 1_800_000_000,
             nonce: 2,
@@ -58,7 +58,7 @@ mod records {
             signature: "0xsig".into(),
             order_type: OrderType::Gtd,
             post_only: true,
-            reserved: 15_000_000,
+            reserved: Amount(15_000_000),
             associate_trades: [Uuid::from_u128(5), Uuid::from_u128(6)].into_iter().collect(),
             created_at: 1_700_000_000,
         }
@@ -90,7 +90,7 @@ mod records {
             o.associate_trades.clear();
             opened.put_order(Arc::new(o.clone()), Stored::New);
             if seq % 7 == 0 || (5_000..=5_002).contains(&seq) {
-                o.size_matched += seq;
+                o.size_matched += Amount(seq);
                 changed.put_order(Arc::new(o.clone()), Stored::Open);
             }
             expected.push(o);
@@ -114,14 +114,14 @@ mod records {
         let store = Store::open(dir.path()).unwrap();
         let mut core = crate::engine::Core::new("0xfee".into());
         let tok = |id: &str| Token { token_id: id.into(), outcome: "Yes".into() };
-        core.add_market(Market::binary("0xc0ffee", tok("71321045679"), tok("1002"), Price(100), 0));
+        core.add_market(Market::binary("0xc0ffee", tok("71321045679"), tok("1002"), Price(100), Amount::ZERO));
         let mut b = Batch::default();
-        core.credit("0xmaker", "71321045679", 1_000_000_000, &mut b);
+        core.credit("0xmaker", "71321045679", Amount(1_000_000_000), &mut b);
         let mut o = real_order();
         o.maker = "0xmaker".into();
         o.signer = o.maker.clone();
         o.token = OrderToken::of(&core.markets[0].market, 0);
-        (o.status, o.size_matched, o.reserved, o.nonce) = (OrderStatus::Live, 0, 0, 0);
+        (o.status, o.size_matched, o.reserved, o.nonce) = (OrderStatus::Live, Amount::ZERO, Amount::ZERO, 0);
         o.associate_trades.clear();
         let signature = o.signature.unpack().into_owned();
         let placed = core.place(Arc::new(o.clone()), false, 1_700_000_000, &mut b).unwrap();
@@ -185,8 +185,8 @@ mod records {
         // A fill of an open order writes what changed beside its record, which stays as it
         // opened, and keeps its index entries. Reads lay the change over the record.
         let opened = b.clone();
-        b.size_matched += 1_000_000;
-        b.reserved -= 500_000;
+        b.size_matched += Amount(1_000_000);
+        b.reserved -= Amount(500_000);
         b.associate_trades.push(Uuid::from_u128(77));
         put(&store, &[&b], Stored::Open);
         assert_eq!(scan(&store), vec![b.clone()]);
@@ -200,7 +200,7 @@ mod records {
         assert_eq!(laid, b);
         assert!(state.len() < live.len() / 2, "{} bytes of state for a {}-byte record", state.len(), live.len());
         // The latest change wins, and survives a restart.
-        b.size_matched += 1_000_000;
+        b.size_matched += Amount(1_000_000);
         b.status = OrderStatus::Deferred;
         put(&store, &[&b], Stored::Open);
         drop(store);
@@ -229,7 +229,7 @@ mod records {
         assert_eq!(store.get_order(&c.id).unwrap(), Some(c.clone()));
         let live = store.get_raw(cf::LIVE_ORDERS, &c.seq.to_be_bytes()).unwrap().unwrap();
         assert_eq!(decode::<OrderRecord>(cf::LIVE_ORDERS, &live).unwrap(), c, "the scan upgraded it");
-        c.size_matched += 1_000_000;
+        c.size_matched += Amount(1_000_000);
         put(&store, &[&c], Stored::Open);
         assert_eq!(scan(&store), vec![b.clone(), c.clone()]);
         assert_eq!(store.get_order(&c.id).unwrap(), Some(c.clone()));
@@ -296,14 +296,14 @@ mod records {
         let reader = {
             let (store, current, done) = (store.clone(), current.clone(), done.clone());
             std::thread::spawn(move || {
-                let (mut last_id, mut seen) = (0, (0, false));
+                let (mut last_id, mut seen) = (0, (Amount::ZERO, false));
                 let mut reads = 0u64;
                 while !done.load(Ordering::Relaxed) {
                     let k = current.load(Ordering::Relaxed);
                     let Some(o) = store.get_order(&Uuid::from_u128(1_000 + k as u128)).unwrap() else { continue };
                     reads += 1;
                     if k != last_id {
-                        (last_id, seen) = (k, (0, false));
+                        (last_id, seen) = (k, (Amount::ZERO, false));
                     }
                     let now = (o.size_matched, o.status == OrderStatus::Canceled);
                     assert!(now >= seen, "order {k} read as {now:?} after {seen:?}");
@@ -322,11 +322,11 @@ mod records {
             o.id = Uuid::from_u128(1_000 + k as u128);
             o.seq = 1 + k;
             o.status = OrderStatus::Live;
-            o.size_matched = 0;
+            o.size_matched = Amount::ZERO;
             write(&o, Stored::New);
             current.store(k, Ordering::Relaxed);
             for _ in 0..2 {
-                o.size_matched += 1_000_000;
+                o.size_matched += Amount(1_000_000);
                 write(&o, Stored::Open);
             }
             o.status = OrderStatus::Canceled;
@@ -486,7 +486,7 @@ mod indexes {
             taker_order_id: Uuid::from_u128(1000 + seq as u128),
             token: token.clone(),
             side: Side::Buy,
-            size: 10_000_000,
+            size: Amount(10_000_000),
             price: Price(4000),
             fee_rate_bps: 0,
             status,
@@ -499,15 +499,15 @@ mod indexes {
                 order_id: Uuid::from_u128(2000 + seq as u128),
                 owner: Uuid::from_u128(2),
                 maker_address: "0xmaker".into(),
-                matched_amount: 10_000_000,
+                matched_amount: Amount(10_000_000),
                 price: Price(4000),
                 token,
                 side: Side::Sell,
                 fee_rate_bps: 0,
-                fee: 0,
+                fee: Amount::ZERO,
             }],
             transaction_hash: String::new(),
-            taker_fee: 0,
+            taker_fee: Amount::ZERO,
             error_msg: None,
             match_type: MatchType::Complementary,
         }
@@ -817,7 +817,7 @@ mod indexes {
         let mut balances = store.balances().unwrap();
         balances.sort();
         let want = [(addr, token, 8), (addr, "USDC", 7), ("0xtaker", "USDC", 9)];
-        assert_eq!(balances, want.map(|(a, t, v)| (a.to_string(), t.to_string(), v)));
+        assert_eq!(balances, want.map(|(a, t, v)| (a.to_string(), t.to_string(), Amount(v))));
         assert_eq!(
             store.get_raw(cf::LEDGER, &index::position(addr, "USDC")).unwrap(),
             Some(7u64.to_be_bytes().to_vec())
@@ -845,12 +845,12 @@ mod indexes {
         for (c, k, v) in ops {
             b.merge(c, k, v);
         }
-        b.put_balance(addr.into(), "USDC".into(), 10);
+        b.put_balance(addr.into(), "USDC".into(), Amount(10));
         store.write([&b], true).unwrap();
         drop(store);
         let store = Store::open(dir.path()).unwrap();
         let thrice = index::Position { size: 15, bought: 15, cost: 6, sold: 0, proceeds: 0 };
-        assert!(store.balances().unwrap().contains(&(addr.to_string(), "USDC".to_string(), 10)));
+        assert!(store.balances().unwrap().contains(&(addr.to_string(), "USDC".to_string(), Amount(10))));
         assert_eq!(store.balances().unwrap().len(), 3);
         assert_eq!(get(&store, cf::POSITIONS, &compact), Some(thrice));
         assert_eq!(get(&store, cf::WALLET_DAYS, &index::wallet_day(19_700, addr, token)), Some(thrice));

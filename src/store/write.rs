@@ -90,7 +90,7 @@ impl Store {
             Op::Order(o, stored) => {
                 // An open order's record lives under its priority; once closed it moves
                 // to `orders` for good (an order never reopens).
-                let open = matches!(o.status, OrderStatus::Live | OrderStatus::Deferred) && o.remaining() > 0;
+                let open = matches!(o.status, OrderStatus::Live | OrderStatus::Deferred) && !o.remaining().is_zero();
                 let seq = o.seq.to_be_bytes();
                 // While it stays open, only what changes is rewritten (its signed fields
                 // are most of its bytes, and the WAL's bytes bound durable throughput).
@@ -150,7 +150,7 @@ impl Store {
                 }
             }
             Op::Balance(addr, asset, bal) => {
-                out.put(cf::LEDGER, index::position(addr, asset), bal.to_be_bytes());
+                out.put(cf::LEDGER, index::position(addr, asset), bal.units().to_be_bytes());
             }
             Op::Signature(seq, signature) => out.put(cf::ORDER_SIGNATURES, seq.to_be_bytes(), signature.as_bytes()),
             Op::LastTrade(market_idx, last) => out.put(cf::META, meta::last_trade(*market_idx), encode(last)),

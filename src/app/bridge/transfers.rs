@@ -18,7 +18,7 @@ use serde::Deserialize;
 use super::{base_units, table, Asset, BridgeError, Family, Refusal};
 use crate::app::{acts_for, AppState};
 use crate::auth::normalize_address;
-use crate::domain::{now_millis, ApiKeyRecord, COLLATERAL};
+use crate::domain::{now_millis, Amount, ApiKeyRecord, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
 use crate::store::{Batch, Store, StoreError};
 
@@ -185,7 +185,7 @@ pub async fn withdraw(
     register(s, &addrs, TransferKind::Withdrawal, &owner, &mut batch)?;
     batch.open_withdrawal(rec.id);
     batch.add_transfer(&rec);
-    match s.engine.transfer(owner, vec![(COLLATERAL.to_string(), LedgerChange::Debit(debit))], batch).await {
+    match s.engine.transfer(owner, vec![(COLLATERAL.to_string(), LedgerChange::Debit(Amount(debit)))], batch).await {
         Ok(_) => {}
         Err(EngineError::Rejected(_)) => return Err(BridgeError::NotEnoughBalance),
         Err(e) => return Err(e.into()),
@@ -279,7 +279,7 @@ pub async fn confirm_deposit(s: &AppState, b: &ArrivalReport) -> Result<Arrival,
         rec.to_amount = c.to_string();
         rec.ledger_amount = c;
         batch.add_transfer(&rec);
-        s.engine.transfer(owner, vec![(COLLATERAL.to_string(), LedgerChange::Credit(c))], batch).await?;
+        s.engine.transfer(owner, vec![(COLLATERAL.to_string(), LedgerChange::Credit(Amount(c)))], batch).await?;
     } else {
         batch.add_transfer(&rec);
         s.commit(batch).await?;
@@ -326,7 +326,7 @@ pub async fn settle_withdrawal(s: &AppState, id: &str, b: Outcome) -> Result<Tra
             rec.status = Status::Failed;
             rec.reason = Some(b.reason.unwrap_or_else(|| "failed by the operator; the amount was refunded".into()));
             batch.put_transfer(&rec);
-            let refund = LedgerChange::Credit(rec.ledger_amount);
+            let refund = LedgerChange::Credit(Amount(rec.ledger_amount));
             s.engine.transfer(rec.owner.clone(), vec![(COLLATERAL.to_string(), refund)], batch).await?;
         }
     }

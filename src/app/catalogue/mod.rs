@@ -20,7 +20,7 @@ use crate::app::AppState;
 use crate::commit::views::{BookSnapshot, MarketView};
 use crate::domain::BadDate;
 pub use crate::domain::{fmt_date, parse_date};
-use crate::domain::{now_secs, Price};
+use crate::domain::{now_secs, Amount, Price};
 use crate::engine::EngineError;
 use crate::store::{Batch, Store, StoreError};
 
@@ -160,7 +160,7 @@ impl Catalogue {
 pub struct Live {
     pub volume: u64,
     pub trades: u64,
-    pub liquidity: u64,
+    pub liquidity: Amount,
     pub best_bid: Option<Price>,
     pub best_ask: Option<Price>,
     pub last: Option<Price>,
@@ -169,7 +169,7 @@ pub struct Live {
 }
 
 /// Liquidity of a book: Σ size × price over both sides (YES prices), in micro-USDC.
-pub fn liquidity(snap: &BookSnapshot) -> u64 {
+pub fn liquidity(snap: &BookSnapshot) -> Amount {
     snap.bids.iter().chain(snap.asks.iter()).map(|&(p, s)| p.cost(s)).sum()
 }
 

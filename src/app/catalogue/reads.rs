@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::{live, CatalogueError, CommentRecord, EventRecord, Live, MarketMeta, ParentKind, SeriesRecord};
 use crate::app::AppState;
 use crate::commit::views::MarketView;
+use crate::domain::Amount;
 use crate::store::StoreError;
 
 /// Gamma's market id: the engine's dense index, from 1.
@@ -31,7 +32,7 @@ pub struct EventRow {
     pub event: Arc<EventRecord>,
     pub markets: Vec<MarketRow>,
     pub volume: u64,
-    pub liquidity: u64,
+    pub liquidity: Amount,
 }
 
 pub fn event_row(s: &AppState, e: Arc<EventRecord>) -> Result<EventRow, StoreError> {
@@ -51,7 +52,7 @@ pub struct SeriesRow {
     pub series: Arc<SeriesRecord>,
     pub events: Vec<EventRow>,
     pub volume: u64,
-    pub liquidity: u64,
+    pub liquidity: Amount,
 }
 
 pub fn series_row(s: &AppState, x: Arc<SeriesRecord>) -> Result<SeriesRow, StoreError> {

@@ -13,7 +13,7 @@
 
 use uuid::Uuid;
 
-use crate::domain::Price;
+use crate::domain::{Amount, Price};
 
 pub const NIL: u32 = u32::MAX;
 
@@ -543,7 +543,7 @@ impl Book {
             self.changed.clear();
             let now = self.levels(side)[level as usize].total;
             if now != before {
-                out.side_mut(side).push((Price(self.price_of(level)), now));
+                out.side_mut(side).push((Price(self.price_of(level)), Amount(now)));
             }
             return out;
         }
@@ -559,7 +559,7 @@ impl Book {
             last = Some((side, level));
             let now = self.levels(side)[level as usize].total;
             if now != before {
-                out.side_mut(side).push((Price(self.price_of(level)), now));
+                out.side_mut(side).push((Price(self.price_of(level)), Amount(now)));
             }
         }
         self.changed.clear();
@@ -591,9 +591,9 @@ impl Book {
 
     /// Aggregated levels, best first: (YES price, total size). Visits only the levels in
     /// use, so the cost follows them, not the ladder length.
-    pub fn depth(&self, side: BookSide) -> Vec<(Price, u64)> {
+    pub fn depth(&self, side: BookSide) -> Vec<(Price, Amount)> {
         let mut out = Vec::with_capacity(self.used[side as usize]);
-        out.extend(self.depth_iter(side).map(|(p, size)| (Price(p), size)));
+        out.extend(self.depth_iter(side).map(|(p, size)| (Price(p), Amount(size))));
         out
     }
 

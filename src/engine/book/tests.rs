@@ -22,7 +22,7 @@ fn fifo_and_cancel() {
     assert_eq!(b.level_orders(BookSide::Bid, 5000), vec![(x, 10), (y, 20)]);
     b.remove(sx);
     assert_eq!(b.level_orders(BookSide::Bid, 5000), vec![(y, 20)]);
-    assert_eq!(b.depth(BookSide::Bid), vec![(Price(5000), 20), (Price(4900), 30)]);
+    assert_eq!(b.depth(BookSide::Bid), vec![(Price(5000), Amount(20)), (Price(4900), Amount(30))]);
     // An ask taker with a limit at or under 0.50 meets y, the level's head now.
     assert_eq!(b.head_crossing(BookSide::Ask, 5000), Some((sy, 5000)));
     assert_eq!(b.head_crossing(BookSide::Ask, 5001), None);
@@ -32,7 +32,7 @@ fn fifo_and_cancel() {
     assert_eq!(b.head_crossing(BookSide::Ask, 5000), None);
     assert_eq!(b.head_crossing(BookSide::Ask, 4900), Some((sz, 4900)));
     assert_eq!(take(&mut b, BookSide::Ask, 4900, 10), vec![(z, 10, 4900)]);
-    assert_eq!(b.depth(BookSide::Bid), vec![(Price(4900), 20)]);
+    assert_eq!(b.depth(BookSide::Bid), vec![(Price(4900), Amount(20))]);
     b.check().unwrap();
     assert_eq!(b.len(), 1);
 }
@@ -51,12 +51,15 @@ fn retick_keeps_prices_queues_and_pending_changes() {
     assert_eq!(b.best(BookSide::Ask), Some(9800));
     assert_eq!(b.level_orders(BookSide::Bid, 9700), vec![(x, 10), (y, 20)]);
     // Changes noted before the retick still read at their prices.
-    assert_eq!(b.take_changes(), Changes { bids: [(Price(9700), 30)][..].into(), asks: [(Price(9800), 5)][..].into() });
+    assert_eq!(
+        b.take_changes(),
+        Changes { bids: [(Price(9700), Amount(30))][..].into(), asks: [(Price(9800), Amount(5))][..].into() }
+    );
     // The finer prices are usable, and old slots still cancel.
     b.insert(BookSide::Bid, 9750, Uuid::from_u128(4), 7);
     assert_eq!(b.best(BookSide::Bid), Some(9750));
     b.remove(sx);
-    assert_eq!(b.depth(BookSide::Bid), vec![(Price(9750), 7), (Price(9700), 20)]);
+    assert_eq!(b.depth(BookSide::Bid), vec![(Price(9750), Amount(7)), (Price(9700), Amount(20))]);
     b.check().unwrap();
 }
 
@@ -101,8 +104,8 @@ fn the_best_price_crosses_a_sparse_fine_ladder() {
     b.insert(BookSide::Bid, 100, Uuid::from_u128(2), 6);
     b.insert(BookSide::Ask, 9999, Uuid::from_u128(3), 7);
     b.insert(BookSide::Ask, 9950, Uuid::from_u128(4), 8);
-    assert_eq!(b.depth(BookSide::Bid), vec![(Price(9900), 5), (Price(100), 6)]);
-    assert_eq!(b.depth(BookSide::Ask), vec![(Price(9950), 8), (Price(9999), 7)]);
+    assert_eq!(b.depth(BookSide::Bid), vec![(Price(9900), Amount(5)), (Price(100), Amount(6))]);
+    assert_eq!(b.depth(BookSide::Ask), vec![(Price(9950), Amount(8)), (Price(9999), Amount(7))]);
     b.remove(bid_hi);
     assert_eq!(b.best(BookSide::Bid), Some(100));
     assert_eq!(b.head_crossing(BookSide::Bid, crate::domain::PRICE_ONE).map(|h| h.1), Some(9950));
@@ -169,8 +172,8 @@ fn changes_name_each_level_once_with_its_new_total() {
     b.insert(BookSide::Ask, 5200, Uuid::from_u128(3), 7);
     b.insert(BookSide::Ask, 5100, Uuid::from_u128(4), 7);
     let c = b.take_changes();
-    assert_eq!(c.bids[..], [(Price(5000), 15)]);
-    assert_eq!(c.asks[..], [(Price(5100), 7), (Price(5200), 7)]);
+    assert_eq!(c.bids[..], [(Price(5000), Amount(15))]);
+    assert_eq!(c.asks[..], [(Price(5100), Amount(7)), (Price(5200), Amount(7))]);
     assert!(b.take_changes().is_empty());
     // A level emptied reads 0; one touched and restored is no change.
     let y = b.insert(BookSide::Bid, 4900, Uuid::from_u128(5), 3);
@@ -183,8 +186,8 @@ fn changes_name_each_level_once_with_its_new_total() {
     );
     take(&mut b, BookSide::Bid, 5100, 7);
     let c = b.take_changes();
-    assert_eq!(c.bids[..], [(Price(5000), 5)]);
-    assert_eq!(c.asks[..], [(Price(5100), 0)]);
+    assert_eq!(c.bids[..], [(Price(5000), Amount(5))]);
+    assert_eq!(c.asks[..], [(Price(5100), Amount(0))]);
 }
 
 /// A sweep through a level's queue notes the level once, and the change it reports is
@@ -201,7 +204,7 @@ fn a_sweep_through_one_level_notes_it_once() {
     assert_eq!(fills.iter().map(|f| (f.1, f.2)).collect::<Vec<_>>(), [[(4, 5100)].repeat(5), vec![(1, 5200)]].concat());
     assert_eq!(b.changed, vec![(BookSide::Ask, 51, 20), (BookSide::Ask, 52, 4)]);
     let c = b.take_changes();
-    assert_eq!(c.asks[..], [(Price(5100), 0), (Price(5200), 3)]);
+    assert_eq!(c.asks[..], [(Price(5100), Amount(0)), (Price(5200), Amount(3))]);
     b.check().unwrap();
 }
 
@@ -216,10 +219,10 @@ fn forgotten_changes_leave_the_rebuilt_totals_as_the_baseline() {
     b.insert(BookSide::Ask, 5100, Uuid::from_u128(3), 7);
     b.forget_changes();
     assert!(b.take_changes().is_empty());
-    assert_eq!(b.depth(BookSide::Bid), vec![(Price(5000), 15)]);
+    assert_eq!(b.depth(BookSide::Bid), vec![(Price(5000), Amount(15))]);
     assert_eq!(b.head_crossing(BookSide::Ask, 5000).map(|h| h.0), Some(x));
     take(&mut b, BookSide::Ask, 5000, 4);
-    assert_eq!(b.take_changes(), Changes { bids: [(Price(5000), 11)][..].into(), asks: Changed::new() });
+    assert_eq!(b.take_changes(), Changes { bids: [(Price(5000), Amount(11))][..].into(), asks: Changed::new() });
     b.check().unwrap();
 }
 
@@ -338,7 +341,8 @@ mod props {
                 prop_assert_eq!(b.len(), slots.len());
                 for (side, levels) in model.iter().enumerate() {
                     let side = if side == 0 { BookSide::Bid } else { BookSide::Ask };
-                    let mut want: Vec<(Price, u64)> = levels.iter().map(|(&p, q)| (Price(p), q.iter().map(|o| o.1).sum())).collect();
+                    let mut want: Vec<(Price, Amount)> =
+                        levels.iter().map(|(&p, q)| (Price(p), Amount(q.iter().map(|o| o.1).sum()))).collect();
                     if side == BookSide::Bid {
                         want.reverse();
                     }

@@ -75,10 +75,10 @@ impl Core {
                 token,
                 side: maker_side,
                 fee_rate_bps: 0,
-                fee: 0,
+                fee: Amount::ZERO,
             }],
             transaction_hash: String::new(),
-            taker_fee: 0,
+            taker_fee: Amount::ZERO,
             error_msg: None,
             match_type: MatchType::Complementary,
         };
@@ -203,7 +203,7 @@ impl Core {
     }
 
     /// Credits the ledger (the testnet faucet).
-    pub fn credit(&mut self, address: &str, asset: &str, amount: u64, batch: &mut Batch) {
+    pub fn credit(&mut self, address: &str, asset: &str, amount: Amount, batch: &mut Batch) {
         self.ledger.credit(address, asset, amount);
         self.flush_ledger(batch);
     }
@@ -219,11 +219,11 @@ impl Core {
     ) -> Result<(), Reject> {
         for (asset, change) in changes {
             let LedgerChange::Debit(_) = change else { continue };
-            let wanted: u64 = changes
+            let wanted = changes
                 .iter()
                 .filter(|(a, _)| a == asset)
-                .map(|(_, c)| if let LedgerChange::Debit(n) = c { *n } else { 0 })
-                .fold(0u64, u64::saturating_add);
+                .map(|(_, c)| if let LedgerChange::Debit(n) = c { *n } else { Amount::ZERO })
+                .fold(Amount::ZERO, Amount::saturating_add);
             let acc = self.ledger.account(address, asset);
             if acc.balance.saturating_sub(acc.reserved) < wanted {
                 return Err(Reject::NotEnoughBalance);

@@ -63,8 +63,8 @@ pub struct Placed {
     pub order: Arc<OrderRecord>,
     pub trades: Vec<Arc<TradeRecord>>,
     /// What the order gave and received so far (collateral or tokens, micro-units).
-    pub making: u64,
-    pub taking: u64,
+    pub making: Amount,
+    pub taking: Amount,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -95,7 +95,7 @@ pub struct BlockTrade {
     pub token_id: String,
     /// The requester's side.
     pub side: Side,
-    pub size: u64,
+    pub size: Amount,
     /// In the token's own price.
     pub price: Price,
     pub taker: (Uuid, Arc<str>),
@@ -121,8 +121,8 @@ const CROSSING_WRITES: usize = 9;
 #[derive(Debug, Default)]
 struct Matched {
     trades: Vec<Arc<TradeRecord>>,
-    making: u64,
-    taking: u64,
+    making: Amount,
+    taking: Amount,
 }
 
 pub struct MarketState {
@@ -203,17 +203,19 @@ fn yes_price(outcome: u8, p: Price) -> Price {
 }
 
 /// Fee of a fill in the unit the order pays it in (tokens for BUY, collateral for SELL).
-pub fn fee(side: Side, bps: u32, p: Price, q: u64) -> u64 {
+pub fn fee(side: Side, bps: u32, p: Price, q: Amount) -> Amount {
     if bps == 0 || !p.is_inside() {
-        return 0;
+        return Amount::ZERO;
     }
     let m = p.min(p.complement()).units() as u128;
-    let (bps, q, p) = (bps as u128, q as u128, p.units() as u128);
+    let (bps, q, p) = (bps as u128, q.units() as u128, p.units() as u128);
     let one = PRICE_ONE as u128;
-    (match side {
-        Side::Buy => bps * m * q / (p * one),
-        Side::Sell => bps * m * q / (one * one),
-    }) as u64
+    Amount(
+        (match side {
+            Side::Buy => bps * m * q / (p * one),
+            Side::Sell => bps * m * q / (one * one),
+        }) as u64,
+    )
 }
 
 impl Core {
@@ -422,7 +424,7 @@ impl Core {
                 book_side(o.token.outcome_index, o.side),
                 yes_price(o.token.outcome_index, o.price).units(),
                 o.id,
-                o.remaining(),
+                o.remaining().units(),
             );
             ms.book.forget_changes();
         }
@@ -483,7 +485,9 @@ impl Core {
             if o.post_only && would_cross {
                 return Err(Reject::PostOnlyCrosses);
             }
-            if o.order_type == OrderType::Fok && book.fillable(opp, limit, o.original_size) < o.original_size {
+            if o.order_type == OrderType::Fok
+                && book.fillable(opp, limit, o.original_size.units()) < o.original_size.units()
+            {
                 return Err(Reject::FokNotFilled);
             }
             if o.order_type == OrderType::Fak && !would_cross {
@@ -525,7 +529,7 @@ impl Core {
             batch.put_order(order.clone(), Stored::New);
             self.orders.insert_new(Open::new(order.clone(), NIL, accounts));
             self.flush_ledger(batch);
-            return Ok(Placed { order, trades: vec![], making: 0, taking: 0 });
+            return Ok(Placed { order, trades: vec![], making: Amount::ZERO, taking: Amount::ZERO });
         }
         o.status = OrderStatus::Live;
         let matched = if would_cross { self.match_taker(o, accounts, now, batch) } else { Matched::default() };
@@ -538,13 +542,13 @@ impl Core {
     /// caller already holds mutably, so the order's `Arc` is checked for uniqueness once.
     fn rest_or_close(&mut self, o: &mut OrderRecord, accounts: OrderAccounts, released: bool) -> u32 {
         let remaining = o.remaining();
-        if remaining > 0 && o.order_type.rests() && o.reserved > 0 {
+        if !remaining.is_zero() && o.order_type.rests() && !o.reserved.is_zero() {
             let ms = &mut self.markets[o.token.market_idx as usize];
             let slot = ms.book.insert(
                 book_side(o.token.outcome_index, o.side),
                 yes_price(o.token.outcome_index, o.price).units(),
                 o.id,
-                remaining,
+                remaining.units(),
             );
             o.status = OrderStatus::Live;
             // A released DEFERRED order's expiry is queued already.
@@ -553,7 +557,7 @@ impl Core {
             }
             slot
         } else {
-            o.status = if o.size_matched > 0 { OrderStatus::Matched } else { OrderStatus::Canceled };
+            o.status = if !o.size_matched.is_zero() { OrderStatus::Matched } else { OrderStatus::Canceled };
             release_rest(&mut self.ledger, accounts.pay, o);
             NIL
         }
@@ -596,14 +600,15 @@ impl Core {
         let bside = book_side(t.token.outcome_index, t.side);
         let limit = yes_price(t.token.outcome_index, t.price).units();
         let mut trades = Vec::new();
-        let (mut making, mut taking) = (0u64, 0u64);
+        let (mut making, mut taking) = (Amount::ZERO, Amount::ZERO);
         // The fields the sweep needs, borrowed apart: the book is swept in place while the
         // records, the ledger and the settlement queue change beside it.
         let Core { markets, orders, ledger, pending, next_trade_seq, id_prefix, .. } = self;
         let MarketState { book, last_trade, fee_accounts, trade_tokens, .. } = &mut markets[midx];
-        book.sweep(bside, limit, t.remaining(), |node, q, px| {
+        book.sweep(bside, limit, t.remaining().units(), |node, q, px| {
             let maker_id = node.id;
             let maker_done = q == node.remaining;
+            let q = Amount(q);
             let Some(mut entry) = orders.find_entry(&maker_id) else {
                 unreachable!("resting order {maker_id} has no record")
             };
@@ -720,14 +725,14 @@ impl Core {
 /// Releases what an order still reserves (it closed) from its paying account.
 fn release_rest(ledger: &mut Ledger, pay: Acct, o: &mut OrderRecord) {
     ledger.release_at(pay, o.reserved);
-    o.reserved = 0;
+    o.reserved = Amount::ZERO;
 }
 
 /// Applies one order's side of a fill to the order: what it pays moves from the order's
 /// reservation to the trade's hold (the ledger's reserved total is unchanged) until
 /// settlement transfers it. `amt` is the collateral the order pays (BUY) or receives
 /// before fees (SELL). Returns its fee.
-fn fill(ledger: &mut Ledger, pay_acct: Acct, o: &mut OrderRecord, q: u64, p: Price, amt: u64) -> u64 {
+fn fill(ledger: &mut Ledger, pay_acct: Acct, o: &mut OrderRecord, q: Amount, p: Price, amt: Amount) -> Amount {
     let f = fee(o.side, o.fee_rate_bps, p, q);
     let (f, pay) = match o.side {
         Side::Buy => (f.min(q), amt),

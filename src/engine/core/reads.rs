@@ -48,7 +48,7 @@ impl Core {
             ms.book.check()?;
         }
         // (address, asset) → [reserved by open orders, held by pending trades].
-        let mut want: StdHashMap<(String, String), [u64; 2]> = StdHashMap::new();
+        let mut want: StdHashMap<(String, String), [Amount; 2]> = StdHashMap::new();
         for o in self.orders.values() {
             want.entry((o.maker.to_string(), o.spend_key().to_string())).or_default()[0] += o.reserved;
             if o.status == OrderStatus::Live {
@@ -59,12 +59,12 @@ impl Core {
                     return Err(format!("open order {} filed under market {}", o.id, o.market));
                 }
                 let n = self.markets[o.token.market_idx as usize].book.node(o.slot);
-                if n.id != o.id || n.remaining != o.remaining() {
+                if n.id != o.id || n.remaining != o.remaining().units() {
                     return Err(format!("book node out of step with order {}", o.id));
                 }
             }
         }
-        let mut incoming: StdHashMap<(String, String), u64> = StdHashMap::new();
+        let mut incoming: StdHashMap<(String, String), Amount> = StdHashMap::new();
         for t in &self.pending {
             let again = Pending::new(t.trade.clone(), t.flows.map(|f| f.accounts));
             if (again.seq, again.flows) != (t.seq, t.flows) {
@@ -81,17 +81,18 @@ impl Core {
         for ((addr, asset), n) in incoming {
             let acc = self.ledger.account(&addr, &asset);
             if acc.incoming != n {
-                return Err(format!("incoming {addr}/{asset}: ledger {} trades {n}", acc.incoming));
+                return Err(format!("incoming {addr}/{asset}: ledger {} trades {}", acc.incoming.units(), n.units()));
             }
         }
         for ((addr, asset), [orders, held]) in want {
             let acc = self.ledger.account(&addr, &asset);
             if acc.reserved != orders + held {
-                return Err(format!("reserved {addr}/{asset}: ledger {} orders {orders} trades {held}", acc.reserved));
+                let (ledger, orders, held) = (acc.reserved.units(), orders.units(), held.units());
+                return Err(format!("reserved {addr}/{asset}: ledger {ledger} orders {orders} trades {held}"));
             }
             // Holds of trades that will fail may exceed what is left after an earlier
             // failure; open orders never may (they are cancelled then).
-            if orders > 0 && acc.reserved > acc.balance + acc.incoming {
+            if !orders.is_zero() && acc.reserved > acc.balance + acc.incoming {
                 return Err(format!("over-reserved {addr}/{asset}"));
             }
         }

@@ -27,9 +27,9 @@ pub(super) struct Pending {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Flow {
     pub(super) accounts: OrderAccounts,
-    pub(super) pays: u64,
-    pub(super) net: u64,
-    pub(super) fee: u64,
+    pub(super) pays: Amount,
+    pub(super) net: Amount,
+    pub(super) fee: Amount,
 }
 
 impl Pending {
@@ -123,7 +123,7 @@ impl Core {
         }
         // What each paying account owes; both legs may pay from one (a self-trade's mint).
         let [f0, f1] = flows;
-        let short = |f: &Flow, owed: u64| self.ledger.get(f.accounts.pay).balance < owed;
+        let short = |f: &Flow, owed: Amount| self.ledger.get(f.accounts.pay).balance < owed;
         let failing = if f0.accounts.pay == f1.accounts.pay {
             short(f0, f0.pays + f1.pays).then_some(0)
         } else if short(f0, f0.pays) {

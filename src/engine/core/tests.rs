@@ -9,7 +9,7 @@ use super::*;
 fn restored_orders_get_their_own_accounts_through_the_memo() {
     let tok = |id: &str, outcome: &str| Token { token_id: id.into(), outcome: outcome.into() };
     let mut core = Core::new("0xfee".into());
-    core.add_market(Market::binary("0xc", tok("1", "Yes"), tok("2", "No"), Price(100), 1));
+    core.add_market(Market::binary("0xc", tok("1", "Yes"), tok("2", "No"), Price(100), Amount(1)));
     let (a, b, a_again): (Arc<str>, Arc<str>, Arc<str>) = ("0xa".into(), "0xb".into(), "0xa".into());
     let m = &core.markets[0].market;
     let (yes, no, yes_again) = (OrderToken::of(m, 0), OrderToken::of(m, 1), OrderToken::of(m, 0));
@@ -35,9 +35,9 @@ fn restored_orders_get_their_own_accounts_through_the_memo() {
         assert_eq!(accounts, core.accounts_of(&rec), "order {}", rec.id);
     }
     let reserved = |addr: &str, asset: &str| core.ledger.account(addr, asset).reserved;
-    assert_eq!(reserved("0xa", COLLATERAL), 10 + 40 + 160 + 320);
-    assert_eq!(reserved("0xa", "1"), 20);
-    assert_eq!(reserved("0xb", COLLATERAL), 80);
+    assert_eq!(reserved("0xa", COLLATERAL), Amount(10 + 40 + 160 + 320));
+    assert_eq!(reserved("0xa", "1"), Amount(20));
+    assert_eq!(reserved("0xb", COLLATERAL), Amount(80));
     assert_eq!(memo.0.len(), 5, "the equal values at other addresses took their own entry");
 }
 
@@ -48,7 +48,7 @@ fn restored_orders_get_their_own_accounts_through_the_memo() {
 fn ids_that_fold_alike_are_told_apart() {
     let tok = |id: &str, outcome: &str| Token { token_id: id.into(), outcome: outcome.into() };
     let mut core = Core::new("0xfee".into());
-    core.add_market(Market::binary("0xc", tok("1", "Yes"), tok("2", "No"), Price(100), 1));
+    core.add_market(Market::binary("0xc", tok("1", "Yes"), tok("2", "No"), Price(100), Amount(1)));
     let maker: Arc<str> = "0xa".into();
     let yes = OrderToken::of(&core.markets[0].market, 0);
     let ids = [Uuid::from_u64_pair(1, 2), Uuid::from_u64_pair(3, 0), Uuid::from_u64_pair(7, 4)];
@@ -86,10 +86,10 @@ fn record(n: usize, maker: &Arc<str>, token: &Arc<OrderToken>, side: Side, reser
         token: token.clone(),
         side,
         price: Price(4_000),
-        original_size: 1_000_000,
-        size_matched: 0,
-        maker_amount: 400_000,
-        taker_amount: 1_000_000,
+        original_size: Amount(1_000_000),
+        size_matched: Amount::ZERO,
+        maker_amount: Amount(400_000),
+        taker_amount: Amount(1_000_000),
         fee_rate_bps: 0,
         expiration: 0,
         nonce: 0,
@@ -98,7 +98,7 @@ fn record(n: usize, maker: &Arc<str>, token: &Arc<OrderToken>, side: Side, reser
         signature: "".into(),
         order_type: OrderType::Gtc,
         post_only: false,
-        reserved,
+        reserved: Amount(reserved),
         associate_trades: Default::default(),
         created_at: 0,
     }
@@ -114,7 +114,8 @@ fn makers_accounts_by_pointer_are_the_ledgers() {
     let mut core = Core::new("0xfee".into());
     // Four outcome tokens per slot: one maker's tokens share slots.
     for i in 0..2 << MEMO_BITS {
-        let mut m = Market::binary(&format!("0x{i:x}"), tok(2 * i + 1, "Yes"), tok(2 * i + 2, "No"), Price(100), 1);
+        let mut m =
+            Market::binary(&format!("0x{i:x}"), tok(2 * i + 1, "Yes"), tok(2 * i + 2, "No"), Price(100), Amount(1));
         m.idx = i as u32;
         core.add_market(m);
     }
@@ -149,12 +150,12 @@ fn makers_accounts_by_pointer_are_the_ledgers() {
 fn market_and_wallets() -> (Core, Vec<Arc<str>>) {
     let tok = |id: &str, outcome: &str| Token { token_id: id.into(), outcome: outcome.into() };
     let mut core = Core::new("0xfee".into());
-    core.add_market(Market::binary("0xc", tok("1", "Yes"), tok("2", "No"), Price(100), 1));
+    core.add_market(Market::binary("0xc", tok("1", "Yes"), tok("2", "No"), Price(100), Amount(1)));
     let wallets: Vec<Arc<str>> = (1..=5).map(|i| format!("0x{i:040x}").into()).collect();
     let mut setup = Batch::default();
     for w in &wallets {
-        core.credit(w, COLLATERAL, 1 << 40, &mut setup);
-        core.credit(w, "1", 1 << 40, &mut setup);
+        core.credit(w, COLLATERAL, Amount(1 << 40), &mut setup);
+        core.credit(w, "1", Amount(1 << 40), &mut setup);
     }
     (core, wallets)
 }
@@ -162,7 +163,7 @@ fn market_and_wallets() -> (Core, Vec<Arc<str>>) {
 /// Order `n` of wallet `w` for `size` of the market's first token at 0.40.
 fn order_of(core: &Core, wallets: &[Arc<str>], n: usize, w: usize, side: Side, size: u64) -> Arc<OrderRecord> {
     let mut o = record(n, &wallets[w], &core.markets[0].order_tokens[0], side, 0);
-    let cost = size * 4 / 10;
+    let (size, cost) = (Amount(size), Amount(size * 4 / 10));
     (o.original_size, o.maker_amount, o.taker_amount) =
         if side == Side::Buy { (size, cost, size) } else { (size, size, cost) };
     o.signature = "0x01".into();
@@ -213,17 +214,17 @@ fn a_sweep_passes_an_expired_order_in_the_middle_of_a_level() {
         core.place(o, false, 1, &mut batch).unwrap();
     }
     let reserved = |core: &Core, w: usize| core.ledger.account(&wallets[w], "1").reserved;
-    assert_eq!(reserved(&core, 1), 1_000_000);
+    assert_eq!(reserved(&core, 1), Amount(1_000_000));
     let placed = core.place(order_of(&core, &wallets, 10, 3, Side::Buy, 2_500_000), false, 10, &mut batch).unwrap();
-    let fills: Vec<(Uuid, u64)> =
+    let fills: Vec<(Uuid, Amount)> =
         placed.trades.iter().map(|t| (t.maker_orders[0].order_id, t.maker_orders[0].matched_amount)).collect();
-    assert_eq!(fills, [(ids[0], 1_000_000), (ids[2], 1_000_000), (ids[3], 500_000)]);
+    assert_eq!(fills, [(ids[0], Amount(1_000_000)), (ids[2], Amount(1_000_000)), (ids[3], Amount(500_000))]);
     assert!(core.orders.get(&ids[1]).is_none(), "the expired order left the open orders");
-    assert_eq!(reserved(&core, 1), 0, "its reservation went back");
+    assert_eq!(reserved(&core, 1), Amount::ZERO, "its reservation went back");
     let book = &core.markets[0].book;
     assert_eq!(book.len(), 1);
     assert_eq!(book.level_orders(BookSide::Ask, 4_000), vec![(ids[3], 500_000)]);
-    assert_eq!(book.depth(BookSide::Ask), vec![(Price(4_000), 500_000)]);
+    assert_eq!(book.depth(BookSide::Ask), vec![(Price(4_000), Amount(500_000))]);
     core.check().unwrap();
 }
 
@@ -306,10 +307,10 @@ fn trades_share_their_markets_tokens_and_get_them_back_at_startup() {
 #[test]
 fn fee_formula() {
     // 100 tokens at 0.5 with 100 bps: SELL pays 0.01·0.5·100 = 0.5 USDC.
-    assert_eq!(fee(Side::Sell, 100, Price(5000), 100_000_000), 500_000);
+    assert_eq!(fee(Side::Sell, 100, Price(5000), Amount(100_000_000)), Amount(500_000));
     // BUY pays in tokens: 0.01·0.5·100/0.5 = 1 token.
-    assert_eq!(fee(Side::Buy, 100, Price(5000), 100_000_000), 1_000_000);
-    assert_eq!(fee(Side::Buy, 0, Price(5000), 100_000_000), 0);
+    assert_eq!(fee(Side::Buy, 100, Price(5000), Amount(100_000_000)), Amount(1_000_000));
+    assert_eq!(fee(Side::Buy, 0, Price(5000), Amount(100_000_000)), Amount::ZERO);
     // min(p, 1-p): at 0.9 the fee uses 0.1.
-    assert_eq!(fee(Side::Sell, 100, Price(9000), 100_000_000), 100_000);
+    assert_eq!(fee(Side::Sell, 100, Price(9000), Amount(100_000_000)), Amount(100_000));
 }

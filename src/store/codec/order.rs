@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::PackedText;
 use crate::domain::packed::{PackedRef, PackedStr};
-use crate::domain::{OrderRecord, OrderStatus, OrderToken, OrderType, Price, Side};
+use crate::domain::{Amount, OrderRecord, OrderStatus, OrderToken, OrderType, Price, Side};
 
 /// An order as stored. `S` holds its packed strings, `T` its outcome's text, `G` its
 /// signature and `A` its trade ids: borrowed from a record to write it, owned or borrowed
@@ -34,10 +34,10 @@ pub(in crate::store) struct StoredOrder<S, T, G, A> {
     outcome: T,
     side: Side,
     price: Price,
-    original_size: u64,
-    size_matched: u64,
-    maker_amount: u64,
-    taker_amount: u64,
+    original_size: Amount,
+    size_matched: Amount,
+    maker_amount: Amount,
+    taker_amount: Amount,
     fee_rate_bps: u32,
     expiration: u64,
     nonce: u64,
@@ -46,7 +46,7 @@ pub(in crate::store) struct StoredOrder<S, T, G, A> {
     signature: G,
     order_type: OrderType,
     post_only: bool,
-    reserved: u64,
+    reserved: Amount,
     associate_trades: A,
     created_at: u64,
 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use uuid::Uuid;
 
 use super::PackedText;
-use crate::domain::{MakerFill, MatchType, Price, Side, TradeRecord, TradeStatus, TradeToken};
+use crate::domain::{Amount, MakerFill, MatchType, Price, Side, TradeRecord, TradeStatus, TradeToken};
 
 /// A trade as stored. `S` holds its packed strings, `T` its outcome's text, `H` its
 /// transaction hash, `E` its error and `M` its maker fills.
@@ -22,7 +22,7 @@ struct StoredTrade<S, T, H, E, M> {
     /// The taker's token.
     asset_id: S,
     side: Side,
-    size: u64,
+    size: Amount,
     price: Price,
     fee_rate_bps: u32,
     status: TradeStatus,
@@ -34,7 +34,7 @@ struct StoredTrade<S, T, H, E, M> {
     maker_address: S,
     maker_orders: M,
     transaction_hash: H,
-    taker_fee: u64,
+    taker_fee: Amount,
     error_msg: E,
     match_type: MatchType,
 }
@@ -47,13 +47,13 @@ struct StoredFill<S, T> {
     order_id: Uuid,
     owner: Uuid,
     maker_address: S,
-    matched_amount: u64,
+    matched_amount: Amount,
     price: Price,
     asset_id: S,
     outcome: T,
     side: Side,
     fee_rate_bps: u32,
-    fee: u64,
+    fee: Amount,
 }
 
 type FillIn = StoredFill<PackedText<Arc<str>>, Arc<str>>;
