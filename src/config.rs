@@ -47,6 +47,9 @@ pub struct Config {
     pub order_domain_name: String,
     /// Demo catalogue loaded into an empty data directory.
     pub catalogue: PathBuf,
+    /// An address's first API key takes an invitation code (SPEC §5.2); `false` for open
+    /// testnets, where any L1-verified address gets keys.
+    pub invite_only: bool,
     /// How long an invitation code stays valid.
     pub invite_ttl_secs: u64,
     /// Where trading fees are credited in the embedded ledger (default: the exchange).
@@ -133,6 +136,7 @@ impl Default for Config {
             neg_risk_exchange_address: DEFAULT_NEG_RISK_EXCHANGE.into(),
             order_domain_name: DEFAULT_ORDER_DOMAIN_NAME.into(),
             catalogue: PathBuf::from("data/markets.json"),
+            invite_only: true,
             invite_ttl_secs: 7 * 24 * 3600,
             fee_address: None,
             settlement_interval_ms: 5_000,
@@ -276,6 +280,12 @@ mod tests {
         };
         assert!(!elsewhere.orders_replay_on_polymarket());
         assert!(Config { order_domain_name: " ".into(), ..Config::default() }.validate().is_err());
+    }
+
+    #[test]
+    fn invite_only_is_the_default_and_a_setting() {
+        assert!(Config::default().invite_only);
+        assert!(!Config::from_toml("invite-only = false").unwrap().invite_only);
     }
 
     /// One log written ahead cannot leave a reused one live (the store needs two).

@@ -160,6 +160,9 @@ struct ServeArgs {
     /// EIP-712 name of the order domain (`Polymarket CTF Exchange` for the official clients).
     #[arg(long, env = "PREDEX_ORDER_DOMAIN_NAME")]
     order_domain_name: Option<String>,
+    /// Whether an address's first API key takes an invitation code (`false`: open testnet).
+    #[arg(long, env = "PREDEX_INVITE_ONLY")]
+    invite_only: Option<bool>,
     /// Demo catalogue loaded into an empty data directory.
     #[arg(long, env = "PREDEX_CATALOGUE")]
     catalogue: Option<PathBuf>,
@@ -230,6 +233,7 @@ impl ServeArgs {
             exchange_address,
             neg_risk_exchange_address,
             order_domain_name,
+            invite_only,
             catalogue,
             settlement_interval_ms,
             gtd_interval_ms,

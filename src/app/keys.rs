@@ -74,8 +74,9 @@ pub async fn approve(s: &AppState, email: &str) -> Result<InviteRecord, KeyError
     Ok(inv)
 }
 
-/// Creates the L2 key of an L1-verified `address` at `nonce`. An address's first key takes
-/// an unused, unexpired invitation code, which it uses up.
+/// Creates the L2 key of an L1-verified `address` at `nonce`. While the service is
+/// invite-only (the default), an address's first key takes an unused, unexpired invitation
+/// code, which it uses up; with `invite-only = false` no code is asked for.
 pub async fn create(
     s: &AppState,
     address: &str,
@@ -88,7 +89,7 @@ pub async fn create(
         return Err(KeyError::Exists);
     }
     let mut batch = Batch::default();
-    if !s.store.has_keys(address)? {
+    if s.config.invite_only && !s.store.has_keys(address)? {
         let code = invitation.ok_or(KeyError::InvalidInvitation)?.to_uppercase();
         let well_formed = code.len() == 9
             && code.as_bytes()[4] == b'-'

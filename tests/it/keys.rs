@@ -80,6 +80,32 @@ fn expired_invitation_is_rejected() {
     assert_eq!((st, b["error"].as_str().unwrap()), (400, BAD_ADDR));
 }
 
+/// `invite-only = false` (an open testnet): the first key takes no code, as the official
+/// clients' `create_or_derive_api_key` sends none; L1 still decides who gets keys.
+#[test]
+fn an_open_testnet_gives_the_first_key_without_a_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = test_config(dir.path());
+    c.invite_only = false;
+    let s = Server::start_with(c);
+    let t = Trader::new();
+    let (st, b) = t.l1(&s, "POST", "/auth/api-key", 0, None);
+    assert_eq!(st, 200, "{b}");
+    assert!(b["apiKey"].as_str().unwrap().parse::<uuid::Uuid>().is_ok());
+    let (st, d) = t.l1(&s, "GET", "/auth/derive-api-key", 0, None);
+    assert_eq!((st, &d["apiKey"]), (200, &b["apiKey"]));
+    // A code sent anyway is not looked at, and a bad L1 signature still fails.
+    let (st, _) = Trader::new().l1(&s, "POST", "/auth/api-key", 0, Some("ZZZZ-ZZZZ"));
+    assert_eq!(st, 200);
+    let mut h = t.l1_headers(80002, now(), 5);
+    let mut r = ureq::post(&format!("{}/auth/api-key", s.clob));
+    for (k, v) in h {
+        r = r.set(k, &v);
+    }
+    let (st, b) = send(r, None);
+    assert_eq!((st, b["error"].as_str().unwrap()), (401, "L1 verification failure"));
+}
+
 #[test]
 fn l1_failures() {
     let s = Server::start();
