@@ -107,26 +107,47 @@ fn levels(v: &[(Price, Amount)]) -> Vec<Value> {
     v.iter().map(|&(p, s)| json!({ "price": p.fixed(), "size": s.fmt() })).collect()
 }
 
+/// A book summary's fields in the order Polymarket's server hashes them (its struct's
+/// order), which the official clients reproduce (`generate_orderbook_summary_hash`).
+#[derive(serde::Serialize)]
+struct Summary<'a> {
+    market: &'a str,
+    asset_id: &'a str,
+    timestamp: String,
+    hash: String,
+    bids: Vec<Value>,
+    asks: Vec<Value>,
+    min_order_size: Value,
+    tick_size: String,
+    neg_risk: bool,
+    last_trade_price: String,
+}
+
 /// Book summary (SPEC §2.8). As on the live service, bids are listed ascending and asks
-/// descending, so the best level of each is last.
+/// descending, so the best level of each is last. `hash` is the SHA-1 (hex) of the
+/// summary's compact JSON with `hash` empty, as Polymarket computes it, so a client checks
+/// the book it holds against it.
 pub(crate) fn summary(f: &Found) -> Value {
     let (view, outcome, snap) = f;
     let m = &view.market;
     let (mut bids, mut asks) = snap.view(*outcome);
     bids.reverse();
     asks.reverse();
-    json!({
-        "market": m.condition_id,
-        "asset_id": m.tokens[*outcome as usize].token_id,
-        "timestamp": snap.timestamp_ms.to_string(),
-        "hash": "",
-        "bids": levels(&bids),
-        "asks": levels(&asks),
-        "min_order_size": min_size_number(m.min_order_size),
-        "tick_size": view.tick().short(),
-        "neg_risk": m.neg_risk,
-        "last_trade_price": snap.last_trade(*outcome).map_or(Price::ZERO, |x| x.0).fixed(),
-    })
+    let mut s = Summary {
+        market: &m.condition_id,
+        asset_id: &m.tokens[*outcome as usize].token_id,
+        timestamp: snap.timestamp_ms.to_string(),
+        hash: String::new(),
+        bids: levels(&bids),
+        asks: levels(&asks),
+        min_order_size: min_size_number(m.min_order_size),
+        tick_size: view.tick().short(),
+        neg_risk: m.neg_risk,
+        last_trade_price: snap.last_trade(*outcome).map_or(Price::ZERO, |x| x.0).fixed(),
+    };
+    let compact = serde_json::to_vec(&s).expect("a summary serializes");
+    s.hash = alloy_primitives::hex::encode(<sha1::Sha1 as sha1::Digest>::digest(&compact));
+    serde_json::to_value(&s).expect("a summary serializes")
 }
 
 fn min_size_number(v: Amount) -> Value {

@@ -109,7 +109,8 @@ async fn delete_key(s: Arc<AppState>, r: Req, kind: KeyKind) -> ApiResult {
         .and_then(|x| Uuid::parse_str(x.trim()).ok())
         .ok_or_else(|| ApiError::bad("invalid apiKey"))?;
     builders::delete_key(&s, &key.address, kind, &id).await?;
-    super::reply(&json!({ "apiKey": id.to_string(), "deleted": true }))
+    // An empty object, as SPEC §4.1 says for the builder key and DELETE /auth/api-key does.
+    super::reply(&json!({}))
 }
 
 /// The `SERVICE_BUILDER_ID` of a builder request, and the builder API key verified when

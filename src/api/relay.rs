@@ -33,11 +33,30 @@ pub fn routes(state: Arc<AppState>) -> Routes {
 
 /// Who the request acts for: relayer headers first, else L2 (with `address` naming the
 /// key's proxy wallet if it wants to).
-async fn wallet(s: &AppState, r: &Req, address: Option<&str>) -> Result<String, ApiError> {
+async fn wallet(s: &AppState, caller: Caller, address: Option<&str>) -> Result<String, ApiError> {
+    match caller {
+        Caller::L2(key) => Ok(wallet_of(s, &key, address).await?),
+        Caller::Relayer(addr) => {
+            if address.is_some_and(|a| normalize_address(a).as_deref() != Some(addr.as_str())) {
+                return Err(ApiError::bad("the address has to be the owner of the API KEY"));
+            }
+            Ok(addr)
+        }
+    }
+}
+
+/// Who sends a relay request: a relayer API key's owner, or an L2-authenticated key.
+enum Caller {
+    Relayer(String),
+    L2(Arc<crate::domain::ApiKeyRecord>),
+}
+
+/// The request's credentials, checked before its body (SPEC §5.6): the relayer headers
+/// when either is present, else L2.
+fn caller(s: &AppState, r: &Req) -> Result<Caller, ApiError> {
     let (key, addr) = (r.header("RELAYER_API_KEY"), r.header("RELAYER_API_KEY_ADDRESS"));
     if key.is_none() && addr.is_none() {
-        let key = authenticate(s, r)?;
-        return Ok(wallet_of(s, &key, address).await?);
+        return Ok(Caller::L2(authenticate(s, r)?));
     }
     let invalid = || ApiError::unauthorized("invalid relayer api key");
     let (Some(key), Some(addr)) = (key, addr) else {
@@ -46,10 +65,7 @@ async fn wallet(s: &AppState, r: &Req, address: Option<&str>) -> Result<String, 
     let addr = normalize_address(addr).ok_or_else(invalid)?;
     let key = Uuid::parse_str(key).map_err(|_| invalid())?;
     crate::app::builders::relayer_key_of(s, &key, &addr)?.ok_or_else(invalid)?;
-    if address.is_some_and(|a| normalize_address(a).as_deref() != Some(addr.as_str())) {
-        return Err(ApiError::bad("the address has to be the owner of the API KEY"));
-    }
-    Ok(addr)
+    Ok(Caller::Relayer(addr))
 }
 
 /// The operation's own fields (everything but `operation`), as its endpoint's body.
@@ -60,6 +76,7 @@ fn params<T: serde::de::DeserializeOwned>(body: Map<String, Value>) -> Result<T,
 /// POST /submit {operation, ...its fields}: split, merge, redeem (conditionId, amount),
 /// convert (marketId, indexSet, amount), incrementNonce, cancelOrder (orderID).
 async fn submit(s: Arc<AppState>, r: Req) -> ApiResult {
+    let caller = caller(&s, &r)?;
     let mut body = json_object(&r)?;
     let op = match body.remove("operation") {
         Some(Value::String(op)) => op,
@@ -80,7 +97,7 @@ async fn submit(s: Arc<AppState>, r: Req) -> ApiResult {
     if !known.contains(&op.as_str()) {
         return Err(ApiError::bad(format!("unsupported operation: {op}")));
     }
-    let from = wallet(&s, &r, address.as_deref()).await?;
+    let from = wallet(&s, caller, address.as_deref()).await?;
     let (result, hash) = match (kind, op.as_str()) {
         (Some(kind), _) => {
             let mut b: CtfRequest = params(body)?;

@@ -123,7 +123,8 @@ async fn post_request(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let b = json_object(&r)?;
     let required = || ApiError::bad("tokenId and size required");
-    let token_id = text(&b, "tokenId").ok_or_else(required)?;
+    // Zero is no token (SPEC §7.5: missing or zero), however it is written.
+    let token_id = text(&b, "tokenId").filter(|t| !t.bytes().all(|c| c == b'0')).ok_or_else(required)?;
     let size = text(&b, "size").and_then(|x| Amount::parse(&x).ok()).filter(|q| !q.is_zero()).ok_or_else(required)?;
     let side = text(&b, "side").as_deref().and_then(Side::parse).ok_or_else(|| ApiError::bad("Invalid side"))?;
     let ttl_secs = ttl(&b, s.config.rfq_request_ttl_secs)?;

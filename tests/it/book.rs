@@ -26,10 +26,15 @@ fn book_prices_and_mirror() {
     assert_eq!(b["neg_risk"], false);
     assert_eq!(b["last_trade_price"], "0.0000");
     assert!(b["timestamp"].as_str().unwrap().parse::<u64>().is_ok());
+    // The hash the official clients recompute to check the book they hold.
+    assert_eq!(b["hash"].as_str().unwrap().len(), 40);
+    assert_eq!(b["hash"], client_book_hash(&b), "{b}");
 
     // NO book is the mirror: YES asks at p are NO bids at 1−p.
     let nb = s.get(&format!("/book?token_id={NO}")).1;
     assert_eq!(nb["asset_id"], NO);
+    assert_eq!(nb["hash"], client_book_hash(&nb));
+    assert_ne!(nb["hash"], b["hash"]);
     assert_eq!(nb["bids"], json!([{"price": "0.5000", "size": "6"}, {"price": "0.5200", "size": "7"}]));
     assert_eq!(nb["asks"], json!([{"price": "0.6000", "size": "10"}, {"price": "0.5800", "size": "5"}]));
 
@@ -47,6 +52,9 @@ fn book_prices_and_mirror() {
     assert_eq!(st, 200);
     assert_eq!(books.as_array().unwrap().len(), 2);
     assert_eq!(books[1]["asset_id"], NO);
+    for book in books.as_array().unwrap() {
+        assert_eq!(book["hash"], client_book_hash(book));
+    }
     let (_, p) = s.post("/prices", &json!([{"token_id": YES, "side": "BUY"}, {"token_id": NO, "side": "SELL"}]));
     assert_eq!(p, json!({YES: {"BUY": "0.4200"}, NO: {"SELL": "0.5800"}}));
     let (_, mids) = s.post("/midpoints", &json!([{"token_id": YES}]));

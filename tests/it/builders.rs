@@ -54,7 +54,7 @@ fn builder_keys_attribution_and_what_a_builder_sees() {
     assert_eq!(err(builder.l2(&s, "DELETE", &format!("{path}?apiKey=nope"), None)), (400, "invalid apiKey".into()));
     let del_second = format!("{path}?apiKey={}", second["apiKey"].as_str().unwrap());
     assert_eq!(err(alice.l2(&s, "DELETE", &del_second, None)), (404, "builder API key not found".into()));
-    assert_eq!(builder.l2(&s, "DELETE", &del_second, None).0, 200);
+    assert_eq!(builder.l2(&s, "DELETE", &del_second, None), (200, json!({})), "SPEC §4.1: an empty object");
     assert_eq!(err(builder.l2(&s, "DELETE", &del_second, None)), (404, "builder API key not found".into()));
     assert_eq!(builder.l2(&s, "GET", path, None).1["apiKeys"].as_array().unwrap().len(), 1);
 
@@ -187,6 +187,11 @@ fn the_relay_executes_ledger_operations_with_relayer_keys_or_l2() {
         assert_eq!(st, 401, "{h:?}");
     }
     assert_eq!(err(post(&wrong_addr, &split)), (401, "invalid relayer api key".into()));
+    // The credentials are checked before the body (SPEC §5.6): bad ones are 401 whatever it is.
+    for body in [json!({}), json!({"operation": "mint"}), json!([1])] {
+        assert_eq!(err(post(&unknown, &body)), (401, "invalid relayer api key".into()), "{body}");
+        assert_eq!(err(post(&[], &body)), (401, "L2 authentication failure".into()), "{body}");
+    }
     assert_eq!(err(post(&[], &split)), (401, "L2 authentication failure".into()));
     let (st, e) =
         post(&relayer, &json!({"operation": "split", "conditionId": COND, "amount": "1", "address": other.address}));
@@ -228,7 +233,7 @@ fn the_relay_executes_ledger_operations_with_relayer_keys_or_l2() {
     // Deleting the relayer key ends relayer access.
     let del = format!("{rpath}?apiKey={}", rk["apiKey"].as_str().unwrap());
     assert_eq!(err(other.l2(&s, "DELETE", &del, None)), (404, "relayer API key not found".into()));
-    assert_eq!(t.l2(&s, "DELETE", &del, None).0, 200);
+    assert_eq!(t.l2(&s, "DELETE", &del, None), (200, json!({})));
     assert_eq!(err(post(&relayer, &merge)), (401, "invalid relayer api key".into()));
     s.check();
 }

@@ -513,3 +513,27 @@ fn rand_salt() -> u64 {
 pub fn m(x: &str) -> u64 {
     predex::domain::parse_decimal(x, 6).unwrap()
 }
+
+/// A book summary's hash as the official clients compute it to check the book they hold
+/// (py-clob-client's `generate_orderbook_summary_hash`): SHA-1 over the compact JSON of
+/// the summary's fields in the server's order, `hash` set empty, values as received.
+pub fn client_book_hash(b: &Value) -> String {
+    use sha1::Digest;
+    let levels = |side: &str| -> Vec<Value> {
+        b[side].as_array().unwrap().iter().map(|l| json!({"price": l["price"], "size": l["size"]})).collect()
+    };
+    let f = |v: &Value| serde_json::to_string(v).unwrap();
+    let payload = format!(
+        r#"{{"market":{},"asset_id":{},"timestamp":{},"hash":"","bids":{},"asks":{},"min_order_size":{},"tick_size":{},"neg_risk":{},"last_trade_price":{}}}"#,
+        f(&b["market"]),
+        f(&b["asset_id"]),
+        f(&b["timestamp"]),
+        f(&json!(levels("bids"))),
+        f(&json!(levels("asks"))),
+        f(&b["min_order_size"]),
+        f(&b["tick_size"]),
+        f(&b["neg_risk"]),
+        f(&b["last_trade_price"]),
+    );
+    alloy_primitives::hex::encode(sha1::Sha1::digest(payload.as_bytes()))
+}

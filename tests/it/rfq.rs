@@ -65,6 +65,9 @@ fn rfq_best_quote_both_ways_acceptance_settlement_and_refusals() {
         json!({"tokenId": YES, "side": "BUY"}),
         json!({"tokenId": YES, "side": "BUY", "size": "0"}),
         json!({"tokenId": "", "side": "BUY", "size": "10"}),
+        json!({"tokenId": "0", "side": "BUY", "size": "10"}),
+        json!({"tokenId": 0, "side": "BUY", "size": "10"}),
+        json!({"tokenId": "000", "side": "BUY", "size": "10"}),
         json!({"tokenId": YES, "side": "BUY", "size": "ten"}),
     ] {
         assert_eq!(err(post(body)), (400, "tokenId and size required".into()));

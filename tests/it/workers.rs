@@ -114,10 +114,15 @@ fn a_silent_heartbeat_cancels_that_keys_orders_only() {
     let silent = s.trader(m("100"));
     let beating = s.trader(m("100"));
     let never = s.trader(m("100"));
-    assert_eq!(
-        silent.l2(&s, "POST", "/v1/heartbeats", Some(&json!({"heartbeat_id": null}))),
-        (200, json!({"status": "ok"}))
-    );
+    let (st, first) = silent.l2(&s, "POST", "/v1/heartbeats", Some(&json!({"heartbeat_id": null})));
+    assert_eq!((st, &first["status"]), (200, &json!("ok")), "{first}");
+    let id = first["heartbeat_id"].as_str().unwrap();
+    assert!(id.parse::<uuid::Uuid>().is_ok(), "{first}");
+    // The clients chain the id from one heartbeat to the next.
+    let (st, next) = silent.l2(&s, "POST", "/v1/heartbeats", Some(&json!({ "heartbeat_id": id })));
+    assert_eq!((st, &next["status"]), (200, &json!("ok")));
+    assert_ne!(next["heartbeat_id"], first["heartbeat_id"]);
+    assert!(next["heartbeat_id"].as_str().unwrap().parse::<uuid::Uuid>().is_ok());
     assert_eq!(beating.l2(&s, "GET", "/auth/heartbeat", None), (200, json!({})));
     for t in [&silent, &beating, &never] {
         t.place(&s, YES, "BUY", "0.40", "10");

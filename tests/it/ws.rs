@@ -129,6 +129,9 @@ fn market_feed_snapshot_and_deltas_reproduce_the_book() {
     let (mut yes, mut no) = (Local::default(), Local::default());
     let first = c.drain(Duration::from_millis(300));
     assert_eq!(first.iter().filter(|m| m["event_type"] == "book").count(), 2, "{first:?}");
+    for book in first.iter().filter(|m| m["event_type"] == "book") {
+        assert_eq!(book["hash"], client_book_hash(book), "{book}");
+    }
     for m in &first {
         yes.apply(YES, m);
         no.apply(NO, m);
