@@ -97,7 +97,7 @@ fn an_open_testnet_gives_the_first_key_without_a_code() {
     // A code sent anyway is not looked at, and a bad L1 signature still fails.
     let (st, _) = Trader::new().l1(&s, "POST", "/auth/api-key", 0, Some("ZZZZ-ZZZZ"));
     assert_eq!(st, 200);
-    let mut h = t.l1_headers(80002, now(), 5);
+    let h = t.l1_headers(80002, now(), 5);
     let mut r = ureq::post(&format!("{}/auth/api-key", s.clob));
     for (k, v) in h {
         r = r.set(k, &v);
