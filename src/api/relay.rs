@@ -31,8 +31,8 @@ pub fn routes(state: Arc<AppState>) -> Routes {
         .boxed()
 }
 
-/// Who the request acts for: relayer headers first, else L2 (with `address` naming the
-/// key's proxy wallet if it wants to).
+/// The wallet the request acts for: the relayer key's owner, or the L2 key's address (with
+/// `address` naming the key's proxy wallet if it wants to).
 async fn wallet(s: &AppState, caller: Caller, address: Option<&str>) -> Result<String, ApiError> {
     match caller {
         Caller::L2(key) => Ok(wallet_of(s, &key, address).await?),
