@@ -17,8 +17,8 @@ pub fn routes(state: Arc<AppState>) -> Routes {
     let hb = handle_now(warp::path!("v1" / "heartbeats").and(warp::post()), &state, |s, r| {
         // The id the official clients send with their next heartbeat (Polymarket returns
         // one); a fresh one each time, not checked when it comes back (docs/decisions.md).
-        let next = uuid::Uuid::new_v4().to_string();
-        heartbeat(&s, &r).and_then(|_| reply(&json!({ "status": "ok", "heartbeat_id": next })))
+        heartbeat(&s, &r)
+            .and_then(|_| reply(&json!({ "status": "ok", "heartbeat_id": uuid::Uuid::new_v4().to_string() })))
     });
     let hb_legacy = handle_now(warp::path!("auth" / "heartbeat").and(warp::get()), &state, |s, r| {
         heartbeat(&s, &r).and_then(|_| reply(&json!({})))
