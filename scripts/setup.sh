@@ -1,17 +1,41 @@
 #!/bin/sh
-# Installs the one build-time need a fresh Debian machine with only the Rust toolchain
-# lacks: libclang, which RocksDB's Rust bindings (bindgen) load while building.
+# Installs what a fresh Debian machine with only the Rust toolchain lacks to build predex and
+# run its whole test suite:
+# - libclang, which RocksDB's Rust bindings (bindgen) load while building;
+# - Node.js and npm, and with them, into tools/node_modules (versions pinned in
+#   tools/package.json): anvil, the local EVM node the chain tests start; solc-js, which
+#   compiles predex's dev contracts (scripts/contracts.sh); Gnosis' ConditionalTokens.
 # Idempotent and quick when everything is already there.
 set -e
-if ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* /usr/lib/x86_64-linux-gnu/libclang-[0-9]*.so* 2>/dev/null | grep -q .; then
-  exit 0
-fi
+root=$(cd "$(dirname "$0")/.." && pwd)
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO="sudo"
-if command -v apt-get >/dev/null 2>&1; then
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libclang-dev >/dev/null
-else
-  echo "setup: please install libclang (clang development files) with your package manager" >&2
-  exit 1
+updated=""
+apt_install() {
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "setup: please install $* with your package manager" >&2
+    exit 1
+  fi
+  [ -n "$updated" ] || { $SUDO apt-get update -qq; updated=1; }
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >/dev/null
+}
+
+if ! ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* /usr/lib/x86_64-linux-gnu/libclang-[0-9]*.so* 2>/dev/null | grep -q .; then
+  apt_install libclang-dev
 fi
+
+if ! command -v npm >/dev/null 2>&1; then
+  apt_install nodejs npm
+fi
+
+# The tools, when any pinned version is missing or different.
+if ! node -e '
+  const dir = process.argv[1], want = require(dir + "/package.json").dependencies;
+  for (const [p, v] of Object.entries(want)) {
+    let have; try { have = require(dir + "/node_modules/" + p + "/package.json").version; } catch (e) {}
+    if (have !== v) process.exit(1);
+  }' "$root/tools"; then
+  # No install scripts: the platform package carries anvil itself, and none needs a build.
+  npm install --prefix "$root/tools" --no-package-lock --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
+fi
+"$root/tools/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil" --version >/dev/null

@@ -45,6 +45,23 @@ pub struct Config {
     /// EIP-712 name of the order domain: `Polymarket CTF Exchange` for orders from
     /// Polymarket's official clients and for its exchange contracts run unchanged.
     pub order_domain_name: String,
+    /// Where matched trades settle: the embedded ledger, or a chain through the exchange
+    /// contracts (docs/settlement.md).
+    pub settlement: Settlement,
+    /// Chain mode: the node's JSON-RPC endpoint (HTTP).
+    pub rpc_url: Option<String>,
+    /// Chain mode: a file holding the operator's private key (hex), e.g. systemd's
+    /// `LoadCredential=`. The key itself is never in the configuration and never logged.
+    pub operator_key_file: Option<PathBuf>,
+    /// Chain mode: the 6-decimal ERC-20 the exchanges settle in.
+    pub collateral_address: Option<String>,
+    /// Chain mode: the ConditionalTokens contract.
+    pub ctf_address: Option<String>,
+    /// Chain mode: the negative-risk adapter.
+    pub neg_risk_adapter_address: Option<String>,
+    /// Chain mode: blocks a settlement transaction must be under (1: mined) before its
+    /// trade is CONFIRMED.
+    pub confirmations: u64,
     /// Demo catalogue loaded into an empty data directory.
     pub catalogue: PathBuf,
     /// An address's first API key takes an invitation code (SPEC §5.2); `false` for open
@@ -105,6 +122,30 @@ pub struct Config {
     pub rfq_quote_ttl_secs: u64,
 }
 
+/// The settlement backend.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Settlement {
+    /// The embedded ledger: balances credited by the operator, trades settled in RocksDB.
+    #[default]
+    Ledger,
+    /// A chain: `matchOrders` on the exchange contracts, signed with the operator's key.
+    Chain,
+}
+
+/// What chain mode needs, all of it set and valid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainSettings {
+    pub rpc_url: String,
+    pub operator_key_file: PathBuf,
+    pub collateral: alloy_primitives::Address,
+    pub ctf: alloy_primitives::Address,
+    pub neg_risk_adapter: alloy_primitives::Address,
+    pub exchange: alloy_primitives::Address,
+    pub neg_risk_exchange: alloy_primitives::Address,
+    pub confirmations: u64,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct BondCluster {
@@ -135,6 +176,13 @@ impl Default for Config {
             exchange_address: DEFAULT_EXCHANGE.into(),
             neg_risk_exchange_address: DEFAULT_NEG_RISK_EXCHANGE.into(),
             order_domain_name: DEFAULT_ORDER_DOMAIN_NAME.into(),
+            settlement: Settlement::Ledger,
+            rpc_url: None,
+            operator_key_file: None,
+            collateral_address: None,
+            ctf_address: None,
+            neg_risk_adapter_address: None,
+            confirmations: 1,
             catalogue: PathBuf::from("data/markets.json"),
             invite_only: true,
             invite_ttl_secs: 7 * 24 * 3600,
@@ -182,8 +230,40 @@ impl Config {
                 || same(&self.neg_risk_exchange_address, DEFAULT_NEG_RISK_EXCHANGE))
     }
 
+    /// Chain mode's settings, or why they are incomplete; `None` in ledger mode.
+    pub fn chain(&self) -> anyhow::Result<Option<ChainSettings>> {
+        if self.settlement == Settlement::Ledger {
+            return Ok(None);
+        }
+        fn required<'a, T>(v: &'a Option<T>, name: &str) -> anyhow::Result<&'a T> {
+            v.as_ref().ok_or_else(|| anyhow::anyhow!("settlement = \"chain\" needs {name}"))
+        }
+        let address = |v: &Option<String>, name: &str| -> anyhow::Result<alloy_primitives::Address> {
+            let a = required(v, name)?;
+            a.parse().map_err(|_| anyhow::anyhow!("{name} is not an address: {a}"))
+        };
+        let rpc_url = required(&self.rpc_url, "rpc-url")?.clone();
+        if !rpc_url.starts_with("http://") {
+            anyhow::bail!("rpc-url must be an http:// URL, got {rpc_url}");
+        }
+        if self.confirmations == 0 {
+            anyhow::bail!("confirmations must be at least 1");
+        }
+        Ok(Some(ChainSettings {
+            rpc_url,
+            operator_key_file: required(&self.operator_key_file, "operator-key-file")?.clone(),
+            collateral: address(&self.collateral_address, "collateral-address")?,
+            ctf: address(&self.ctf_address, "ctf-address")?,
+            neg_risk_adapter: address(&self.neg_risk_adapter_address, "neg-risk-adapter-address")?,
+            exchange: address(&Some(self.exchange_address.clone()), "exchange-address")?,
+            neg_risk_exchange: address(&Some(self.neg_risk_exchange_address.clone()), "neg-risk-exchange-address")?,
+            confirmations: self.confirmations,
+        }))
+    }
+
     /// Rejects settings that would run an unsafe or broken exchange.
     pub fn validate(&self) -> anyhow::Result<()> {
+        self.chain()?;
         if !self.internal_addr.ip().is_loopback() {
             anyhow::bail!("internal-addr must be a loopback address, got {}", self.internal_addr);
         }
@@ -295,5 +375,32 @@ mod tests {
             let c = Config::from_toml(&format!("wal-logs-ahead = {n}")).unwrap();
             assert_eq!(c.validate().is_ok(), ok, "{n}");
         }
+    }
+
+    #[test]
+    fn chain_mode_takes_every_chain_setting_from_toml_and_names_a_missing_one() {
+        assert_eq!(Config::default().chain().unwrap(), None);
+        let toml = "settlement = \"chain\"\nrpc-url = \"http://127.0.0.1:8545\"\noperator-key-file = \"/run/credentials/predex.service/operator\"\n\
+                    collateral-address = \"0x0000000000000000000000000000000000000001\"\n\
+                    ctf-address = \"0x0000000000000000000000000000000000000002\"\n\
+                    neg-risk-adapter-address = \"0x0000000000000000000000000000000000000003\"\nconfirmations = 3\n";
+        let c = Config::from_toml(toml).unwrap();
+        c.validate().unwrap();
+        let s = c.chain().unwrap().unwrap();
+        assert_eq!(s.rpc_url, "http://127.0.0.1:8545");
+        assert_eq!(s.confirmations, 3);
+        assert_eq!(s.ctf, alloy_primitives::Address::with_last_byte(2));
+        assert_eq!(s.exchange.to_string().to_lowercase(), DEFAULT_EXCHANGE);
+        let missing = Config { neg_risk_adapter_address: None, ..c.clone() };
+        assert_eq!(
+            missing.validate().unwrap_err().to_string(),
+            "settlement = \"chain\" needs neg-risk-adapter-address"
+        );
+        let bad = Config { collateral_address: Some("0x12".into()), ..c.clone() };
+        assert_eq!(bad.validate().unwrap_err().to_string(), "collateral-address is not an address: 0x12");
+        assert!(Config { rpc_url: Some("https://node".into()), ..c.clone() }.validate().is_err());
+        assert!(Config { confirmations: 0, ..c }.validate().is_err());
+        // The key itself has no setting: only the file that holds it.
+        assert!(Config::from_toml("operator-key = \"0x01\"").is_err());
     }
 }

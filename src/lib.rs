@@ -19,6 +19,7 @@ pub mod admin;
 pub mod api;
 pub mod app;
 pub mod auth;
+pub mod chain;
 pub mod client;
 pub mod commit;
 pub mod config;
@@ -187,6 +188,22 @@ impl App {
                  compatibility runs set your own --chain-id and exchange addresses, or use throwaway keys"
             );
         }
+        // Chain mode starts only against the chain it is configured for (`chain::Chain::check`).
+        let chain = match config.chain()? {
+            Some(settings) => {
+                let chain = chain::Chain::connect(&settings)?;
+                let domains = auth::OrderDomains::new(
+                    &config.order_domain_name,
+                    config.chain_id,
+                    settings.exchange,
+                    settings.neg_risk_exchange,
+                );
+                chain.check(config.chain_id, &domains).await.context("chain mode")?;
+                tracing::info!(rpc = %settings.rpc_url, operator = %chain.operator, "chain mode: settling on chain");
+                Some(chain)
+            }
+            None => None,
+        };
         std::fs::create_dir_all(&config.data_dir).with_context(|| format!("create {}", config.data_dir.display()))?;
         let store = Arc::new(Store::open_with(&config.data_dir, config.wal_logs_ahead).context("open RocksDB")?);
         let fee_address = config
@@ -208,6 +225,7 @@ impl App {
         let (engine, engine_thread) =
             engine::spawn(core, registry.clone(), persist_tx.clone(), events_tx, exported.clone());
         let mut state = app::AppState::new(config.clone(), store, engine, registry, metrics, exported, persist_tx)?;
+        state.chain = chain;
         let feeds = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.ws_threads)
             .thread_name("feeds")
@@ -227,11 +245,15 @@ impl App {
         }
         let state = Arc::new(state);
 
-        if !state.store.demo_loaded(false)? {
-            load_catalogue(&state, &config).await?;
-        }
-        if !state.store.demo_loaded(true)? {
-            load_events(&state, &config).await?;
+        // The demo catalogue's tokens exist on no chain: a chain-mode venue makes its markets
+        // on chain (`POST /internal/markets`).
+        if state.chain.is_none() {
+            if !state.store.demo_loaded(false)? {
+                load_catalogue(&state, &config).await?;
+            }
+            if !state.store.demo_loaded(true)? {
+                load_events(&state, &config).await?;
+            }
         }
 
         let (shutdown, rx) = watch::channel(false);

@@ -24,6 +24,16 @@ enum Command {
     /// Sign requests for trying the exchange with curl (prints curl arguments or bodies).
     #[command(subcommand)]
     Sign(SignCmd),
+    /// Work with the chain that chain-mode settlement uses.
+    #[command(subcommand)]
+    Chain(ChainCmd),
+}
+
+#[derive(Subcommand)]
+enum ChainCmd {
+    /// Deploy the collateral (unless given), ConditionalTokens, both exchanges and the
+    /// negative-risk adapter, wire them, and print the configuration lines for them.
+    Deploy(predex::chain::deploy::DeployArgs),
 }
 
 #[derive(Subcommand)]
@@ -160,6 +170,27 @@ struct ServeArgs {
     /// EIP-712 name of the order domain (`Polymarket CTF Exchange` for the official clients).
     #[arg(long, env = "PREDEX_ORDER_DOMAIN_NAME")]
     order_domain_name: Option<String>,
+    /// Where trades settle: `ledger` (embedded, the default) or `chain`.
+    #[arg(long, env = "PREDEX_SETTLEMENT", value_enum)]
+    settlement: Option<predex::config::Settlement>,
+    /// Chain mode: the node's JSON-RPC URL (http://).
+    #[arg(long, env = "PREDEX_RPC_URL")]
+    rpc_url: Option<String>,
+    /// Chain mode: a file holding the operator's private key (hex).
+    #[arg(long, env = "PREDEX_OPERATOR_KEY_FILE")]
+    operator_key_file: Option<PathBuf>,
+    /// Chain mode: the collateral ERC-20.
+    #[arg(long, env = "PREDEX_COLLATERAL_ADDRESS")]
+    collateral_address: Option<String>,
+    /// Chain mode: the ConditionalTokens contract.
+    #[arg(long, env = "PREDEX_CTF_ADDRESS")]
+    ctf_address: Option<String>,
+    /// Chain mode: the negative-risk adapter.
+    #[arg(long, env = "PREDEX_NEG_RISK_ADAPTER_ADDRESS")]
+    neg_risk_adapter_address: Option<String>,
+    /// Chain mode: blocks a settlement must be under before its trade is CONFIRMED.
+    #[arg(long, env = "PREDEX_CONFIRMATIONS")]
+    confirmations: Option<u64>,
     /// Whether an address's first API key takes an invitation code (`false`: open testnet).
     #[arg(long, env = "PREDEX_INVITE_ONLY")]
     invite_only: Option<bool>,
@@ -233,6 +264,8 @@ impl ServeArgs {
             exchange_address,
             neg_risk_exchange_address,
             order_domain_name,
+            settlement,
+            confirmations,
             invite_only,
             catalogue,
             settlement_interval_ms,
@@ -246,9 +279,10 @@ impl ServeArgs {
             ws_idle_secs,
             ws_threads
         );
-        if self.fee_address.is_some() {
-            c.fee_address = self.fee_address;
+        macro_rules! set_some {
+            ($($f:ident),*) => { $( if self.$f.is_some() { c.$f = self.$f; } )* };
         }
+        set_some!(fee_address, rpc_url, operator_key_file, collateral_address, ctf_address, neg_risk_adapter_address);
         c.validate()?;
         let json = self.log_json
             || std::env::var("PREDEX_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"))
@@ -336,6 +370,19 @@ fn main() -> anyhow::Result<ExitCode> {
         Command::Sign(cmd) => {
             sign(cmd)?;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Chain(ChainCmd::Deploy(args)) => {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            match rt.block_on(predex::chain::deploy::run(args)) {
+                Ok(toml) => {
+                    print!("{toml}");
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => {
+                    eprintln!("predex chain deploy: {e:#}");
+                    Ok(ExitCode::FAILURE)
+                }
+            }
         }
     }
 }

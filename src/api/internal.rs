@@ -192,6 +192,12 @@ struct CreditBody {
 }
 
 async fn credit(s: Arc<AppState>, r: Req) -> ApiResult {
+    if s.chain.is_some() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "the ledger faucet is closed in chain mode: balances are the chain's (mint or transfer collateral on chain)",
+        ));
+    }
     let b: CreditBody = r.json()?;
     let address = normalize_address(&b.address).ok_or_else(|| ApiError::bad("invalid address"))?;
     let amount = parse_u64(&b.amount).map_err(|_| ApiError::bad("amount must be a 6-decimal integer string"))?;

@@ -79,6 +79,8 @@ pub struct AppState {
     pub bonds: tokio::sync::Mutex<()>,
     /// Serialises RFQ changes (handlers and the RFQ expiration worker).
     pub rfq: tokio::sync::Mutex<()>,
+    /// Chain mode's link to the chain, checked at start (None: ledger mode).
+    pub chain: Option<crate::chain::Chain>,
 }
 
 impl AppState {
@@ -128,6 +130,7 @@ impl AppState {
             payouts: Default::default(),
             bonds: Default::default(),
             rfq: Default::default(),
+            chain: None,
         })
     }
 

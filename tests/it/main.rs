@@ -8,6 +8,7 @@ mod book;
 mod bridge;
 mod builders;
 mod catalogue;
+mod chain;
 mod crash;
 mod ctf;
 mod fixture;

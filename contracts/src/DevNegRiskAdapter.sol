@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity 0.8.19;
+
+interface IERC20Min {
+    function decimals() external view returns (uint8);
+    function transfer(address to, uint256 amount) external returns (bool);
+    function transferFrom(address from, address to, uint256 amount) external returns (bool);
+    function approve(address spender, uint256 amount) external returns (bool);
+}
+
+interface ICTF {
+    function prepareCondition(address oracle, bytes32 questionId, uint256 outcomeSlotCount) external;
+    function reportPayouts(bytes32 questionId, uint256[] calldata payouts) external;
+    function getOutcomeSlotCount(bytes32 conditionId) external view returns (uint256);
+    function getConditionId(address oracle, bytes32 questionId, uint256 outcomeSlotCount) external pure returns (bytes32);
+    function getCollectionId(bytes32 parent, bytes32 conditionId, uint256 indexSet) external view returns (bytes32);
+    function getPositionId(address collateral, bytes32 collectionId) external pure returns (uint256);
+    function splitPosition(address collateral, bytes32 parent, bytes32 conditionId, uint256[] calldata partition, uint256 amount) external;
+    function mergePositions(address collateral, bytes32 parent, bytes32 conditionId, uint256[] calldata partition, uint256 amount) external;
+    function redeemPositions(address collateral, bytes32 parent, bytes32 conditionId, uint256[] calldata indexSets) external;
+    function balanceOf(address owner, uint256 id) external view returns (uint256);
+    function balanceOfBatch(address[] calldata owners, uint256[] calldata ids) external view returns (uint256[] memory);
+    function isApprovedForAll(address owner, address operator) external view returns (bool);
+    function safeTransferFrom(address from, address to, uint256 id, uint256 value, bytes calldata data) external;
+    function safeBatchTransferFrom(address from, address to, uint256[] calldata ids, uint256[] calldata values, bytes calldata data) external;
+}
+
+/// The collateral the adapter's positions are made of: a 1:1 wrapper around the real
+/// collateral that only the adapter wraps and unwraps.
+contract DevWrappedCollateral {
+    address public immutable owner;
+    address public immutable underlying;
+    uint8 public immutable decimals;
+    uint256 public totalSupply;
+    mapping(address => uint256) public balanceOf;
+    mapping(address => mapping(address => uint256)) public allowance;
+
+    event Transfer(address indexed from, address indexed to, uint256 value);
+    event Approval(address indexed owner, address indexed spender, uint256 value);
+
+    constructor(address _underlying, uint8 _decimals) {
+        owner = msg.sender;
+        underlying = _underlying;
+        decimals = _decimals;
+    }
+
+    function wrap(address to, uint256 amount) external {
+        require(msg.sender == owner, "not the owner");
+        require(IERC20Min(underlying).transferFrom(msg.sender, address(this), amount), "wrap failed");
+        totalSupply += amount;
+        balanceOf[to] += amount;
+        emit Transfer(address(0), to, amount);
+    }
+
+    function unwrap(address to, uint256 amount) external {
+        require(msg.sender == owner, "not the owner");
+        require(balanceOf[msg.sender] >= amount, "balance too low");
+        balanceOf[msg.sender] -= amount;
+        totalSupply -= amount;
+        emit Transfer(msg.sender, address(0), amount);
+        require(IERC20Min(underlying).transfer(to, amount), "unwrap failed");
+    }
+
+    function approve(address spender, uint256 amount) external returns (bool) {
+        allowance[msg.sender][spender] = amount;
+        emit Approval(msg.sender, spender, amount);
+        return true;
+    }
+
+    function transfer(address to, uint256 amount) external returns (bool) {
+        _move(msg.sender, to, amount);
+        return true;
+    }
+
+    function transferFrom(address from, address to, uint256 amount) external returns (bool) {
+        uint256 allowed = allowance[from][msg.sender];
+        if (allowed != type(uint256).max) {
+            require(allowed >= amount, "allowance too low");
+            allowance[from][msg.sender] = allowed - amount;
+        }
+        _move(from, to, amount);
+        return true;
+    }
+
+    function _move(address from, address to, uint256 amount) private {
+        require(balanceOf[from] >= amount, "balance too low");
+        balanceOf[from] -= amount;
+        balanceOf[to] += amount;
+        emit Transfer(from, to, amount);
+    }
+}
+
+/// predex's development adapter for negative-risk markets, with the interface of
+/// Polymarket's NegRiskAdapter that settlement and market creation use: a market groups
+/// questions, each question is a binary condition prepared on ConditionalTokens with this
+/// adapter as its oracle, and positions are made of wrapped collateral. Exchanges that
+/// settle through it pass it as their ConditionalTokens: it splits, merges and moves
+/// positions (the last for its admins only, as an operator approved by the owner).
+/// Conversion between questions is not implemented.
+contract DevNegRiskAdapter {
+    bytes32 private constant MASK = bytes32(type(uint256).max) << 8;
+
+    ICTF public immutable ctf;
+    IERC20Min public immutable col;
+    DevWrappedCollateral public immutable wcol;
+    address public immutable vault;
+    mapping(address => uint256) public admins;
+
+    struct Market {
+        address oracle;
+        uint256 feeBips;
+        uint256 questionCount;
+    }
+
+    mapping(bytes32 => Market) private markets;
+
+    error NotAdmin();
+    error NotApprovedForAll();
+    error UnexpectedCollateralToken();
+    error MarketAlreadyPrepared();
+    error MarketNotPrepared();
+    error OnlyOracle();
+    error InvalidFeeBips();
+
+    event MarketPrepared(bytes32 indexed marketId, address indexed oracle, uint256 feeBips, bytes data);
+    event QuestionPrepared(bytes32 indexed marketId, bytes32 indexed questionId, uint256 index, bytes data);
+    event OutcomeReported(bytes32 indexed marketId, bytes32 indexed questionId, bool outcome);
+    event PositionSplit(address indexed stakeholder, bytes32 indexed conditionId, uint256 amount);
+    event PositionsMerge(address indexed stakeholder, bytes32 indexed conditionId, uint256 amount);
+
+    constructor(address _ctf, address _collateral, address _vault) {
+        ctf = ICTF(_ctf);
+        col = IERC20Min(_collateral);
+        vault = _vault;
+        admins[msg.sender] = 1;
+        wcol = new DevWrappedCollateral(_collateral, IERC20Min(_collateral).decimals());
+        wcol.approve(_ctf, type(uint256).max);
+        IERC20Min(_collateral).approve(address(wcol), type(uint256).max);
+    }
+
+    modifier onlyAdmin() {
+        if (admins[msg.sender] != 1) revert NotAdmin();
+        _;
+    }
+
+    function isAdmin(address who) external view returns (bool) {
+        return admins[who] == 1;
+    }
+
+    function addAdmin(address who) external onlyAdmin {
+        admins[who] = 1;
+    }
+
+    function removeAdmin(address who) external onlyAdmin {
+        admins[who] = 0;
+    }
+
+    // ---- ids
+
+    function getConditionId(bytes32 questionId) public view returns (bytes32) {
+        return ctf.getConditionId(address(this), questionId, 2);
+    }
+
+    /// The position of a question's YES (`outcome` true, index set 1) or NO (2).
+    function getPositionId(bytes32 questionId, bool outcome) public view returns (uint256) {
+        return _position(getConditionId(questionId), outcome);
+    }
+
+    function _position(bytes32 conditionId, bool outcome) private view returns (uint256) {
+        return ctf.getPositionId(address(wcol), ctf.getCollectionId(bytes32(0), conditionId, outcome ? 1 : 2));
+    }
+
+    function _pair(bytes32 conditionId) private view returns (uint256[] memory ids) {
+        ids = new uint256[](2);
+        ids[0] = _position(conditionId, true);
+        ids[1] = _position(conditionId, false);
+    }
+
+    function _two(uint256 a, uint256 b) private pure returns (uint256[] memory v) {
+        v = new uint256[](2);
+        v[0] = a;
+        v[1] = b;
+    }
+
+    // ---- markets and questions
+
+    function prepareMarket(uint256 feeBips, bytes calldata metadata) external returns (bytes32 marketId) {
+        if (feeBips > 10_000) revert InvalidFeeBips();
+        marketId = keccak256(abi.encode(msg.sender, feeBips, metadata)) & MASK;
+        if (markets[marketId].oracle != address(0)) revert MarketAlreadyPrepared();
+        markets[marketId] = Market(msg.sender, feeBips, 0);
+        emit MarketPrepared(marketId, msg.sender, feeBips, metadata);
+    }
+
+    function prepareQuestion(bytes32 marketId, bytes calldata metadata) external returns (bytes32 questionId) {
+        Market storage m = markets[marketId];
+        if (m.oracle == address(0)) revert MarketNotPrepared();
+        if (m.oracle != msg.sender) revert OnlyOracle();
+        uint256 index = m.questionCount++;
+        require(index < 256, "too many questions");
+        questionId = bytes32(uint256(marketId) + index);
+        if (ctf.getOutcomeSlotCount(getConditionId(questionId)) == 0) {
+            ctf.prepareCondition(address(this), questionId, 2);
+        }
+        emit QuestionPrepared(marketId, questionId, index, metadata);
+    }
+
+    function getOracle(bytes32 marketId) external view returns (address) {
+        return markets[marketId].oracle;
+    }
+
+    function getQuestionCount(bytes32 marketId) external view returns (uint256) {
+        return markets[marketId].questionCount;
+    }
+
+    function getFeeBips(bytes32 marketId) external view returns (uint256) {
+        return markets[marketId].feeBips;
+    }
+
+    function reportOutcome(bytes32 questionId, bool outcome) external {
+        bytes32 marketId = questionId & MASK;
+        if (markets[marketId].oracle != msg.sender) revert OnlyOracle();
+        ctf.reportPayouts(questionId, outcome ? _two(1, 0) : _two(0, 1));
+        emit OutcomeReported(marketId, questionId, outcome);
+    }
+
+    // ---- positions, as ConditionalTokens moves them
+
+    function splitPosition(address collateral, bytes32, bytes32 conditionId, uint256[] calldata, uint256 amount) external {
+        if (collateral != address(col)) revert UnexpectedCollateralToken();
+        splitPosition(conditionId, amount);
+    }
+
+    function splitPosition(bytes32 conditionId, uint256 amount) public {
+        require(col.transferFrom(msg.sender, address(this), amount), "collateral transfer failed");
+        wcol.wrap(address(this), amount);
+        ctf.splitPosition(address(wcol), bytes32(0), conditionId, _two(1, 2), amount);
+        ctf.safeBatchTransferFrom(address(this), msg.sender, _pair(conditionId), _two(amount, amount), "");
+        emit PositionSplit(msg.sender, conditionId, amount);
+    }
+
+    function mergePositions(address collateral, bytes32, bytes32 conditionId, uint256[] calldata, uint256 amount) external {
+        if (collateral != address(col)) revert UnexpectedCollateralToken();
+        mergePositions(conditionId, amount);
+    }
+
+    function mergePositions(bytes32 conditionId, uint256 amount) public {
+        ctf.safeBatchTransferFrom(msg.sender, address(this), _pair(conditionId), _two(amount, amount), "");
+        ctf.mergePositions(address(wcol), bytes32(0), conditionId, _two(1, 2), amount);
+        wcol.unwrap(msg.sender, amount);
+        emit PositionsMerge(msg.sender, conditionId, amount);
+    }
+
+    function redeemPositions(bytes32 conditionId, uint256[] calldata amounts) external {
+        ctf.safeBatchTransferFrom(msg.sender, address(this), _pair(conditionId), amounts, "");
+        ctf.redeemPositions(address(wcol), bytes32(0), conditionId, _two(1, 2));
+        uint256 payout = wcol.balanceOf(address(this));
+        if (payout > 0) wcol.unwrap(msg.sender, payout);
+    }
+
+    function balanceOf(address owner, uint256 id) external view returns (uint256) {
+        return ctf.balanceOf(owner, id);
+    }
+
+    function balanceOfBatch(address[] calldata owners, uint256[] calldata ids) external view returns (uint256[] memory) {
+        return ctf.balanceOfBatch(owners, ids);
+    }
+
+    /// Moves a position for an admin (the negative-risk exchange) that its owner approved on
+    /// ConditionalTokens; the owner must have approved this adapter there too.
+    function safeTransferFrom(address from, address to, uint256 id, uint256 value, bytes calldata data) external onlyAdmin {
+        if (!ctf.isApprovedForAll(from, msg.sender)) revert NotApprovedForAll();
+        ctf.safeTransferFrom(from, to, id, value, data);
+    }
+
+    function onERC1155Received(address, address, uint256, uint256, bytes calldata) external pure returns (bytes4) {
+        return this.onERC1155Received.selector;
+    }
+
+    function onERC1155BatchReceived(address, address, uint256[] calldata, uint256[] calldata, bytes calldata)
+        external
+        pure
+        returns (bytes4)
+    {
+        return this.onERC1155BatchReceived.selector;
+    }
+}

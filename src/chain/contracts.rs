@@ -1,0 +1,108 @@
+//! The contracts' interfaces as predex calls them: the exchange (Polymarket's CTF Exchange
+//! interface, which predex's development exchange shares), ConditionalTokens, the
+//! negative-risk adapter and the collateral ERC-20.
+
+use alloy_sol_types::sol;
+
+sol! {
+    /// A CTF exchange: the standard one, or the negative-risk one (same interface).
+    #[sol(rpc)]
+    #[derive(Debug)]
+    interface IExchange {
+        struct Order {
+            uint256 salt;
+            address maker;
+            address signer;
+            address taker;
+            uint256 tokenId;
+            uint256 makerAmount;
+            uint256 takerAmount;
+            uint256 expiration;
+            uint256 nonce;
+            uint256 feeRateBps;
+            uint8 side;
+            uint8 signatureType;
+            bytes signature;
+        }
+
+        error NotAdmin();
+        error NotOperator();
+        error Paused();
+        error NotOwner();
+        error NotTaker();
+        error OrderFilledOrCancelled();
+        error OrderExpired();
+        error InvalidNonce();
+        error InvalidSignature();
+        error FeeTooHigh();
+        error MakingGtRemaining();
+        error NotCrossing();
+        error TooLittleTokensReceived();
+        error MismatchedTokenIds();
+        error InvalidTokenId();
+        error InvalidComplement();
+        error AlreadyRegistered();
+
+        event OrderCancelled(bytes32 indexed orderHash);
+
+        function getCollateral() external view returns (address);
+        function getCtf() external view returns (address);
+        function isAdmin(address who) external view returns (bool);
+        function isOperator(address who) external view returns (bool);
+        function addAdmin(address who) external;
+        function addOperator(address who) external;
+        function hashOrder(Order memory order) external view returns (bytes32);
+        function registerToken(uint256 token, uint256 complement, bytes32 conditionId) external;
+        function getConditionId(uint256 token) external view returns (bytes32);
+        function nonces(address who) external view returns (uint256);
+        function incrementNonce() external;
+        function cancelOrder(Order memory order) external;
+        function matchOrders(Order memory takerOrder, Order[] memory makerOrders, uint256 takerFillAmount, uint256[] memory makerFillAmounts) external;
+    }
+
+    /// Gnosis' ConditionalTokens (ERC-1155 positions).
+    #[sol(rpc)]
+    #[derive(Debug)]
+    interface IConditionalTokens {
+        function prepareCondition(address oracle, bytes32 questionId, uint256 outcomeSlotCount) external;
+        function getOutcomeSlotCount(bytes32 conditionId) external view returns (uint256);
+        function getConditionId(address oracle, bytes32 questionId, uint256 outcomeSlotCount) external pure returns (bytes32);
+        function getCollectionId(bytes32 parentCollectionId, bytes32 conditionId, uint256 indexSet) external view returns (bytes32);
+        function getPositionId(address collateralToken, bytes32 collectionId) external pure returns (uint256);
+        function splitPosition(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] calldata partition, uint256 amount) external;
+        function balanceOf(address owner, uint256 id) external view returns (uint256);
+        function isApprovedForAll(address owner, address operator) external view returns (bool);
+        function setApprovalForAll(address operator, bool approved) external;
+    }
+
+    /// The negative-risk adapter: markets of questions, each a binary condition it is the
+    /// oracle of, over wrapped collateral.
+    #[sol(rpc)]
+    #[derive(Debug)]
+    interface INegRiskAdapter {
+        event MarketPrepared(bytes32 indexed marketId, address indexed oracle, uint256 feeBips, bytes data);
+        event QuestionPrepared(bytes32 indexed marketId, bytes32 indexed questionId, uint256 index, bytes data);
+
+        function addAdmin(address who) external;
+        function isAdmin(address who) external view returns (bool);
+        function wcol() external view returns (address);
+        function prepareMarket(uint256 feeBips, bytes calldata metadata) external returns (bytes32);
+        function prepareQuestion(bytes32 marketId, bytes calldata metadata) external returns (bytes32);
+        function getConditionId(bytes32 questionId) external view returns (bytes32);
+        function getPositionId(bytes32 questionId, bool outcome) external view returns (uint256);
+        function getOracle(bytes32 marketId) external view returns (address);
+        function getQuestionCount(bytes32 marketId) external view returns (uint256);
+    }
+
+    /// The collateral: an ERC-20 (6 decimals); the development one also mints.
+    #[sol(rpc)]
+    #[derive(Debug)]
+    interface ICollateral {
+        function decimals() external view returns (uint8);
+        function balanceOf(address who) external view returns (uint256);
+        function allowance(address owner, address spender) external view returns (uint256);
+        function approve(address spender, uint256 amount) external returns (bool);
+        function transfer(address to, uint256 amount) external returns (bool);
+        function mint(address to, uint256 amount) external;
+    }
+}

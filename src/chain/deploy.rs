@@ -1,0 +1,151 @@
+//! `predex chain deploy`: the contracts of a chain-mode venue on a development chain or a
+//! private testnet, from the artifacts in `contracts/` (read at run time, one JSON file per
+//! role: `collateral`, `conditional-tokens`, `exchange`, `neg-risk-adapter`,
+//! `neg-risk-exchange`, each with the contract's `bytecode`), wired, and printed as the
+//! configuration lines that point predex at them.
+
+use std::path::{Path, PathBuf};
+
+use alloy_network::TransactionBuilder;
+use alloy_primitives::{Address, Bytes};
+use alloy_provider::{DynProvider, PendingTransactionBuilder, Provider};
+use alloy_rpc_types_eth::TransactionRequest;
+use alloy_sol_types::SolValue;
+use anyhow::{anyhow, bail, Context};
+use serde::Deserialize;
+
+use super::{read_key, wallet_provider, IExchange, INegRiskAdapter};
+
+#[derive(Debug, clap::Args)]
+pub struct DeployArgs {
+    /// The node's JSON-RPC URL (http://).
+    #[arg(long, env = "PREDEX_RPC_URL")]
+    pub rpc_url: String,
+    /// A file holding the deployer's private key (hex); it pays for the deployment and is
+    /// the contracts' admin.
+    #[arg(long)]
+    pub key_file: PathBuf,
+    /// The operator predex settles with, made an admin and operator of both exchanges
+    /// (default: the deployer).
+    #[arg(long)]
+    pub operator: Option<Address>,
+    /// An existing collateral ERC-20 (6 decimals); without it a development collateral is
+    /// deployed, whose deployer may `mint(address,uint256)`.
+    #[arg(long)]
+    pub collateral_address: Option<Address>,
+    /// Where the artifacts are.
+    #[arg(long, env = "PREDEX_CONTRACTS_DIR", default_value = "contracts")]
+    pub contracts_dir: PathBuf,
+}
+
+/// What a deployment made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deployed {
+    pub chain_id: u64,
+    pub collateral: Address,
+    pub ctf: Address,
+    pub exchange: Address,
+    pub neg_risk_adapter: Address,
+    pub neg_risk_exchange: Address,
+}
+
+impl Deployed {
+    /// The configuration lines for these contracts (TOML).
+    pub fn toml(&self, rpc_url: &str) -> String {
+        format!(
+            "settlement = \"chain\"\nchain-id = {}\nrpc-url = {:?}\ncollateral-address = \"{}\"\nctf-address = \"{}\"\n\
+             exchange-address = \"{}\"\nneg-risk-exchange-address = \"{}\"\nneg-risk-adapter-address = \"{}\"\n",
+            self.chain_id,
+            rpc_url,
+            self.collateral,
+            self.ctf,
+            self.exchange,
+            self.neg_risk_exchange,
+            self.neg_risk_adapter
+        )
+    }
+}
+
+#[derive(Deserialize)]
+struct Artifact {
+    bytecode: String,
+}
+
+/// A contract's creation code from its artifact.
+fn creation_code(dir: &Path, role: &str) -> anyhow::Result<Vec<u8>> {
+    let path = dir.join(format!("{role}.json"));
+    let text = std::fs::read_to_string(&path).with_context(|| format!("read the artifact {}", path.display()))?;
+    let a: Artifact = serde_json::from_str(&text).with_context(|| format!("parse the artifact {}", path.display()))?;
+    let code = alloy_primitives::hex::decode(a.bytecode.trim())
+        .map_err(|_| anyhow!("{}: bytecode is not hex", path.display()))?;
+    if code.is_empty() {
+        bail!("{}: no bytecode", path.display());
+    }
+    Ok(code)
+}
+
+/// Waits for a transaction's receipt; an error unless it succeeded.
+async fn succeeded(what: &str, pending: PendingTransactionBuilder<alloy_network::Ethereum>) -> anyhow::Result<Address> {
+    let receipt = pending.get_receipt().await.with_context(|| format!("{what}: no receipt"))?;
+    if !receipt.status() {
+        bail!("{what}: reverted in transaction {}", receipt.transaction_hash);
+    }
+    Ok(receipt.contract_address.unwrap_or_default())
+}
+
+async fn deploy(p: &DynProvider, dir: &Path, role: &str, args: Vec<u8>) -> anyhow::Result<Address> {
+    let mut code = creation_code(dir, role)?;
+    code.extend_from_slice(&args);
+    let tx = TransactionRequest::default().with_deploy_code(Bytes::from(code));
+    let pending = p.send_transaction(tx).await.with_context(|| format!("deploy {role}"))?;
+    let address = succeeded(&format!("deploy {role}"), pending).await?;
+    if address == Address::ZERO {
+        bail!("deploy {role}: the receipt names no contract");
+    }
+    Ok(address)
+}
+
+/// Deploys and wires the contracts; returns the configuration lines.
+pub async fn run(args: DeployArgs) -> anyhow::Result<String> {
+    let key = read_key(&args.key_file)?;
+    let deployer = key.address();
+    let operator = args.operator.unwrap_or(deployer);
+    let p = wallet_provider(&args.rpc_url, key)?;
+    let d = deploy_all(&p, &args.contracts_dir, deployer, operator, args.collateral_address).await?;
+    Ok(d.toml(&args.rpc_url))
+}
+
+/// The deployment itself: collateral (unless given), ConditionalTokens, the exchange, the
+/// negative-risk adapter and exchange; the adapter admits the negative-risk exchange, and
+/// the operator, when not the deployer, becomes an admin (to register markets' tokens) and
+/// an operator (to settle) of both exchanges.
+pub async fn deploy_all(
+    p: &DynProvider,
+    dir: &Path,
+    deployer: Address,
+    operator: Address,
+    collateral: Option<Address>,
+) -> anyhow::Result<Deployed> {
+    let chain_id = p.get_chain_id().await.with_context(|| "the node does not answer")?;
+    let collateral = match collateral {
+        Some(c) => c,
+        None => deploy(p, dir, "collateral", Vec::new()).await?,
+    };
+    let ctf = deploy(p, dir, "conditional-tokens", Vec::new()).await?;
+    let none = Address::ZERO;
+    let exchange = deploy(p, dir, "exchange", (collateral, ctf, none, none).abi_encode_params()).await?;
+    // The adapter's vault (where its fees go) is the deployer.
+    let adapter = deploy(p, dir, "neg-risk-adapter", (ctf, collateral, deployer).abi_encode_params()).await?;
+    let neg_risk_exchange =
+        deploy(p, dir, "neg-risk-exchange", (collateral, ctf, adapter, none, none).abi_encode_params()).await?;
+    let a = INegRiskAdapter::new(adapter, p);
+    succeeded("adapter addAdmin", a.addAdmin(neg_risk_exchange).send().await?).await?;
+    if operator != deployer {
+        for x in [exchange, neg_risk_exchange] {
+            let e = IExchange::new(x, p);
+            succeeded("exchange addAdmin", e.addAdmin(operator).send().await?).await?;
+            succeeded("exchange addOperator", e.addOperator(operator).send().await?).await?;
+        }
+    }
+    Ok(Deployed { chain_id, collateral, ctf, exchange, neg_risk_adapter: adapter, neg_risk_exchange })
+}

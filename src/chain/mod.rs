@@ -1,0 +1,172 @@
+//! Chain mode's link to the chain (docs/settlement.md): the operator's account on an EVM
+//! node over JSON-RPC, the contracts settlement goes through, the checks made before the
+//! exchange starts, and `predex chain deploy`.
+
+pub mod contracts;
+pub mod deploy;
+
+use std::path::Path;
+
+use alloy_network::EthereumWallet;
+use alloy_primitives::{Address, Bytes, U256};
+use alloy_provider::{DynProvider, Provider, ProviderBuilder};
+use alloy_signer_local::PrivateKeySigner;
+use anyhow::{anyhow, bail, Context};
+
+pub use contracts::{ICollateral, IConditionalTokens, IExchange, INegRiskAdapter};
+
+use crate::auth::{order_hash, OrderDomains, SignedOrderFields};
+use crate::config::ChainSettings;
+
+/// Reads a private key kept in a file (hex, `0x` optional, surrounding whitespace ignored).
+/// No error quotes the file's content.
+pub fn read_key(path: &Path) -> anyhow::Result<PrivateKeySigner> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("read the key file {}", path.display()))?;
+    text.trim().parse().map_err(|_| anyhow!("the key file {} does not hold a hex private key", path.display()))
+}
+
+/// A provider that signs with `key` and fills each transaction's nonce, gas and chain id
+/// from the node: for deployments and the operator's administrative calls, one at a time.
+pub fn wallet_provider(rpc_url: &str, key: PrivateKeySigner) -> anyhow::Result<DynProvider> {
+    let url = rpc_url.parse().map_err(|_| anyhow!("rpc-url is not a URL: {rpc_url}"))?;
+    Ok(ProviderBuilder::new().wallet(EthereumWallet::from(key)).connect_http(url).erased())
+}
+
+/// The exchange's form of an order: the signed fields and the signature as submitted.
+pub fn exchange_order(o: &SignedOrderFields, signature: Bytes) -> IExchange::Order {
+    IExchange::Order {
+        salt: o.salt,
+        maker: o.maker,
+        signer: o.signer,
+        taker: o.taker,
+        tokenId: o.token_id,
+        makerAmount: o.maker_amount,
+        takerAmount: o.taker_amount,
+        expiration: o.expiration,
+        nonce: o.nonce,
+        feeRateBps: o.fee_rate_bps,
+        side: o.side,
+        signatureType: o.signature_type,
+        signature,
+    }
+}
+
+/// The operator's connection to the chain in chain mode.
+#[derive(Clone)]
+pub struct Chain {
+    pub settings: ChainSettings,
+    pub operator: Address,
+    pub provider: DynProvider,
+}
+
+impl std::fmt::Debug for Chain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chain").field("rpc_url", &self.settings.rpc_url).field("operator", &self.operator).finish()
+    }
+}
+
+impl Chain {
+    /// Reads the operator's key and connects (nothing is sent yet).
+    pub fn connect(settings: &ChainSettings) -> anyhow::Result<Chain> {
+        let key = read_key(&settings.operator_key_file)?;
+        let operator = key.address();
+        let provider = wallet_provider(&settings.rpc_url, key)?;
+        Ok(Chain { settings: settings.clone(), operator, provider })
+    }
+
+    /// What must hold before the exchange starts in chain mode, each failure one line: the
+    /// node answers with the configured chain id; every configured contract exists; the
+    /// exchanges settle in the configured collateral, the standard one through
+    /// ConditionalTokens and the negative-risk one through the adapter; the operator is an
+    /// operator of both exchanges; and each exchange hashes a probe order
+    /// as predex does under its order domain (name, version, chain id, address), so a
+    /// domain mismatch shows here, not as the first settlement's revert.
+    pub async fn check(&self, chain_id: u64, domains: &OrderDomains) -> anyhow::Result<()> {
+        let s = &self.settings;
+        let id =
+            self.provider.get_chain_id().await.with_context(|| format!("the node at {} does not answer", s.rpc_url))?;
+        if id != chain_id {
+            bail!("the node at {} is chain {id}, not the configured chain-id {chain_id}", s.rpc_url);
+        }
+        for (name, address) in [
+            ("collateral-address", s.collateral),
+            ("ctf-address", s.ctf),
+            ("neg-risk-adapter-address", s.neg_risk_adapter),
+            ("exchange-address", s.exchange),
+            ("neg-risk-exchange-address", s.neg_risk_exchange),
+        ] {
+            if self.provider.get_code_at(address).await?.is_empty() {
+                bail!("{name} {address} holds no contract on chain {chain_id}");
+            }
+        }
+        let probe = probe_order();
+        for (name, address, domain, positions, positions_name) in [
+            ("exchange", s.exchange, &domains.standard, s.ctf, "ctf-address"),
+            (
+                "negative-risk exchange",
+                s.neg_risk_exchange,
+                &domains.neg_risk,
+                s.neg_risk_adapter,
+                "neg-risk-adapter-address",
+            ),
+        ] {
+            let exchange = IExchange::new(address, &self.provider);
+            let collateral = exchange
+                .getCollateral()
+                .call()
+                .await
+                .with_context(|| format!("the {name} at {address} does not answer getCollateral"))?;
+            if collateral != s.collateral {
+                bail!("the {name} at {address} settles in {collateral}, not collateral-address {}", s.collateral);
+            }
+            let ctf = exchange
+                .getCtf()
+                .call()
+                .await
+                .with_context(|| format!("the {name} at {address} does not answer getCtf"))?;
+            if ctf != positions {
+                bail!("the {name} at {address} moves positions through {ctf}, not {positions_name} {positions}");
+            }
+            let is_operator = exchange
+                .isOperator(self.operator)
+                .call()
+                .await
+                .with_context(|| format!("the {name} at {address} does not answer isOperator"))?;
+            if !is_operator {
+                bail!("the operator key's address {} is not an operator of the {name} at {address}", self.operator);
+            }
+            let theirs = exchange
+                .hashOrder(exchange_order(&probe, Bytes::new()))
+                .call()
+                .await
+                .with_context(|| format!("the {name} at {address} does not answer hashOrder"))?;
+            if theirs != order_hash(&probe, domain) {
+                bail!(
+                    "the {name} at {address} hashes orders under another EIP-712 domain than predex's \
+                     (order-domain-name {:?}, version 1, chain-id {chain_id}): set order-domain-name to the \
+                     name the contract was built with",
+                    domain.domain.name.as_deref().unwrap_or_default()
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An order no one signed, with every field set, for comparing hashes.
+fn probe_order() -> SignedOrderFields {
+    SignedOrderFields {
+        salt: U256::from(0x5eed_u64),
+        maker: Address::repeat_byte(0x11),
+        signer: Address::repeat_byte(0x11),
+        taker: Address::ZERO,
+        token_id: U256::from(1_234_567_u64),
+        maker_amount: U256::from(50_000_000_u64),
+        taker_amount: U256::from(100_000_000_u64),
+        expiration: U256::ZERO,
+        nonce: U256::from(3),
+        fee_rate_bps: U256::from(100),
+        side: 1,
+        signature_type: 0,
+    }
+}

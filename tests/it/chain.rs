@@ -1,0 +1,222 @@
+//! Chain mode against a real EVM: each test starts its own anvil (installed by
+//! scripts/setup.sh; a test fails when it is missing), deploys the contracts with
+//! `predex chain deploy`, and starts predex against them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use predex::config::{Config, Settlement};
+use serde_json::{json, Value};
+
+use crate::fixture::{test_config, Server};
+
+/// anvil's first development account: deployer and operator unless a test says otherwise.
+pub const DEPLOYER_KEY: &str = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+/// anvil's second development account.
+pub const OTHER_KEY: &str = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
+/// anvil's chain id.
+pub const ANVIL_CHAIN_ID: u64 = 31337;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A local EVM node on a free port, killed (by its own pid) when dropped.
+pub struct Anvil {
+    pub url: String,
+    child: Child,
+}
+
+impl Anvil {
+    pub fn start() -> Anvil {
+        Anvil::start_with(&[])
+    }
+
+    pub fn start_with(args: &[&str]) -> Anvil {
+        let bin = root().join("tools/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil");
+        assert!(bin.exists(), "anvil is missing at {}: run scripts/setup.sh", bin.display());
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new(bin)
+            .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--silent"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start anvil");
+        let anvil = Anvil { url: format!("http://127.0.0.1:{port}"), child };
+        crate::fixture::wait_for(30, || anvil.rpc("eth_chainId", json!([])).ok());
+        anvil
+    }
+
+    /// One JSON-RPC call: its result, or its error object.
+    pub fn rpc(&self, method: &str, params: Value) -> Result<Value, Value> {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let r =
+            ureq::post(&self.url).timeout(Duration::from_secs(10)).send_json(body).map_err(|e| json!(e.to_string()))?;
+        let v: Value = r.into_json().map_err(|e| json!(e.to_string()))?;
+        match v.get("error") {
+            Some(e) => Err(e.clone()),
+            None => Ok(v["result"].clone()),
+        }
+    }
+}
+
+impl Drop for Anvil {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A key file in `dir`.
+pub fn key_file(dir: &Path, name: &str, key: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, format!("{key}\n")).unwrap();
+    p
+}
+
+/// Runs `predex chain deploy` and returns the settings it printed, parsed as a config.
+pub fn deploy(anvil: &Anvil, key: &Path, contracts: &Path, extra: &[&str]) -> Config {
+    let out = Command::new(env!("CARGO_BIN_EXE_predex"))
+        .args(["chain", "deploy", "--rpc-url", &anvil.url, "--key-file"])
+        .arg(key)
+        .arg("--contracts-dir")
+        .arg(contracts)
+        .args(extra)
+        .output()
+        .expect("run predex chain deploy");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "deploy failed: {}{}", stdout, String::from_utf8_lossy(&out.stderr));
+    Config::from_toml(&stdout).unwrap_or_else(|e| panic!("deploy printed no config ({e}): {stdout}"))
+}
+
+/// A test configuration in `dir` pointed at what `deployed` names, settling with `key`.
+pub fn chain_config(dir: &Path, deployed: &Config, key: PathBuf) -> Config {
+    Config {
+        settlement: deployed.settlement,
+        chain_id: deployed.chain_id,
+        rpc_url: deployed.rpc_url.clone(),
+        operator_key_file: Some(key),
+        collateral_address: deployed.collateral_address.clone(),
+        ctf_address: deployed.ctf_address.clone(),
+        neg_risk_adapter_address: deployed.neg_risk_adapter_address.clone(),
+        exchange_address: deployed.exchange_address.clone(),
+        neg_risk_exchange_address: deployed.neg_risk_exchange_address.clone(),
+        ..test_config(dir)
+    }
+}
+
+/// Starts predex and returns why it refused to (the error's whole chain, one line).
+fn refusal(c: Config) -> String {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async move {
+        match predex::App::start(c).await {
+            Ok(app) => {
+                app.shutdown().await;
+                panic!("started");
+            }
+            Err(e) => format!("{e:#}"),
+        }
+    })
+}
+
+/// Contracts built with the exchanges' domain named as Polymarket's are, in `dir`.
+fn build_contracts(dir: &Path, domain_name: &str) {
+    let out = Command::new("node")
+        .arg(root().join("scripts/contracts.js"))
+        .args(["--domain-name", domain_name, "--out"])
+        .arg(dir)
+        .output()
+        .expect("run node scripts/contracts.js");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn deploy_prints_the_settings_and_predex_starts_only_against_them() {
+    let anvil = Anvil::start();
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
+    let deployed = deploy(&anvil, &key, &root().join("contracts"), &[]);
+    assert_eq!(deployed.settlement, Settlement::Chain);
+    assert_eq!(deployed.chain_id, ANVIL_CHAIN_ID);
+    assert_eq!(deployed.rpc_url.as_deref(), Some(anvil.url.as_str()));
+    let addresses = [
+        deployed.collateral_address.clone().unwrap(),
+        deployed.ctf_address.clone().unwrap(),
+        deployed.neg_risk_adapter_address.clone().unwrap(),
+        deployed.exchange_address.clone(),
+        deployed.neg_risk_exchange_address.clone(),
+    ];
+    for a in &addresses {
+        let code = anvil.rpc("eth_getCode", json!([a, "latest"])).unwrap();
+        assert!(code.as_str().unwrap().len() > 2, "no code at {a}");
+    }
+
+    let data = tempfile::tempdir().unwrap();
+    let good = chain_config(data.path(), &deployed, key.clone());
+
+    // The node is another chain than the one configured.
+    let e = refusal(Config { chain_id: 137, ..good.clone() });
+    assert!(e.contains("is chain 31337, not the configured chain-id 137"), "{e}");
+    // The key is no operator of the exchanges.
+    let other = key_file(dir.path(), "other.key", OTHER_KEY);
+    let e = refusal(Config { operator_key_file: Some(other), ..good.clone() });
+    assert!(e.contains("is not an operator of the exchange"), "{e}");
+    // The order domain's name is not the one the exchanges were built with.
+    let e = refusal(Config { order_domain_name: "Polymarket CTF Exchange".into(), ..good.clone() });
+    assert!(e.contains("hashes orders under another EIP-712 domain"), "{e}");
+    // The two exchanges swapped.
+    let e = refusal(Config {
+        exchange_address: good.neg_risk_exchange_address.clone(),
+        neg_risk_exchange_address: good.exchange_address.clone(),
+        ..good.clone()
+    });
+    assert!(e.contains("moves positions through") && e.contains("not ctf-address"), "{e}");
+    // Another collateral than the exchanges'.
+    let e = refusal(Config { collateral_address: good.ctf_address.clone(), ..good.clone() });
+    assert!(e.contains("not collateral-address"), "{e}");
+    // An address with no contract.
+    let e = refusal(Config {
+        ctf_address: Some(format!("{:#x}", alloy_primitives::Address::repeat_byte(0x42))),
+        ..good.clone()
+    });
+    assert!(e.contains("ctf-address 0x4242424242424242424242424242424242424242 holds no contract"), "{e}");
+    // A key file that holds no key; its content is not repeated.
+    let bad = key_file(dir.path(), "bad.key", "not-a-key-but-a-secret");
+    let e = refusal(Config { operator_key_file: Some(bad), ..good.clone() });
+    assert!(e.contains("does not hold a hex private key") && !e.contains("not-a-key-but-a-secret"), "{e}");
+    // Chain mode with a setting missing.
+    let e = refusal(Config { rpc_url: None, ..good.clone() });
+    assert!(e.contains("settlement = \"chain\" needs rpc-url"), "{e}");
+
+    // Right: it starts, and the faucet is closed.
+    let s = Server::start_with(good);
+    let (st, b) = s.get("/ok");
+    assert_eq!(st, 200, "{b}");
+    let (st, b) = s.internal_post(
+        "/internal/ledger/credit",
+        &json!({"address": "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", "asset": "USDC", "amount": "1000000"}),
+    );
+    assert_eq!(st, 409, "{b}");
+    assert!(b["error"].as_str().unwrap().contains("faucet is closed in chain mode"), "{b}");
+}
+
+#[test]
+fn the_exchanges_built_under_polymarkets_domain_name_check_with_that_setting() {
+    let anvil = Anvil::start();
+    let dir = tempfile::tempdir().unwrap();
+    let contracts = dir.path().join("contracts");
+    build_contracts(&contracts, predex::auth::POLYMARKET_ORDER_DOMAIN);
+    let other = key_file(dir.path(), "other.key", OTHER_KEY);
+    let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
+    // The operator is another account than the deployer: deploy makes it one.
+    let operator = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+    let deployed = deploy(&anvil, &key, &contracts, &["--operator", operator]);
+    let data = tempfile::tempdir().unwrap();
+    let good = chain_config(data.path(), &deployed, other);
+    let e = refusal(good.clone());
+    assert!(e.contains("hashes orders under another EIP-712 domain"), "{e}");
+    let s = Server::start_with(Config { order_domain_name: predex::auth::POLYMARKET_ORDER_DOMAIN.into(), ..good });
+    assert_eq!(s.get("/ok").0, 200);
+}
