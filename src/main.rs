@@ -338,8 +338,15 @@ fn main() -> anyhow::Result<ExitCode> {
             let (config, json) = args.into_config()?;
             predex::init_logging(json);
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-            rt.block_on(async move {
-                let app = predex::App::start(config).await?;
+            let code = rt.block_on(async move {
+                // A refusal to start is one line (the unit's journal, the operator's terminal).
+                let app = match predex::App::start(config).await {
+                    Ok(app) => app,
+                    Err(e) => {
+                        eprintln!("predex: cannot start: {e:#}");
+                        return anyhow::Ok(ExitCode::FAILURE);
+                    }
+                };
                 // Every listener is bound and every book reloaded: tell systemd (Type=notify).
                 let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
                 let dog = watchdog(app.state.engine.clone());
@@ -353,9 +360,9 @@ fn main() -> anyhow::Result<ExitCode> {
                 drop(dog);
                 app.shutdown().await;
                 tracing::info!("stopped cleanly");
-                anyhow::Ok(())
+                anyhow::Ok(ExitCode::SUCCESS)
             })?;
-            Ok(ExitCode::SUCCESS)
+            Ok(code)
         }
         Command::Admin(args) => match predex::admin::run(args) {
             Ok(reply) => {
