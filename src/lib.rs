@@ -48,6 +48,8 @@ use crate::store::Store;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MarketSpec {
+    /// Required in ledger mode; made on chain in chain mode.
+    #[serde(default)]
     pub condition_id: String,
     #[serde(default)]
     pub question: String,
@@ -65,6 +67,10 @@ pub struct MarketSpec {
     pub neg_risk: bool,
     #[serde(default)]
     pub neg_risk_market_id: Option<String>,
+    /// Chain mode: the question the market's condition is prepared for (32 bytes, hex);
+    /// predex makes one when absent. Ignored in ledger mode.
+    #[serde(default)]
+    pub question_id: Option<String>,
     // Catalogue metadata (the engine does not keep these).
     #[serde(default)]
     pub description: String,

@@ -88,9 +88,21 @@ async fn balance_allowance(s: Arc<AppState>, r: Req) -> ApiResult {
 
 /// GET /balance-allowance/update: the settled collateral balance, and the collateral the
 /// key's CONFIRMED trades moved as taker and as maker (net, signed, micro-units).
+///
+/// In chain mode it first reads the wallet's collateral (and the token a CONDITIONAL query
+/// names) from the chain and makes that the settled balance.
 async fn balance_update(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
-    let balance = match wallet(&s, &key, &r).await? {
+    let address = wallet(&s, &key, &r).await?;
+    if let (Some(_), Some(a)) = (&s.chain, &address) {
+        crate::app::onchain::refresh(&s, a, COLLATERAL).await?;
+        let q = r.query_map();
+        let conditional = q.get("asset_type").is_some_and(|t| t.eq_ignore_ascii_case("CONDITIONAL"));
+        if let Some(t) = q.get("token_id").filter(|t| conditional && s.registry.token(t).is_some()) {
+            crate::app::onchain::refresh(&s, a, t).await?;
+        }
+    }
+    let balance = match address {
         Some(a) => s
             .engine
             .accounts(a)

@@ -166,22 +166,42 @@ pub fn routes(state: Arc<AppState>) -> Routes {
         .boxed()
 }
 
+/// Creates a market. In chain mode the condition and its tokens are made on chain first
+/// (`app::onchain::make_market`), and a retry with the same question id answers the market
+/// it made.
 async fn create_market(s: Arc<AppState>, r: Req) -> ApiResult {
-    let spec: MarketSpec = r.json()?;
+    let mut spec: MarketSpec = r.json()?;
+    let question_id = match &s.chain {
+        Some(_) => Some(crate::app::onchain::make_market(&s, &mut spec).await?),
+        None => None,
+    };
     let meta = spec.meta(0, None)?;
     let program = spec.rewards.as_ref().map(|r| r.config(&spec.condition_id)).transpose()?;
     let m = spec.into_market().map_err(ApiError::bad)?;
-    match s.engine.create_market(m).await {
+    let (condition_id, tokens) = (m.condition_id.clone(), m.tokens.clone());
+    let made = match s.engine.create_market(m).await {
         Ok(m) => {
             put_meta(&s, meta).await?;
             if let Some(c) = program {
                 crate::app::incentives::set_config(&s, c).await?;
             }
-            reply(&json!({ "condition_id": m.condition_id, "idx": m.idx }))
+            m
         }
-        Err(EngineError::Exists) => Err(ApiError::new(StatusCode::CONFLICT, "market already exists")),
-        Err(e) => Err(e.into()),
+        Err(EngineError::Exists) if question_id.is_some() => match s.registry.condition(&condition_id) {
+            Some(v) if v.market.tokens == tokens => v.market.clone(),
+            _ => return Err(ApiError::new(StatusCode::CONFLICT, "market already exists")),
+        },
+        Err(EngineError::Exists) => return Err(ApiError::new(StatusCode::CONFLICT, "market already exists")),
+        Err(e) => return Err(e.into()),
+    };
+    let mut body = json!({ "condition_id": made.condition_id, "idx": made.idx });
+    if let Some(q) = question_id {
+        body["question_id"] = json!(q.to_string());
+        body["tokens"] = json!(made.tokens);
+        body["neg_risk"] = json!(made.neg_risk);
+        body["neg_risk_market_id"] = json!(made.neg_risk_market_id);
     }
+    reply(&body)
 }
 
 #[derive(Deserialize)]
@@ -301,6 +321,9 @@ async fn balances(s: Arc<AppState>, r: Req) -> ApiResult {
 
 /// Settles every PENDING trade now instead of at the worker's next run.
 async fn settle(s: Arc<AppState>, _r: Req) -> ApiResult {
+    if s.chain.is_some() {
+        return Err(ApiError::new(StatusCode::CONFLICT, "chain mode settles on chain, not in the ledger"));
+    }
     // The worker's own pass, on a blocking thread (its engine calls wait synchronously).
     let engine = s.engine.clone();
     let (confirmed, failed) = tokio::task::spawn_blocking(move || crate::app::workers::settle_all(&engine))

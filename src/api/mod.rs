@@ -92,6 +92,17 @@ impl From<EngineError> for ApiError {
     }
 }
 
+impl From<crate::app::onchain::OnchainError> for ApiError {
+    fn from(e: crate::app::onchain::OnchainError) -> ApiError {
+        use crate::app::onchain::OnchainError;
+        match e {
+            OnchainError::Invalid(m) => ApiError::bad(m),
+            OnchainError::Chain(_) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+            OnchainError::Engine(e) => e.into(),
+        }
+    }
+}
+
 impl Reply for ApiError {
     fn into_response(self) -> Response {
         warp::reply::with_status(warp::reply::json(&serde_json::json!({ "error": self.message })), self.status)

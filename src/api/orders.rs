@@ -244,7 +244,7 @@ impl From<OrderError> for ApiError {
         match e {
             OrderError::Store(e) => e.into(),
             OrderError::Engine(e) => e.into(),
-            OrderError::CancelOnly | OrderError::Disabled => {
+            OrderError::CancelOnly | OrderError::Disabled | OrderError::Chain(_) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
             }
             _ => ApiError::bad(e.to_string()),

@@ -11,6 +11,7 @@ pub mod catalogue;
 pub mod ctf;
 pub mod incentives;
 pub mod keys;
+pub mod onchain;
 pub mod orders;
 pub mod ratelimit;
 pub mod resolution;
@@ -81,6 +82,8 @@ pub struct AppState {
     pub rfq: tokio::sync::Mutex<()>,
     /// Chain mode's link to the chain, checked at start (None: ledger mode).
     pub chain: Option<crate::chain::Chain>,
+    /// Chain mode: the (address, asset) accounts read from the chain since start.
+    pub synced: parking_lot::Mutex<std::collections::HashSet<(String, String)>>,
 }
 
 impl AppState {
@@ -131,6 +134,7 @@ impl AppState {
             bonds: Default::default(),
             rfq: Default::default(),
             chain: None,
+            synced: Default::default(),
         })
     }
 

@@ -48,6 +48,9 @@ pub enum OrderError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// Chain mode: the balance could not be read from the chain.
+    #[error("{0}")]
+    Chain(String),
 }
 
 /// Highest fee rate an order may carry (basis points).
@@ -106,6 +109,11 @@ pub async fn place(
     builder: Option<&str>,
 ) -> Result<Placed, OrderError> {
     let (order, defer) = validate(s, key, order)?;
+    if s.chain.is_some() {
+        crate::app::onchain::ensure(s, &order.maker, order.spend_key())
+            .await
+            .map_err(|e| OrderError::Chain(e.to_string()))?;
+    }
     let id = order.id;
     let records = builder.map(|b| crate::app::builders::attribution(b, &order)).unwrap_or_default();
     let _t = s.time_command("place");

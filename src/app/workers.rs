@@ -79,7 +79,8 @@ impl Workers {
         let (stop, rx) = crossbeam_channel::bounded::<()>(0);
         let ms = Duration::from_millis;
         let mut threads = Vec::new();
-        {
+        // Chain mode settles on chain, never in the ledger alone.
+        if state.chain.is_none() {
             let (engine, stats) = (engine.clone(), stats.clone());
             threads.push(spawn(
                 "settlement",

@@ -4,12 +4,14 @@
 
 pub mod contracts;
 pub mod deploy;
+pub mod markets;
 
 use std::path::Path;
 
 use alloy_network::EthereumWallet;
 use alloy_primitives::{Address, Bytes, U256};
 use alloy_provider::{DynProvider, Provider, ProviderBuilder};
+use alloy_rpc_types_eth::TransactionRequest;
 use alloy_signer_local::PrivateKeySigner;
 use anyhow::{anyhow, bail, Context};
 
@@ -52,11 +54,13 @@ pub fn exchange_order(o: &SignedOrderFields, signature: Bytes) -> IExchange::Ord
 }
 
 /// The operator's connection to the chain in chain mode.
-#[derive(Clone)]
 pub struct Chain {
     pub settings: ChainSettings,
     pub operator: Address,
     pub provider: DynProvider,
+    /// Held from a transaction's nonce until it is broadcast: the operator's transactions
+    /// go out one at a time, in nonce order.
+    sending: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Chain {
@@ -71,7 +75,51 @@ impl Chain {
         let key = read_key(&settings.operator_key_file)?;
         let operator = key.address();
         let provider = wallet_provider(&settings.rpc_url, key)?;
-        Ok(Chain { settings: settings.clone(), operator, provider })
+        Ok(Chain { settings: settings.clone(), operator, provider, sending: Default::default() })
+    }
+
+    /// Sends one of the operator's administrative transactions and waits until it is mined;
+    /// an error unless it succeeded.
+    pub async fn send(&self, what: &str, tx: TransactionRequest) -> anyhow::Result<()> {
+        let _send = self.sending.lock().await;
+        self.send_locked(what, tx).await
+    }
+
+    /// [`Chain::send`] with the sending lock held by the caller.
+    async fn send_locked(&self, what: &str, tx: TransactionRequest) -> anyhow::Result<()> {
+        let pending = self.provider.send_transaction(tx).await.with_context(|| format!("{what}: not sent"))?;
+        let receipt = pending.get_receipt().await.with_context(|| format!("{what}: no receipt"))?;
+        if !receipt.status() {
+            bail!("{what}: reverted in transaction {}", receipt.transaction_hash);
+        }
+        Ok(())
+    }
+
+    /// The collateral `owner` can pay on either exchange: its balance, within the allowance
+    /// it gave each of them.
+    pub async fn collateral_spendable(&self, owner: Address) -> anyhow::Result<U256> {
+        let s = &self.settings;
+        let c = ICollateral::new(s.collateral, &self.provider);
+        let balance = c.balanceOf(owner).call().await?;
+        let standard = c.allowance(owner, s.exchange).call().await?;
+        let neg_risk = c.allowance(owner, s.neg_risk_exchange).call().await?;
+        Ok(balance.min(standard).min(neg_risk))
+    }
+
+    /// The tokens of `token` that `owner` can sell: its balance, when it has approved the
+    /// exchange that trades them (and, for negative risk, the adapter) to move its
+    /// positions; none otherwise.
+    pub async fn token_spendable(&self, owner: Address, token: U256, neg_risk: bool) -> anyhow::Result<U256> {
+        let s = &self.settings;
+        let ctf = IConditionalTokens::new(s.ctf, &self.provider);
+        let balance = ctf.balanceOf(owner, token).call().await?;
+        let operators: &[Address] = if neg_risk { &[s.neg_risk_exchange, s.neg_risk_adapter] } else { &[s.exchange] };
+        for &o in operators {
+            if !ctf.isApprovedForAll(owner, o).call().await? {
+                return Ok(U256::ZERO);
+            }
+        }
+        Ok(balance)
     }
 
     /// What must hold before the exchange starts in chain mode, each failure one line: the

@@ -53,6 +53,8 @@ type Reply<T> = oneshot::Sender<Result<T, EngineError>>;
 pub enum LedgerChange {
     Credit(Amount),
     Debit(Amount),
+    /// The settled balance is this (chain mode: what the chain holds for the account).
+    Set(Amount),
 }
 
 pub enum Command {

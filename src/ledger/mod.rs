@@ -198,6 +198,13 @@ impl Ledger {
         }
     }
 
+    /// Sets a settled balance to what an outside record holds (chain mode: the chain).
+    pub fn set_at(&mut self, a: Acct, amount: Amount) {
+        if self.accounts[a.0 as usize].balance != amount {
+            self.change(a, |b| *b = amount);
+        }
+    }
+
     /// Reserves `amount` if available; false (and no change) otherwise.
     pub fn try_reserve_at(&mut self, a: Acct, amount: Amount) -> bool {
         let acc = &mut self.accounts[a.0 as usize];

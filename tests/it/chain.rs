@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use predex::chain::wallet_provider;
 use predex::config::{Config, Settlement};
 use serde_json::{json, Value};
 
@@ -219,4 +220,171 @@ fn the_exchanges_built_under_polymarkets_domain_name_check_with_that_setting() {
     assert!(e.contains("hashes orders under another EIP-712 domain"), "{e}");
     let s = Server::start_with(Config { order_domain_name: predex::auth::POLYMARKET_ORDER_DOMAIN.into(), ..good });
     assert_eq!(s.get("/ok").0, 200);
+}
+
+/// A chain-mode venue: its own anvil, the contracts deployed, predex started against them.
+pub struct Venue {
+    pub server: Server,
+    pub deployed: Config,
+    pub anvil: Anvil,
+    _dir: tempfile::TempDir,
+    rt: tokio::runtime::Runtime,
+}
+
+impl Venue {
+    pub fn start() -> Venue {
+        let anvil = Anvil::start();
+        let dir = tempfile::tempdir().unwrap();
+        let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
+        let deployed = deploy(&anvil, &key, &root().join("contracts"), &[]);
+        let data = dir.path().join("data");
+        let server = Server::start_with(chain_config(&data, &deployed, key));
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        Venue { server, deployed, anvil, _dir: dir, rt }
+    }
+
+    fn address(v: &Option<String>) -> alloy_primitives::Address {
+        v.as_deref().unwrap().parse().unwrap()
+    }
+
+    pub fn exchange(&self) -> alloy_primitives::Address {
+        self.deployed.exchange_address.parse().unwrap()
+    }
+
+    pub fn neg_risk_exchange(&self) -> alloy_primitives::Address {
+        self.deployed.neg_risk_exchange_address.parse().unwrap()
+    }
+
+    /// A trader with an API key, gas, `usdc` collateral minted on chain, and, when
+    /// `approve`, the approvals the exchanges need (collateral and positions, both
+    /// exchanges and the adapter).
+    pub fn trader(&self, usdc: u64, approve: bool) -> crate::fixture::Trader {
+        use predex::chain::{ICollateral, IConditionalTokens};
+        let t = self.server.trader(0);
+        self.anvil.rpc("anvil_setBalance", json!([t.address, "0x3635C9ADC5DEA00000"])).unwrap();
+        let collateral = Venue::address(&self.deployed.collateral_address);
+        let ctf = Venue::address(&self.deployed.ctf_address);
+        let adapter = Venue::address(&self.deployed.neg_risk_adapter_address);
+        let (exchange, nre) = (self.exchange(), self.neg_risk_exchange());
+        let url = self.anvil.url.clone();
+        let wallet = t.wallet.clone();
+        let me = wallet.address();
+        self.rt.block_on(async move {
+            let deployer = wallet_provider(&url, DEPLOYER_KEY.parse().unwrap()).unwrap();
+            let c = ICollateral::new(collateral, &deployer);
+            assert!(c
+                .mint(me, alloy_primitives::U256::from(usdc))
+                .send()
+                .await
+                .unwrap()
+                .get_receipt()
+                .await
+                .unwrap()
+                .status());
+            if approve {
+                let p = wallet_provider(&url, wallet).unwrap();
+                let c = ICollateral::new(collateral, &p);
+                let ctf = IConditionalTokens::new(ctf, &p);
+                for x in [exchange, nre] {
+                    let r =
+                        c.approve(x, alloy_primitives::U256::MAX).send().await.unwrap().get_receipt().await.unwrap();
+                    assert!(r.status());
+                }
+                for x in [exchange, nre, adapter] {
+                    let r = ctf.setApprovalForAll(x, true).send().await.unwrap().get_receipt().await.unwrap();
+                    assert!(r.status());
+                }
+            }
+        });
+        t
+    }
+
+    /// The exchange's condition id for a token (zero when unregistered).
+    pub fn registered(&self, exchange: alloy_primitives::Address, token: &str) -> String {
+        let url = self.anvil.url.clone();
+        let token = alloy_primitives::U256::from_str_radix(token, 10).unwrap();
+        self.rt.block_on(async move {
+            let p = wallet_provider_ro(&url);
+            predex::chain::IExchange::new(exchange, &p).getConditionId(token).call().await.unwrap().to_string()
+        })
+    }
+}
+
+fn wallet_provider_ro(url: &str) -> alloy_provider::DynProvider {
+    wallet_provider(url, OTHER_KEY.parse().unwrap()).unwrap()
+}
+
+#[test]
+fn markets_are_made_on_chain_and_balances_come_from_it() {
+    let v = Venue::start();
+    let s = &v.server;
+
+    // A binary market: the condition and its tokens come from the chain.
+    let (st, m) = s.internal_post("/internal/markets", &json!({"question": "Will it rain?", "slug": "rain"}));
+    assert_eq!(st, 200, "{m}");
+    let (cond, q) = (m["condition_id"].as_str().unwrap().to_string(), m["question_id"].clone());
+    let yes = m["tokens"][0]["token_id"].as_str().unwrap().to_string();
+    let no = m["tokens"][1]["token_id"].as_str().unwrap().to_string();
+    assert_eq!(v.registered(v.exchange(), &yes), cond);
+    assert_eq!(v.registered(v.exchange(), &no), cond);
+    // Retried with its question id: the same market.
+    let (st, again) = s.internal_post("/internal/markets", &json!({"question": "Will it rain?", "question_id": q}));
+    assert_eq!(st, 200, "{again}");
+    assert_eq!(
+        (again["condition_id"].clone(), again["tokens"].clone()),
+        (m["condition_id"].clone(), m["tokens"].clone())
+    );
+    // What the chain decides is not the operator's to give; bad input sends nothing.
+    let (st, b) = s.internal_post(
+        "/internal/markets",
+        &json!({"question": "Q", "condition_id": "0x01", "tokens": [{"token_id": "1", "outcome": "Yes"}, {"token_id": "2", "outcome": "No"}]}),
+    );
+    assert_eq!(st, 400, "{b}");
+    let (st, b) = s.internal_post("/internal/markets", &json!({"question": "Q", "tick_size": "0.02"}));
+    assert_eq!((st, b["error"].as_str().unwrap()), (400, "tick_size must be 0.1, 0.01, 0.001 or 0.0001"));
+    let (st, b) = s.internal_post("/internal/markets", &json!({"question": "Q", "question_id": "0x12"}));
+    assert_eq!((st, b["error"].as_str().unwrap()), (400, "question_id must be 32 bytes of hex"));
+
+    // Negative risk: questions of one adapter market, on the negative-risk exchange.
+    let (st, a) = s.internal_post("/internal/markets", &json!({"question": "Candidate A?", "neg_risk": true}));
+    assert_eq!(st, 200, "{a}");
+    let market_id = a["neg_risk_market_id"].as_str().unwrap().to_string();
+    let (st, b) = s.internal_post(
+        "/internal/markets",
+        &json!({"question": "Candidate B?", "neg_risk": true, "neg_risk_market_id": market_id}),
+    );
+    assert_eq!(st, 200, "{b}");
+    assert_eq!(b["neg_risk_market_id"], a["neg_risk_market_id"]);
+    assert_ne!(b["question_id"], a["question_id"]);
+    let b_yes = b["tokens"][0]["token_id"].as_str().unwrap();
+    assert_eq!(v.registered(v.neg_risk_exchange(), b_yes), b["condition_id"].as_str().unwrap());
+    assert_eq!(v.registered(v.exchange(), b_yes), format!("{}", alloy_primitives::B256::ZERO));
+    let (st, again) = s.internal_post(
+        "/internal/markets",
+        &json!({"question": "Candidate B?", "neg_risk": true, "question_id": b["question_id"]}),
+    );
+    assert_eq!(st, 200, "{again}");
+    assert_eq!(again["condition_id"], b["condition_id"]);
+
+    // Balances: what the chain lets the exchanges move.
+    let alice = v.trader(100_000_000, true);
+    let carol = v.trader(100_000_000, false);
+    let (st, b) = alice.l2(s, "GET", "/balance-allowance/update", None);
+    assert_eq!((st, b["balance"].as_str().unwrap()), (200, "100000000"), "{b}");
+    let (st, b) = carol.l2(s, "GET", "/balance-allowance/update", None);
+    assert_eq!((st, b["balance"].as_str().unwrap()), (200, "0"), "{b}");
+    // No allowance: refused, before and after the update.
+    let (st, b) = carol.submit(s, carol.order(s, &yes, "BUY", "0.50", "10"), "GTC");
+    assert_eq!((st, b["error"].as_str().unwrap_or_default()), (400, "not enough balance / allowance"), "{b}");
+    // Alice's first order reads her balance from the chain: 100 USDC.
+    let (st, b) = alice.submit(s, alice.order(s, &yes, "BUY", "0.50", "201"), "GTC");
+    assert_eq!((st, b["error"].as_str().unwrap_or_default()), (400, "not enough balance / allowance"), "{b}");
+    alice.place(s, &yes, "BUY", "0.50", "200");
+    // Bob buys NO against it: a mint, PENDING until settled on chain.
+    let bob = v.trader(50_000_000, true);
+    let (st, b) = bob.submit(s, bob.order(s, &no, "BUY", "0.50", "100"), "GTC");
+    assert_eq!(st, 200, "{b}");
+    assert_eq!(b["status"], "MATCHED", "{b}");
+    let (st, b) = bob.l2(s, "GET", "/balance-allowance", None);
+    assert_eq!((st, b["balance"].as_str().unwrap()), (200, "0"), "{b}");
 }

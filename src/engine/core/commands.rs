@@ -234,6 +234,7 @@ impl Core {
             match *change {
                 LedgerChange::Credit(n) => self.ledger.credit_at(a, n),
                 LedgerChange::Debit(n) => self.ledger.debit_at(a, n),
+                LedgerChange::Set(n) => self.ledger.set_at(a, n),
             }
         }
         self.flush_ledger(batch);
