@@ -8,6 +8,7 @@ pub mod auctions;
 pub mod bridge;
 pub mod builders;
 pub mod catalogue;
+pub mod chain_settlement;
 pub mod ctf;
 pub mod incentives;
 pub mod keys;

@@ -80,7 +80,24 @@ impl Workers {
         let ms = Duration::from_millis;
         let mut threads = Vec::new();
         // Chain mode settles on chain, never in the ledger alone.
-        if state.chain.is_none() {
+        if state.chain.is_some() {
+            match crate::app::chain_settlement::ChainSettler::new(state.clone()) {
+                Ok(mut settler) => {
+                    let stats = stats.clone();
+                    threads.push(spawn(
+                        "chain-settlement",
+                        stats.clone(),
+                        ms(config.settlement_interval_ms),
+                        rx.clone(),
+                        move || {
+                            stats.worker_ran("settlement");
+                            settler.run()
+                        },
+                    ));
+                }
+                Err(e) => tracing::error!(error = %e, "chain settlement cannot start"),
+            }
+        } else {
             let (engine, stats) = (engine.clone(), stats.clone());
             threads.push(spawn(
                 "settlement",

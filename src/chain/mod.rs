@@ -58,9 +58,11 @@ pub struct Chain {
     pub settings: ChainSettings,
     pub operator: Address,
     pub provider: DynProvider,
+    /// Signs the settlement transactions (which predex records before broadcasting).
+    pub wallet: EthereumWallet,
     /// Held from a transaction's nonce until it is broadcast: the operator's transactions
     /// go out one at a time, in nonce order.
-    sending: tokio::sync::Mutex<()>,
+    pub sending: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Chain {
@@ -74,8 +76,9 @@ impl Chain {
     pub fn connect(settings: &ChainSettings) -> anyhow::Result<Chain> {
         let key = read_key(&settings.operator_key_file)?;
         let operator = key.address();
+        let wallet = EthereumWallet::from(key.clone());
         let provider = wallet_provider(&settings.rpc_url, key)?;
-        Ok(Chain { settings: settings.clone(), operator, provider, sending: Default::default() })
+        Ok(Chain { settings: settings.clone(), operator, provider, wallet, sending: Default::default() })
     }
 
     /// Sends one of the operator's administrative transactions and waits until it is mined;
@@ -86,7 +89,7 @@ impl Chain {
     }
 
     /// [`Chain::send`] with the sending lock held by the caller.
-    async fn send_locked(&self, what: &str, tx: TransactionRequest) -> anyhow::Result<()> {
+    pub async fn send_locked(&self, what: &str, tx: TransactionRequest) -> anyhow::Result<()> {
         let pending = self.provider.send_transaction(tx).await.with_context(|| format!("{what}: not sent"))?;
         let receipt = pending.get_receipt().await.with_context(|| format!("{what}: no receipt"))?;
         if !receipt.status() {
@@ -199,6 +202,19 @@ impl Chain {
         }
         Ok(())
     }
+}
+
+/// The name of the exchange's custom error in a node's error answer (a reverted call or
+/// gas estimate), else the node's message.
+pub fn revert_reason(e: &alloy_transport::TransportError) -> String {
+    if let Some(p) = e.as_error_resp() {
+        if let Some(decoded) = p.as_decoded_interface_error::<IExchange::IExchangeErrors>() {
+            let text = format!("{decoded:?}");
+            return text.split(['(', ' ', '{']).next().unwrap_or(&text).to_string();
+        }
+        return p.message.to_string();
+    }
+    e.to_string()
 }
 
 /// An order no one signed, with every field set, for comparing hashes.

@@ -8,6 +8,7 @@ pub mod bonds;
 pub mod bridge;
 pub mod builders;
 pub mod catalogue;
+pub mod chain;
 pub mod num;
 pub mod packed;
 pub mod records;

@@ -28,7 +28,7 @@ pub use crate::domain::NonceState;
 use crate::domain::{now_millis, now_secs, Amount, LastTrade, Market, OrderRecord, Price};
 use crate::ledger::Account;
 use crate::store::{Batch, Store, StoreError};
-pub use core::{BlockTrade, Canceled, Core, Placed, Reject, RewardScores, Settled};
+pub use core::{BlockTrade, Canceled, Core, Placed, Reject, RewardScores, Settled, Verdict};
 
 /// Why a command did not complete.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -112,6 +112,20 @@ pub enum Command {
     Settle {
         max: usize,
         reply: Reply<(usize, usize)>,
+    },
+    /// Chain mode: settles the trades as the chain decided, writing `records` (the
+    /// settlement transactions' records, done with) in the same batch; replies
+    /// (confirmed, failed).
+    SettleDecided {
+        decided: Vec<(Uuid, Verdict)>,
+        records: Batch,
+        reply: Reply<(usize, usize)>,
+    },
+    /// PENDING trades matched after a trade sequence, oldest first; read-only.
+    PendingAfter {
+        seq: u64,
+        max: usize,
+        reply: Reply<Vec<Arc<crate::domain::TradeRecord>>>,
     },
     /// Cancels the open GTD orders whose expiration passed; replies their IDs.
     Expire {
@@ -255,6 +269,20 @@ impl EngineHandle {
     }
     pub async fn release_deferred(&self, ids: Option<Vec<Uuid>>) -> Result<Vec<Placed>, EngineError> {
         self.call(|reply| Command::ReleaseDeferred { ids, reply }).await
+    }
+    pub async fn settle_decided(
+        &self,
+        decided: Vec<(Uuid, Verdict)>,
+        records: Batch,
+    ) -> Result<(usize, usize), EngineError> {
+        self.call(|reply| Command::SettleDecided { decided, records, reply }).await
+    }
+    pub async fn pending_after(
+        &self,
+        seq: u64,
+        max: usize,
+    ) -> Result<Vec<Arc<crate::domain::TradeRecord>>, EngineError> {
+        self.call(|reply| Command::PendingAfter { seq, max, reply }).await
     }
     pub async fn accounts(&self, address: String) -> Result<Vec<(String, Account)>, EngineError> {
         self.call(|reply| Command::Accounts { address, reply }).await
@@ -601,6 +629,15 @@ fn run(
                 let s = core.settle(now_secs(), max, &mut batch);
                 let (_, markets) = split_touched(s.canceled);
                 finish(core, out, batch, &markets, Vec::new(), None, reply, (s.confirmed, s.failed.len()));
+            }
+            Command::SettleDecided { decided, records, reply } => {
+                let s = core.settle_decided(now_secs(), &decided, &mut batch);
+                batch.ops.extend(records.ops);
+                let (_, markets) = split_touched(s.canceled);
+                finish(core, out, batch, &markets, Vec::new(), None, reply, (s.confirmed, s.failed.len()));
+            }
+            Command::PendingAfter { seq, max, reply } => {
+                let _ = reply.send(Ok(core.pending_after(seq, max)));
             }
             Command::Expire { reply } => {
                 let gone = core.expire(now_secs(), &mut batch);

@@ -12,6 +12,7 @@ mod bonds;
 mod bridge;
 mod builders;
 mod catalogue;
+mod chain;
 mod codec;
 pub mod index;
 pub mod keys;

@@ -88,6 +88,9 @@ pub mod cf {
     /// key; `a/` address `/` kind `/` key → (); `n/` builder → claiming address; `o/`
     /// builder `/` order → ().
     pub const BUILDERS: &str = "builders";
+    /// Chain mode: nonce (u64 BE) → settlement transaction recorded before its broadcast
+    /// and not settled yet (`domain::chain::ChainTx`).
+    pub const CHAIN_TXS: &str = "chain_txs";
 
     /// Families whose values are counters summed by the merge operator.
     pub const COUNTERS: &[&str] = &[POSITIONS, MARKET_HOLDERS, WALLET_DAYS, MARKET_STATS, REWARDS];
@@ -151,6 +154,7 @@ pub mod cf {
         BONDS,
         RFQ,
         BUILDERS,
+        CHAIN_TXS,
         LOG_PIN,
     ];
 }

@@ -238,7 +238,7 @@ impl Venue {
         let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
         let deployed = deploy(&anvil, &key, &root().join("contracts"), &[]);
         let data = dir.path().join("data");
-        let server = Server::start_with(chain_config(&data, &deployed, key));
+        let server = Server::start_with(Config { settlement_interval_ms: 200, ..chain_config(&data, &deployed, key) });
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         Venue { server, deployed, anvil, _dir: dir, rt }
     }
@@ -387,4 +387,90 @@ fn markets_are_made_on_chain_and_balances_come_from_it() {
     assert_eq!(b["status"], "MATCHED", "{b}");
     let (st, b) = bob.l2(s, "GET", "/balance-allowance", None);
     assert_eq!((st, b["balance"].as_str().unwrap()), (200, "0"), "{b}");
+}
+
+/// Waits until the trader's newest trade is no longer PENDING; returns it.
+fn settled(v: &Venue, t: &crate::fixture::Trader) -> Value {
+    crate::fixture::wait_for(60, || {
+        let (st, b) = t.l2(&v.server, "GET", "/data/trades", None);
+        let newest = b["data"][0].clone();
+        (st == 200 && newest.is_object() && newest["status"] != "PENDING").then_some(newest)
+    })
+}
+
+impl Venue {
+    /// A binary market made on chain: (condition id, YES, NO).
+    fn market(&self) -> (String, String, String) {
+        let (st, m) = self.server.internal_post("/internal/markets", &json!({"question": "Will it?"}));
+        assert_eq!(st, 200, "{m}");
+        let token = |i: usize| m["tokens"][i]["token_id"].as_str().unwrap().to_string();
+        (m["condition_id"].as_str().unwrap().to_string(), token(0), token(1))
+    }
+
+    /// On-chain balances of a trader: (collateral, each token asked).
+    fn holdings(&self, t: &crate::fixture::Trader, tokens: &[&str]) -> (u64, Vec<u64>) {
+        use predex::chain::{ICollateral, IConditionalTokens};
+        let p = wallet_provider_ro(&self.anvil.url);
+        let me = t.wallet.address();
+        let collateral = Venue::address(&self.deployed.collateral_address);
+        let ctf = Venue::address(&self.deployed.ctf_address);
+        let tokens: Vec<alloy_primitives::U256> =
+            tokens.iter().map(|x| alloy_primitives::U256::from_str_radix(x, 10).unwrap()).collect();
+        self.rt.block_on(async move {
+            let usdc: u64 = ICollateral::new(collateral, &p).balanceOf(me).call().await.unwrap().to();
+            let mut held = Vec::new();
+            for id in tokens {
+                held.push(IConditionalTokens::new(ctf, &p).balanceOf(me, id).call().await.unwrap().to());
+            }
+            (usdc, held)
+        })
+    }
+
+    /// The receipt status of a transaction (1 succeeded).
+    fn receipt_status(&self, hash: &str) -> u64 {
+        let r = self.anvil.rpc("eth_getTransactionReceipt", json!([hash])).unwrap();
+        u64::from_str_radix(r["status"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+    }
+}
+
+#[test]
+fn matches_settle_on_chain_through_the_exchange() {
+    let v = Venue::start();
+    let s = &v.server;
+    let (_, yes, no) = v.market();
+    let alice = v.trader(100_000_000, true);
+    let bob = v.trader(100_000_000, true);
+    let carol = v.trader(100_000_000, true);
+
+    // A mint: BUY YES against BUY NO. Both pay 50 USDC, each gets 100 tokens.
+    alice.place(s, &yes, "BUY", "0.50", "100");
+    let (st, b) = bob.submit(s, bob.order(s, &no, "BUY", "0.50", "100"), "GTC");
+    assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{b}");
+    let t = settled(&v, &bob);
+    assert_eq!(t["status"], "CONFIRMED", "{t}");
+    let hash = t["transaction_hash"].as_str().unwrap();
+    assert_eq!(v.receipt_status(hash), 1);
+    assert_eq!(v.holdings(&alice, &[&yes, &no]), (50_000_000, vec![100_000_000, 0]));
+    assert_eq!(v.holdings(&bob, &[&yes, &no]), (50_000_000, vec![0, 100_000_000]));
+
+    // A plain match: Carol buys 40 YES from Alice at 0.60 (the maker's price).
+    alice.place(s, &yes, "SELL", "0.60", "40");
+    let (st, b) = carol.submit(s, carol.order(s, &yes, "BUY", "0.65", "40"), "GTC");
+    assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{b}");
+    let t = settled(&v, &carol);
+    assert_eq!(t["status"], "CONFIRMED", "{t}");
+    assert_ne!(t["transaction_hash"].as_str().unwrap(), hash);
+    assert_eq!(v.holdings(&alice, &[&yes]), (74_000_000, vec![60_000_000]));
+    assert_eq!(v.holdings(&carol, &[&yes]), (76_000_000, vec![40_000_000]));
+
+    // A merge: SELL YES against SELL NO. Carol sells 40 YES at 0.30, Bob 40 NO at 0.70.
+    carol.place(s, &yes, "SELL", "0.30", "40");
+    let (st, b) = bob.submit(s, bob.order(s, &no, "SELL", "0.70", "40"), "GTC");
+    assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{b}");
+    assert_eq!(settled(&v, &bob)["status"], "CONFIRMED");
+    assert_eq!(v.holdings(&carol, &[&yes]), (88_000_000, vec![0]));
+    assert_eq!(v.holdings(&bob, &[&no]), (78_000_000, vec![60_000_000]));
+    // predex's balances are the chain's once settled.
+    let (_, b) = carol.l2(s, "GET", "/balance-allowance", None);
+    assert_eq!(b["balance"], "88000000", "{b}");
 }

@@ -11,6 +11,15 @@ pub(super) fn expect_receipts(ledger: &mut Ledger, flows: &[Flow; 2]) {
     }
 }
 
+/// What the chain made of a trade (chain mode).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Settled by the transaction with this hash.
+    Confirmed(String),
+    /// Its transaction reverted (or would have): why.
+    Failed(String),
+}
+
 /// A matched trade waiting for settlement, with what its legs (taker, maker) move and
 /// where: settlement applies these without reading the record, which was matched long
 /// before and has left the cache.
@@ -62,40 +71,74 @@ impl Core {
         batch.reserve(2 * n + 16);
         let mut out = Settled::default();
         while out.confirmed + out.failed.len() < max {
-            let Some(Pending { trade: mut rec, seq, flows }) = self.pending.pop_front() else { break };
-            for f in &flows {
-                self.ledger.release_at(f.accounts.pay, f.pays);
-                self.ledger.unexpect_at(f.accounts.recv, f.net);
-                self.ledger.unexpect_at(f.accounts.fee, f.fee);
-            }
-            // In place, unless a batch not yet written still holds the PENDING record.
-            let t = Arc::make_mut(&mut rec);
-            t.last_update = now;
-            match self.cannot_settle(t, seq, &flows) {
-                Some(why) => {
-                    for l in &t.legs() {
-                        self.cover(l.address, l.receives().0, &mut out.canceled, batch);
-                    }
-                    t.status = TradeStatus::Failed;
-                    t.error_msg = Some(why);
-                    // The persister writes each party's notification with the record.
-                    batch.put_trade(rec.clone());
-                    out.failed.push(rec);
-                }
-                None => {
-                    for f in &flows {
-                        self.ledger.debit_at(f.accounts.pay, f.pays);
-                        self.ledger.credit_at(f.accounts.recv, f.net);
-                        self.ledger.credit_at(f.accounts.fee, f.fee);
-                    }
-                    t.status = TradeStatus::Confirmed;
-                    batch.put_trade(rec);
-                    out.confirmed += 1;
-                }
-            }
+            let Some(p) = self.pending.pop_front() else { break };
+            self.settle_one(p, now, None, &mut out, batch);
         }
         self.flush_ledger(batch);
         out
+    }
+
+    /// Chain mode: settles the PENDING trades the chain decided, as it decided — CONFIRMED
+    /// by a transaction, or FAILED with the reason it reverted — with the same transfers,
+    /// voids and notifications as [`Core::settle`]. Trades no longer PENDING are skipped.
+    pub fn settle_decided(&mut self, now: u64, decided: &[(Uuid, Verdict)], batch: &mut Batch) -> Settled {
+        let mut out = Settled::default();
+        for (id, verdict) in decided {
+            // The chain settles in the order trades were sent: nearly always the front.
+            let Some(i) = self.pending.iter().position(|p| p.trade.id == *id) else { continue };
+            let p = self.pending.remove(i).expect("found");
+            self.settle_one(p, now, Some(verdict), &mut out, batch);
+        }
+        self.flush_ledger(batch);
+        out
+    }
+
+    /// PENDING trades matched after `seq`, oldest first, at most `max`.
+    pub fn pending_after(&self, seq: u64, max: usize) -> Vec<Arc<TradeRecord>> {
+        self.pending.iter().filter(|p| p.seq > seq).take(max).map(|p| p.trade.clone()).collect()
+    }
+
+    /// Settles one trade: the ledger decides (`verdict` None) or the chain did.
+    fn settle_one(&mut self, p: Pending, now: u64, verdict: Option<&Verdict>, out: &mut Settled, batch: &mut Batch) {
+        let Pending { trade: mut rec, seq, flows } = p;
+        for f in &flows {
+            self.ledger.release_at(f.accounts.pay, f.pays);
+            self.ledger.unexpect_at(f.accounts.recv, f.net);
+            self.ledger.unexpect_at(f.accounts.fee, f.fee);
+        }
+        // In place, unless a batch not yet written still holds the PENDING record.
+        let t = Arc::make_mut(&mut rec);
+        t.last_update = now;
+        let why = match verdict {
+            None => self.cannot_settle(t, seq, &flows),
+            Some(Verdict::Failed(why)) => Some(why.clone()),
+            Some(Verdict::Confirmed(hash)) => {
+                t.transaction_hash = hash.clone();
+                None
+            }
+        };
+        match why {
+            Some(why) => {
+                for l in &t.legs() {
+                    self.cover(l.address, l.receives().0, &mut out.canceled, batch);
+                }
+                t.status = TradeStatus::Failed;
+                t.error_msg = Some(why);
+                // The persister writes each party's notification with the record.
+                batch.put_trade(rec.clone());
+                out.failed.push(rec);
+            }
+            None => {
+                for f in &flows {
+                    self.ledger.debit_at(f.accounts.pay, f.pays);
+                    self.ledger.credit_at(f.accounts.recv, f.net);
+                    self.ledger.credit_at(f.accounts.fee, f.fee);
+                }
+                t.status = TradeStatus::Confirmed;
+                batch.put_trade(rec);
+                out.confirmed += 1;
+            }
+        }
     }
 
     /// After a failed trade voided receipts: if the address's open orders now reserve more

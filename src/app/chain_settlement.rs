@@ -1,0 +1,307 @@
+//! Chain mode's settlement worker (docs/settlement.md): each PENDING match — a taker and
+//! the makers it met, one trade each — becomes one `matchOrders` transaction carrying the
+//! orders as they were signed, sent by the operator with consecutive nonces.
+//!
+//! A transaction is recorded (synced, `chain_txs`) before it is broadcast, and its record
+//! is deleted in the batch that settles its trades, so at any start the records are the
+//! transactions whose outcome is not applied: each is looked up by hash and broadcast
+//! again, unchanged, if the node does not know it; trades newer than every record are sent
+//! anew. Nothing is settled twice (a nonce is used once, and a recorded transaction is
+//! only ever re-sent as it was) and nothing is dropped.
+//!
+//! A receipt at `confirmations` settles its trades: CONFIRMED with the transaction's hash
+//! when it succeeded, FAILED with the exchange's custom error when it reverted. A match the
+//! node's gas estimate already reverts is FAILED with that error and nothing is sent.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use alloy_eips::eip2718::Encodable2718;
+use alloy_network::TransactionBuilder;
+use alloy_primitives::{Bytes, B256, U256};
+use alloy_provider::Provider;
+use alloy_rpc_types_eth::TransactionRequest;
+use alloy_sol_types::SolCall;
+use uuid::Uuid;
+
+use super::AppState;
+use crate::auth::SignedOrderFields;
+use crate::chain::{exchange_order, revert_reason, IExchange};
+use crate::domain::chain::ChainTx;
+use crate::domain::{now_secs, OrderRecord, Side, TradeRecord};
+use crate::engine::Verdict;
+use crate::store::Batch;
+
+/// PENDING trades taken per pass.
+const TAKE: usize = 256;
+/// A transaction not mined after this long is broadcast again (same bytes, same nonce).
+const RESEND_SECS: u64 = 30;
+
+pub struct ChainSettler {
+    state: Arc<AppState>,
+    rt: tokio::runtime::Runtime,
+    /// Recorded transactions whose outcome is not applied, by nonce.
+    in_flight: BTreeMap<u64, ChainTx>,
+    /// The last trade sequence sent (or failed before sending).
+    sent_through: u64,
+    next_nonce: u64,
+    /// Whether the records found at start have been looked up on the node.
+    restored: bool,
+}
+
+impl ChainSettler {
+    pub fn new(state: Arc<AppState>) -> anyhow::Result<ChainSettler> {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let in_flight: BTreeMap<u64, ChainTx> = state.store.chain_txs()?.into_iter().map(|t| (t.nonce, t)).collect();
+        let sent_through = in_flight.values().map(|t| t.last_seq).max().unwrap_or(0);
+        let next_nonce = in_flight.keys().next_back().map_or(0, |n| n + 1);
+        Ok(ChainSettler { state, rt, in_flight, sent_through, next_nonce, restored: false })
+    }
+
+    /// One pass: outcomes of the transactions in flight, then the new matches sent. A line
+    /// for the log when something happened.
+    pub fn run(&mut self) -> Option<String> {
+        let rt = std::mem::replace(&mut self.rt, tokio::runtime::Builder::new_current_thread().build().ok()?);
+        let r = rt.block_on(self.pass());
+        self.rt = rt;
+        match r {
+            Ok((0, 0, 0)) => None,
+            Ok((sent, confirmed, failed)) => {
+                self.state.exported.settled(confirmed, failed);
+                Some(format!(
+                    "chain settlement: {sent} transactions sent, {confirmed} trades confirmed, {failed} failed"
+                ))
+            }
+            Err(e) => Some(format!("chain settlement: {e:#}")),
+        }
+    }
+
+    async fn pass(&mut self) -> anyhow::Result<(usize, usize, usize)> {
+        let (confirmed, failed) = self.outcomes().await?;
+        let sent = self.send_new().await?;
+        Ok((sent, confirmed, failed))
+    }
+
+    /// Applies the receipts of the transactions in flight, in nonce order, as far as they
+    /// are at `confirmations`; broadcasts again what the node lost or left unmined.
+    async fn outcomes(&mut self) -> anyhow::Result<(usize, usize)> {
+        let chain = self.state.chain.as_ref().expect("chain mode");
+        let p = &chain.provider;
+        let latest = p.get_block_number().await?;
+        let depth = chain.settings.confirmations - 1;
+        let (mut decided, mut records, mut done) = (Vec::new(), Batch::default(), Vec::new());
+        let restoring = !self.restored;
+        for (nonce, tx) in self.in_flight.iter_mut() {
+            let hash = B256::from(tx.hash);
+            match p.get_transaction_receipt(hash).await? {
+                Some(r) => {
+                    let block = r.block_number.unwrap_or(u64::MAX);
+                    if block.saturating_add(depth) > latest {
+                        break;
+                    }
+                    let verdict = if r.status() {
+                        Verdict::Confirmed(format!("{hash}"))
+                    } else {
+                        Verdict::Failed(replay_revert(chain, &tx.raw, block).await)
+                    };
+                    decided.extend(tx.trades.iter().map(|id| (*id, verdict.clone())));
+                    records.delete_chain_tx(*nonce);
+                    done.push(*nonce);
+                }
+                None => {
+                    let now = now_secs();
+                    if restoring || now.saturating_sub(tx.sent_at) >= RESEND_SECS {
+                        if restoring && p.get_transaction_by_hash(hash).await?.is_some() {
+                            continue;
+                        }
+                        // Unchanged bytes: the same nonce, the same hash.
+                        if let Err(e) = p.send_raw_transaction(&tx.raw).await {
+                            tracing::warn!(nonce, %hash, error = %e, "settlement transaction not re-broadcast");
+                        }
+                        tx.sent_at = now;
+                    }
+                    if !restoring {
+                        break;
+                    }
+                }
+            }
+        }
+        self.restored = true;
+        if decided.is_empty() {
+            return Ok((0, 0));
+        }
+        let ids: Vec<Uuid> = decided.iter().map(|(id, _)| *id).collect();
+        let (c, f) = self.state.engine.settle_decided(decided, records).await?;
+        for n in done {
+            self.in_flight.remove(&n);
+        }
+        self.refresh_parties(&ids).await;
+        Ok((c, f))
+    }
+
+    /// The balances of everyone the settled trades paid or credited, read again from the
+    /// chain.
+    async fn refresh_parties(&self, ids: &[Uuid]) {
+        let mut accounts = HashSet::new();
+        for id in ids {
+            let Ok(Some(t)) = self.state.store.get_trade(id) else { continue };
+            for l in t.legs() {
+                accounts.insert((l.address.to_string(), l.pays().0.to_string()));
+                accounts.insert((l.address.to_string(), l.receives().0.to_string()));
+            }
+        }
+        for (address, asset) in accounts {
+            if let Err(e) = super::onchain::refresh(&self.state, &address, &asset).await {
+                tracing::warn!(%address, %asset, error = %e, "balance not read from the chain");
+            }
+        }
+    }
+
+    /// Sends the PENDING matches newer than everything sent, one transaction each.
+    async fn send_new(&mut self) -> anyhow::Result<usize> {
+        let trades = self.state.engine.pending_after(self.sent_through, TAKE).await?;
+        let mut sent = 0;
+        for group in matches(&trades) {
+            let last_seq = group.last().expect("a match has a trade").seq;
+            let ids: Vec<Uuid> = group.iter().map(|t| t.id).collect();
+            match self.send_match(group, last_seq, &ids).await? {
+                Ok(()) => sent += 1,
+                Err(why) => {
+                    let decided = ids.iter().map(|id| (*id, Verdict::Failed(why.clone()))).collect();
+                    self.state.engine.settle_decided(decided, Batch::default()).await?;
+                    self.refresh_parties(&ids).await;
+                }
+            }
+            self.sent_through = last_seq;
+        }
+        Ok(sent)
+    }
+
+    /// Records and broadcasts one match's transaction; `Err(why)` when it cannot settle
+    /// (an order missing, or the node's estimate reverts).
+    async fn send_match(
+        &mut self,
+        group: &[Arc<TradeRecord>],
+        last_seq: u64,
+        ids: &[Uuid],
+    ) -> anyhow::Result<Result<(), String>> {
+        let state = self.state.clone();
+        let chain = state.chain.as_ref().expect("chain mode");
+        let (call, neg_risk) = match match_call(&state, group) {
+            Ok(c) => c,
+            Err(why) => return Ok(Err(why)),
+        };
+        let exchange = if neg_risk { chain.settings.neg_risk_exchange } else { chain.settings.exchange };
+        let p = &chain.provider;
+        let _send = chain.sending.lock().await;
+        let nonce = self.next_nonce.max(p.get_transaction_count(chain.operator).pending().await?);
+        let mut tx = TransactionRequest::default()
+            .with_from(chain.operator)
+            .with_to(exchange)
+            .with_input(Bytes::from(call.abi_encode()))
+            .with_nonce(nonce)
+            .with_chain_id(p.get_chain_id().await?);
+        let gas = match p.estimate_gas(tx.clone()).await {
+            Ok(g) => g,
+            Err(e) => return Ok(Err(revert_reason(&e))),
+        };
+        tx.set_gas_limit(gas + gas / 4 + 20_000);
+        let fees = p.estimate_eip1559_fees().await?;
+        tx.set_max_fee_per_gas(fees.max_fee_per_gas);
+        tx.set_max_priority_fee_per_gas(fees.max_priority_fee_per_gas);
+        let envelope = tx.build(&chain.wallet).await.map_err(|e| anyhow::anyhow!("sign: {e}"))?;
+        let hash = *envelope.tx_hash();
+        let record = ChainTx {
+            nonce,
+            hash: hash.0,
+            raw: envelope.encoded_2718(),
+            trades: ids.to_vec(),
+            last_seq,
+            sent_at: now_secs(),
+        };
+        let mut batch = Batch::default();
+        batch.put_chain_tx(&record);
+        // Durable before it can be mined.
+        state.commit(batch).await?;
+        if let Err(e) = p.send_raw_transaction(&record.raw).await {
+            // Recorded: the next passes send it again.
+            tracing::warn!(nonce, %hash, error = %e, "settlement transaction not broadcast");
+        }
+        self.in_flight.insert(nonce, record);
+        self.next_nonce = nonce + 1;
+        Ok(Ok(()))
+    }
+}
+
+/// The PENDING trades split into matches: consecutive trades of one taker order.
+fn matches(trades: &[Arc<TradeRecord>]) -> Vec<&[Arc<TradeRecord>]> {
+    trades.chunk_by(|a, b| a.taker_order_id == b.taker_order_id).collect()
+}
+
+/// The `matchOrders` call that settles a match, and whether it goes to the negative-risk
+/// exchange. Each fill amount is in its order's maker-amount units: what that order pays.
+fn match_call(s: &AppState, group: &[Arc<TradeRecord>]) -> Result<(IExchange::matchOrdersCall, bool), String> {
+    let first = &group[0];
+    let taker = signed_order(s, &first.taker_order_id)?;
+    let neg_risk = s.registry.token(&first.token.token_id).is_some_and(|(m, _)| m.market.neg_risk);
+    let mut taker_fill = U256::ZERO;
+    let (mut makers, mut fills) = (Vec::new(), Vec::new());
+    for t in group {
+        let [tl, ml] = t.legs();
+        taker_fill += U256::from(tl.pays().1.units());
+        makers.push(signed_order(s, &t.maker_orders[0].order_id)?);
+        fills.push(U256::from(ml.pays().1.units()));
+    }
+    Ok((
+        IExchange::matchOrdersCall {
+            takerOrder: taker,
+            makerOrders: makers,
+            takerFillAmount: taker_fill,
+            makerFillAmounts: fills,
+        },
+        neg_risk,
+    ))
+}
+
+/// An order as its maker signed it.
+fn signed_order(s: &AppState, id: &Uuid) -> Result<IExchange::Order, String> {
+    let missing = || format!("order {id} not found for settlement");
+    let o = s.store.get_order(id).map_err(|e| e.to_string())?.ok_or_else(missing)?;
+    let signature = s.store.order_signature(id).map_err(|e| e.to_string())?.ok_or_else(missing)?;
+    let signature =
+        alloy_primitives::hex::decode(signature.trim()).map_err(|_| format!("order {id}: bad signature"))?;
+    Ok(exchange_order(&fields(&o).ok_or_else(|| format!("order {id}: bad fields"))?, Bytes::from(signature)))
+}
+
+fn fields(o: &OrderRecord) -> Option<SignedOrderFields> {
+    Some(SignedOrderFields {
+        salt: U256::from(o.salt),
+        maker: o.maker.parse().ok()?,
+        signer: o.signer.parse().ok()?,
+        taker: o.taker.parse().ok()?,
+        token_id: U256::from_str_radix(&o.token.token_id, 10).ok()?,
+        maker_amount: U256::from(o.maker_amount.units()),
+        taker_amount: U256::from(o.taker_amount.units()),
+        expiration: U256::from(o.expiration),
+        nonce: U256::from(o.nonce),
+        fee_rate_bps: U256::from(o.fee_rate_bps),
+        side: match o.side {
+            Side::Buy => 0,
+            Side::Sell => 1,
+        },
+        signature_type: o.signature_type,
+    })
+}
+
+/// Why a mined transaction reverted: its call replayed on the state it met.
+async fn replay_revert(chain: &crate::chain::Chain, raw: &[u8], block: u64) -> String {
+    use alloy_eips::eip2718::Decodable2718;
+    let Ok(envelope) = alloy_consensus::TxEnvelope::decode_2718(&mut &raw[..]) else {
+        return "transaction reverted".into();
+    };
+    let tx = TransactionRequest::from_transaction_with_sender(envelope, chain.operator);
+    match chain.provider.call(tx).block(block.into()).await {
+        Err(e) => revert_reason(&e),
+        Ok(_) => "transaction reverted".into(),
+    }
+}

@@ -1,0 +1,23 @@
+//! Chain mode's records.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// A settlement transaction, recorded (synced) before it is broadcast and deleted in the
+/// batch that settles its trades, so the records held at any moment are exactly the
+/// transactions sent, or about to be, whose outcome is not applied yet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainTx {
+    /// The operator's account nonce it uses.
+    pub nonce: u64,
+    /// Its hash (32 bytes).
+    pub hash: [u8; 32],
+    /// The signed transaction as broadcast (EIP-2718 bytes): sent again unchanged.
+    pub raw: Vec<u8>,
+    /// The trades it settles (one taker and its makers), in the order they matched.
+    pub trades: Vec<Uuid>,
+    /// The last of them, by sequence.
+    pub last_seq: u64,
+    /// UNIX seconds of its last broadcast.
+    pub sent_at: u64,
+}

@@ -1,0 +1,28 @@
+//! The `chain_txs` family, typed: chain mode's settlement transactions in flight.
+
+use std::ops::ControlFlow;
+
+use super::{cf, encode, Batch, Store, StoreError};
+use crate::domain::chain::ChainTx;
+
+impl Store {
+    /// Every recorded settlement transaction, by nonce.
+    pub fn chain_txs(&self) -> Result<Vec<ChainTx>, StoreError> {
+        let mut out = Vec::new();
+        self.try_walk::<StoreError>(cf::CHAIN_TXS, &[], None, false, |_, v| {
+            out.push(Store::decode_value::<ChainTx>(cf::CHAIN_TXS, v)?);
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(out)
+    }
+}
+
+impl Batch {
+    pub fn put_chain_tx(&mut self, tx: &ChainTx) {
+        self.put(cf::CHAIN_TXS, tx.nonce.to_be_bytes().to_vec(), encode(tx));
+    }
+
+    pub fn delete_chain_tx(&mut self, nonce: u64) {
+        self.delete(cf::CHAIN_TXS, nonce.to_be_bytes().to_vec());
+    }
+}
