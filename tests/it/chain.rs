@@ -474,3 +474,88 @@ fn matches_settle_on_chain_through_the_exchange() {
     let (_, b) = carol.l2(s, "GET", "/balance-allowance", None);
     assert_eq!(b["balance"], "88000000", "{b}");
 }
+
+#[test]
+fn a_match_the_exchange_refuses_fails_and_gives_back_what_it_held() {
+    let v = Venue::start();
+    let s = &v.server;
+    let (_, yes, no) = v.market();
+    let alice = v.trader(100_000_000, true);
+    let bob = v.trader(100_000_000, true);
+    alice.place(s, &yes, "BUY", "0.40", "50");
+    // Alice invalidates every order she signed with nonce 0, on chain, before settlement.
+    let exchange = v.exchange();
+    let (url, wallet) = (v.anvil.url.clone(), alice.wallet.clone());
+    v.rt.block_on(async move {
+        let p = wallet_provider(&url, wallet).unwrap();
+        let r = predex::chain::IExchange::new(exchange, &p)
+            .incrementNonce()
+            .send()
+            .await
+            .unwrap()
+            .get_receipt()
+            .await
+            .unwrap();
+        assert!(r.status());
+    });
+    let (st, b) = bob.submit(s, bob.order(s, &no, "BUY", "0.60", "50"), "GTC");
+    assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{b}");
+    let t = settled(&v, &bob);
+    assert_eq!(t["status"], "FAILED", "{t}");
+    assert_eq!(t["error_msg"], "InvalidNonce", "{t}");
+    // Nothing moved on chain, and what the trade held is Bob's again.
+    assert_eq!(v.holdings(&alice, &[&yes, &no]), (100_000_000, vec![0, 0]));
+    assert_eq!(v.holdings(&bob, &[&yes, &no]), (100_000_000, vec![0, 0]));
+    let (_, b) = bob.l2(s, "GET", "/balance-allowance", None);
+    assert_eq!(b["balance"], "100000000", "{b}");
+    let (_, n) = bob.l2(s, "GET", "/notifications", None);
+    assert!(n.to_string().contains("TRADE_FAILED"), "{n}");
+}
+
+/// The operator's transactions counted by the node, mined and pending.
+fn operator_nonce(anvil: &Anvil, tag: &str) -> u64 {
+    let operator = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
+    let n = anvil.rpc("eth_getTransactionCount", json!([operator, tag])).unwrap();
+    u64::from_str_radix(n.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+}
+
+/// A settlement transaction recorded and broadcast, then the exchange stopped before its
+/// receipt: once with the node still holding it (it is not sent again), once with the
+/// node having lost it (it is sent again, the same bytes). Each time the trade settles
+/// once, with the transaction recorded first.
+#[test]
+fn a_restart_settles_each_recorded_transaction_once() {
+    for lost in [false, true] {
+        let v = Venue::start();
+        let (_, yes, no) = v.market();
+        let alice = v.trader(100_000_000, true);
+        let bob = v.trader(100_000_000, true);
+        v.anvil.rpc("evm_setAutomine", json!([false])).unwrap();
+        let before = operator_nonce(&v.anvil, "latest");
+        alice.place(&v.server, &yes, "BUY", "0.50", "20");
+        let (st, b) = bob.submit(&v.server, bob.order(&v.server, &no, "BUY", "0.50", "20"), "GTC");
+        assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{b}");
+        // Sent: the node holds it, unmined.
+        crate::fixture::wait_for(30, || (operator_nonce(&v.anvil, "pending") == before + 1).then_some(()));
+        let pool = v.anvil.rpc("txpool_content", json!([])).unwrap();
+        let sent = pool["pending"].as_object().unwrap().values().next().unwrap()[before.to_string()]["hash"].clone();
+        assert!(sent.is_string(), "{pool}");
+        let Venue { server, deployed, anvil, _dir, rt } = v;
+        let (config, _) = server.stop();
+        if lost {
+            anvil.rpc("anvil_dropAllTransactions", json!([])).unwrap();
+            assert_eq!(operator_nonce(&anvil, "pending"), before);
+        }
+        let server = Server::start_with(config);
+        // Known or sent again, it is one transaction with the nonce it was recorded with.
+        crate::fixture::wait_for(30, || (operator_nonce(&anvil, "pending") == before + 1).then_some(()));
+        anvil.rpc("evm_mine", json!([])).unwrap();
+        let v = Venue { server, deployed, anvil, _dir, rt };
+        let t = settled(&v, &bob);
+        assert_eq!(t["status"], "CONFIRMED", "lost {lost}: {t}");
+        assert_eq!(t["transaction_hash"], sent, "lost {lost}: the recorded transaction");
+        assert_eq!(operator_nonce(&v.anvil, "latest"), before + 1, "lost {lost}: one transaction");
+        assert_eq!(v.holdings(&alice, &[&yes]), (90_000_000, vec![20_000_000]), "lost {lost}");
+        assert_eq!(v.holdings(&bob, &[&no]), (90_000_000, vec![20_000_000]), "lost {lost}");
+    }
+}
