@@ -71,6 +71,13 @@ pub enum MarketsCmd {
         min_order_size: String,
         #[arg(long)]
         neg_risk: bool,
+        /// Chain mode (no condition or tokens given): the question to prepare the
+        /// condition for (32 bytes, hex); predex makes one otherwise.
+        #[arg(long)]
+        question_id: Option<String>,
+        /// Chain mode, negative risk: the adapter market to add the question to.
+        #[arg(long)]
+        neg_risk_market_id: Option<String>,
     },
     /// List every market.
     List,
@@ -151,22 +158,31 @@ fn request(cmd: AdminCmd) -> anyhow::Result<(&'static str, String, Option<Value>
             tick_size,
             min_order_size,
             neg_risk,
+            question_id,
+            neg_risk_market_id,
         }) => {
             let body = match file {
                 Some(f) => {
                     let text = std::fs::read_to_string(&f).with_context(|| format!("read {}", f.display()))?;
                     serde_json::from_str(&text).with_context(|| format!("{} is not JSON", f.display()))?
                 }
-                None => {
-                    let (Some(c), Some(q), Some(y), Some(n)) = (condition_id, question, yes_token, no_token) else {
-                        bail!("give --file, or --condition-id, --question, --yes-token and --no-token");
-                    };
-                    json!({
+                None => match (condition_id, question, yes_token, no_token) {
+                    (Some(c), Some(q), Some(y), Some(n)) => json!({
                         "condition_id": c, "question": q, "slug": slug,
                         "tokens": [{"token_id": y, "outcome": "Yes"}, {"token_id": n, "outcome": "No"}],
                         "tick_size": tick_size, "min_order_size": min_order_size, "neg_risk": neg_risk,
-                    })
-                }
+                        "question_id": question_id, "neg_risk_market_id": neg_risk_market_id,
+                    }),
+                    // Chain mode: the condition and its tokens are made on chain.
+                    (None, Some(q), None, None) => json!({
+                        "question": q, "slug": slug,
+                        "tick_size": tick_size, "min_order_size": min_order_size, "neg_risk": neg_risk,
+                        "question_id": question_id, "neg_risk_market_id": neg_risk_market_id,
+                    }),
+                    _ => bail!(
+                        "give --file, or --condition-id, --question, --yes-token and --no-token, or (chain mode) --question alone"
+                    ),
+                },
             };
             ("POST", "/internal/markets".into(), Some(body))
         }

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use crate::fixture::*;
 
 /// Runs `predex admin …` against the server: (success, stdout as JSON, stderr).
-fn admin(s: &Server, args: &[&str]) -> (bool, Value, String) {
+pub fn admin(s: &Server, args: &[&str]) -> (bool, Value, String) {
     let internal = s.internal.trim_start_matches("http://");
     let out = Command::new(env!("CARGO_BIN_EXE_predex"))
         .args(["admin", "--internal", internal])

@@ -344,6 +344,11 @@ fn markets_are_made_on_chain_and_balances_come_from_it() {
     assert_eq!((st, b["error"].as_str().unwrap()), (400, "tick_size must be 0.1, 0.01, 0.001 or 0.0001"));
     let (st, b) = s.internal_post("/internal/markets", &json!({"question": "Q", "question_id": "0x12"}));
     assert_eq!((st, b["error"].as_str().unwrap()), (400, "question_id must be 32 bytes of hex"));
+    // The operator CLI: a question alone.
+    let (ok, made, err) = crate::admin::admin(s, &["markets", "create", "--question", "Will it snow?"]);
+    assert!(ok, "{err}");
+    let snow_yes = made["tokens"][0]["token_id"].as_str().unwrap();
+    assert_eq!(v.registered(v.exchange(), snow_yes), made["condition_id"].as_str().unwrap());
 
     // Negative risk: questions of one adapter market, on the negative-risk exchange.
     let (st, a) = s.internal_post("/internal/markets", &json!({"question": "Candidate A?", "neg_risk": true}));
@@ -558,4 +563,13 @@ fn a_restart_settles_each_recorded_transaction_once() {
         assert_eq!(v.holdings(&alice, &[&yes]), (90_000_000, vec![20_000_000]), "lost {lost}");
         assert_eq!(v.holdings(&bob, &[&no]), (90_000_000, vec![20_000_000]), "lost {lost}");
     }
+}
+
+/// The committed artifacts are what their sources build to (apart from the metadata hash).
+#[test]
+fn the_committed_contract_artifacts_rebuild_from_their_sources() {
+    let out = Command::new("node").arg(root().join("scripts/contracts.js")).arg("--check").output().expect("run node");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(text.matches(": equal").count(), 5, "{text}");
 }
