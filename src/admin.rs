@@ -47,40 +47,43 @@ pub enum AdminCmd {
 #[derive(Subcommand)]
 pub enum MarketsCmd {
     /// Create a binary market.
-    Create {
-        /// A JSON file with the market (condition_id, question, slug, tokens, tick_size,
-        /// min_order_size, neg_risk) — the shape of data/markets.json entries. Without it,
-        /// the flags below describe the market.
-        #[arg(long, conflicts_with_all = ["condition_id", "question", "yes_token", "no_token"])]
-        file: Option<PathBuf>,
-        #[arg(long)]
-        condition_id: Option<String>,
-        #[arg(long)]
-        question: Option<String>,
-        #[arg(long, default_value = "")]
-        slug: String,
-        /// Token ID (decimal uint256) of the YES outcome.
-        #[arg(long)]
-        yes_token: Option<String>,
-        /// Token ID (decimal uint256) of the NO outcome.
-        #[arg(long)]
-        no_token: Option<String>,
-        #[arg(long, default_value = "0.01")]
-        tick_size: String,
-        #[arg(long, default_value = "5")]
-        min_order_size: String,
-        #[arg(long)]
-        neg_risk: bool,
-        /// Chain mode (no condition or tokens given): the question to prepare the
-        /// condition for (32 bytes, hex); predex makes one otherwise.
-        #[arg(long)]
-        question_id: Option<String>,
-        /// Chain mode, negative risk: the adapter market to add the question to.
-        #[arg(long)]
-        neg_risk_market_id: Option<String>,
-    },
+    Create(Box<CreateMarket>),
     /// List every market.
     List,
+}
+
+#[derive(clap::Args)]
+pub struct CreateMarket {
+    /// A JSON file with the market (condition_id, question, slug, tokens, tick_size,
+    /// min_order_size, neg_risk) — the shape of data/markets.json entries. Without it,
+    /// the flags below describe the market.
+    #[arg(long, conflicts_with_all = ["condition_id", "question", "yes_token", "no_token"])]
+    file: Option<PathBuf>,
+    #[arg(long)]
+    condition_id: Option<String>,
+    #[arg(long)]
+    question: Option<String>,
+    #[arg(long, default_value = "")]
+    slug: String,
+    /// Token ID (decimal uint256) of the YES outcome.
+    #[arg(long)]
+    yes_token: Option<String>,
+    /// Token ID (decimal uint256) of the NO outcome.
+    #[arg(long)]
+    no_token: Option<String>,
+    #[arg(long, default_value = "0.01")]
+    tick_size: String,
+    #[arg(long, default_value = "5")]
+    min_order_size: String,
+    #[arg(long)]
+    neg_risk: bool,
+    /// Chain mode (no condition or tokens given): the question to prepare the
+    /// condition for (32 bytes, hex); predex makes one otherwise.
+    #[arg(long)]
+    question_id: Option<String>,
+    /// Chain mode, negative risk: the adapter market to add the question to.
+    #[arg(long)]
+    neg_risk_market_id: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -148,19 +151,20 @@ pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
 fn request(cmd: AdminCmd) -> anyhow::Result<(&'static str, String, Option<Value>)> {
     Ok(match cmd {
         AdminCmd::Markets(MarketsCmd::List) => ("GET", "/internal/markets".into(), None),
-        AdminCmd::Markets(MarketsCmd::Create {
-            file,
-            condition_id,
-            question,
-            slug,
-            yes_token,
-            no_token,
-            tick_size,
-            min_order_size,
-            neg_risk,
-            question_id,
-            neg_risk_market_id,
-        }) => {
+        AdminCmd::Markets(MarketsCmd::Create(create)) => {
+            let CreateMarket {
+                file,
+                condition_id,
+                question,
+                slug,
+                yes_token,
+                no_token,
+                tick_size,
+                min_order_size,
+                neg_risk,
+                question_id,
+                neg_risk_market_id,
+            } = *create;
             let body = match file {
                 Some(f) => {
                     let text = std::fs::read_to_string(&f).with_context(|| format!("read {}", f.display()))?;
