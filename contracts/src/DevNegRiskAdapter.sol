@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity 0.8.19;
 
+import {DevERC20} from "./DevCollateral.sol";
+
 interface IERC20Min {
     function decimals() external view returns (uint8);
     function transfer(address to, uint256 amount) external returns (bool);
@@ -27,16 +29,10 @@ interface ICTF {
 
 /// The collateral the adapter's positions are made of: a 1:1 wrapper around the real
 /// collateral that only the adapter wraps and unwraps.
-contract DevWrappedCollateral {
+contract DevWrappedCollateral is DevERC20 {
     address public immutable owner;
     address public immutable underlying;
     uint8 public immutable decimals;
-    uint256 public totalSupply;
-    mapping(address => uint256) public balanceOf;
-    mapping(address => mapping(address => uint256)) public allowance;
-
-    event Transfer(address indexed from, address indexed to, uint256 value);
-    event Approval(address indexed owner, address indexed spender, uint256 value);
 
     constructor(address _underlying, uint8 _decimals) {
         owner = msg.sender;
@@ -47,46 +43,13 @@ contract DevWrappedCollateral {
     function wrap(address to, uint256 amount) external {
         require(msg.sender == owner, "not the owner");
         require(IERC20Min(underlying).transferFrom(msg.sender, address(this), amount), "wrap failed");
-        totalSupply += amount;
-        balanceOf[to] += amount;
-        emit Transfer(address(0), to, amount);
+        _mint(to, amount);
     }
 
     function unwrap(address to, uint256 amount) external {
         require(msg.sender == owner, "not the owner");
-        require(balanceOf[msg.sender] >= amount, "balance too low");
-        balanceOf[msg.sender] -= amount;
-        totalSupply -= amount;
-        emit Transfer(msg.sender, address(0), amount);
+        _burn(msg.sender, amount);
         require(IERC20Min(underlying).transfer(to, amount), "unwrap failed");
-    }
-
-    function approve(address spender, uint256 amount) external returns (bool) {
-        allowance[msg.sender][spender] = amount;
-        emit Approval(msg.sender, spender, amount);
-        return true;
-    }
-
-    function transfer(address to, uint256 amount) external returns (bool) {
-        _move(msg.sender, to, amount);
-        return true;
-    }
-
-    function transferFrom(address from, address to, uint256 amount) external returns (bool) {
-        uint256 allowed = allowance[from][msg.sender];
-        if (allowed != type(uint256).max) {
-            require(allowed >= amount, "allowance too low");
-            allowance[from][msg.sender] = allowed - amount;
-        }
-        _move(from, to, amount);
-        return true;
-    }
-
-    function _move(address from, address to, uint256 amount) private {
-        require(balanceOf[from] >= amount, "balance too low");
-        balanceOf[from] -= amount;
-        balanceOf[to] += amount;
-        emit Transfer(from, to, amount);
     }
 }
 
