@@ -203,7 +203,10 @@ impl ChainSettler {
             .with_chain_id(p.get_chain_id().await?);
         let gas = match p.estimate_gas(tx.clone()).await {
             Ok(g) => g,
-            Err(e) => return Ok(Err(revert_reason(&e))),
+            // The node's answer that the call reverts; anything else (the node unreachable,
+            // a connection dropped) is tried again at the next pass.
+            Err(e) if e.as_error_resp().is_some() => return Ok(Err(revert_reason(&e))),
+            Err(e) => return Err(e.into()),
         };
         tx.set_gas_limit(gas + gas / 4 + 20_000);
         let fees = p.estimate_eip1559_fees().await?;

@@ -573,3 +573,32 @@ fn the_committed_contract_artifacts_rebuild_from_their_sources() {
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(text.matches(": equal").count(), 5, "{text}");
 }
+
+#[test]
+fn a_negative_risk_match_settles_through_the_adapter() {
+    let v = Venue::start();
+    let s = &v.server;
+    let (st, m) = s.internal_post("/internal/markets", &json!({"question": "Candidate A?", "neg_risk": true}));
+    assert_eq!(st, 200, "{m}");
+    let yes = m["tokens"][0]["token_id"].as_str().unwrap().to_string();
+    let no = m["tokens"][1]["token_id"].as_str().unwrap().to_string();
+    let alice = v.trader(100_000_000, true);
+    let bob = v.trader(100_000_000, true);
+    let carol = v.trader(100_000_000, true);
+    // A mint through the adapter, then a plain match: orders signed for the negative-risk exchange.
+    let (st, b) = alice.submit(s, alice.order_raw(s, &yes, "BUY", 30_000_000, 100_000_000, 0, true), "GTC");
+    assert_eq!(st, 200, "{b}");
+    let (st, b) = bob.submit(s, bob.order_raw(s, &no, "BUY", 70_000_000, 100_000_000, 0, true), "GTC");
+    assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{b}");
+    let t = settled(&v, &bob);
+    assert_eq!(t["status"], "CONFIRMED", "{t}");
+    assert_eq!(v.holdings(&alice, &[&yes]), (70_000_000, vec![100_000_000]));
+    assert_eq!(v.holdings(&bob, &[&no]), (30_000_000, vec![100_000_000]));
+    let (st, b) = alice.submit(s, alice.order_raw(s, &yes, "SELL", 50_000_000, 20_000_000, 0, true), "GTC");
+    assert_eq!(st, 200, "{b}");
+    let (st, b) = carol.submit(s, carol.order_raw(s, &yes, "BUY", 20_000_000, 50_000_000, 0, true), "GTC");
+    assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{b}");
+    assert_eq!(settled(&v, &carol)["status"], "CONFIRMED");
+    assert_eq!(v.holdings(&alice, &[&yes]), (90_000_000, vec![50_000_000]));
+    assert_eq!(v.holdings(&carol, &[&yes]), (80_000_000, vec![50_000_000]));
+}
