@@ -212,12 +212,22 @@ impl App {
         };
         std::fs::create_dir_all(&config.data_dir).with_context(|| format!("create {}", config.data_dir.display()))?;
         let store = Arc::new(Store::open_with(&config.data_dir, config.wal_logs_ahead).context("open RocksDB")?);
-        let fee_address = config
-            .fee_address
-            .as_deref()
-            .and_then(auth::normalize_address)
-            .or_else(|| auth::normalize_address(&config.exchange_address))
-            .expect("validated");
+        let configured_fee_address = config.fee_address.as_deref().and_then(auth::normalize_address);
+        let fee_address = match &chain {
+            // `matchOrders` pays every fee to its sender: on chain the fees are the operator's.
+            Some(chain) => {
+                let operator = format!("{:#x}", chain.operator);
+                if configured_fee_address.as_ref().is_some_and(|f| *f != operator) {
+                    anyhow::bail!(
+                        "fee-address must be the operator's address {operator} in chain mode: the exchange pays fees to the operator"
+                    );
+                }
+                operator
+            }
+            None => {
+                configured_fee_address.or_else(|| auth::normalize_address(&config.exchange_address)).expect("validated")
+            }
+        };
         let core = engine::recover(&store, fee_address).context("recover state")?;
         // Written meanwhile, on a thread of the store's: done before anything is written.
         store.wait_logs_ahead().context("write the log files ahead")?;

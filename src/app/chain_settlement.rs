@@ -28,7 +28,7 @@ use super::AppState;
 use crate::auth::SignedOrderFields;
 use crate::chain::{exchange_order, revert_reason, IExchange};
 use crate::domain::chain::ChainTx;
-use crate::domain::{now_secs, OrderRecord, Side, TradeRecord};
+use crate::domain::{exchange_fee, now_secs, Amount, OrderRecord, Side, TradeRecord};
 use crate::engine::Verdict;
 use crate::store::Batch;
 
@@ -236,9 +236,44 @@ impl ChainSettler {
     }
 }
 
-/// The PENDING trades split into matches: consecutive trades of one taker order.
+/// The PENDING trades split into `matchOrders` calls: consecutive trades of one taker
+/// order, one call each, cut where the call would charge the taker another fee than its
+/// trades record. The contract takes a taker's fee once per call, at the price the call
+/// averaged, and predex records it per trade, at each trade's price: the two agree when
+/// the order pays no fee and, rounding apart, below a price of 0.5; elsewhere a call holds
+/// the trades whose fees add up to the contract's.
 fn matches(trades: &[Arc<TradeRecord>]) -> Vec<&[Arc<TradeRecord>]> {
-    trades.chunk_by(|a, b| a.taker_order_id == b.taker_order_id).collect()
+    let mut calls = Vec::new();
+    for taker in trades.chunk_by(|a, b| a.taker_order_id == b.taker_order_id) {
+        let mut start = 0;
+        for end in start + 2..=taker.len() {
+            if !taker_fee_agrees(&taker[start..end]) {
+                calls.push(&taker[start..end - 1]);
+                start = end - 1;
+            }
+        }
+        calls.push(&taker[start..]);
+    }
+    calls
+}
+
+/// Whether the contract's fee on the taker of one call over these trades equals the sum
+/// of the taker fees they record.
+fn taker_fee_agrees(call: &[Arc<TradeRecord>]) -> bool {
+    let (mut making, mut taking, mut recorded) = (Amount::ZERO, Amount::ZERO, Amount::ZERO);
+    for t in call {
+        let [taker, _] = t.legs();
+        making += taker.pays().1;
+        let (_, net, fee) = taker.receives();
+        taking += net + fee;
+        recorded += fee;
+    }
+    let first = &call[0];
+    let tokens = match first.side {
+        Side::Buy => taking,
+        Side::Sell => making,
+    };
+    exchange_fee(first.side, first.fee_rate_bps, tokens, making, taking) == recorded
 }
 
 /// The `matchOrders` call that settles a match, and whether it goes to the negative-risk

@@ -414,9 +414,12 @@ impl Venue {
 
     /// On-chain balances of a trader: (collateral, each token asked).
     fn holdings(&self, t: &crate::fixture::Trader, tokens: &[&str]) -> (u64, Vec<u64>) {
+        self.holdings_of(t.wallet.address(), tokens)
+    }
+
+    fn holdings_of(&self, me: alloy_primitives::Address, tokens: &[&str]) -> (u64, Vec<u64>) {
         use predex::chain::{ICollateral, IConditionalTokens};
         let p = wallet_provider_ro(&self.anvil.url);
-        let me = t.wallet.address();
         let collateral = Venue::address(&self.deployed.collateral_address);
         let ctf = Venue::address(&self.deployed.ctf_address);
         let tokens: Vec<alloy_primitives::U256> =
@@ -601,4 +604,88 @@ fn a_negative_risk_match_settles_through_the_adapter() {
     assert_eq!(settled(&v, &carol)["status"], "CONFIRMED");
     assert_eq!(v.holdings(&alice, &[&yes]), (90_000_000, vec![50_000_000]));
     assert_eq!(v.holdings(&carol, &[&yes]), (80_000_000, vec![50_000_000]));
+}
+
+/// A signed order at `price` (1e-4) for `size` tokens (1e-6) paying `fee_bps`.
+fn with_fee(
+    s: &Server,
+    t: &crate::fixture::Trader,
+    token: &str,
+    side: &str,
+    price: u64,
+    size: u64,
+    fee_bps: u64,
+) -> Value {
+    let cost = size * price / 10_000;
+    let (maker, taker) = if side == "BUY" { (cost, size) } else { (size, cost) };
+    t.order_full(s, token, side, maker, taker, 0, 0, fee_bps, false, None)
+}
+
+/// The trader's trades (newest first) once none is PENDING.
+fn all_settled(v: &Venue, t: &crate::fixture::Trader, n: usize) -> Vec<Value> {
+    crate::fixture::wait_for(60, || {
+        let (st, b) = t.l2(&v.server, "GET", "/data/trades", None);
+        let all = b["data"].as_array().cloned().unwrap_or_default();
+        (st == 200 && all.len() == n && all.iter().all(|t| t["status"] != "PENDING")).then_some(all)
+    })
+}
+
+/// A taker meets three makers in one `matchOrders`; everyone pays a fee, and what the
+/// trades record is what the contract charged. A taker whose fee the contract would take
+/// otherwise on the whole call than on each trade is settled in several calls.
+#[test]
+fn a_taker_meets_three_makers_and_pays_the_contracts_fee() {
+    use crate::fixture::m;
+    let v = Venue::start();
+    let s = &v.server;
+    let (_, yes, no) = v.market();
+    let operator: alloy_primitives::Address = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266".parse().unwrap();
+    let makers: Vec<_> = (0..3).map(|_| v.trader(100_000_000, true)).collect();
+    let taker = v.trader(100_000_000, true);
+
+    // Three makers bid for NO at 0.60, 0.55 and 0.50, 30 each, at 100 bps; the taker buys
+    // 90 YES up to 0.50: a mint against each, YES at 0.40, 0.45 and 0.50.
+    for (mk, price) in makers.iter().zip([6_000, 5_500, 5_000]) {
+        let (st, b) = mk.submit(s, with_fee(s, mk, &no, "BUY", price, 30_000_000, 100), "GTC");
+        assert_eq!(st, 200, "{b}");
+    }
+    let (st, b) = taker.submit(s, with_fee(s, &taker, &yes, "BUY", 5_000, 90_000_000, 100), "GTC");
+    assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{b}");
+    let trades = all_settled(&v, &taker, 3);
+    assert!(trades.iter().all(|t| t["status"] == "CONFIRMED"), "{trades:?}");
+    // One transaction for the three.
+    assert!(trades.iter().all(|t| t["transaction_hash"] == trades[0]["transaction_hash"]), "{trades:?}");
+    // 1 % of the tokens below a price of 0.5, for the taker; the contract's own formula for
+    // the makers (100 bps × 0.4 / 0.6 × 30 = 0.2 NO at 0.60, and so on).
+    let taker_fees: u64 = trades.iter().map(|t| m(t["taker_fee"].as_str().unwrap())).sum();
+    assert_eq!(taker_fees, 900_000);
+    let mut maker_fees = 0;
+    for (mk, (cost, want)) in makers.iter().zip([(18_000_000, 200_000), (16_500_000, 245_454), (15_000_000, 300_000)]) {
+        let t = &all_settled(&v, mk, 1)[0];
+        assert_eq!(m(t["maker_fee"].as_str().unwrap()), want, "{t}");
+        maker_fees += want;
+        assert_eq!(v.holdings(mk, &[&no]), (100_000_000 - cost, vec![30_000_000 - want]));
+    }
+    // The taker paid 12 + 13.5 + 15 USDC for 90 YES less its fee.
+    assert_eq!(v.holdings(&taker, &[&yes]), (100_000_000 - 40_500_000, vec![90_000_000 - taker_fees]));
+    // The fees are the operator's, as the records say.
+    assert_eq!(v.holdings_of(operator, &[&yes, &no]).1, vec![taker_fees, maker_fees]);
+
+    // Above 0.5 a BUY's fee is not linear in the price: bought at 0.60 and 0.70 in one
+    // call, 0.35/0.65 × 60 × 1 % = 0.323076 YES; the trades at their own prices record
+    // 0.2 + 0.128571. Two calls then, each charging what its trade records.
+    let (st, b) = taker.submit(s, with_fee(s, &taker, &yes, "SELL", 6_000, 30_000_000, 0), "GTC");
+    assert_eq!(st, 200, "{b}");
+    let (st, b) = taker.submit(s, with_fee(s, &taker, &yes, "SELL", 7_000, 30_000_000, 0), "GTC");
+    assert_eq!(st, 200, "{b}");
+    let buyer = v.trader(100_000_000, true);
+    let (st, b) = buyer.submit(s, with_fee(s, &buyer, &yes, "BUY", 7_000, 60_000_000, 100), "GTC");
+    assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{b}");
+    let trades = all_settled(&v, &buyer, 2);
+    assert!(trades.iter().all(|t| t["status"] == "CONFIRMED"), "{trades:?}");
+    assert_ne!(trades[0]["transaction_hash"], trades[1]["transaction_hash"]);
+    let fees: u64 = trades.iter().map(|t| m(t["taker_fee"].as_str().unwrap())).sum();
+    assert_eq!(fees, 200_000 + 128_571);
+    assert_eq!(v.holdings(&buyer, &[&yes]), (100_000_000 - 39_000_000, vec![60_000_000 - fees]));
+    assert_eq!(v.holdings_of(operator, &[&yes]).1, vec![taker_fees + fees]);
 }

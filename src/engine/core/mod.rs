@@ -203,22 +203,6 @@ fn yes_price(outcome: u8, p: Price) -> Price {
     }
 }
 
-/// Fee of a fill in the unit the order pays it in (tokens for BUY, collateral for SELL).
-pub fn fee(side: Side, bps: u32, p: Price, q: Amount) -> Amount {
-    if bps == 0 || !p.is_inside() {
-        return Amount::ZERO;
-    }
-    let m = p.min(p.complement()).units() as u128;
-    let (bps, q, p) = (bps as u128, q.units() as u128, p.units() as u128);
-    let one = PRICE_ONE as u128;
-    Amount(
-        (match side {
-            Side::Buy => bps * m * q / (p * one),
-            Side::Sell => bps * m * q / (one * one),
-        }) as u64,
-    )
-}
-
 impl Core {
     pub fn new(fee_address: String) -> Core {
         let mut ledger = Ledger::default();
@@ -649,8 +633,13 @@ impl Core {
             }
             // Copies the record only while a batch in flight still holds this version.
             let m = Arc::make_mut(&mut entry.get_mut().rec);
-            let maker_fee = fill(ledger, ma.pay, m, q, pm, maker_amt);
-            let taker_fee = fill(ledger, ta.pay, t, q, pt, taker_amt);
+            // The maker's fee at its signed price, the taker's at this fill's own.
+            let maker_fee = fill(ledger, ma.pay, m, q, maker_amt, (m.maker_amount, m.taker_amount));
+            let taker_price = match t.side {
+                Side::Buy => (taker_amt, q),
+                Side::Sell => (q, taker_amt),
+            };
+            let taker_fee = fill(ledger, ta.pay, t, q, taker_amt, taker_price);
             match t.side {
                 Side::Buy => {
                     making += taker_amt;
@@ -733,8 +722,15 @@ fn release_rest(ledger: &mut Ledger, pay: Acct, o: &mut OrderRecord) {
 /// reservation to the trade's hold (the ledger's reserved total is unchanged) until
 /// settlement transfers it. `amt` is the collateral the order pays (BUY) or receives
 /// before fees (SELL). Returns its fee.
-fn fill(ledger: &mut Ledger, pay_acct: Acct, o: &mut OrderRecord, q: Amount, p: Price, amt: Amount) -> Amount {
-    let f = fee(o.side, o.fee_rate_bps, p, q);
+fn fill(
+    ledger: &mut Ledger,
+    pay_acct: Acct,
+    o: &mut OrderRecord,
+    q: Amount,
+    amt: Amount,
+    (maker_amount, taker_amount): (Amount, Amount),
+) -> Amount {
+    let f = exchange_fee(o.side, o.fee_rate_bps, q, maker_amount, taker_amount);
     let (f, pay) = match o.side {
         Side::Buy => (f.min(q), amt),
         Side::Sell => (f.min(amt), q),

@@ -306,11 +306,19 @@ fn trades_share_their_markets_tokens_and_get_them_back_at_startup() {
 
 #[test]
 fn fee_formula() {
+    let a = Amount;
     // 100 tokens at 0.5 with 100 bps: SELL pays 0.01·0.5·100 = 0.5 USDC.
-    assert_eq!(fee(Side::Sell, 100, Price(5000), Amount(100_000_000)), Amount(500_000));
+    assert_eq!(exchange_fee(Side::Sell, 100, a(100_000_000), a(100_000_000), a(50_000_000)), a(500_000));
     // BUY pays in tokens: 0.01·0.5·100/0.5 = 1 token.
-    assert_eq!(fee(Side::Buy, 100, Price(5000), Amount(100_000_000)), Amount(1_000_000));
-    assert_eq!(fee(Side::Buy, 0, Price(5000), Amount(100_000_000)), Amount::ZERO);
+    assert_eq!(exchange_fee(Side::Buy, 100, a(100_000_000), a(50_000_000), a(100_000_000)), a(1_000_000));
+    assert_eq!(exchange_fee(Side::Buy, 0, a(100_000_000), a(50_000_000), a(100_000_000)), Amount::ZERO);
     // min(p, 1-p): at 0.9 the fee uses 0.1.
-    assert_eq!(fee(Side::Sell, 100, Price(9000), Amount(100_000_000)), Amount(100_000));
+    assert_eq!(exchange_fee(Side::Sell, 100, a(100_000_000), a(100_000_000), a(90_000_000)), a(100_000));
+    // BUY at 0.8: 0.01·0.2·50/0.8 = 0.125 tokens.
+    assert_eq!(exchange_fee(Side::Buy, 100, a(50_000_000), a(40_000_000), a(50_000_000)), a(125_000));
+    // The price as the contract takes it, in 1e-18 and floored: 2 USDC for 3 tokens.
+    assert_eq!(exchange_fee(Side::Buy, 1000, a(3_000_000), a(2_000_000), a(3_000_000)), a(150_000));
+    // No price, or one above 1: no fee.
+    assert_eq!(exchange_fee(Side::Buy, 100, a(1), a(0), a(1)), Amount::ZERO);
+    assert_eq!(exchange_fee(Side::Sell, 100, a(1), a(1), a(2)), Amount::ZERO);
 }
