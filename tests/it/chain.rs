@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use predex::chain::wallet_provider;
@@ -527,44 +528,172 @@ fn operator_nonce(anvil: &Anvil, tag: &str) -> u64 {
     u64::from_str_radix(n.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
 }
 
-/// A settlement transaction recorded and broadcast, then the exchange stopped before its
-/// receipt: once with the node still holding it (it is not sent again), once with the
-/// node having lost it (it is sent again, the same bytes). Each time the trade settles
-/// once, with the transaction recorded first.
+/// predex as its binary, a child process to `kill -9`, in chain mode against what
+/// `deployed` names, reaching the node at `rpc`; and a handle on its servers.
+fn spawn_predex(data: &Path, deployed: &Config, key: &Path, rpc: &str) -> (crate::crash::Proc, Server) {
+    let s = |x: &Option<String>| x.clone().unwrap();
+    let env = [
+        ("PREDEX_SETTLEMENT", "chain".to_string()),
+        ("PREDEX_CHAIN_ID", deployed.chain_id.to_string()),
+        ("PREDEX_RPC_URL", rpc.to_string()),
+        ("PREDEX_OPERATOR_KEY_FILE", key.display().to_string()),
+        ("PREDEX_COLLATERAL_ADDRESS", s(&deployed.collateral_address)),
+        ("PREDEX_CTF_ADDRESS", s(&deployed.ctf_address)),
+        ("PREDEX_NEG_RISK_ADAPTER_ADDRESS", s(&deployed.neg_risk_adapter_address)),
+        ("PREDEX_EXCHANGE_ADDRESS", deployed.exchange_address.clone()),
+        ("PREDEX_NEG_RISK_EXCHANGE_ADDRESS", deployed.neg_risk_exchange_address.clone()),
+    ];
+    let p = crate::crash::spawn_with(data, &env);
+    let mut server =
+        Server::external(p.server.clob.clone(), p.server.internal.clone(), chain_config(data, deployed, key.into()));
+    server.data = p.server.data.clone();
+    (p, server)
+}
+
+/// A JSON-RPC proxy in front of the node that forwards every call; once `holding`, it keeps
+/// each `eth_sendRawTransaction` (its raw transaction) and never answers nor forwards it,
+/// so a sender meets it between recording a transaction and the node having it.
+struct HoldingProxy {
+    url: String,
+    holding: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    held: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl HoldingProxy {
+    fn start(upstream: &str) -> HoldingProxy {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let holding = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (upstream, kept, hold) = (upstream.to_string(), held.clone(), holding.clone());
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { return };
+                let (upstream, held, holding) = (upstream.clone(), kept.clone(), hold.clone());
+                std::thread::spawn(move || {
+                    let mut r = BufReader::new(conn.try_clone().unwrap());
+                    loop {
+                        // One HTTP/1.1 request on a kept-alive connection.
+                        let (mut line, mut len) = (String::new(), 0);
+                        if r.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        loop {
+                            line.clear();
+                            if r.read_line(&mut line).unwrap_or(0) == 0 {
+                                return;
+                            }
+                            if line == "\r\n" {
+                                break;
+                            }
+                            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                                len = v.trim().parse().unwrap();
+                            }
+                        }
+                        let mut body = vec![0; len];
+                        r.read_exact(&mut body).unwrap();
+                        let call: Value = serde_json::from_slice(&body).unwrap();
+                        if call["method"] == "eth_sendRawTransaction" && holding.load(Ordering::SeqCst) {
+                            held.lock().unwrap().push(call["params"][0].as_str().unwrap().to_string());
+                            // Held until the sender is gone.
+                            let _ = r.read_line(&mut line);
+                            return;
+                        }
+                        let answer = ureq::post(&upstream)
+                            .set("content-type", "application/json")
+                            .send_bytes(&body)
+                            .unwrap()
+                            .into_string()
+                            .unwrap();
+                        let head = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                            answer.len()
+                        );
+                        if conn.write_all(head.as_bytes()).and_then(|_| conn.write_all(answer.as_bytes())).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        HoldingProxy { url, holding, held }
+    }
+}
+
+/// Where settlement is when predex is killed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum KillPoint {
+    /// The transaction recorded, its broadcast under way but not at the node.
+    Recorded,
+    /// Broadcast and in the node's pool, unmined.
+    Broadcast,
+    /// Broadcast, then lost by the node (a restarted node, a pool evicting it).
+    BroadcastThenLost,
+}
+
+/// `kill -9` of the binary on either side of a settlement transaction's broadcast, and a
+/// restart on the same data: each time the trade settles once, by the transaction recorded
+/// before the kill (the same hash, the same nonce), and the balances on chain are its.
 #[test]
-fn a_restart_settles_each_recorded_transaction_once() {
-    for lost in [false, true] {
-        let v = Venue::start();
+fn kill_9_on_either_side_of_the_broadcast_settles_each_match_once() {
+    for point in [KillPoint::Recorded, KillPoint::Broadcast, KillPoint::BroadcastThenLost] {
+        let anvil = Anvil::start();
+        let dir = tempfile::tempdir().unwrap();
+        let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
+        let deployed = deploy(&anvil, &key, &root().join("contracts"), &[]);
+        let data = dir.path().join("data");
+        let proxy = HoldingProxy::start(&anvil.url);
+        let rpc = if point == KillPoint::Recorded { proxy.url.clone() } else { anvil.url.clone() };
+        let (mut child, server) = spawn_predex(&data, &deployed, &key, &rpc);
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let v = Venue { server, deployed, anvil, _dir: dir, rt };
         let (_, yes, no) = v.market();
         let alice = v.trader(100_000_000, true);
         let bob = v.trader(100_000_000, true);
-        v.anvil.rpc("evm_setAutomine", json!([false])).unwrap();
+        if point != KillPoint::Recorded {
+            v.anvil.rpc("evm_setAutomine", json!([false])).unwrap();
+        }
         let before = operator_nonce(&v.anvil, "latest");
+        proxy.holding.store(true, Ordering::SeqCst);
         alice.place(&v.server, &yes, "BUY", "0.50", "20");
         let (st, b) = bob.submit(&v.server, bob.order(&v.server, &no, "BUY", "0.50", "20"), "GTC");
-        assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{b}");
-        // Sent: the node holds it, unmined.
-        crate::fixture::wait_for(30, || (operator_nonce(&v.anvil, "pending") == before + 1).then_some(()));
-        let pool = v.anvil.rpc("txpool_content", json!([])).unwrap();
-        let sent = pool["pending"].as_object().unwrap().values().next().unwrap()[before.to_string()]["hash"].clone();
-        assert!(sent.is_string(), "{pool}");
-        let Venue { server, deployed, anvil, _dir, rt } = v;
-        let (config, _) = server.stop();
-        if lost {
-            anvil.rpc("anvil_dropAllTransactions", json!([])).unwrap();
-            assert_eq!(operator_nonce(&anvil, "pending"), before);
+        assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{point:?}: {b}");
+        let sent = if point == KillPoint::Recorded {
+            // The node never got it.
+            let raw = crate::fixture::wait_for(30, || proxy.held.lock().unwrap().first().cloned());
+            let raw = alloy_primitives::hex::decode(raw).unwrap();
+            assert_eq!(operator_nonce(&v.anvil, "pending"), before, "{point:?}");
+            json!(format!("{}", alloy_primitives::keccak256(raw)))
+        } else {
+            crate::fixture::wait_for(30, || (operator_nonce(&v.anvil, "pending") == before + 1).then_some(()));
+            let pool = v.anvil.rpc("txpool_content", json!([])).unwrap();
+            pool["pending"].as_object().unwrap().values().next().unwrap()[before.to_string()]["hash"].clone()
+        };
+        assert!(sent.is_string(), "{point:?}");
+        child.child.kill().unwrap(); // SIGKILL
+        child.child.wait().unwrap();
+        drop(child);
+        if point == KillPoint::BroadcastThenLost {
+            v.anvil.rpc("anvil_dropAllTransactions", json!([])).unwrap();
+            assert_eq!(operator_nonce(&v.anvil, "pending"), before);
         }
-        let server = Server::start_with(config);
-        // Known or sent again, it is one transaction with the nonce it was recorded with.
-        crate::fixture::wait_for(30, || (operator_nonce(&anvil, "pending") == before + 1).then_some(()));
-        anvil.rpc("evm_mine", json!([])).unwrap();
+        // Started again, straight to the node: the record is looked up, sent again if the
+        // node lacks it, and mined once.
+        let Venue { server, deployed, anvil, _dir, rt } = v;
+        drop(server);
+        let (_child, server) = spawn_predex(&data, &deployed, &key, &anvil.url);
+        if point != KillPoint::Recorded {
+            crate::fixture::wait_for(30, || (operator_nonce(&anvil, "pending") == before + 1).then_some(()));
+            anvil.rpc("evm_mine", json!([])).unwrap();
+        }
         let v = Venue { server, deployed, anvil, _dir, rt };
         let t = settled(&v, &bob);
-        assert_eq!(t["status"], "CONFIRMED", "lost {lost}: {t}");
-        assert_eq!(t["transaction_hash"], sent, "lost {lost}: the recorded transaction");
-        assert_eq!(operator_nonce(&v.anvil, "latest"), before + 1, "lost {lost}: one transaction");
-        assert_eq!(v.holdings(&alice, &[&yes]), (90_000_000, vec![20_000_000]), "lost {lost}");
-        assert_eq!(v.holdings(&bob, &[&no]), (90_000_000, vec![20_000_000]), "lost {lost}");
+        assert_eq!(t["status"], "CONFIRMED", "{point:?}: {t}");
+        assert_eq!(t["transaction_hash"], sent, "{point:?}: the recorded transaction");
+        assert_eq!(operator_nonce(&v.anvil, "latest"), before + 1, "{point:?}: one transaction");
+        assert_eq!(v.holdings(&alice, &[&yes]), (90_000_000, vec![20_000_000]), "{point:?}");
+        assert_eq!(v.holdings(&bob, &[&no]), (90_000_000, vec![20_000_000]), "{point:?}");
     }
 }
 

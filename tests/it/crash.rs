@@ -15,9 +15,9 @@ use serde_json::{json, Value};
 
 use crate::fixture::*;
 
-struct Proc {
-    child: Child,
-    server: Server,
+pub(crate) struct Proc {
+    pub(crate) child: Child,
+    pub(crate) server: Server,
     /// The server wrote its log files ahead at start (its default), so the writes before a
     /// kill went into reused log files.
     logs_ahead: bool,
@@ -28,7 +28,7 @@ fn spawn(dir: &std::path::Path) -> Proc {
     spawn_with(dir, &[])
 }
 
-fn spawn_with(dir: &std::path::Path, env: &[(&str, String)]) -> Proc {
+pub(crate) fn spawn_with(dir: &std::path::Path, env: &[(&str, String)]) -> Proc {
     // Through `sh -c 'exec …'` so the server can be told its own PID before it starts, as
     // systemd does with WATCHDOG_PID (the shell's PID is the server's after exec).
     let mut child = Command::new("sh")
