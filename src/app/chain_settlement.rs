@@ -47,6 +47,8 @@ pub struct ChainSettler {
     next_nonce: u64,
     /// Whether the records found at start have been looked up on the node.
     restored: bool,
+    /// Makers' own cancellations on the exchanges.
+    watch: super::chain_watch::ChainWatch,
 }
 
 impl ChainSettler {
@@ -55,7 +57,8 @@ impl ChainSettler {
         let in_flight: BTreeMap<u64, ChainTx> = state.store.chain_txs()?.into_iter().map(|t| (t.nonce, t)).collect();
         let sent_through = in_flight.values().map(|t| t.last_seq).max().unwrap_or(0);
         let next_nonce = in_flight.keys().next_back().map_or(0, |n| n + 1);
-        Ok(ChainSettler { state, rt, in_flight, sent_through, next_nonce, restored: false })
+        let watch = super::chain_watch::ChainWatch::new(state.clone())?;
+        Ok(ChainSettler { state, rt, in_flight, sent_through, next_nonce, restored: false, watch })
     }
 
     /// One pass: outcomes of the transactions in flight, then the new matches sent. A line
@@ -65,21 +68,23 @@ impl ChainSettler {
         let r = rt.block_on(self.pass());
         self.rt = rt;
         match r {
-            Ok((0, 0, 0)) => None,
-            Ok((sent, confirmed, failed)) => {
+            Ok((0, 0, 0, 0)) => None,
+            Ok((sent, confirmed, failed, cancelled)) => {
                 self.state.exported.settled(confirmed, failed);
                 Some(format!(
-                    "chain settlement: {sent} transactions sent, {confirmed} trades confirmed, {failed} failed"
+                    "chain settlement: {sent} transactions sent, {confirmed} trades confirmed, {failed} failed, \
+                     {cancelled} orders cancelled on the exchange"
                 ))
             }
             Err(e) => Some(format!("chain settlement: {e:#}")),
         }
     }
 
-    async fn pass(&mut self) -> anyhow::Result<(usize, usize, usize)> {
+    async fn pass(&mut self) -> anyhow::Result<(usize, usize, usize, usize)> {
         let (confirmed, failed) = self.outcomes().await?;
         let sent = self.send_new().await?;
-        Ok((sent, confirmed, failed))
+        let cancelled = self.watch.pass().await?;
+        Ok((sent, confirmed, failed, cancelled))
     }
 
     /// Applies the receipts of the transactions in flight, in nonce order, as far as they

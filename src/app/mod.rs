@@ -9,6 +9,7 @@ pub mod bridge;
 pub mod builders;
 pub mod catalogue;
 pub mod chain_settlement;
+pub mod chain_watch;
 pub mod ctf;
 pub mod incentives;
 pub mod keys;

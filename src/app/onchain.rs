@@ -115,3 +115,18 @@ pub async fn ensure(s: &AppState, address: &str, asset: &str) -> Result<(), Onch
     }
     refresh(s, address, asset).await.map(|_| ())
 }
+
+/// The maker's nonce read from the exchanges, once per maker and process: before its first
+/// order, so an order with the nonce the exchanges hold is accepted and a stale one refused.
+pub async fn ensure_nonce(s: &AppState, maker: &str) -> Result<(), OnchainError> {
+    let key = (maker.to_string(), NONCE_READ.to_string());
+    if s.synced.lock().contains(&key) {
+        return Ok(());
+    }
+    super::chain_watch::raise_nonce(s, maker, 0).await.map_err(chain_err)?;
+    s.synced.lock().insert(key);
+    Ok(())
+}
+
+/// The `synced` entry that says a maker's nonce was read (beside its assets' entries).
+const NONCE_READ: &str = "nonce";

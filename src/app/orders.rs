@@ -110,6 +110,7 @@ pub async fn place(
 ) -> Result<Placed, OrderError> {
     let (order, defer) = validate(s, key, order)?;
     if s.chain.is_some() {
+        crate::app::onchain::ensure_nonce(s, &order.maker).await.map_err(|e| OrderError::Chain(e.to_string()))?;
         crate::app::onchain::ensure(s, &order.maker, order.spend_key())
             .await
             .map_err(|e| OrderError::Chain(e.to_string()))?;

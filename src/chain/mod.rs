@@ -9,7 +9,7 @@ pub mod markets;
 use std::path::Path;
 
 use alloy_network::EthereumWallet;
-use alloy_primitives::{Address, Bytes, U256};
+use alloy_primitives::{Address, Bytes, B256, U256};
 use alloy_provider::{DynProvider, Provider, ProviderBuilder};
 use alloy_rpc_types_eth::TransactionRequest;
 use alloy_signer_local::PrivateKeySigner;
@@ -123,6 +123,29 @@ impl Chain {
             }
         }
         Ok(balance)
+    }
+
+    /// The nonce `owner`'s orders must carry to settle: the larger of its nonces on the two
+    /// exchanges (predex keeps one nonce per maker, as its ledger mode does).
+    pub async fn maker_nonce(&self, owner: Address) -> anyhow::Result<u64> {
+        let s = &self.settings;
+        let standard = IExchange::new(s.exchange, &self.provider).nonces(owner).call().await?;
+        let neg_risk = IExchange::new(s.neg_risk_exchange, &self.provider).nonces(owner).call().await?;
+        Ok(u64::try_from(standard.max(neg_risk)).unwrap_or(u64::MAX))
+    }
+
+    /// The hashes of the orders their makers cancelled on either exchange (`cancelOrder`,
+    /// its `OrderCancelled` log) in blocks `from..=to`.
+    pub async fn cancelled_orders(&self, from: u64, to: u64) -> anyhow::Result<Vec<B256>> {
+        use alloy_sol_types::SolEvent;
+        let s = &self.settings;
+        let filter = alloy_rpc_types_eth::Filter::new()
+            .address(vec![s.exchange, s.neg_risk_exchange])
+            .event_signature(IExchange::OrderCancelled::SIGNATURE_HASH)
+            .from_block(from)
+            .to_block(to);
+        let logs = self.provider.get_logs(&filter).await?;
+        Ok(logs.iter().filter_map(|l| l.topics().get(1).copied()).collect())
     }
 
     /// What must hold before the exchange starts in chain mode, each failure one line: the

@@ -136,6 +136,21 @@ pub enum Command {
         address: String,
         reply: Reply<(u64, Vec<Uuid>)>,
     },
+    /// A maker's nonce as the exchange holds it (`Core::raise_nonce`).
+    RaiseNonce {
+        address: String,
+        nonce: u64,
+        reply: Reply<(u64, Vec<Uuid>)>,
+    },
+    /// Orders their makers cancelled on the exchange; replies the ones that were open.
+    CancelSigned {
+        ids: Vec<Uuid>,
+        reply: Reply<Vec<Uuid>>,
+    },
+    /// The makers of open orders and their nonces; read-only.
+    OpenMakers {
+        reply: Reply<Vec<(String, u64)>>,
+    },
     /// Liquidity-reward scores of markets' resting orders: (market, max spread, min size)
     /// each; read-only.
     RewardScores {
@@ -305,6 +320,15 @@ impl EngineHandle {
     }
     pub async fn increment_nonce(&self, address: String) -> Result<(u64, Vec<Uuid>), EngineError> {
         self.call(|reply| Command::IncrementNonce { address, reply }).await
+    }
+    pub async fn raise_nonce(&self, address: String, nonce: u64) -> Result<(u64, Vec<Uuid>), EngineError> {
+        self.call(|reply| Command::RaiseNonce { address, nonce, reply }).await
+    }
+    pub async fn cancel_signed(&self, ids: Vec<Uuid>) -> Result<Vec<Uuid>, EngineError> {
+        self.call(|reply| Command::CancelSigned { ids, reply }).await
+    }
+    pub async fn open_makers(&self) -> Result<Vec<(String, u64)>, EngineError> {
+        self.call(|reply| Command::OpenMakers { reply }).await
     }
 
     /// The same calls from a worker's OS thread (never from a tokio worker): waits for the
@@ -648,6 +672,19 @@ fn run(
                 let (nonce, gone) = core.increment_nonce(&address, &mut batch);
                 let (ids, markets) = split_touched(gone);
                 finish(core, out, batch, &markets, Vec::new(), None, reply, (nonce, ids));
+            }
+            Command::RaiseNonce { address, nonce, reply } => {
+                let (nonce, gone) = core.raise_nonce(&address, nonce, &mut batch);
+                let (ids, markets) = split_touched(gone);
+                finish(core, out, batch, &markets, Vec::new(), None, reply, (nonce, ids));
+            }
+            Command::CancelSigned { ids, reply } => {
+                let gone = core.cancel_signed(&ids, &mut batch);
+                let (ids, markets) = split_touched(gone);
+                finish(core, out, batch, &markets, Vec::new(), None, reply, ids);
+            }
+            Command::OpenMakers { reply } => {
+                let _ = reply.send(Ok(core.open_makers()));
             }
         }
         // Gauges are atomics: no lock is shared with the handlers that render them.

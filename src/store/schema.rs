@@ -177,6 +177,8 @@ pub mod meta {
     pub const NEXT_SERIES: &[u8] = b"next_series_id";
     pub const NEXT_EVENT: &[u8] = b"next_event_id";
     pub const NEXT_COMMENT: &[u8] = b"next_comment_id";
+    /// Chain mode: the last block whose exchange logs were applied (u64 BE).
+    pub const CHAIN_WATCHED_THROUGH: &[u8] = b"chain_watched_through";
 
     /// Key of a market's last trade (YES price, taker side in YES terms), written by every
     /// crossing order ([`crate::store::Op::LastTrade`]).

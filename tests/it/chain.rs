@@ -484,41 +484,179 @@ fn matches_settle_on_chain_through_the_exchange() {
     assert_eq!(b["balance"], "88000000", "{b}");
 }
 
+/// An order as the exchange takes it, from the JSON the client signed.
+fn onchain_order(o: &Value) -> predex::chain::IExchange::Order {
+    let u = |k: &str| alloy_primitives::U256::from_str_radix(o[k].as_str().unwrap(), 10).unwrap();
+    let a = |k: &str| o[k].as_str().unwrap().parse().unwrap();
+    predex::chain::IExchange::Order {
+        salt: alloy_primitives::U256::from(o["salt"].as_u64().unwrap()),
+        maker: a("maker"),
+        signer: a("signer"),
+        taker: a("taker"),
+        tokenId: u("tokenId"),
+        makerAmount: u("makerAmount"),
+        takerAmount: u("takerAmount"),
+        expiration: u("expiration"),
+        nonce: u("nonce"),
+        feeRateBps: u("feeRateBps"),
+        side: if o["side"] == "BUY" { 0 } else { 1 },
+        signatureType: o["signatureType"].as_u64().unwrap() as u8,
+        signature: alloy_primitives::hex::decode(o["signature"].as_str().unwrap()).unwrap().into(),
+    }
+}
+
+/// What a maker does on the exchange itself.
+#[derive(Debug, Clone, Copy)]
+enum OwnCall {
+    CancelOrder,
+    IncrementNonce,
+}
+
+impl Venue {
+    /// The trader's own call to the exchange, sent and mined (`pending` false), or sent
+    /// with a high tip to wait in the pool (automine off) and be mined first in its block.
+    fn own_call(&self, t: &crate::fixture::Trader, call: OwnCall, order: &Value, pending: bool) {
+        let exchange = self.exchange();
+        let (url, wallet, order) = (self.anvil.url.clone(), t.wallet.clone(), onchain_order(order));
+        self.rt.block_on(async move {
+            let p = wallet_provider(&url, wallet).unwrap();
+            let x = predex::chain::IExchange::new(exchange, &p);
+            let tx = match call {
+                OwnCall::CancelOrder => x.cancelOrder(order).into_transaction_request(),
+                OwnCall::IncrementNonce => x.incrementNonce().into_transaction_request(),
+            };
+            let tx = if pending {
+                // A gas limit of its own: estimated on the pending state, a cancel of an
+                // order the pending settlement fills would revert.
+                tx.max_priority_fee_per_gas(50_000_000_000).max_fee_per_gas(200_000_000_000).gas_limit(300_000)
+            } else {
+                tx
+            };
+            use alloy_provider::Provider;
+            let sent = p.send_transaction(tx).await.unwrap();
+            if !pending {
+                assert!(sent.get_receipt().await.unwrap().status());
+            }
+        });
+    }
+}
+
+/// A match that the exchange refuses is FAILED with its reason and gives everyone back
+/// what it held: the maker cancelled its order or raised its nonce on chain in the block
+/// the settlement was mined in (the exchange's custom error, from the mined revert), or
+/// moved its collateral away first (the node's gas estimate refuses, nothing is sent).
 #[test]
 fn a_match_the_exchange_refuses_fails_and_gives_back_what_it_held() {
+    for (case, why) in [
+        (Some(OwnCall::CancelOrder), "OrderFilledOrCancelled"),
+        (Some(OwnCall::IncrementNonce), "InvalidNonce"),
+        (None, ""),
+    ] {
+        let v = Venue::start();
+        let s = &v.server;
+        let (_, yes, no) = v.market();
+        let alice = v.trader(100_000_000, true);
+        let bob = v.trader(100_000_000, true);
+        let order = alice.order(s, &yes, "BUY", "0.40", "50");
+        let (st, b) = alice.submit(s, order.clone(), "GTC");
+        assert_eq!(st, 200, "{b}");
+        let before = operator_nonce(&v.anvil, "latest");
+        match case {
+            Some(_) => v.anvil.rpc("evm_setAutomine", json!([false])).map(drop).unwrap(),
+            None => {
+                // Alice's collateral goes elsewhere; predex still holds her order.
+                let collateral = Venue::address(&v.deployed.collateral_address);
+                let (url, wallet) = (v.anvil.url.clone(), alice.wallet.clone());
+                v.rt.block_on(async move {
+                    let p = wallet_provider(&url, wallet).unwrap();
+                    let c = predex::chain::ICollateral::new(collateral, &p);
+                    let to = alloy_primitives::Address::repeat_byte(0x77);
+                    let sent = c.transfer(to, alloy_primitives::U256::from(100_000_000u64)).send().await.unwrap();
+                    assert!(sent.get_receipt().await.unwrap().status());
+                });
+            }
+        }
+        let (st, b) = bob.submit(s, bob.order(s, &no, "BUY", "0.60", "50"), "GTC");
+        assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{case:?}: {b}");
+        if let Some(call) = case {
+            // The settlement waits in the pool; Alice's call, with a higher tip, goes before
+            // it in the block that holds both.
+            crate::fixture::wait_for(30, || (operator_nonce(&v.anvil, "pending") == before + 1).then_some(()));
+            v.own_call(&alice, call, &order, true);
+            v.anvil.rpc("evm_mine", json!([])).unwrap();
+            v.anvil.rpc("evm_setAutomine", json!([true])).unwrap();
+        }
+        let t = settled(&v, &bob);
+        assert_eq!(t["status"], "FAILED", "{case:?}: {t}");
+        if case.is_some() {
+            assert_eq!(t["error_msg"], why, "{case:?}: {t}");
+            assert_eq!(operator_nonce(&v.anvil, "latest"), before + 1, "{case:?}: mined, reverted");
+        } else {
+            assert!(!t["error_msg"].as_str().unwrap_or_default().is_empty(), "{t}");
+            assert_eq!(operator_nonce(&v.anvil, "latest"), before, "estimated to revert: nothing sent");
+        }
+        // Nothing moved on chain, and what the trade held is Bob's again.
+        assert_eq!(v.holdings(&bob, &[&yes, &no]), (100_000_000, vec![0, 0]), "{case:?}");
+        assert_eq!(v.holdings(&alice, &[&yes, &no]).1, vec![0, 0], "{case:?}");
+        let (_, b) = bob.l2(s, "GET", "/balance-allowance", None);
+        assert_eq!(b["balance"], "100000000", "{case:?}: {b}");
+        let (_, n) = bob.l2(s, "GET", "/notifications", None);
+        assert!(n.to_string().contains("TRADE_FAILED"), "{case:?}: {n}");
+    }
+}
+
+/// Open orders of the trader.
+fn open_orders(v: &Venue, t: &crate::fixture::Trader) -> Vec<Value> {
+    let (st, b) = t.l2(&v.server, "GET", "/data/orders", None);
+    assert_eq!(st, 200, "{b}");
+    b["data"].as_array().cloned().unwrap_or_default()
+}
+
+/// A maker's `cancelOrder` and `incrementNonce` on the exchange cancel its resting orders
+/// on predex within seconds, and those orders are refused if sent again; a maker whose
+/// nonce was raised before its first order places with that nonce.
+#[test]
+fn makers_cancelling_on_the_exchange_cancel_their_orders() {
     let v = Venue::start();
     let s = &v.server;
-    let (_, yes, no) = v.market();
+    let (_, yes, _) = v.market();
     let alice = v.trader(100_000_000, true);
-    let bob = v.trader(100_000_000, true);
-    alice.place(s, &yes, "BUY", "0.40", "50");
-    // Alice invalidates every order she signed with nonce 0, on chain, before settlement.
-    let exchange = v.exchange();
-    let (url, wallet) = (v.anvil.url.clone(), alice.wallet.clone());
-    v.rt.block_on(async move {
-        let p = wallet_provider(&url, wallet).unwrap();
-        let r = predex::chain::IExchange::new(exchange, &p)
-            .incrementNonce()
-            .send()
-            .await
-            .unwrap()
-            .get_receipt()
-            .await
-            .unwrap();
-        assert!(r.status());
+    let a = alice.order(s, &yes, "BUY", "0.40", "50");
+    let (st, placed) = alice.submit(s, a.clone(), "GTC");
+    assert_eq!(st, 200, "{placed}");
+    let b = alice.order(s, &yes, "BUY", "0.30", "10");
+    assert_eq!(alice.submit(s, b.clone(), "GTC").0, 200);
+
+    v.own_call(&alice, OwnCall::CancelOrder, &a, false);
+    let left = crate::fixture::wait_for(10, || {
+        let open = open_orders(&v, &alice);
+        (open.len() == 1).then_some(open)
     });
-    let (st, b) = bob.submit(s, bob.order(s, &no, "BUY", "0.60", "50"), "GTC");
-    assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{b}");
-    let t = settled(&v, &bob);
-    assert_eq!(t["status"], "FAILED", "{t}");
-    assert_eq!(t["error_msg"], "InvalidNonce", "{t}");
-    // Nothing moved on chain, and what the trade held is Bob's again.
-    assert_eq!(v.holdings(&alice, &[&yes, &no]), (100_000_000, vec![0, 0]));
-    assert_eq!(v.holdings(&bob, &[&yes, &no]), (100_000_000, vec![0, 0]));
-    let (_, b) = bob.l2(s, "GET", "/balance-allowance", None);
-    assert_eq!(b["balance"], "100000000", "{b}");
-    let (_, n) = bob.l2(s, "GET", "/notifications", None);
-    assert!(n.to_string().contains("TRADE_FAILED"), "{n}");
+    assert_ne!(left[0]["id"], placed["orderID"], "{left:?}");
+    let (st, again) = alice.submit(s, a.clone(), "GTC");
+    assert_eq!(st, 400, "cancelled on chain, refused again: {again}");
+    // What the cancelled order held is free again: only the other's 3 USDC are held.
+    let (_, bal) = alice.l2(s, "GET", "/balance-allowance", None);
+    assert_eq!(bal["balance"], "97000000", "{bal}");
+
+    v.own_call(&alice, OwnCall::IncrementNonce, &b, false);
+    crate::fixture::wait_for(10, || open_orders(&v, &alice).is_empty().then_some(()));
+    let (st, r) = alice.submit(s, b, "GTC");
+    assert_eq!(st, 400, "{r}");
+    let (st, r) = alice.submit(s, alice.order(s, &yes, "BUY", "0.30", "10"), "GTC");
+    assert_eq!((st, r["error"].as_str().unwrap_or_default()), (400, "invalid nonce"), "{r}");
+    let with_nonce =
+        |t: &crate::fixture::Trader, n| t.order_full(s, &yes, "BUY", 3_000_000, 10_000_000, 0, n, 0, false, None);
+    let (st, r) = alice.submit(s, with_nonce(&alice, 1), "GTC");
+    assert_eq!(st, 200, "{r}");
+
+    // Carol raised her nonce before predex ever saw her: her first order must carry it.
+    let carol = v.trader(100_000_000, true);
+    v.own_call(&carol, OwnCall::IncrementNonce, &a, false);
+    let (st, r) = carol.submit(s, with_nonce(&carol, 0), "GTC");
+    assert_eq!((st, r["error"].as_str().unwrap_or_default()), (400, "invalid nonce"), "{r}");
+    let (st, r) = carol.submit(s, with_nonce(&carol, 1), "GTC");
+    assert_eq!(st, 200, "{r}");
 }
 
 /// The operator's transactions counted by the node, mined and pending.

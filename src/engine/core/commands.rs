@@ -8,7 +8,17 @@ impl Core {
     /// incrementNonce for `maker`: every open order it signed with the old nonce is
     /// cancelled, and trades of those orders still PENDING will fail settlement.
     pub fn increment_nonce(&mut self, maker: &str, batch: &mut Batch) -> (u64, Vec<(Uuid, u32)>) {
-        let state = NonceState { nonce: self.nonce_of(maker) + 1, since_trade: self.next_trade_seq };
+        self.raise_nonce(maker, self.nonce_of(maker) + 1, batch)
+    }
+
+    /// The exchange's nonce for `maker` is `nonce` (read on chain): when it is above the
+    /// one orders are placed with, it becomes that one and every open order of the maker
+    /// (all signed with the old) is cancelled. Replies the nonce and the cancelled orders.
+    pub fn raise_nonce(&mut self, maker: &str, nonce: u64, batch: &mut Batch) -> (u64, Vec<(Uuid, u32)>) {
+        if nonce <= self.nonce_of(maker) {
+            return (self.nonce_of(maker), Vec::new());
+        }
+        let state = NonceState { nonce, since_trade: self.next_trade_seq };
         self.nonces.insert(maker.to_string(), state);
         self.nonce_memo.invalidate();
         self.nonces_since = self.nonces_since.max(state.since_trade);
@@ -156,6 +166,28 @@ impl Core {
         }
         self.flush_ledger(batch);
         out
+    }
+
+    /// Cancels the open orders among `ids`, whoever placed them: their makers cancelled
+    /// them on the exchange itself. Returns the ones that were open, with their markets.
+    pub fn cancel_signed(&mut self, ids: &[Uuid], batch: &mut Batch) -> Vec<(Uuid, u32)> {
+        let mut out = Vec::new();
+        for id in ids {
+            if let Some(open) = self.orders.remove(id) {
+                out.push((*id, open.market));
+                self.close_open(open, batch);
+            }
+        }
+        self.flush_ledger(batch);
+        out
+    }
+
+    /// The makers of open orders, each once, with the nonce their orders are signed with.
+    pub fn open_makers(&self) -> Vec<(String, u64)> {
+        let mut makers: Vec<Arc<str>> = self.orders.values().map(|o| o.rec.maker.clone()).collect();
+        makers.sort_unstable();
+        makers.dedup();
+        makers.into_iter().map(|m| (m.to_string(), self.nonce_of(&m))).collect()
     }
 
     /// IDs of the open orders of `owner`, optionally only in one market or token.

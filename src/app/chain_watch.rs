@@ -1,0 +1,86 @@
+//! Chain mode's watch on what makers do on the exchanges themselves (docs/settlement.md):
+//! an order cancelled with `cancelOrder` (its `OrderCancelled` log) and every order signed
+//! with a nonce the maker has moved past with `incrementNonce` can no longer settle, so
+//! predex cancels them, within a pass or two of the settlement worker, and refuses them
+//! if they are sent again (a known order id; a stale nonce).
+//!
+//! Logs are read block range by block range from the last block applied, which is kept in
+//! the store, so a cancellation made while predex was down is applied at its next start.
+//! `incrementNonce` leaves no log: the nonces of the makers with open orders are read
+//! every few seconds, and a maker's the first time it places an order
+//! (`onchain::ensure`).
+
+use std::sync::Arc;
+
+use alloy_provider::Provider;
+
+use super::AppState;
+use crate::domain::now_secs;
+use crate::store::Batch;
+
+/// Blocks of logs read per pass at most (RPC providers bound a log query's range).
+const BLOCKS_PER_PASS: u64 = 2_000;
+/// Seconds between two reads of the open makers' nonces.
+const NONCE_SECS: u64 = 2;
+
+pub struct ChainWatch {
+    state: Arc<AppState>,
+    /// The last block whose logs are applied; none until the first pass.
+    through: Option<u64>,
+    nonces_read_at: u64,
+}
+
+impl ChainWatch {
+    pub fn new(state: Arc<AppState>) -> anyhow::Result<ChainWatch> {
+        let through = state.store.chain_watched_through()?;
+        Ok(ChainWatch { state, through, nonces_read_at: 0 })
+    }
+
+    /// One pass: the logs of the blocks since the last, and the nonces when they are due.
+    /// Returns how many open orders it cancelled.
+    pub async fn pass(&mut self) -> anyhow::Result<usize> {
+        let s = &self.state;
+        let chain = s.chain.as_ref().expect("chain mode");
+        let latest = chain.provider.get_block_number().await?;
+        let mut cancelled = 0;
+        // A data directory's first pass starts at the head: no order of it is older.
+        let from = self.through.map_or(latest, |b| b + 1);
+        if from <= latest {
+            let to = latest.min(from + BLOCKS_PER_PASS - 1);
+            let ids: Vec<_> = chain.cancelled_orders(from, to).await?.iter().map(crate::auth::order_id).collect();
+            if !ids.is_empty() {
+                let gone = s.engine.cancel_signed(ids).await?;
+                for id in &gone {
+                    tracing::info!(order = %id, "order cancelled on the exchange by its maker");
+                }
+                cancelled += gone.len();
+            }
+            let mut batch = Batch::default();
+            batch.put_chain_watched_through(to);
+            s.commit(batch).await?;
+            self.through = Some(to);
+        }
+        let now = now_secs();
+        if now.saturating_sub(self.nonces_read_at) >= NONCE_SECS {
+            for (maker, nonce) in s.engine.open_makers().await? {
+                cancelled += raise_nonce(s, &maker, nonce).await?;
+            }
+            self.nonces_read_at = now;
+        }
+        Ok(cancelled)
+    }
+}
+
+/// Reads `maker`'s nonce on the exchanges; when it is above `known` (what its orders are
+/// placed with), predex's becomes it and the maker's open orders are cancelled. Returns
+/// how many.
+pub async fn raise_nonce(s: &AppState, maker: &str, known: u64) -> anyhow::Result<usize> {
+    let chain = s.chain.as_ref().expect("chain mode");
+    let onchain = chain.maker_nonce(maker.parse()?).await?;
+    if onchain <= known {
+        return Ok(0);
+    }
+    let (_, gone) = s.engine.raise_nonce(maker.to_string(), onchain).await?;
+    tracing::info!(%maker, nonce = onchain, cancelled = gone.len(), "maker's nonce raised on the exchange");
+    Ok(gone.len())
+}
