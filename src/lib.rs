@@ -212,6 +212,13 @@ impl App {
         };
         std::fs::create_dir_all(&config.data_dir).with_context(|| format!("create {}", config.data_dir.display()))?;
         let store = Arc::new(Store::open_with(&config.data_dir, config.wal_logs_ahead).context("open RocksDB")?);
+        let mut chain = chain;
+        if let Some(chain) = &mut chain {
+            // Recorded settlements keep their nonces from whatever the operator sends next.
+            for tx in store.chain_txs().context("read the recorded settlement transactions")? {
+                chain.sending.get_mut().used(tx.nonce);
+            }
+        }
         let configured_fee_address = config.fee_address.as_deref().and_then(auth::normalize_address);
         let fee_address = match &chain {
             // `matchOrders` pays every fee to its sender: on chain the fees are the operator's.

@@ -44,7 +44,6 @@ pub struct ChainSettler {
     in_flight: BTreeMap<u64, ChainTx>,
     /// The last trade sequence sent (or failed before sending).
     sent_through: u64,
-    next_nonce: u64,
     /// Whether the records found at start have been looked up on the node.
     restored: bool,
     /// Makers' own cancellations on the exchanges.
@@ -56,9 +55,8 @@ impl ChainSettler {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         let in_flight: BTreeMap<u64, ChainTx> = state.store.chain_txs()?.into_iter().map(|t| (t.nonce, t)).collect();
         let sent_through = in_flight.values().map(|t| t.last_seq).max().unwrap_or(0);
-        let next_nonce = in_flight.keys().next_back().map_or(0, |n| n + 1);
         let watch = super::chain_watch::ChainWatch::new(state.clone())?;
-        Ok(ChainSettler { state, rt, in_flight, sent_through, next_nonce, restored: false, watch })
+        Ok(ChainSettler { state, rt, in_flight, sent_through, restored: false, watch })
     }
 
     /// One pass: outcomes of the transactions in flight, then the new matches sent. A line
@@ -198,8 +196,8 @@ impl ChainSettler {
         };
         let exchange = if neg_risk { chain.settings.neg_risk_exchange } else { chain.settings.exchange };
         let p = &chain.provider;
-        let _send = chain.sending.lock().await;
-        let nonce = self.next_nonce.max(p.get_transaction_count(chain.operator).pending().await?);
+        let mut sender = chain.sending.lock().await;
+        let nonce = sender.nonce(chain).await?;
         let mut tx = TransactionRequest::default()
             .with_from(chain.operator)
             .with_to(exchange)
@@ -231,12 +229,12 @@ impl ChainSettler {
         batch.put_chain_tx(&record);
         // Durable before it can be mined.
         state.commit(batch).await?;
+        sender.used(nonce);
         if let Err(e) = p.send_raw_transaction(&record.raw).await {
             // Recorded: the next passes send it again.
             tracing::warn!(nonce, %hash, error = %e, "settlement transaction not broadcast");
         }
         self.in_flight.insert(nonce, record);
-        self.next_nonce = nonce + 1;
         Ok(Ok(()))
     }
 }

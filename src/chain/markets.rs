@@ -85,16 +85,16 @@ impl Chain {
                     }
                     None => {
                         let call = adapter.prepareMarket(U256::ZERO, metadata.clone());
-                        let _send = self.sending.lock().await;
+                        let mut sender = self.sending.lock().await;
                         let m = call.call().await.context("prepareMarket")?;
-                        self.send_locked("prepareMarket", call.into_transaction_request()).await?;
+                        self.send_locked(&mut sender, "prepareMarket", call.into_transaction_request()).await?;
                         m
                     }
                 };
                 let call = adapter.prepareQuestion(m, metadata);
-                let _send = self.sending.lock().await;
+                let mut sender = self.sending.lock().await;
                 let q = call.call().await.context("prepareQuestion")?;
-                self.send_locked("prepareQuestion", call.into_transaction_request()).await?;
+                self.send_locked(&mut sender, "prepareQuestion", call.into_transaction_request()).await?;
                 q
             }
         };

@@ -8,7 +8,7 @@ pub mod markets;
 
 use std::path::Path;
 
-use alloy_network::EthereumWallet;
+use alloy_network::{EthereumWallet, TransactionBuilder};
 use alloy_primitives::{Address, Bytes, B256, U256};
 use alloy_provider::{DynProvider, Provider, ProviderBuilder};
 use alloy_rpc_types_eth::TransactionRequest;
@@ -61,8 +61,29 @@ pub struct Chain {
     /// Signs the settlement transactions (which predex records before broadcasting).
     pub wallet: EthereumWallet,
     /// Held from a transaction's nonce until it is broadcast: the operator's transactions
-    /// go out one at a time, in nonce order.
-    pub sending: tokio::sync::Mutex<()>,
+    /// go out one at a time, in nonce order, each with a nonce of [`Sender::nonce`].
+    pub sending: tokio::sync::Mutex<Sender>,
+}
+
+/// The operator's next nonce, shared by everything it sends (settlements, markets): the
+/// node's count of its transactions, pending included, or past what predex recorded or
+/// sent, whichever is higher. A settlement recorded but not yet at the node keeps its
+/// nonce from any other transaction.
+#[derive(Debug, Default)]
+pub struct Sender {
+    /// The nonce after the last one predex used.
+    pub next: u64,
+}
+
+impl Sender {
+    /// The nonce for the next transaction; [`Sender::used`] once it is recorded or sent.
+    pub async fn nonce(&self, chain: &Chain) -> anyhow::Result<u64> {
+        Ok(self.next.max(chain.provider.get_transaction_count(chain.operator).pending().await?))
+    }
+
+    pub fn used(&mut self, nonce: u64) {
+        self.next = self.next.max(nonce + 1);
+    }
 }
 
 impl std::fmt::Debug for Chain {
@@ -84,13 +105,16 @@ impl Chain {
     /// Sends one of the operator's administrative transactions and waits until it is mined;
     /// an error unless it succeeded.
     pub async fn send(&self, what: &str, tx: TransactionRequest) -> anyhow::Result<()> {
-        let _send = self.sending.lock().await;
-        self.send_locked(what, tx).await
+        let mut sender = self.sending.lock().await;
+        self.send_locked(&mut sender, what, tx).await
     }
 
     /// [`Chain::send`] with the sending lock held by the caller.
-    pub async fn send_locked(&self, what: &str, tx: TransactionRequest) -> anyhow::Result<()> {
-        let pending = self.provider.send_transaction(tx).await.with_context(|| format!("{what}: not sent"))?;
+    pub async fn send_locked(&self, sender: &mut Sender, what: &str, tx: TransactionRequest) -> anyhow::Result<()> {
+        let nonce = sender.nonce(self).await.with_context(|| format!("{what}: no nonce"))?;
+        let pending =
+            self.provider.send_transaction(tx.with_nonce(nonce)).await.with_context(|| format!("{what}: not sent"))?;
+        sender.used(nonce);
         let receipt = pending.get_receipt().await.with_context(|| format!("{what}: no receipt"))?;
         if !receipt.status() {
             bail!("{what}: reverted in transaction {}", receipt.transaction_hash);

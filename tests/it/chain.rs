@@ -221,6 +221,19 @@ fn the_exchanges_built_under_polymarkets_domain_name_check_with_that_setting() {
     assert!(e.contains("hashes orders under another EIP-712 domain"), "{e}");
     let s = Server::start_with(Config { order_domain_name: predex::auth::POLYMARKET_ORDER_DOMAIN.into(), ..good });
     assert_eq!(s.get("/ok").0, 200);
+    drop(s);
+
+    // Under that name a match settles, and one the exchange refuses fails.
+    let v = Venue::start_from(&contracts, predex::auth::POLYMARKET_ORDER_DOMAIN);
+    let (_, yes, no) = v.market();
+    let (alice, bob) = (v.trader(100_000_000, true), v.trader(100_000_000, true));
+    alice.place(&v.server, &yes, "BUY", "0.50", "20");
+    let (st, b) = bob.submit(&v.server, bob.order(&v.server, &no, "BUY", "0.50", "20"), "GTC");
+    assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{b}");
+    assert_eq!(settled(&v, &bob)["status"], "CONFIRMED");
+    assert_eq!(v.holdings(&alice, &[&yes]), (90_000_000, vec![20_000_000]));
+    assert_eq!(v.holdings(&bob, &[&no]), (90_000_000, vec![20_000_000]));
+    refused_match_fails(&v, OwnCall::CancelOrder, "OrderFilledOrCancelled");
 }
 
 /// A chain-mode venue: its own anvil, the contracts deployed, predex started against them.
@@ -234,12 +247,22 @@ pub struct Venue {
 
 impl Venue {
     pub fn start() -> Venue {
+        Venue::start_from(&root().join("contracts"), predex::config::DEFAULT_ORDER_DOMAIN_NAME)
+    }
+
+    /// A venue on the contracts in `contracts`, whose exchanges were built with the order
+    /// domain `domain_name`.
+    pub fn start_from(contracts: &Path, domain_name: &str) -> Venue {
         let anvil = Anvil::start();
         let dir = tempfile::tempdir().unwrap();
         let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
-        let deployed = deploy(&anvil, &key, &root().join("contracts"), &[]);
+        let deployed = deploy(&anvil, &key, contracts, &[]);
         let data = dir.path().join("data");
-        let server = Server::start_with(Config { settlement_interval_ms: 200, ..chain_config(&data, &deployed, key) });
+        let server = Server::start_with(Config {
+            settlement_interval_ms: 200,
+            order_domain_name: domain_name.into(),
+            ..chain_config(&data, &deployed, key)
+        });
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         Venue { server, deployed, anvil, _dir: dir, rt }
     }
@@ -547,62 +570,68 @@ impl Venue {
 /// moved its collateral away first (the node's gas estimate refuses, nothing is sent).
 #[test]
 fn a_match_the_exchange_refuses_fails_and_gives_back_what_it_held() {
-    for (case, why) in [
-        (Some(OwnCall::CancelOrder), "OrderFilledOrCancelled"),
-        (Some(OwnCall::IncrementNonce), "InvalidNonce"),
-        (None, ""),
-    ] {
-        let v = Venue::start();
-        let s = &v.server;
-        let (_, yes, no) = v.market();
-        let alice = v.trader(100_000_000, true);
-        let bob = v.trader(100_000_000, true);
-        let order = alice.order(s, &yes, "BUY", "0.40", "50");
-        let (st, b) = alice.submit(s, order.clone(), "GTC");
-        assert_eq!(st, 200, "{b}");
-        let before = operator_nonce(&v.anvil, "latest");
-        match case {
-            Some(_) => v.anvil.rpc("evm_setAutomine", json!([false])).map(drop).unwrap(),
-            None => {
-                // Alice's collateral goes elsewhere; predex still holds her order.
-                let collateral = Venue::address(&v.deployed.collateral_address);
-                let (url, wallet) = (v.anvil.url.clone(), alice.wallet.clone());
-                v.rt.block_on(async move {
-                    let p = wallet_provider(&url, wallet).unwrap();
-                    let c = predex::chain::ICollateral::new(collateral, &p);
-                    let to = alloy_primitives::Address::repeat_byte(0x77);
-                    let sent = c.transfer(to, alloy_primitives::U256::from(100_000_000u64)).send().await.unwrap();
-                    assert!(sent.get_receipt().await.unwrap().status());
-                });
-            }
-        }
-        let (st, b) = bob.submit(s, bob.order(s, &no, "BUY", "0.60", "50"), "GTC");
-        assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{case:?}: {b}");
-        if let Some(call) = case {
-            // The settlement waits in the pool; Alice's call, with a higher tip, goes before
-            // it in the block that holds both.
-            crate::fixture::wait_for(30, || (operator_nonce(&v.anvil, "pending") == before + 1).then_some(()));
-            v.own_call(&alice, call, &order, true);
-            v.anvil.rpc("evm_mine", json!([])).unwrap();
-            v.anvil.rpc("evm_setAutomine", json!([true])).unwrap();
-        }
-        let t = settled(&v, &bob);
-        assert_eq!(t["status"], "FAILED", "{case:?}: {t}");
-        if case.is_some() {
-            assert_eq!(t["error_msg"], why, "{case:?}: {t}");
-            assert_eq!(operator_nonce(&v.anvil, "latest"), before + 1, "{case:?}: mined, reverted");
-        } else {
-            assert!(!t["error_msg"].as_str().unwrap_or_default().is_empty(), "{t}");
-            assert_eq!(operator_nonce(&v.anvil, "latest"), before, "estimated to revert: nothing sent");
-        }
-        // Nothing moved on chain, and what the trade held is Bob's again.
-        assert_eq!(v.holdings(&bob, &[&yes, &no]), (100_000_000, vec![0, 0]), "{case:?}");
-        assert_eq!(v.holdings(&alice, &[&yes, &no]).1, vec![0, 0], "{case:?}");
-        let (_, b) = bob.l2(s, "GET", "/balance-allowance", None);
-        assert_eq!(b["balance"], "100000000", "{case:?}: {b}");
-        let (_, n) = bob.l2(s, "GET", "/notifications", None);
-        assert!(n.to_string().contains("TRADE_FAILED"), "{case:?}: {n}");
+    for (call, why) in [(OwnCall::CancelOrder, "OrderFilledOrCancelled"), (OwnCall::IncrementNonce, "InvalidNonce")] {
+        refused_match_fails(&Venue::start(), call, why);
     }
+    // Alice's collateral goes elsewhere while predex still holds her order: the node's
+    // estimate refuses the match, and nothing is sent.
+    let v = Venue::start();
+    let s = &v.server;
+    let (_, yes, no) = v.market();
+    let (alice, bob) = (v.trader(100_000_000, true), v.trader(100_000_000, true));
+    alice.place(s, &yes, "BUY", "0.40", "50");
+    let collateral = Venue::address(&v.deployed.collateral_address);
+    let (url, wallet) = (v.anvil.url.clone(), alice.wallet.clone());
+    v.rt.block_on(async move {
+        let p = wallet_provider(&url, wallet).unwrap();
+        let c = predex::chain::ICollateral::new(collateral, &p);
+        let to = alloy_primitives::Address::repeat_byte(0x77);
+        let sent = c.transfer(to, alloy_primitives::U256::from(100_000_000u64)).send().await.unwrap();
+        assert!(sent.get_receipt().await.unwrap().status());
+    });
+    let before = operator_nonce(&v.anvil, "latest");
+    let (st, b) = bob.submit(s, bob.order(s, &no, "BUY", "0.60", "50"), "GTC");
+    assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{b}");
+    let t = settled(&v, &bob);
+    assert_eq!(t["status"], "FAILED", "{t}");
+    assert!(!t["error_msg"].as_str().unwrap_or_default().is_empty(), "{t}");
+    assert_eq!(operator_nonce(&v.anvil, "latest"), before, "estimated to revert: nothing sent");
+    gave_back(&v, &bob, &yes, &no);
+}
+
+/// A match whose maker makes `call` on the exchange in the block its settlement is mined
+/// in, first: FAILED with the exchange's custom error (`why`), from the mined revert.
+fn refused_match_fails(v: &Venue, call: OwnCall, why: &str) {
+    let s = &v.server;
+    let (_, yes, no) = v.market();
+    let (alice, bob) = (v.trader(100_000_000, true), v.trader(100_000_000, true));
+    let order = alice.order(s, &yes, "BUY", "0.40", "50");
+    let (st, b) = alice.submit(s, order.clone(), "GTC");
+    assert_eq!(st, 200, "{b}");
+    let before = operator_nonce(&v.anvil, "latest");
+    v.anvil.rpc("evm_setAutomine", json!([false])).unwrap();
+    let (st, b) = bob.submit(s, bob.order(s, &no, "BUY", "0.60", "50"), "GTC");
+    assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{call:?}: {b}");
+    // The settlement waits in the pool; Alice's call, with a higher tip, goes before it in
+    // the block that holds both.
+    crate::fixture::wait_for(30, || (operator_nonce(&v.anvil, "pending") == before + 1).then_some(()));
+    v.own_call(&alice, call, &order, true);
+    v.anvil.rpc("evm_mine", json!([])).unwrap();
+    v.anvil.rpc("evm_setAutomine", json!([true])).unwrap();
+    let t = settled(v, &bob);
+    assert_eq!((&t["status"], &t["error_msg"]), (&json!("FAILED"), &json!(why)), "{call:?}: {t}");
+    assert_eq!(operator_nonce(&v.anvil, "latest"), before + 1, "{call:?}: mined, reverted");
+    assert_eq!(v.holdings(&alice, &[&yes, &no]), (100_000_000, vec![0, 0]), "{call:?}");
+    gave_back(v, &bob, &yes, &no);
+}
+
+/// Nothing moved on chain for the taker, and what its trade held is its own again.
+fn gave_back(v: &Venue, bob: &crate::fixture::Trader, yes: &str, no: &str) {
+    assert_eq!(v.holdings(bob, &[yes, no]), (100_000_000, vec![0, 0]));
+    let (_, b) = bob.l2(&v.server, "GET", "/balance-allowance", None);
+    assert_eq!(b["balance"], "100000000", "{b}");
+    let (_, n) = bob.l2(&v.server, "GET", "/notifications", None);
+    assert!(n.to_string().contains("TRADE_FAILED"), "{n}");
 }
 
 /// Open orders of the trader.
