@@ -9,8 +9,9 @@
 //! anew. Nothing is settled twice (a nonce is used once, and a recorded transaction is
 //! only ever re-sent as it was) and nothing is dropped.
 //!
-//! A receipt at `confirmations` settles its trades: CONFIRMED with the transaction's hash
-//! when it succeeded, FAILED with the exchange's custom error when it reverted. A match the
+//! A successful receipt makes its trades MINED, with the transaction's hash; at
+//! `confirmations` it settles them: CONFIRMED when it succeeded, FAILED with the
+//! exchange's custom error when it reverted. A match the
 //! node's gas estimate already reverts is FAILED with that error and nothing is sent.
 
 use std::collections::{BTreeMap, HashSet};
@@ -46,6 +47,8 @@ pub struct ChainSettler {
     sent_through: u64,
     /// Whether the records found at start have been looked up on the node.
     restored: bool,
+    /// The transactions in flight (by nonce) whose trades are marked MINED.
+    mined: HashSet<u64>,
     /// Makers' own cancellations on the exchanges.
     watch: super::chain_watch::ChainWatch,
 }
@@ -56,7 +59,7 @@ impl ChainSettler {
         let in_flight: BTreeMap<u64, ChainTx> = state.store.chain_txs()?.into_iter().map(|t| (t.nonce, t)).collect();
         let sent_through = in_flight.values().map(|t| t.last_seq).max().unwrap_or(0);
         let watch = super::chain_watch::ChainWatch::new(state.clone())?;
-        Ok(ChainSettler { state, rt, in_flight, sent_through, restored: false, watch })
+        Ok(ChainSettler { state, rt, in_flight, sent_through, restored: false, mined: HashSet::new(), watch })
     }
 
     /// One pass: outcomes of the transactions in flight, then the new matches sent. A line
@@ -92,13 +95,16 @@ impl ChainSettler {
         let p = &chain.provider;
         let latest = p.get_block_number().await?;
         let depth = chain.settings.confirmations - 1;
-        let (mut decided, mut records, mut done) = (Vec::new(), Batch::default(), Vec::new());
+        let (mut decided, mut records, mut done, mut mined) = (Vec::new(), Batch::default(), Vec::new(), Vec::new());
         let restoring = !self.restored;
         for (nonce, tx) in self.in_flight.iter_mut() {
             let hash = B256::from(tx.hash);
             match p.get_transaction_receipt(hash).await? {
                 Some(r) => {
                     let block = r.block_number.unwrap_or(u64::MAX);
+                    if r.status() && self.mined.insert(*nonce) {
+                        mined.push((tx.trades.clone(), format!("{hash}")));
+                    }
                     if block.saturating_add(depth) > latest {
                         break;
                     }
@@ -130,6 +136,10 @@ impl ChainSettler {
             }
         }
         self.restored = true;
+        // MINED first, then, once deep enough (at once with one confirmation), settled.
+        for (ids, hash) in mined {
+            self.state.engine.mark_mined(ids, hash).await?;
+        }
         if decided.is_empty() {
             return Ok((0, 0));
         }
@@ -137,6 +147,7 @@ impl ChainSettler {
         let (c, f) = self.state.engine.settle_decided(decided, records).await?;
         for n in done {
             self.in_flight.remove(&n);
+            self.mined.remove(&n);
         }
         self.refresh_parties(&ids).await;
         Ok((c, f))

@@ -147,6 +147,12 @@ pub enum Command {
         ids: Vec<Uuid>,
         reply: Reply<Vec<Uuid>>,
     },
+    /// Trades whose settlement transaction was mined (`Core::mark_mined`).
+    MarkMined {
+        ids: Vec<Uuid>,
+        hash: String,
+        reply: Reply<usize>,
+    },
     /// The makers of open orders and their nonces; read-only.
     OpenMakers {
         reply: Reply<Vec<(String, u64)>>,
@@ -326,6 +332,9 @@ impl EngineHandle {
     }
     pub async fn cancel_signed(&self, ids: Vec<Uuid>) -> Result<Vec<Uuid>, EngineError> {
         self.call(|reply| Command::CancelSigned { ids, reply }).await
+    }
+    pub async fn mark_mined(&self, ids: Vec<Uuid>, hash: String) -> Result<usize, EngineError> {
+        self.call(|reply| Command::MarkMined { ids, hash, reply }).await
     }
     pub async fn open_makers(&self) -> Result<Vec<(String, u64)>, EngineError> {
         self.call(|reply| Command::OpenMakers { reply }).await
@@ -682,6 +691,10 @@ fn run(
                 let gone = core.cancel_signed(&ids, &mut batch);
                 let (ids, markets) = split_touched(gone);
                 finish(core, out, batch, &markets, Vec::new(), None, reply, ids);
+            }
+            Command::MarkMined { ids, hash, reply } => {
+                let n = core.mark_mined(now_secs(), &ids, &hash, &mut batch);
+                finish(core, out, batch, &[], Vec::new(), None, reply, n);
             }
             Command::OpenMakers { reply } => {
                 let _ = reply.send(Ok(core.open_makers()));

@@ -113,8 +113,8 @@ impl Store {
             Op::Trade(t) => {
                 out.put(cf::TRADES, t.id.as_bytes(), encode(t.as_ref()));
                 // A trade is first written PENDING, with its index entries and its place in
-                // the settlement queue; a later status rewrites the record and leaves the
-                // queue (the index entries do not change).
+                // the settlement queue; a later status rewrites the record and, once settled,
+                // leaves the queue (the index entries do not change).
                 if t.status == TradeStatus::Pending {
                     for o in t.owners() {
                         out.put(cf::TRADES_BY_OWNER, keys::owner_seq(&o, t.seq), t.id.as_bytes());
@@ -129,7 +129,8 @@ impl Store {
                     let key = index::market_time_seq(t.token.market_idx, t.match_time, t.seq);
                     out.put(cf::TRADES_BY_MARKET, key, encode(&tick));
                     out.put(cf::PENDING_TRADES, t.seq.to_be_bytes(), t.id.as_bytes());
-                } else {
+                } else if t.status != TradeStatus::Mined {
+                    // MINED (chain mode) is still to settle: it stays in the queue.
                     out.delete(cf::PENDING_TRADES, t.seq.to_be_bytes());
                 }
                 // Once settled, a notification for every API key that took part (built and

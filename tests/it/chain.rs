@@ -423,7 +423,8 @@ fn settled(v: &Venue, t: &crate::fixture::Trader) -> Value {
     crate::fixture::wait_for(60, || {
         let (st, b) = t.l2(&v.server, "GET", "/data/trades", None);
         let newest = b["data"][0].clone();
-        (st == 200 && newest.is_object() && newest["status"] != "PENDING").then_some(newest)
+        let settling = ["PENDING", "MINED"].iter().any(|x| newest["status"] == *x);
+        (st == 200 && newest.is_object() && !settling).then_some(newest)
     })
 }
 
@@ -473,6 +474,8 @@ fn matches_settle_on_chain_through_the_exchange() {
     let alice = v.trader(100_000_000, true);
     let bob = v.trader(100_000_000, true);
     let carol = v.trader(100_000_000, true);
+    let mut feed = crate::ws::user_channel(s, &bob, json!([]));
+    std::thread::sleep(Duration::from_millis(100));
 
     // A mint: BUY YES against BUY NO. Both pay 50 USDC, each gets 100 tokens.
     alice.place(s, &yes, "BUY", "0.50", "100");
@@ -482,6 +485,11 @@ fn matches_settle_on_chain_through_the_exchange() {
     assert_eq!(t["status"], "CONFIRMED", "{t}");
     let hash = t["transaction_hash"].as_str().unwrap();
     assert_eq!(v.receipt_status(hash), 1);
+    // Bob's feed: the trade MATCHED, then MINED and CONFIRMED by that transaction.
+    let trades: Vec<Value> =
+        feed.drain(Duration::from_millis(300)).into_iter().filter(|m| m["event_type"] == "trade").collect();
+    let steps: Vec<_> = trades.iter().map(|m| (m["status"].as_str().unwrap(), m["transaction_hash"].clone())).collect();
+    assert_eq!(steps, [("MATCHED", json!("")), ("MINED", json!(hash)), ("CONFIRMED", json!(hash))], "{trades:?}");
     assert_eq!(v.holdings(&alice, &[&yes, &no]), (50_000_000, vec![100_000_000, 0]));
     assert_eq!(v.holdings(&bob, &[&yes, &no]), (50_000_000, vec![0, 100_000_000]));
 
@@ -922,7 +930,8 @@ fn all_settled(v: &Venue, t: &crate::fixture::Trader, n: usize) -> Vec<Value> {
     crate::fixture::wait_for(60, || {
         let (st, b) = t.l2(&v.server, "GET", "/data/trades", None);
         let all = b["data"].as_array().cloned().unwrap_or_default();
-        (st == 200 && all.len() == n && all.iter().all(|t| t["status"] != "PENDING")).then_some(all)
+        let settled = |t: &Value| t["status"] != "PENDING" && t["status"] != "MINED";
+        (st == 200 && all.len() == n && all.iter().all(settled)).then_some(all)
     })
 }
 

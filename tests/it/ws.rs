@@ -13,7 +13,7 @@ use crate::fixture::*;
 
 type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-struct Client {
+pub(crate) struct Client {
     rt: tokio::runtime::Runtime,
     ws: Ws,
 }
@@ -23,19 +23,19 @@ impl Client {
         Client::connect_to(s, "/ws/market")
     }
 
-    fn connect_to(s: &Server, path: &str) -> Client {
+    pub(crate) fn connect_to(s: &Server, path: &str) -> Client {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let url = format!("{}{path}", s.clob.replace("http://", "ws://"));
         let (ws, _) = rt.block_on(tokio_tungstenite::connect_async(url)).unwrap();
         Client { rt, ws }
     }
 
-    fn send(&mut self, text: &str) {
+    pub(crate) fn send(&mut self, text: &str) {
         self.rt.block_on(self.ws.send(Message::text(text.to_string()))).unwrap();
     }
 
     /// Every message until `quiet` passes without one (arrays flattened; PONG as a string).
-    fn drain(&mut self, quiet: Duration) -> Vec<Value> {
+    pub(crate) fn drain(&mut self, quiet: Duration) -> Vec<Value> {
         let mut out = Vec::new();
         while let Ok(Some(Ok(m))) = self.rt.block_on(async { tokio::time::timeout(quiet, self.ws.next()).await }) {
             match m {
@@ -412,7 +412,7 @@ fn a_stalled_client_is_cut_off_while_others_keep_receiving() {
     assert!(fresh.matches(&s.get(&format!("/book?token_id={YES}")).1));
 }
 
-fn user_channel(s: &Server, t: &Trader, markets: Value) -> Client {
+pub(crate) fn user_channel(s: &Server, t: &Trader, markets: Value) -> Client {
     let mut c = Client::connect_to(s, "/ws/user");
     let auth = json!({"apiKey": t.key, "secret": t.secret, "passphrase": t.passphrase});
     c.send(&json!({"auth": auth, "markets": markets, "type": "user"}).to_string());

@@ -93,6 +93,25 @@ impl Core {
         out
     }
 
+    /// The chain mined the transaction `hash` that settles `ids` (not yet at its
+    /// confirmation depth): PENDING becomes MINED, with the hash. They stay in the queue
+    /// until [`Core::settle_decided`].
+    pub fn mark_mined(&mut self, now: u64, ids: &[Uuid], hash: &str, batch: &mut Batch) -> usize {
+        let mut n = 0;
+        for p in self.pending.iter_mut().filter(|p| ids.contains(&p.trade.id)) {
+            if p.trade.status != TradeStatus::Pending {
+                continue;
+            }
+            let t = Arc::make_mut(&mut p.trade);
+            t.status = TradeStatus::Mined;
+            t.transaction_hash = hash.to_string();
+            t.last_update = now;
+            batch.put_trade(p.trade.clone());
+            n += 1;
+        }
+        n
+    }
+
     /// PENDING trades matched after `seq`, oldest first, at most `max`.
     pub fn pending_after(&self, seq: u64, max: usize) -> Vec<Arc<TradeRecord>> {
         self.pending.iter().filter(|p| p.seq > seq).take(max).map(|p| p.trade.clone()).collect()
