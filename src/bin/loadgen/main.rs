@@ -32,6 +32,7 @@
 //! on a fresh temporary data directory (the ceilings always run in-process).
 
 mod ceilings;
+mod chain;
 mod phase;
 mod report;
 #[cfg(test)]
@@ -128,6 +129,19 @@ struct Args {
     /// Where the JSON summary goes.
     #[arg(long, default_value = "target/loadgen.json")]
     out: PathBuf,
+    /// Only the chain settlement benchmark (`chain.rs`): anvil with 2-second blocks and a
+    /// 30M block gas limit, the contracts deployed, predex settling on them.
+    #[arg(long)]
+    chain_settlement: bool,
+    /// Matches per second offered in the chain settlement benchmark.
+    #[arg(long, default_value_t = 50)]
+    chain_rate: u64,
+    /// The anvil binary (scripts/setup.sh installs it here).
+    #[arg(long, default_value = "tools/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil")]
+    anvil: PathBuf,
+    /// The contract artifacts the chain benchmark deploys.
+    #[arg(long, default_value = "contracts")]
+    contracts_dir: PathBuf,
 }
 
 // ------------------------------------------------------------------------------- HTTP
@@ -183,32 +197,8 @@ async fn setup(clob: SocketAddr, internal: SocketAddr, args: &Args, chain_id: u6
     }
     let mut keys = Vec::new();
     for i in 0..args.keys {
-        let wallet = PrivateKeySigner::random();
-        let address = format!("{:#x}", wallet.address());
-        let (st, b) = call(
-            internal,
-            "POST",
-            "/internal/waitlist/approve",
-            &[],
-            Some(json!({"email": format!("load{i}@example.com")})),
-        )
-        .await;
-        let code = b["code"].as_str().with_context(|| format!("invitation: {st} {b}"))?.to_string();
-        let ts = predex::domain::now_secs().to_string();
-        let h = auth::eip712::clob_auth_hash(chain_id, wallet.address(), &ts, U256::ZERO, auth::CLOB_AUTH_MESSAGE);
-        let sig = format!("0x{}", alloy_primitives::hex::encode(wallet.sign_hash_sync(&h)?.as_bytes()));
-        let headers = [
-            ("SERVICE_ADDRESS", address.clone()),
-            ("SERVICE_SIGNATURE", sig),
-            ("SERVICE_TIMESTAMP", ts),
-            ("SERVICE_NONCE", "0".to_string()),
-            ("SERVICE_INVITATION_CODE", code),
-        ];
-        let (st, b) = call(clob, "POST", "/auth/api-key", &headers, None).await;
-        if st != 200 {
-            bail!("create API key: {st} {b}");
-        }
-        let s = |f: &str| b[f].as_str().unwrap_or_default().to_string();
+        let Key { wallet, address, key, secret, passphrase, .. } =
+            open_key(clob, internal, &format!("load{i}@example.com"), chain_id).await?;
         // The first `proxy_pct`% of the keys trade through a proxy: an address of their
         // own, derived from the wallet's (a stand-in for the proxy factory's).
         let maker = match (i as u64 * 100) < args.proxy_pct * args.keys as u64 {
@@ -230,9 +220,34 @@ async fn setup(clob: SocketAddr, internal: SocketAddr, args: &Args, chain_id: u6
                 bail!("credit: {st} {b}");
             }
         }
-        keys.push(Key { wallet, address, maker, key: s("apiKey"), secret: s("secret"), passphrase: s("passphrase") });
+        keys.push(Key { wallet, address, maker, key, secret, passphrase });
     }
     Ok(keys)
+}
+
+/// A new wallet with an API key, invited under `email`; its orders name the wallet.
+async fn open_key(clob: SocketAddr, internal: SocketAddr, email: &str, chain_id: u64) -> anyhow::Result<Key> {
+    let wallet = PrivateKeySigner::random();
+    let address = format!("{:#x}", wallet.address());
+    let (st, b) = call(internal, "POST", "/internal/waitlist/approve", &[], Some(json!({"email": email}))).await;
+    let code = b["code"].as_str().with_context(|| format!("invitation: {st} {b}"))?.to_string();
+    let ts = predex::domain::now_secs().to_string();
+    let h = auth::eip712::clob_auth_hash(chain_id, wallet.address(), &ts, U256::ZERO, auth::CLOB_AUTH_MESSAGE);
+    let sig = format!("0x{}", alloy_primitives::hex::encode(wallet.sign_hash_sync(&h)?.as_bytes()));
+    let headers = [
+        ("SERVICE_ADDRESS", address.clone()),
+        ("SERVICE_SIGNATURE", sig),
+        ("SERVICE_TIMESTAMP", ts),
+        ("SERVICE_NONCE", "0".to_string()),
+        ("SERVICE_INVITATION_CODE", code),
+    ];
+    let (st, b) = call(clob, "POST", "/auth/api-key", &headers, None).await;
+    if st != 200 {
+        bail!("create API key: {st} {b}");
+    }
+    let s = |f: &str| b[f].as_str().unwrap_or_default().to_string();
+    let maker = wallet.address();
+    Ok(Key { wallet, address, maker, key: s("apiKey"), secret: s("secret"), passphrase: s("passphrase") })
 }
 
 // ----------------------------------------------------------------------------- corpus
@@ -588,6 +603,9 @@ fn main() -> anyhow::Result<()> {
     // As `predex serve` runs, for the server this process starts and for the client.
     predex::no_transparent_huge_pages();
     let args = Args::parse();
+    if args.chain_settlement {
+        return chain::run(&args);
+    }
     let config = Config::default();
     let domains = OrderDomains::new(
         &config.order_domain_name,
