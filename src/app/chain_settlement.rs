@@ -171,82 +171,110 @@ impl ChainSettler {
         }
     }
 
-    /// Sends the PENDING matches newer than everything sent, one transaction each.
+    /// Sends the PENDING matches newer than everything sent, one transaction per call
+    /// ([`matches`]). A pass estimates every call's gas at once, signs the ones that
+    /// would not revert with consecutive nonces, records them all in one synced batch, and
+    /// only then broadcasts them: one round trip and one sync per pass, not per call.
     async fn send_new(&mut self) -> anyhow::Result<usize> {
         let trades = self.state.engine.pending_after(self.sent_through, TAKE).await?;
-        let mut sent = 0;
-        for group in matches(&trades) {
-            let last_seq = group.last().expect("a match has a trade").seq;
-            let ids: Vec<Uuid> = group.iter().map(|t| t.id).collect();
-            match self.send_match(group, last_seq, &ids).await? {
-                Ok(()) => sent += 1,
-                Err(why) => {
-                    let decided = ids.iter().map(|id| (*id, Verdict::Failed(why.clone()))).collect();
-                    self.state.engine.settle_decided(decided, Batch::default()).await?;
-                    self.refresh_parties(&ids).await;
-                }
-            }
-            self.sent_through = last_seq;
-        }
-        Ok(sent)
-    }
-
-    /// Records and broadcasts one match's transaction; `Err(why)` when it cannot settle
-    /// (an order missing, or the node's estimate reverts).
-    async fn send_match(
-        &mut self,
-        group: &[Arc<TradeRecord>],
-        last_seq: u64,
-        ids: &[Uuid],
-    ) -> anyhow::Result<Result<(), String>> {
+        let Some(last_seq) = trades.last().map(|t| t.seq) else { return Ok(0) };
         let state = self.state.clone();
         let chain = state.chain.as_ref().expect("chain mode");
-        let (call, neg_risk) = match match_call(&state, group) {
-            Ok(c) => c,
-            Err(why) => return Ok(Err(why)),
-        };
-        let exchange = if neg_risk { chain.settings.neg_risk_exchange } else { chain.settings.exchange };
         let p = &chain.provider;
-        let mut sender = chain.sending.lock().await;
-        let nonce = sender.nonce(chain).await?;
-        let mut tx = TransactionRequest::default()
-            .with_from(chain.operator)
-            .with_to(exchange)
-            .with_input(Bytes::from(call.abi_encode()))
-            .with_nonce(nonce)
-            .with_chain_id(p.get_chain_id().await?);
-        let gas = match p.estimate_gas(tx.clone()).await {
-            Ok(g) => g,
-            // The node's answer that the call reverts; anything else (the node unreachable,
-            // a connection dropped) is tried again at the next pass.
-            Err(e) if e.as_error_resp().is_some() => return Ok(Err(revert_reason(&e))),
-            Err(e) => return Err(e.into()),
-        };
-        tx.set_gas_limit(gas + gas / 4 + 20_000);
-        let fees = p.estimate_eip1559_fees().await?;
-        tx.set_max_fee_per_gas(fees.max_fee_per_gas);
-        tx.set_max_priority_fee_per_gas(fees.max_priority_fee_per_gas);
-        let envelope = tx.build(&chain.wallet).await.map_err(|e| anyhow::anyhow!("sign: {e}"))?;
-        let hash = *envelope.tx_hash();
-        let record = ChainTx {
-            nonce,
-            hash: hash.0,
-            raw: envelope.encoded_2718(),
-            trades: ids.to_vec(),
-            last_seq,
-            sent_at: now_secs(),
-        };
-        let mut batch = Batch::default();
-        batch.put_chain_tx(&record);
-        // Durable before it can be mined.
-        state.commit(batch).await?;
-        sender.used(nonce);
-        if let Err(e) = p.send_raw_transaction(&record.raw).await {
-            // Recorded: the next passes send it again.
-            tracing::warn!(nonce, %hash, error = %e, "settlement transaction not broadcast");
+        // What each call is, or why it cannot settle.
+        let mut failed: Vec<(Uuid, Verdict)> = Vec::new();
+        let mut calls = Vec::new();
+        for group in matches(&trades) {
+            let ids: Vec<Uuid> = group.iter().map(|t| t.id).collect();
+            match match_call(&state, group) {
+                Ok((call, neg_risk)) => {
+                    let exchange = if neg_risk { chain.settings.neg_risk_exchange } else { chain.settings.exchange };
+                    let tx = TransactionRequest::default()
+                        .with_from(chain.operator)
+                        .with_to(exchange)
+                        .with_input(Bytes::from(call.abi_encode()))
+                        .with_chain_id(state.config.chain_id);
+                    calls.push((tx, ids, group.last().expect("a match has a trade").seq));
+                }
+                Err(why) => failed.extend(ids.into_iter().map(|id| (id, Verdict::Failed(why.clone())))),
+            }
         }
-        self.in_flight.insert(nonce, record);
-        Ok(Ok(()))
+        let mut sender = chain.sending.lock().await;
+        // Once per pass: the node's count of the operator's transactions, and the fees.
+        sender.forget();
+        let fees = p.estimate_eip1559_fees().await?;
+        let estimates = futures_util::future::join_all(
+            calls.iter().map(|(tx, _, _)| std::future::IntoFuture::into_future(p.estimate_gas(tx.clone()))),
+        )
+        .await;
+        let mut records = Vec::new();
+        let mut batch = Batch::default();
+        for ((mut tx, ids, seq), gas) in calls.into_iter().zip(estimates) {
+            let gas = match gas {
+                Ok(g) => g,
+                // The node's answer that the call reverts: FAILED, nothing sent.
+                Err(e) if e.as_error_resp().is_some() => {
+                    let why = revert_reason(&e);
+                    failed.extend(ids.into_iter().map(|id| (id, Verdict::Failed(why.clone()))));
+                    continue;
+                }
+                // The node unreachable, a connection dropped: what was signed so far is
+                // recorded and sent; the rest waits for the next pass.
+                Err(e) => {
+                    tracing::warn!(error = %e, "settlement gas not estimated");
+                    break;
+                }
+            };
+            let nonce = sender.nonce(chain).await?;
+            tx.set_nonce(nonce);
+            // A block is packed by its transactions' gas limits: a margin over the estimate
+            // for what the transactions before it in the block change (a balance emptied
+            // and filled again), no more (docs/settlement.md, Throughput).
+            tx.set_gas_limit(gas + gas / 10 + 30_000);
+            tx.set_max_fee_per_gas(fees.max_fee_per_gas);
+            tx.set_max_priority_fee_per_gas(fees.max_priority_fee_per_gas);
+            let envelope = tx.build(&chain.wallet).await.map_err(|e| anyhow::anyhow!("sign: {e}"))?;
+            let record = ChainTx {
+                nonce,
+                hash: envelope.tx_hash().0,
+                raw: envelope.encoded_2718(),
+                trades: ids,
+                last_seq: seq,
+                sent_at: now_secs(),
+            };
+            batch.put_chain_tx(&record);
+            sender.used(nonce);
+            records.push(record);
+        }
+        let through = records.last().map_or(last_seq, |r| r.last_seq);
+        // Durable before any can be mined.
+        if !records.is_empty() {
+            if let Err(e) = state.commit(batch).await {
+                sender.forget();
+                return Err(e.into());
+            }
+        }
+        for r in &records {
+            if let Err(e) = p.send_raw_transaction(&r.raw).await {
+                // Recorded: the next passes send it again.
+                tracing::warn!(nonce = r.nonce, hash = %B256::from(r.hash), error = %e, "settlement transaction not broadcast");
+            }
+        }
+        drop(sender);
+        let sent = records.len();
+        for r in records {
+            self.in_flight.insert(r.nonce, r);
+        }
+        // A call the estimate left for the next pass keeps the ones after it too.
+        let failed: Vec<_> =
+            failed.into_iter().filter(|(id, _)| trades.iter().any(|t| t.id == *id && t.seq <= through)).collect();
+        self.sent_through = through;
+        if !failed.is_empty() {
+            let ids: Vec<Uuid> = failed.iter().map(|(id, _)| *id).collect();
+            self.state.engine.settle_decided(failed, Batch::default()).await?;
+            self.refresh_parties(&ids).await;
+        }
+        Ok(sent)
     }
 }
 

@@ -69,20 +69,34 @@ pub struct Chain {
 /// node's count of its transactions, pending included, or past what predex recorded or
 /// sent, whichever is higher. A settlement recorded but not yet at the node keeps its
 /// nonce from any other transaction.
+///
+/// The node is asked once per settlement pass ([`Sender::forget`]), not per transaction:
+/// between two passes predex is the operator's only sender.
 #[derive(Debug, Default)]
 pub struct Sender {
     /// The nonce after the last one predex used.
     pub next: u64,
+    /// Whether `next` was compared with the node's count since the last `forget`.
+    known: bool,
 }
 
 impl Sender {
     /// The nonce for the next transaction; [`Sender::used`] once it is recorded or sent.
-    pub async fn nonce(&self, chain: &Chain) -> anyhow::Result<u64> {
-        Ok(self.next.max(chain.provider.get_transaction_count(chain.operator).pending().await?))
+    pub async fn nonce(&mut self, chain: &Chain) -> anyhow::Result<u64> {
+        if !self.known {
+            self.next = self.next.max(chain.provider.get_transaction_count(chain.operator).pending().await?);
+            self.known = true;
+        }
+        Ok(self.next)
     }
 
     pub fn used(&mut self, nonce: u64) {
         self.next = self.next.max(nonce + 1);
+    }
+
+    /// The next [`Sender::nonce`] asks the node again.
+    pub fn forget(&mut self) {
+        self.known = false;
     }
 }
 
@@ -112,8 +126,13 @@ impl Chain {
     /// [`Chain::send`] with the sending lock held by the caller.
     pub async fn send_locked(&self, sender: &mut Sender, what: &str, tx: TransactionRequest) -> anyhow::Result<()> {
         let nonce = sender.nonce(self).await.with_context(|| format!("{what}: no nonce"))?;
-        let pending =
-            self.provider.send_transaction(tx.with_nonce(nonce)).await.with_context(|| format!("{what}: not sent"))?;
+        let pending = match self.provider.send_transaction(tx.with_nonce(nonce)).await {
+            Ok(p) => p,
+            Err(e) => {
+                sender.forget();
+                return Err(e).with_context(|| format!("{what}: not sent"));
+            }
+        };
         sender.used(nonce);
         let receipt = pending.get_receipt().await.with_context(|| format!("{what}: no receipt"))?;
         if !receipt.status() {
