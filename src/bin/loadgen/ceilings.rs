@@ -11,24 +11,29 @@ pub(crate) struct LocalServer {
     pub(crate) dir: PathBuf,
 }
 
+/// A predex of this process: its data in `dir`, every server on a free loopback port, no
+/// demo catalogue.
+pub(crate) fn local_config(dir: PathBuf) -> anyhow::Result<Config> {
+    Ok(Config {
+        data_dir: dir,
+        clob_addr: "127.0.0.1:0".parse()?,
+        gamma_addr: "127.0.0.1:0".parse()?,
+        data_addr: "127.0.0.1:0".parse()?,
+        bridge_addr: "127.0.0.1:0".parse()?,
+        internal_addr: "127.0.0.1:0".parse()?,
+        catalogue: PathBuf::from("/nonexistent"),
+        // One client IP sends everything: the limiter runs, but never refuses.
+        rate_limit_max: u32::MAX,
+        ..Config::default()
+    })
+}
+
 impl LocalServer {
     pub(crate) fn start(args: &Args) -> anyhow::Result<LocalServer> {
         let dir = std::env::temp_dir().join(format!("predex-loadgen-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let config = Config {
-            data_dir: dir.clone(),
-            clob_addr: "127.0.0.1:0".parse()?,
-            gamma_addr: "127.0.0.1:0".parse()?,
-            data_addr: "127.0.0.1:0".parse()?,
-            bridge_addr: "127.0.0.1:0".parse()?,
-            internal_addr: "127.0.0.1:0".parse()?,
-            catalogue: PathBuf::from("/nonexistent"),
-            // One client IP sends everything: the limiter runs, but never refuses.
-            rate_limit_max: u32::MAX,
-            ws_threads: args.ws_threads,
-            wal_logs_ahead: args.wal_logs_ahead,
-            ..Config::default()
-        };
+        let config =
+            Config { ws_threads: args.ws_threads, wal_logs_ahead: args.wal_logs_ahead, ..local_config(dir.clone())? };
         let (tx, rx) = std::sync::mpsc::channel();
         let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let thread = named("server", move || {

@@ -61,14 +61,6 @@ async fn bench(args: &Args, rpc: &str) -> anyhow::Result<()> {
     let key_file = dir.join("operator.key");
     std::fs::write(&key_file, DEPLOYER_KEY)?;
     let config = Config {
-        data_dir: dir.join("data"),
-        clob_addr: "127.0.0.1:0".parse()?,
-        gamma_addr: "127.0.0.1:0".parse()?,
-        data_addr: "127.0.0.1:0".parse()?,
-        bridge_addr: "127.0.0.1:0".parse()?,
-        internal_addr: "127.0.0.1:0".parse()?,
-        catalogue: PathBuf::from("/nonexistent"),
-        rate_limit_max: u32::MAX,
         settlement: predex::config::Settlement::Chain,
         chain_id: d.chain_id,
         rpc_url: Some(rpc.to_string()),
@@ -79,7 +71,7 @@ async fn bench(args: &Args, rpc: &str) -> anyhow::Result<()> {
         exchange_address: format!("{:#x}", d.exchange),
         neg_risk_exchange_address: format!("{:#x}", d.neg_risk_exchange),
         settlement_interval_ms: 250,
-        ..Config::default()
+        ..local_config(dir.join("data"))?
     };
     let domains = OrderDomains::new(&config.order_domain_name, d.chain_id, d.exchange, d.neg_risk_exchange);
     let app = predex::App::start(config).await?;
