@@ -177,49 +177,62 @@ impl ChainSettler {
     /// only then broadcasts them: one round trip and one sync per pass, not per call.
     async fn send_new(&mut self) -> anyhow::Result<usize> {
         let trades = self.state.engine.pending_after(self.sent_through, TAKE).await?;
-        let Some(last_seq) = trades.last().map(|t| t.seq) else { return Ok(0) };
+        if trades.is_empty() {
+            return Ok(0);
+        }
         let state = self.state.clone();
         let chain = state.chain.as_ref().expect("chain mode");
         let p = &chain.provider;
-        // What each call is, or why it cannot settle.
-        let mut failed: Vec<(Uuid, Verdict)> = Vec::new();
-        let mut calls = Vec::new();
-        for group in matches(&trades) {
-            let ids: Vec<Uuid> = group.iter().map(|t| t.id).collect();
-            match match_call(&state, group) {
-                Ok((call, neg_risk)) => {
+        // Each call's transaction, or why it cannot settle; with its trades and last sequence.
+        let calls: Vec<(Result<TransactionRequest, String>, Vec<Uuid>, u64)> = matches(&trades)
+            .into_iter()
+            .map(|group| {
+                let tx = match_call(&state, group).map(|(call, neg_risk)| {
                     let exchange = if neg_risk { chain.settings.neg_risk_exchange } else { chain.settings.exchange };
-                    let tx = TransactionRequest::default()
+                    TransactionRequest::default()
                         .with_from(chain.operator)
                         .with_to(exchange)
                         .with_input(Bytes::from(call.abi_encode()))
-                        .with_chain_id(state.config.chain_id);
-                    calls.push((tx, ids, group.last().expect("a match has a trade").seq));
-                }
-                Err(why) => failed.extend(ids.into_iter().map(|id| (id, Verdict::Failed(why.clone())))),
-            }
-        }
+                        .with_chain_id(state.config.chain_id)
+                });
+                (tx, group.iter().map(|t| t.id).collect(), group.last().expect("a match has a trade").seq)
+            })
+            .collect();
         let mut sender = chain.sending.lock().await;
         // Once per pass: the node's count of the operator's transactions, and the fees.
         sender.forget();
         let fees = p.estimate_eip1559_fees().await?;
-        let estimates = futures_util::future::join_all(
-            calls.iter().map(|(tx, _, _)| std::future::IntoFuture::into_future(p.estimate_gas(tx.clone()))),
+        let mut estimates = futures_util::future::join_all(
+            calls
+                .iter()
+                .filter_map(|(tx, _, _)| tx.as_ref().ok())
+                .map(|tx| std::future::IntoFuture::into_future(p.estimate_gas(tx.clone()))),
         )
-        .await;
-        let mut records = Vec::new();
-        let mut batch = Batch::default();
-        for ((mut tx, ids, seq), gas) in calls.into_iter().zip(estimates) {
+        .await
+        .into_iter();
+        let (mut records, mut failed, mut batch) = (Vec::new(), Vec::new(), Batch::default());
+        // The last trade sequence recorded or failed, in order: what the next pass starts after.
+        let mut through = self.sent_through;
+        for (tx, ids, seq) in calls {
+            let (mut tx, gas) = match tx {
+                Err(why) => {
+                    failed.extend(ids.into_iter().map(|id| (id, Verdict::Failed(why.clone()))));
+                    through = seq;
+                    continue;
+                }
+                Ok(tx) => (tx, estimates.next().expect("an estimate per call")),
+            };
             let gas = match gas {
                 Ok(g) => g,
                 // The node's answer that the call reverts: FAILED, nothing sent.
                 Err(e) if e.as_error_resp().is_some() => {
                     let why = revert_reason(&e);
                     failed.extend(ids.into_iter().map(|id| (id, Verdict::Failed(why.clone()))));
+                    through = seq;
                     continue;
                 }
                 // The node unreachable, a connection dropped: what was signed so far is
-                // recorded and sent; the rest waits for the next pass.
+                // recorded and sent; this call and the rest wait for the next pass.
                 Err(e) => {
                     tracing::warn!(error = %e, "settlement gas not estimated");
                     break;
@@ -245,8 +258,8 @@ impl ChainSettler {
             batch.put_chain_tx(&record);
             sender.used(nonce);
             records.push(record);
+            through = seq;
         }
-        let through = records.last().map_or(last_seq, |r| r.last_seq);
         // Durable before any can be mined.
         if !records.is_empty() {
             if let Err(e) = state.commit(batch).await {
@@ -265,9 +278,6 @@ impl ChainSettler {
         for r in records {
             self.in_flight.insert(r.nonce, r);
         }
-        // A call the estimate left for the next pass keeps the ones after it too.
-        let failed: Vec<_> =
-            failed.into_iter().filter(|(id, _)| trades.iter().any(|t| t.id == *id && t.seq <= through)).collect();
         self.sent_through = through;
         if !failed.is_empty() {
             let ids: Vec<Uuid> = failed.iter().map(|(id, _)| *id).collect();
