@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 use warp::Filter;
 
-use super::{authenticate, handle, handle_now, reply, ApiError, ApiResult, Req, Routes};
+use super::{authenticate, authenticate_read, handle, handle_now, reply, ApiError, ApiResult, Req, Routes};
 use crate::app::AppState;
 use crate::domain::{
     Amount, ApiKeyRecord, NotificationKind, NotificationRecord, Side, TradeStatus, TraderSide, COLLATERAL,
@@ -57,7 +57,7 @@ pub(crate) async fn wallet(s: &AppState, key: &ApiKeyRecord, r: &Req) -> Result<
 /// `asset_type=CONDITIONAL&token_id=…`, that token); `allowances` maps every conditional
 /// token the wallet has to the same figure.
 async fn balance_allowance(s: Arc<AppState>, r: Req) -> ApiResult {
-    let key = authenticate(&s, &r)?;
+    let key = authenticate_read(&s, &r)?;
     let q = r.query_map();
     let asset_type = q.get("asset_type").map(|x| x.to_ascii_uppercase());
     let token = match asset_type.as_deref() {
@@ -153,7 +153,7 @@ fn notification_json(n: &NotificationRecord) -> Value {
             "asset_id": n.asset_id,
             "side": n.side.as_str(),
             "size": n.size.fmt(),
-            "price": n.price.fixed(),
+            "price": n.price.short(),
             "trader_side": match n.trader_side { TraderSide::Taker => "TAKER", TraderSide::Maker => "MAKER" },
             "status": match n.kind { NotificationKind::TradeConfirmed => "CONFIRMED", NotificationKind::TradeFailed => "FAILED" },
             "error_msg": n.error_msg,
@@ -164,7 +164,7 @@ fn notification_json(n: &NotificationRecord) -> Value {
 
 /// GET /notifications: the key's notifications, newest first.
 fn notifications(s: &AppState, r: &Req) -> ApiResult {
-    let key = authenticate(s, r)?;
+    let key = authenticate_read(s, r)?;
     let mut v = s.store.notifications(&key.key)?;
     v.reverse();
     reply(&v.iter().map(notification_json).collect::<Vec<_>>())

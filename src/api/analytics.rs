@@ -20,7 +20,7 @@ use crate::app::AppState;
 use crate::auth::normalize_address;
 use crate::commit::views::MarketView;
 use crate::domain::analytics::{CtfActivity, DAY};
-use crate::domain::{fmt_amount, parse_decimal, Amount, Price, Side, TradeRecord, AMOUNT_ONE};
+use crate::domain::{fmt_amount, parse_decimal, Amount, Price, Side, TradeRecord, TradeStatus, AMOUNT_ONE};
 
 pub fn routes(state: Arc<AppState>) -> Routes {
     macro_rules! get {
@@ -52,12 +52,68 @@ pub fn routes(state: Arc<AppState>) -> Routes {
 
 /// GET /prices-history, mounted on the order-book server.
 pub fn clob_routes(state: Arc<AppState>) -> Routes {
+    let activity = warp::path!("live-activity" / "events" / String)
+        .and(warp::get())
+        .and(with_state(state.clone()))
+        .map(|id: String, s: Arc<AppState>| respond(live_activity(&s, &id)));
     warp::path!("prices-history")
         .and(warp::get())
         .and(req())
         .and(with_state(state))
         .map(|r, s| respond(prices_history(s, r)))
+        .or(activity)
+        .unify()
         .boxed()
+}
+
+/// Trades `GET /live-activity/events/{condition_id}` lists: the market's newest.
+const LIVE_ACTIVITY: usize = 100;
+
+/// GET /live-activity/events/{condition_id} (the clients' `get_market_trades_events`): the
+/// market's newest trades, newest first, as Polymarket's `MarketTradeEvent`s — each seen
+/// from its taker's side.
+fn live_activity(s: &AppState, condition_id: &str) -> ApiResult {
+    let view = s.registry.condition(condition_id).ok_or_else(|| ApiError::not_found("market not found"))?;
+    let mut ctxs = Markets::default();
+    let ctx = ctxs.get(s, &view)?;
+    let m = &view.market;
+    let mut out = Vec::new();
+    walk_rows::<ApiError>(s, None, std::slice::from_ref(&view), true, |t, role| {
+        if out.len() >= LIVE_ACTIVITY {
+            return Ok(ControlFlow::Break(()));
+        }
+        if t.status == TradeStatus::Failed {
+            return Ok(ControlFlow::Continue(()));
+        }
+        let f = fill(t, role);
+        out.push(json!({
+            "event_type": "trade",
+            "market": {
+                "condition_id": m.condition_id,
+                "asset_id": f.asset,
+                "question": m.question,
+                "icon": ctx.icon(),
+                "slug": m.slug,
+            },
+            "user": {
+                "address": f.wallet,
+                "username": "",
+                "profile_picture": "",
+                "optimized_profile_picture": "",
+                "pseudonym": "",
+            },
+            "side": f.side.as_str(),
+            "size": f.size.fmt(),
+            "fee_rate_bps": t.fee_rate_bps.to_string(),
+            "price": f.price.short(),
+            "outcome": f.outcome,
+            "outcome_index": m.outcome_index(f.asset).unwrap_or(0),
+            "transaction_hash": t.tx_hash(),
+            "timestamp": t.match_time.to_string(),
+        }));
+        Ok(ControlFlow::Continue(()))
+    })?;
+    reply(&out)
 }
 
 fn params(r: &Req) -> Result<Params, ApiError> {

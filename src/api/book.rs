@@ -40,7 +40,9 @@ pub fn routes(state: Arc<AppState>) -> Routes {
                 .then(|r, s| async move { respond($f(s, r)) })
         };
     }
-    get!("book", get_book)
+    // Two boxed groups: a warp `or` chain's type nests with every route, and the compile
+    // time of a long chain grows much faster than its length.
+    let prices = get!("book", get_book)
         .or(post!("books", post_books))
         .unify()
         .or(get!("price", get_price))
@@ -65,11 +67,23 @@ pub fn routes(state: Arc<AppState>) -> Routes {
         .unify()
         .or(get!("fee-rate", get_fee_rate))
         .unify()
-        .or(get!("market", get_market))
-        .unify()
+        .boxed();
+    let markets = get!("market", get_market)
         .or(get!("simplified-markets", simplified))
         .unify()
-        .boxed()
+        .or(get!("sampling-simplified-markets", sampling_simplified))
+        .unify()
+        .or(get!("markets", markets))
+        .unify()
+        .or(get!("sampling-markets", sampling_markets))
+        .unify()
+        .or(warp::path!("markets" / String)
+            .and(warp::get())
+            .and(s())
+            .map(|id: String, s: Arc<AppState>| respond(market_by_path(&s, &id))))
+        .unify()
+        .boxed();
+    prices.or(markets).unify().boxed()
 }
 
 pub(crate) type Found = (Arc<MarketView>, u8, Arc<BookSnapshot>);
@@ -104,13 +118,13 @@ fn batch(r: &Req) -> Result<Vec<TokenReq>, ApiError> {
 }
 
 fn levels(v: &[(Price, Amount)]) -> Vec<Value> {
-    v.iter().map(|&(p, s)| json!({ "price": p.fixed(), "size": s.fmt() })).collect()
+    v.iter().map(|&(p, s)| json!({ "price": p.short(), "size": s.fmt() })).collect()
 }
 
 /// A book summary's fields in the order Polymarket's server hashes them (its struct's
 /// order), which the official clients reproduce (`generate_orderbook_summary_hash`).
 #[derive(serde::Serialize)]
-struct Summary<'a> {
+pub(crate) struct Summary<'a> {
     market: &'a str,
     asset_id: &'a str,
     timestamp: String,
@@ -126,8 +140,9 @@ struct Summary<'a> {
 /// Book summary (SPEC §2.8). As on the live service, bids are listed ascending and asks
 /// descending, so the best level of each is last. `hash` is the SHA-1 (hex) of the
 /// summary's compact JSON with `hash` empty, as Polymarket computes it, so a client checks
-/// the book it holds against it.
-pub(crate) fn summary(f: &Found) -> Value {
+/// the book it holds against it. Sent as this struct, so its fields keep that order on the
+/// wire too: the TypeScript client hashes the object it received as it received it.
+pub(crate) fn summary(f: &Found) -> Summary<'_> {
     let (view, outcome, snap) = f;
     let m = &view.market;
     let (mut bids, mut asks) = snap.view(*outcome);
@@ -147,7 +162,7 @@ pub(crate) fn summary(f: &Found) -> Value {
     };
     let compact = serde_json::to_vec(&s).expect("a summary serializes");
     s.hash = alloy_primitives::hex::encode(<sha1::Sha1 as sha1::Digest>::digest(&compact));
-    serde_json::to_value(&s).expect("a summary serializes")
+    s
 }
 
 fn min_size_number(v: Amount) -> Value {
@@ -160,15 +175,15 @@ fn get_book(s: Arc<AppState>, r: Req) -> ApiResult {
 
 fn post_books(s: Arc<AppState>, r: Req) -> ApiResult {
     let v = batch(&r)?;
-    let out = v.iter().map(|t| lookup(&s, Some(&t.token_id)).map(|f| summary(&f))).collect::<Result<Vec<_>, _>>()?;
-    reply(&out)
+    let found = v.iter().map(|t| lookup(&s, Some(&t.token_id))).collect::<Result<Vec<_>, _>>()?;
+    reply(&found.iter().map(summary).collect::<Vec<_>>())
 }
 
 fn side_param(s: Option<&str>) -> Result<Side, ApiError> {
     s.map(str::to_uppercase).as_deref().and_then(Side::parse).ok_or_else(|| ApiError::bad("Invalid side"))
 }
 
-/// BUY gives the best bid, SELL the best ask; "0.0000" when that side is empty.
+/// BUY gives the best bid, SELL the best ask; "0" when that side is empty (the shortest decimal, as Polymarket sends it).
 fn price_of(f: &Found, side: Side) -> String {
     let (b, a) = f.2.best(f.1);
     match side {
@@ -176,7 +191,7 @@ fn price_of(f: &Found, side: Side) -> String {
         Side::Sell => a,
     }
     .unwrap_or(Price::ZERO)
-    .fixed()
+    .short()
 }
 
 fn get_price(s: Arc<AppState>, r: Req) -> ApiResult {
@@ -277,7 +292,7 @@ fn get_fee_rate(s: Arc<AppState>, r: Req) -> ApiResult {
     reply(&json!({ "base_fee": 0 }))
 }
 
-fn token_prices(view: &MarketView) -> Vec<Value> {
+pub(super) fn token_prices(view: &MarketView) -> Vec<Value> {
     let snap = view.snapshot();
     view.market
         .tokens
@@ -288,7 +303,7 @@ fn token_prices(view: &MarketView) -> Vec<Value> {
                 (Some(b), Some(a)) => Price::midpoint(b, a),
                 _ => snap.last_trade(i as u8).map_or(Price::ZERO, |x| x.0),
             };
-            json!({ "token_id": t.token_id, "outcome": t.outcome, "price": price.fixed() })
+            json!({ "token_id": t.token_id, "outcome": t.outcome, "price": price.short() })
         })
         .collect()
 }
@@ -298,22 +313,56 @@ fn rewards_of(s: &AppState, condition_id: &str) -> Value {
     super::incentives::rewards_json(s.rewards.read().get(condition_id))
 }
 
+/// A market as Polymarket's CLOB lists it (`GET /markets`, `/markets/{condition_id}`,
+/// `/sampling-markets`, `GET /market`): the book's settings, its state, its reward
+/// program, the catalogue's description and pictures, and each token's price (a number,
+/// as Polymarket sends it) and whether it won.
 fn market_json(s: &AppState, view: &MarketView) -> Value {
     let m = &view.market;
+    let meta = s.catalogue.meta(&m.condition_id);
+    let meta = meta.as_deref();
+    let closed = crate::app::resolution::is_closed(s, view);
+    let winner = meta.and_then(|x| x.resolved_outcome);
+    let tokens: Vec<Value> = token_prices(view)
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut t)| {
+            t["price"] = super::number(t["price"].as_str().unwrap_or("0"));
+            t["winner"] = json!(winner == Some(i as u8));
+            t
+        })
+        .collect();
+    let text = |f: fn(&crate::app::catalogue::MarketMeta) -> &String| meta.map_or("", |x| f(x).as_str()).to_string();
     json!({
-        "condition_id": m.condition_id,
-        "question": m.question,
-        "market_slug": m.slug,
-        "tokens": token_prices(view),
+        "enable_order_book": true,
+        "active": m.active,
+        "closed": closed,
+        "archived": false,
+        "accepting_orders": m.accepting_orders && !closed,
+        "accepting_order_timestamp": Value::Null,
         "minimum_order_size": min_size_number(m.min_order_size),
         "minimum_tick_size": serde_json::from_str::<Value>(&view.tick().short()).unwrap_or(Value::Null),
+        "condition_id": m.condition_id,
+        "question_id": "",
+        "question": m.question,
+        "description": text(|x| &x.description),
+        "market_slug": m.slug,
+        "end_date_iso": meta.and_then(|x| x.end_date).map(crate::domain::fmt_date),
+        "game_start_time": Value::Null,
+        "seconds_delay": 0,
+        "fpmm": "",
+        "maker_base_fee": 0,
+        "taker_base_fee": 0,
+        "notifications_enabled": true,
         "neg_risk": m.neg_risk,
         "neg_risk_market_id": m.neg_risk_market_id.clone().unwrap_or_default(),
-        "active": m.active,
-        "closed": crate::app::resolution::is_closed(s, view),
-        "archived": false,
-        "accepting_orders": m.accepting_orders && !crate::app::resolution::is_closed(s, view),
+        "neg_risk_request_id": "",
+        "icon": text(|x| &x.icon),
+        "image": text(|x| &x.image),
         "rewards": rewards_of(s, &m.condition_id),
+        "is_50_50_outcome": false,
+        "tokens": tokens,
+        "tags": [],
     })
 }
 
@@ -328,22 +377,54 @@ fn get_market(s: Arc<AppState>, r: Req) -> ApiResult {
     reply(&market_json(&s, &view))
 }
 
+/// GET /markets/{condition_id}.
+fn market_by_path(s: &AppState, id: &str) -> ApiResult {
+    let view = s.registry.condition(id).ok_or_else(|| ApiError::not_found("market not found"))?;
+    reply(&market_json(s, &view))
+}
+
+fn simplified_json(s: &AppState, v: &MarketView) -> Value {
+    let m = &v.market;
+    let closed = crate::app::resolution::is_closed(s, v);
+    json!({
+        "condition_id": m.condition_id,
+        "tokens": token_prices(v),
+        "rewards": rewards_of(s, &m.condition_id),
+        "active": m.active,
+        "closed": closed,
+        "archived": false,
+        "accepting_orders": m.accepting_orders && !closed,
+    })
+}
+
+/// A page of markets in listing order, each as `row` shows it; `sampling` keeps only the
+/// markets whose reward program runs now (Polymarket's "sampling" markets).
+fn listing(s: &AppState, r: &Req, sampling: bool, row: fn(&AppState, &MarketView) -> Value) -> ApiResult {
+    let offset = super::orders::cursor_offset(&r.query_map())?;
+    let now = now_secs();
+    let views: Vec<Arc<MarketView>> = {
+        // Read once and let go: a row reads the program again.
+        let rewards = s.rewards.read();
+        let running = |v: &MarketView| rewards.get(&v.market.condition_id).is_some_and(|c| c.active(now));
+        s.registry.tables().list.iter().filter(|v| !sampling || running(v)).cloned().collect()
+    };
+    page(views.iter().map(|v| row(s, v)).collect(), offset)
+}
+
 fn simplified(s: Arc<AppState>, r: Req) -> ApiResult {
-    let q = r.query_map();
-    let offset = super::orders::cursor_offset(&q)?;
-    let items = market_rows(&s, |v| {
-        let m = &v.market;
-        json!({
-            "condition_id": m.condition_id,
-            "tokens": token_prices(v),
-            "rewards": rewards_of(&s, &m.condition_id),
-            "active": m.active,
-            "closed": crate::app::resolution::is_closed(&s, v),
-            "archived": false,
-            "accepting_orders": m.accepting_orders && !crate::app::resolution::is_closed(&s, v),
-        })
-    });
-    page(items, offset)
+    listing(&s, &r, false, simplified_json)
+}
+
+fn sampling_simplified(s: Arc<AppState>, r: Req) -> ApiResult {
+    listing(&s, &r, true, simplified_json)
+}
+
+fn markets(s: Arc<AppState>, r: Req) -> ApiResult {
+    listing(&s, &r, false, market_json)
+}
+
+fn sampling_markets(s: Arc<AppState>, r: Req) -> ApiResult {
+    listing(&s, &r, true, market_json)
 }
 
 /// One JSON row per market, in listing order.

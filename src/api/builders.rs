@@ -24,7 +24,7 @@ impl From<BuilderError> for ApiError {
         match e {
             E::Store(e) => e.into(),
             E::BuilderIdTaken => ApiError::new(StatusCode::CONFLICT, e.to_string()),
-            E::NoBuilderKey | E::NoRelayerKey => ApiError::not_found(e.to_string()),
+            E::NoBuilderKey | E::NoRelayerKey | E::NoReadonlyKey => ApiError::not_found(e.to_string()),
             E::CreateFailed | E::ListFailed => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         }
     }
@@ -59,7 +59,30 @@ pub fn routes(state: Arc<AppState>) -> Routes {
     let order = handle(warp::path!("builder" / "order").and(warp::post()), &state, builder_order);
     let cancel = handle(warp::path!("builder" / "cancel").and(warp::post()), &state, builder_cancel);
     let volume = handle_now(warp::path!("builder" / "volume").and(warp::get()), &state, |s, r| builder_volume(&s, &r));
-    builder_keys.or(relayer_keys).unify().or(order).unify().or(cancel).unify().or(volume).unify().boxed()
+    let trades =
+        handle_now(warp::path!("builder" / "trades").and(warp::get()), &state, |s, r| builder_trade_rows(&s, &r));
+    let ro_create = handle(warp::path!("auth" / "readonly-api-key").and(warp::post()), &state, create_readonly);
+    let ro_delete = handle(warp::path!("auth" / "readonly-api-key").and(warp::delete()), &state, delete_readonly);
+    let ro_list =
+        handle_now(warp::path!("auth" / "readonly-api-keys").and(warp::get()), &state, |s, r| list_readonly(&s, &r));
+    let ro_valid = handle_now(warp::path!("auth" / "validate-readonly-api-key").and(warp::get()), &state, |s, r| {
+        validate_readonly(&s, &r)
+    });
+    // Boxed in groups: see `book::routes`.
+    let builder = builder_keys
+        .or(relayer_keys)
+        .unify()
+        .or(order)
+        .unify()
+        .or(cancel)
+        .unify()
+        .or(volume)
+        .unify()
+        .or(trades)
+        .unify()
+        .boxed();
+    let readonly = ro_create.or(ro_delete).unify().or(ro_list).unify().or(ro_valid).unify().boxed();
+    builder.or(readonly).unify().boxed()
 }
 
 /// POST /auth/builder-api-key {builderId} and POST /relayer/api-key: a new key of the
@@ -76,7 +99,8 @@ async fn create_key(s: Arc<AppState>, r: Req, kind: KeyKind) -> ApiResult {
             }
             Some(id.to_string())
         }
-        KeyKind::Relayer => None,
+        // Read-only keys have their own route (`create_readonly`).
+        KeyKind::Relayer | KeyKind::Readonly => None,
     };
     let rec = builders::create_key(&s, &key.address, kind, builder_id).await?;
     let mut v = key_json(&rec);
@@ -111,6 +135,49 @@ async fn delete_key(s: Arc<AppState>, r: Req, kind: KeyKind) -> ApiResult {
     builders::delete_key(&s, &key.address, kind, &id).await?;
     // An empty object, as SPEC §4.1 says for the builder key and DELETE /auth/api-key does.
     super::reply(&json!({}))
+}
+
+/// POST /auth/readonly-api-key: a read-only key reading what the calling L2 key reads,
+/// with its secret and passphrase (shown once; it signs requests as an L2 key does).
+async fn create_readonly(s: Arc<AppState>, r: Req) -> ApiResult {
+    let key = authenticate(&s, &r)?;
+    let rec = builders::create_readonly_key(&s, &key).await?;
+    super::reply(&json!({ "apiKey": rec.key.to_string(), "secret": rec.secret, "passphrase": rec.passphrase }))
+}
+
+/// GET /auth/readonly-api-keys: the address's read-only keys, as an array of key ids.
+fn list_readonly(s: &AppState, r: &Req) -> ApiResult {
+    let key = authenticate(s, r)?;
+    let keys = builders::keys_of(s, &key.address, KeyKind::Readonly)?;
+    super::reply(&keys.iter().map(|k| k.key.to_string()).collect::<Vec<_>>())
+}
+
+/// DELETE /auth/readonly-api-key `{"key": id}`: `true` once it is gone.
+async fn delete_readonly(s: Arc<AppState>, r: Req) -> ApiResult {
+    let key = authenticate(&s, &r)?;
+    let body = json_object(&r)?;
+    let id = body
+        .get("key")
+        .and_then(Value::as_str)
+        .and_then(|x| Uuid::parse_str(x.trim()).ok())
+        .ok_or_else(|| ApiError::bad("invalid key"))?;
+    builders::delete_key(&s, &key.address, KeyKind::Readonly, &id).await?;
+    super::reply(&true)
+}
+
+/// GET /auth/validate-readonly-api-key?address=&key= (no credentials): `"valid"` when `key`
+/// is a live read-only key of `address`; 401 `invalid readonly api key` otherwise.
+fn validate_readonly(s: &AppState, r: &Req) -> ApiResult {
+    let q = r.query_map();
+    let address = q.get("address").and_then(|a| crate::auth::normalize_address(a));
+    let key = q.get("key").and_then(|k| Uuid::parse_str(k.trim()).ok());
+    let (Some(address), Some(key)) = (address, key) else {
+        return Err(ApiError::bad("address and key required"));
+    };
+    match builders::readonly_key(s, &key)? {
+        Some((ro, _)) if ro.address == address => super::reply(&"valid"),
+        _ => Err(ApiError::unauthorized("invalid readonly api key")),
+    }
 }
 
 /// The `SERVICE_BUILDER_ID` of a builder request, and the builder API key verified when
@@ -232,6 +299,60 @@ pub fn builder_trades(s: &AppState, r: &Req) -> ApiResult {
                 || f("asset_id").is_some_and(|x| **x != *t.token.token_id))
         })
         .map(|(t, _, viewer)| orders::trade_json(&t, viewer))
+        .collect();
+    orders::page(items, offset)
+}
+
+/// GET /builder/trades (builder headers; `id`, `market`, `asset_id`, `next_cursor`): the
+/// trades of the builder's attributed orders, newest first, as the clients' `BuilderTrade`
+/// — `size`, `price` and `side` the trade's (its taker's), `sizeUsdc` the collateral of the
+/// builder's fills in it, `owner` the API key it is shown as, `fee` the taker's fee in the
+/// asset it was charged in (tokens on a BUY, collateral on a SELL) and `feeUsdc` that fee
+/// in collateral at the trade's price.
+fn builder_trade_rows(s: &AppState, r: &Req) -> ApiResult {
+    let rec = authenticate_builder(s, r)?;
+    let q = r.query_map();
+    let offset = orders::cursor_offset(&q)?;
+    let f = |k: &str| q.get(k).filter(|x| !x.is_empty());
+    let builder = builder_of(&rec);
+    let items = builders::attributed_trades(s, builder)?
+        .into_iter()
+        .filter(|(t, ..)| {
+            !(f("id").is_some_and(|x| *x != t.id.to_string())
+                || f("market").is_some_and(|x| **x != *t.token.condition_id)
+                || f("asset_id").is_some_and(|x| **x != *t.token.token_id))
+        })
+        .map(|(t, notional, viewer)| {
+            let fee_usdc = match t.side {
+                crate::domain::Side::Buy => t.price.cost(t.taker_fee),
+                crate::domain::Side::Sell => t.taker_fee,
+            };
+            json!({
+                "id": t.id.to_string(),
+                "tradeType": if viewer == t.owner { "TAKER" } else { "MAKER" },
+                "takerOrderHash": t.taker_order_id.to_string(),
+                "builder": builder,
+                "market": t.token.condition_id,
+                "assetId": t.token.token_id,
+                "side": t.side.as_str(),
+                "size": t.size.fmt(),
+                "sizeUsdc": notional.fmt(),
+                "price": t.price.short(),
+                "status": t.status.as_str(),
+                "outcome": t.token.outcome,
+                "outcomeIndex": s.registry.condition(&t.token.condition_id).and_then(|v| v.market.outcome_index(&t.token.token_id)).unwrap_or(0),
+                "owner": viewer.to_string(),
+                "maker": t.maker_address,
+                "transactionHash": t.tx_hash(),
+                "matchTime": t.match_time.to_string(),
+                "bucketIndex": t.bucket_index,
+                "fee": t.taker_fee.fmt(),
+                "feeUsdc": fee_usdc.fmt(),
+                "err_msg": t.error_msg,
+                "createdAt": fmt_date(t.match_time),
+                "updatedAt": fmt_date(t.last_update),
+            })
+        })
         .collect();
     orders::page(items, offset)
 }

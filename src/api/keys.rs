@@ -9,7 +9,9 @@ use uuid::Uuid;
 use warp::http::StatusCode;
 use warp::Filter;
 
-use super::{authenticate, handle, handle_now, reply, ApiError, ApiResult, Req, Routes, MAX_DRIFT_SECS};
+use super::{
+    authenticate, authenticate_read, handle, handle_now, reply, ApiError, ApiResult, Req, Routes, MAX_DRIFT_SECS,
+};
 use crate::app::keys::{self, KeyError, INVALID_ADDRESS_HEADER};
 use crate::app::AppState;
 use crate::auth;
@@ -104,6 +106,6 @@ fn list_keys(s: Arc<AppState>, r: Req) -> ApiResult {
 }
 
 fn ban_status(s: Arc<AppState>, r: Req) -> ApiResult {
-    let k = authenticate(&s, &r)?;
+    let k = authenticate_read(&s, &r)?;
     reply(&serde_json::json!({ "closed_only": keys::closed_only(&s, &k.address) }))
 }

@@ -268,8 +268,43 @@ fn now_i64() -> i64 {
 
 /// L2 authentication (SPEC §5.3–5.4): returns the API key the request is signed with.
 pub fn authenticate(state: &AppState, req: &Req) -> Result<Arc<ApiKeyRecord>, ApiError> {
+    let h = l2_headers(req)?;
+    let rec = state.api_key(&h.key).ok_or_else(invalid_key)?;
+    h.verify(req, &rec.address, &rec.passphrase, &rec.secret)?;
+    Ok(rec)
+}
+
+/// L2 authentication of a read: an L2 key, or a read-only key (`POST
+/// /auth/readonly-api-key`), which reads as the L2 key that made it. Every route that
+/// trades or changes credentials takes [`authenticate`] instead, so a read-only key gets
+/// 401 there.
+pub fn authenticate_read(state: &AppState, req: &Req) -> Result<Arc<ApiKeyRecord>, ApiError> {
+    let h = l2_headers(req)?;
+    if let Some(rec) = state.api_key(&h.key) {
+        h.verify(req, &rec.address, &rec.passphrase, &rec.secret)?;
+        return Ok(rec);
+    }
+    let (ro, parent) = crate::app::builders::readonly_key(state, &h.key)?.ok_or_else(invalid_key)?;
+    h.verify(req, &ro.address, &ro.passphrase, &ro.secret)?;
+    Ok(parent)
+}
+
+fn invalid_key() -> ApiError {
+    ApiError::unauthorized("Unauthorized/Invalid api key")
+}
+
+/// The five L2 headers of a request (SPEC §5.4), the key parsed.
+struct L2Headers<'a> {
+    address: &'a str,
+    signature: &'a str,
+    timestamp: &'a str,
+    key: Uuid,
+    passphrase: &'a str,
+}
+
+fn l2_headers(req: &Req) -> Result<L2Headers<'_>, ApiError> {
     let fail = || ApiError::unauthorized("L2 authentication failure");
-    let (Some(addr), Some(sig), Some(ts), Some(key), Some(pass)) = (
+    let (Some(address), Some(signature), Some(timestamp), Some(key), Some(passphrase)) = (
         req.header("SERVICE_ADDRESS"),
         req.header("SERVICE_SIGNATURE"),
         req.header("SERVICE_TIMESTAMP"),
@@ -278,23 +313,31 @@ pub fn authenticate(state: &AppState, req: &Req) -> Result<Arc<ApiKeyRecord>, Ap
     ) else {
         return Err(fail());
     };
-    let key: Uuid = key.parse().map_err(|_| ApiError::unauthorized("Unauthorized/Invalid api key"))?;
-    let rec = state.api_key(&key).ok_or_else(|| ApiError::unauthorized("Unauthorized/Invalid api key"))?;
-    let t: i64 = ts.parse().map_err(|_| fail())?;
-    if (now_i64() - t).abs() > MAX_DRIFT_SECS {
-        return Err(fail());
+    let key: Uuid = key.parse().map_err(|_| invalid_key())?;
+    Ok(L2Headers { address, signature, timestamp, key, passphrase })
+}
+
+impl L2Headers<'_> {
+    /// The request is fresh, from `address`, with the key's passphrase, and signed with its
+    /// secret.
+    fn verify(&self, req: &Req, address: &str, passphrase: &str, secret: &str) -> Result<(), ApiError> {
+        let fail = || ApiError::unauthorized("L2 authentication failure");
+        let t: i64 = self.timestamp.parse().map_err(|_| fail())?;
+        if (now_i64() - t).abs() > MAX_DRIFT_SECS {
+            return Err(fail());
+        }
+        if auth::normalize_address(self.address).as_deref() != Some(address) {
+            return Err(fail());
+        }
+        // Passphrase: constant-time via HMAC-free comparison of equal-length digests.
+        if !auth::ct_eq(self.passphrase.as_bytes(), passphrase.as_bytes()) {
+            return Err(fail());
+        }
+        if !signed_with(req, secret, self.timestamp, self.signature) {
+            return Err(fail());
+        }
+        Ok(())
     }
-    if auth::normalize_address(addr).as_deref() != Some(&*rec.address) {
-        return Err(fail());
-    }
-    // Passphrase: constant-time via HMAC-free comparison of equal-length digests.
-    if !auth::ct_eq(pass.as_bytes(), rec.passphrase.as_bytes()) {
-        return Err(fail());
-    }
-    if !signed_with(req, &rec.secret, ts, sig) {
-        return Err(fail());
-    }
-    Ok(rec)
 }
 
 /// Whether `sig` is the L2 HMAC of the request with `secret` (API keys and builder keys

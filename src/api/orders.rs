@@ -12,7 +12,9 @@ use uuid::Uuid;
 use warp::http::{Method, StatusCode};
 use warp::Filter;
 
-use super::{authenticate, handle_now, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::{
+    authenticate, authenticate_read, handle_now, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes,
+};
 use crate::app::orders::{self, NewOrder, OrderError, SignedOrder};
 use crate::app::AppState;
 use crate::auth::SignedOrderFields;
@@ -405,7 +407,7 @@ pub fn order_json(o: &OrderRecord) -> Value {
         "side": o.side.as_str(),
         "original_size": o.original_size.fmt(),
         "size_matched": o.size_matched.fmt(),
-        "price": o.price.fixed(),
+        "price": o.price.short(),
         "outcome": o.token.outcome,
         "expiration": o.expiration.to_string(),
         "order_type": o.order_type.as_str(),
@@ -449,7 +451,7 @@ fn list_orders(s: Arc<AppState>, r: Req) -> ApiResult {
     if super::builders::has_builder_headers(&r) {
         return super::builders::builder_orders(&s, &r);
     }
-    let key = authenticate(&s, &r)?;
+    let key = authenticate_read(&s, &r)?;
     let q = r.query_map();
     let offset = cursor_offset(&q)?;
     let mut items = Vec::new();
@@ -466,7 +468,7 @@ fn list_orders(s: Arc<AppState>, r: Req) -> ApiResult {
 }
 
 fn get_order(s: Arc<AppState>, r: Req, id: String) -> ApiResult {
-    let key = authenticate(&s, &r)?;
+    let key = authenticate_read(&s, &r)?;
     let id = parse_id(&id)?;
     match s.store.get_order(&id)? {
         Some(o) if o.owner == key.key => reply(&order_json(&o)),
@@ -484,7 +486,7 @@ pub fn trade_json(t: &TradeRecord, viewer: Uuid) -> Value {
         "asset_id": t.token.token_id,
         "side": t.side.as_str(),
         "size": t.size.fmt(),
-        "price": t.price.fixed(),
+        "price": t.price.short(),
         "fee_rate_bps": t.fee_rate_bps.to_string(),
         "status": t.status.as_str(),
         "match_time": t.match_time.to_string(),
@@ -498,7 +500,7 @@ pub fn trade_json(t: &TradeRecord, viewer: Uuid) -> Value {
             "owner": m.owner.to_string(),
             "maker_address": m.maker_address,
             "matched_amount": m.matched_amount.fmt(),
-            "price": m.price.fixed(),
+            "price": m.price.short(),
             "asset_id": m.token.token_id,
             "outcome": m.token.outcome,
             "side": m.side.as_str(),
@@ -517,7 +519,7 @@ fn list_trades(s: Arc<AppState>, r: Req) -> ApiResult {
     if super::builders::has_builder_headers(&r) {
         return super::builders::builder_trades(&s, &r);
     }
-    let key = authenticate(&s, &r)?;
+    let key = authenticate_read(&s, &r)?;
     let q = r.query_map();
     let offset = cursor_offset(&q)?;
     let num = |k: &str| -> Result<Option<u64>, ApiError> {

@@ -9,7 +9,7 @@ use uuid::Uuid;
 use warp::Filter;
 
 use super::orders::{cursor_offset, page};
-use super::{authenticate, handle, handle_now, ApiError, ApiResult, Req, Routes};
+use super::{authenticate, authenticate_read, handle, handle_now, ApiError, ApiResult, Req, Routes};
 use crate::app::rfq::{self, NewRequest, QuoteState, RequestState, RfqError, RfqQuote, RfqRequest, MAX_TTL_SECS};
 use crate::app::AppState;
 use crate::domain::fmt_date;
@@ -69,7 +69,7 @@ fn quote_json(q: &RfqQuote, now: u64, size: Amount) -> Value {
     json!({
         "quoteId": q.id.to_string(),
         "rfqId": q.rfq_id.to_string(),
-        "price": q.price.fixed(),
+        "price": q.price.short(),
         "size": size.fmt(),
         "status": status,
         "createdAt": fmt_date(q.created_at),
@@ -179,7 +179,7 @@ async fn accept(s: Arc<AppState>, r: Req) -> ApiResult {
 /// GET /rfq/requests: the key's own requests with their quotes, newest first (paginated
 /// envelope, SPEC §2.6).
 fn own_requests(s: &AppState, r: &Req) -> ApiResult {
-    let key = authenticate(s, r)?;
+    let key = authenticate_read(s, r)?;
     let offset = cursor_offset(&r.query_map())?;
     let now = now_secs();
     let items = rfq::own_requests(s, &key.key)?;
@@ -189,7 +189,7 @@ fn own_requests(s: &AppState, r: &Req) -> ApiResult {
 /// GET /rfq/requests/open: every open request a quoter may answer (any key's; quotes are
 /// not shown), oldest first.
 fn open_requests(s: &AppState, r: &Req) -> ApiResult {
-    authenticate(s, r)?;
+    authenticate_read(s, r)?;
     let offset = cursor_offset(&r.query_map())?;
     let now = now_secs();
     page(rfq::open_requests(s, now)?.iter().map(|x| request_json(x, now, None)).collect(), offset)
@@ -197,7 +197,7 @@ fn open_requests(s: &AppState, r: &Req) -> ApiResult {
 
 /// GET /rfq/quotes: the key's own quotes, newest first.
 fn own_quotes(s: &AppState, r: &Req) -> ApiResult {
-    let key = authenticate(s, r)?;
+    let key = authenticate_read(s, r)?;
     let offset = cursor_offset(&r.query_map())?;
     let now = now_secs();
     let items = rfq::own_quotes(s, &key.key)?

@@ -14,7 +14,7 @@ use futures_util::stream::SplitSink;
 use futures_util::{SinkExt, StreamExt};
 use prometheus_client::metrics::gauge::Gauge;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 use warp::filters::ws::{Message, WebSocket, Ws};
 use warp::{Filter, Reply};
 
@@ -378,14 +378,21 @@ fn subscribe(
         feed.add((view.market.idx, outcome));
         let snap = view.snapshot();
         if sub.initial_dump != Some(false) {
-            let mut book = super::book::summary(&(view.clone(), outcome, snap.clone()));
-            if let Value::Object(o) = &mut book {
-                o.insert("event_type".into(), json!("book"));
-                o.insert("seq".into(), json!(snap.seq));
-            }
-            out.push(Message::text(book.to_string()));
+            let found = (view.clone(), outcome, snap.clone());
+            let book = BookEvent { summary: super::book::summary(&found), event_type: "book", seq: snap.seq };
+            out.push(Message::text(serde_json::to_string(&book).expect("a book serializes")));
         }
         subs.insert((view.market.idx, outcome), snap.seq);
     }
     out
+}
+
+/// The `book` message: the REST summary, its fields in the same order, then the event's
+/// type and sequence (added after hashing, so its hash is the REST summary's).
+#[derive(serde::Serialize)]
+struct BookEvent<'a> {
+    #[serde(flatten)]
+    summary: super::book::Summary<'a>,
+    event_type: &'static str,
+    seq: u64,
 }

@@ -9,16 +9,18 @@
 //! §5.5 — and its volume (`GET /builder/volume`).
 //!
 //! Relayer API keys (`POST /relayer/api-key`) authorise the gasless relay (`relay`) for
-//! one address. Builder and relayer keys are one mechanism: a service key bound to the
-//! address that created it, in the `builders` family.
+//! one address. Read-only keys (`POST /auth/readonly-api-key`) read what the L2 key that
+//! made them reads and never trade. The three are one mechanism: a service key bound to
+//! the address that created it, in the `builders` family.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use uuid::Uuid;
 
 use crate::app::AppState;
 use crate::auth::ct_eq;
-use crate::domain::{now_secs, Amount, OrderRecord, TradeRecord, TradeStatus};
+use crate::domain::{now_secs, Amount, ApiKeyRecord, OrderRecord, TradeRecord, TradeStatus};
 use crate::store::{Batch, Store, StoreError};
 
 /// What a builder or relayer key service refuses (the routes give each its SPEC §7
@@ -31,6 +33,8 @@ pub enum BuilderError {
     NoBuilderKey,
     #[error("relayer API key not found")]
     NoRelayerKey,
+    #[error("readonly API key not found")]
+    NoReadonlyKey,
     #[error("could not create builder api key")]
     CreateFailed,
     #[error("could not get builder api keys")]
@@ -46,6 +50,7 @@ impl KeyKind {
         match self {
             KeyKind::Builder => BuilderError::NoBuilderKey,
             KeyKind::Relayer => BuilderError::NoRelayerKey,
+            KeyKind::Readonly => BuilderError::NoReadonlyKey,
         }
     }
 }
@@ -76,6 +81,31 @@ pub async fn create_key(
     kind: KeyKind,
     builder_id: Option<String>,
 ) -> Result<ServiceKey, BuilderError> {
+    create(s, address, kind, builder_id, None).await
+}
+
+/// A new read-only key of `parent`'s address, reading what `parent` reads.
+pub async fn create_readonly_key(s: &AppState, parent: &ApiKeyRecord) -> Result<ServiceKey, BuilderError> {
+    create(s, &parent.address, KeyKind::Readonly, None, Some(parent.key)).await
+}
+
+/// The L2 key a read-only key reads for, when `key` is a read-only key whose L2 key
+/// still exists.
+pub fn readonly_key(s: &AppState, key: &Uuid) -> Result<Option<(ServiceKey, Arc<ApiKeyRecord>)>, StoreError> {
+    let Some(rec) = load_key(&s.store, key)?.filter(|k| k.kind == KeyKind::Readonly) else {
+        return Ok(None);
+    };
+    let parent = s.store.reads_for(key)?.and_then(|p| s.api_key(&p));
+    Ok(parent.map(|p| (rec, p)))
+}
+
+async fn create(
+    s: &AppState,
+    address: &str,
+    kind: KeyKind,
+    builder_id: Option<String>,
+    reads_for: Option<Uuid>,
+) -> Result<ServiceKey, BuilderError> {
     let _one = s.key_lock.lock().await;
     let mut batch = Batch::default();
     if let Some(id) = &builder_id {
@@ -96,6 +126,9 @@ pub async fn create_key(
         created_at: now_secs(),
     };
     batch.add_service_key(&rec);
+    if let Some(p) = reads_for {
+        batch.link_readonly_key(&rec.key, &p);
+    }
     s.commit(batch).await.map_err(|_| BuilderError::CreateFailed)?;
     Ok(rec)
 }

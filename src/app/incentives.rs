@@ -17,13 +17,15 @@ use alloy_primitives::{keccak256, U256};
 use serde::Deserialize;
 
 use crate::app::AppState;
+use crate::commit::views::mirror;
 use crate::config::RebateTier;
 use crate::domain::analytics::{CtfActivity, CtfKind, DAY};
+use crate::domain::rewards::reward_weight;
 use crate::domain::{
-    fmt_date, mul_div_floor, now_micros, now_secs, parse_date, parse_decimal, Amount, BadDate, NumberText, TradeStatus,
-    AMOUNT_ONE, COLLATERAL,
+    fmt_date, mul_div_floor, now_micros, now_secs, parse_date, parse_decimal, Amount, BadDate, NumberText, OrderRecord,
+    OrderStatus, TradeStatus, AMOUNT_ONE, COLLATERAL,
 };
-use crate::engine::{LedgerChange, RewardScores};
+use crate::engine::{EngineError, LedgerChange, RewardScores};
 use crate::store::{Batch, Store, StoreError};
 
 /// What a rewards or rebates service refuses (the routes give each its SPEC §7 reply).
@@ -342,6 +344,60 @@ pub fn run_due(s: &AppState) -> Result<Vec<DayPaid>, String> {
 }
 
 // ---- services --------------------------------------------------------------------------
+
+/// Whether an order counts for its market's rewards now — the sampler's rule for one
+/// order: LIVE, in a market whose program runs now and that trades with both sides of its
+/// book, with at least the program's minimum size left, within its max spread of the
+/// midpoint (YES terms: a BUY NO at 0.49 is an ask at 0.51).
+pub fn order_scoring(s: &AppState, o: &OrderRecord, now: u64) -> bool {
+    if o.status != OrderStatus::Live {
+        return false;
+    }
+    let Some(c) = s.rewards.read().get(&*o.token.condition_id).cloned() else {
+        return false;
+    };
+    let Some(view) = s.registry.condition(&o.token.condition_id) else {
+        return false;
+    };
+    if !c.active(now)
+        || o.remaining().units() < c.min_size
+        || !view.market.accepting_orders
+        || crate::app::resolution::is_closed(s, &view)
+    {
+        return false;
+    }
+    let (Some(bid), Some(ask)) = view.snapshot().best(0) else {
+        return false;
+    };
+    let (price, _) = mirror(o.token.outcome_index, o.price, o.side);
+    reward_weight(price.units(), bid.units() + ask.units(), c.max_spread).is_some()
+}
+
+/// A wallet's share of each running program now (the sampler's split of this instant),
+/// in hundredths of a percent, for the markets where it scores.
+pub async fn shares_now(s: &AppState, address: &str, now: u64) -> Result<Vec<(String, u64)>, EngineError> {
+    let configs: Vec<(String, u32, u32, u64)> = s
+        .rewards
+        .read()
+        .values()
+        .filter(|c| c.active(now))
+        .filter_map(|c| {
+            s.registry
+                .condition(&c.condition_id)
+                .map(|v| (c.condition_id.clone(), v.market.idx, c.max_spread, c.min_size))
+        })
+        .collect();
+    let queries = configs.iter().map(|(_, idx, spread, size)| (*idx, *spread, *size)).collect();
+    let scores = s.engine.reward_scores(queries).await?;
+    Ok(configs
+        .into_iter()
+        .zip(scores)
+        .filter_map(|((cid, ..), sc)| {
+            let share = shares(10_000, &sc?).into_iter().find(|(a, _)| &**a == address)?.1;
+            Some((cid, share))
+        })
+        .collect())
+}
 
 /// A wallet's accrued rewards on a day, per market (micro-units).
 pub fn earnings(s: &AppState, address: &str, day: u32) -> Result<Vec<(String, u64)>, StoreError> {

@@ -36,7 +36,7 @@ pub enum RfqError {
     NotOpen,
     #[error("cannot quote your own RFQ")]
     OwnRequest,
-    #[error("Price ({}) breaks minimum tick size rule: {}", .price.fixed(), .tick.fixed())]
+    #[error("Price ({}) breaks minimum tick size rule: {}", .price.short(), .tick.short())]
     OffTick { price: Price, tick: Price },
     #[error("not enough balance / allowance")]
     NotEnoughBalance,

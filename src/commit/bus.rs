@@ -243,7 +243,7 @@ pub fn render_user(
         };
         let v = json!({
             "event_type": "order", "type": kind, "id": o.id.to_string(), "owner": o.owner.to_string(),
-            "market": o.token.condition_id, "asset_id": o.token.token_id, "side": o.side.as_str(), "price": o.price.fixed(),
+            "market": o.token.condition_id, "asset_id": o.token.token_id, "side": o.side.as_str(), "price": o.price.short(),
             "original_size": o.original_size.fmt(), "size_matched": o.size_matched.fmt(),
             "outcome": o.token.outcome, "status": o.status.as_str(), "order_type": o.order_type.as_str(),
             "associate_trades": o.associate_trades.iter().map(|u| u.to_string()).collect::<Vec<_>>(),
@@ -260,14 +260,14 @@ pub fn render_user(
             let v = json!({
                 "event_type": "trade", "id": t.id.to_string(), "taker_order_id": t.taker_order_id.to_string(),
                 "market": t.token.condition_id, "asset_id": t.token.token_id, "side": t.side.as_str(),
-                "size": t.size.fmt(), "price": t.price.fixed(), "status": status, "outcome": t.token.outcome,
+                "size": t.size.fmt(), "price": t.price.short(), "status": status, "outcome": t.token.outcome,
                 "owner": owner.to_string(), "trader_side": if owner == t.owner { "TAKER" } else { "MAKER" },
                 "matchtime": t.match_time.to_string(), "last_update": t.last_update.to_string(),
                 "transaction_hash": t.tx_hash(), "error_msg": t.error_msg, "timestamp": ts,
                 "maker_orders": t.maker_orders.iter().map(|m| json!({
                     "asset_id": m.token.token_id, "matched_amount": m.matched_amount.fmt(),
                     "order_id": m.order_id.to_string(), "outcome": m.token.outcome, "owner": m.owner.to_string(),
-                    "price": m.price.fixed(), "side": m.side.as_str(),
+                    "price": m.price.short(), "side": m.side.as_str(),
                 })).collect::<Vec<_>>(),
             });
             out.push(UserFrame { owner, market: t.token.condition_id.clone(), text: v.to_string().into() });
@@ -293,7 +293,7 @@ fn token_changes(d: &BookDelta, outcome: u8) -> Vec<(Price, Amount, &'static str
 }
 
 fn opt_price(p: Option<Price>) -> String {
-    p.map(Price::fixed).unwrap_or_default()
+    p.map(Price::short).unwrap_or_default()
 }
 
 /// The frames of one durable change: one per outcome token that is `wanted` and has
@@ -320,7 +320,7 @@ pub fn render(p: &Published, wanted: [bool; 2]) -> Vec<Frame> {
             .into_iter()
             .map(|(price, size, side)| {
                 json!({
-                    "asset_id": asset, "price": price.fixed(), "size": size.fmt(), "side": side,
+                    "asset_id": asset, "price": price.short(), "size": size.fmt(), "side": side,
                     "hash": "", "best_bid": opt_price(best_bid), "best_ask": opt_price(best_ask),
                 })
             })

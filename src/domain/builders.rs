@@ -1,5 +1,5 @@
-//! Service keys (SPEC §5.5–5.6): builder and relayer API keys, bound to the address that
-//! created them.
+//! Service keys (SPEC §5.5–5.6): builder, relayer and read-only API keys, bound to the
+//! address that created them.
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -8,6 +8,8 @@ use uuid::Uuid;
 pub enum KeyKind {
     Builder,
     Relayer,
+    /// A read-only L2 key: reads what the L2 key that made it reads, never trades.
+    Readonly,
 }
 
 /// A builder or relayer API key.

@@ -336,6 +336,9 @@ impl EngineHandle {
     pub async fn mark_mined(&self, ids: Vec<Uuid>, hash: String) -> Result<usize, EngineError> {
         self.call(|reply| Command::MarkMined { ids, hash, reply }).await
     }
+    pub async fn reward_scores(&self, queries: Vec<(u32, u32, u64)>) -> Result<Vec<Option<RewardScores>>, EngineError> {
+        self.call(|reply| Command::RewardScores { queries, reply }).await
+    }
     pub async fn open_makers(&self) -> Result<Vec<(String, u64)>, EngineError> {
         self.call(|reply| Command::OpenMakers { reply }).await
     }

@@ -23,6 +23,11 @@ impl Store {
         Ok(ids)
     }
 
+    /// The L2 key a read-only key reads for.
+    pub fn reads_for(&self, k: &Uuid) -> Result<Option<Uuid>, StoreError> {
+        Ok(self.get_raw(cf::BUILDERS, &key::reads_for(k))?.and_then(|v| Uuid::from_slice(&v).ok()))
+    }
+
     /// The address that claimed a builder ID.
     pub fn builder_id_owner(&self, builder: &str) -> Result<Option<String>, StoreError> {
         self.get(cf::BUILDERS, &key::claim(builder))
@@ -54,6 +59,14 @@ impl Batch {
     pub fn delete_service_key(&mut self, k: &ServiceKey) {
         self.delete(cf::BUILDERS, key::key(&k.key));
         self.delete(cf::BUILDERS, key::owner(&k.address, k.kind, &k.key));
+        if k.kind == KeyKind::Readonly {
+            self.delete(cf::BUILDERS, key::reads_for(&k.key));
+        }
+    }
+
+    /// Which L2 key a new read-only key reads for (with [`Batch::add_service_key`]).
+    pub fn link_readonly_key(&mut self, k: &Uuid, reads_for: &Uuid) {
+        self.put(cf::BUILDERS, key::reads_for(k), reads_for.as_bytes().to_vec());
     }
 
     pub fn attribute_order(&mut self, builder: &str, order: &Uuid) {

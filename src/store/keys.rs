@@ -176,7 +176,12 @@ pub(super) mod builders {
         match kind {
             KeyKind::Builder => "b",
             KeyKind::Relayer => "r",
+            KeyKind::Readonly => "o",
         }
+    }
+    /// read-only key id → the L2 key it reads for.
+    pub fn reads_for(k: &Uuid) -> Vec<u8> {
+        [b"p/".as_slice(), k.as_bytes()].concat()
     }
     /// key id → the key.
     pub fn key(k: &Uuid) -> Vec<u8> {

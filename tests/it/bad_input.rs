@@ -263,7 +263,7 @@ fn the_order_book_server_serves_get_trades() {
     assert_eq!(page["next_cursor"], "LTE=");
     let trade = &page["data"][0];
     assert_eq!((trade["id"].as_str(), trade["trader_side"].as_str()), (Some(id.as_str()), Some("TAKER")));
-    assert_eq!((trade["size"].as_str(), trade["price"].as_str()), (Some("10"), Some("0.6000")));
+    assert_eq!((trade["size"].as_str(), trade["price"].as_str()), (Some("10"), Some("0.6")));
     assert_eq!(b.l2(&s, "GET", "/trades", None).1["data"][0]["trader_side"], "MAKER");
 
     let at: u64 = trade["match_time"].as_str().unwrap().parse().unwrap();

@@ -107,7 +107,38 @@ fn builder_keys_attribution_and_what_a_builder_sees() {
     assert_eq!(ids, vec![alice_order.as_str()], "bob's resting order is not acme's");
     let (_, trades) = as_builder(&s, &creds, "/data/trades");
     assert_eq!(trades["count"], 1);
-    assert_eq!((trades["data"][0]["size"].as_str(), trades["data"][0]["price"].as_str()), (Some("6"), Some("0.5000")));
+    assert_eq!((trades["data"][0]["size"].as_str(), trades["data"][0]["price"].as_str()), (Some("6"), Some("0.5")));
+    // The clients' get_builder_trades: the same trade as a BuilderTrade.
+    let (st, bt) = as_builder(&s, &creds, "/builder/trades");
+    assert_eq!(st, 200, "{bt}");
+    let row = &bt["data"][0];
+    assert_eq!(bt["count"], 1);
+    assert_eq!(row["id"], trades["data"][0]["id"]);
+    assert_eq!(
+        (row["builder"].as_str(), row["tradeType"].as_str(), row["side"].as_str(), row["size"].as_str()),
+        (Some("acme"), Some("TAKER"), Some("SELL"), Some("6"))
+    );
+    assert_eq!(
+        (row["price"].as_str(), row["sizeUsdc"].as_str(), row["market"].as_str()),
+        (Some("0.5"), Some("6"), Some(COND))
+    );
+    assert_eq!((row["assetId"].as_str(), row["outcomeIndex"].as_u64()), (Some(YES), Some(0)));
+    assert_eq!(as_builder(&s, &creds, "/builder/trades?market=0xother").1["count"], 0);
+    assert_eq!(err(s.get("/builder/trades")), (401, "L2 authentication failure".into()));
+    // The market's live activity (the clients' get_market_trades_events): the trade from
+    // its taker's side.
+    let (st, live) = s.get(&format!("/live-activity/events/{COND}"));
+    assert_eq!(st, 200, "{live}");
+    assert_eq!(live.as_array().unwrap().len(), 1, "{live}");
+    assert_eq!(
+        (live[0]["event_type"].as_str(), live[0]["side"].as_str(), live[0]["price"].as_str(), live[0]["size"].as_str()),
+        (Some("trade"), Some("SELL"), Some("0.5"), Some("6"))
+    );
+    assert_eq!(
+        (live[0]["market"]["condition_id"].as_str(), live[0]["user"]["address"].as_str()),
+        (Some(COND), Some(bob.address.as_str()))
+    );
+    assert_eq!(err(s.get("/live-activity/events/0xnope")), (404, "market not found".into()));
     // Volume: both sides of the one trade were attributed: 3 USDC each.
     let (_, v) = as_builder(&s, &creds, "/builder/volume");
     assert_eq!(v, json!({"builderId": "acme", "orders": 2, "trades": 1, "volume": "6"}));

@@ -224,3 +224,82 @@ fn time_ok_and_json_404() {
     assert_eq!(st, 404);
     assert_eq!(s.post("/internal/ledger/credit", &serde_json::json!({})).0, 404);
 }
+
+/// Read-only keys (the clients' `create_readonly_api_key` …): an L2 key that reads what the
+/// key that made it reads — orders, trades, balances, notifications, scoring — and is
+/// refused with 401 by every route that trades or manages keys.
+#[test]
+fn readonly_keys_read_and_never_trade() {
+    let s = Server::start();
+    let t = s.trader(m("100"));
+    let placed = t.place(&s, YES, "BUY", "0.40", "10");
+    let id = placed["orderID"].as_str().unwrap().to_string();
+
+    let (st, made) = t.l2(&s, "POST", "/auth/readonly-api-key", None);
+    assert_eq!(st, 200, "{made}");
+    let ro = Trader {
+        wallet: t.wallet.clone(),
+        address: t.address.clone(),
+        key: made["apiKey"].as_str().unwrap().to_string(),
+        secret: made["secret"].as_str().unwrap().to_string(),
+        passphrase: made["passphrase"].as_str().unwrap().to_string(),
+        skew: 0,
+    };
+    assert_ne!(ro.key, t.key);
+    assert_eq!(t.l2(&s, "GET", "/auth/readonly-api-keys", None).1, json!([ro.key]));
+    let valid = format!("/auth/validate-readonly-api-key?address={}&key={}", t.address, ro.key);
+    assert_eq!(s.get(&valid), (200, json!("valid")));
+    let other = Trader::new();
+    let wrong = format!("/auth/validate-readonly-api-key?address={}&key={}", other.address, ro.key);
+    assert_eq!(err(s.get(&wrong)), (401, "invalid readonly api key".into()));
+    assert_eq!(err(s.get("/auth/validate-readonly-api-key?address=x")), (400, "address and key required".into()));
+
+    // Reads: what the key that made it sees.
+    for path in ["/data/orders", "/data/trades", "/notifications", "/balance-allowance", "/auth/ban-status/closed-only"]
+    {
+        let (st, got) = ro.l2(&s, "GET", path, None);
+        assert_eq!(st, 200, "{path}: {got}");
+        assert_eq!(got, t.l2(&s, "GET", path, None).1, "{path}");
+    }
+    assert_eq!(ro.l2(&s, "GET", &format!("/data/order/{id}"), None).1["id"], json!(id));
+    assert_eq!(ro.l2(&s, "GET", &format!("/order-scoring?order_id={id}"), None), (200, json!({"scoring": false})));
+
+    // Never a trade, a cancel, a heartbeat or a key.
+    let unauthorized = (401, "Unauthorized/Invalid api key".to_string());
+    let order = t.order(&s, YES, "BUY", "0.30", "10");
+    let refused = [
+        ("POST", "/order", Some(json!({"order": order, "owner": ro.key, "orderType": "GTC"}))),
+        ("POST", "/orders", Some(json!([{"order": order, "owner": ro.key, "orderType": "GTC"}]))),
+        ("DELETE", "/order", Some(json!({"orderID": id}))),
+        ("DELETE", "/orders", Some(json!([id]))),
+        ("DELETE", "/cancel-all", None),
+        ("DELETE", "/cancel-market-orders", Some(json!({"market": COND}))),
+        ("POST", "/v1/heartbeats", Some(json!({"heartbeat_id": null}))),
+        ("POST", "/auth/readonly-api-key", None),
+        ("GET", "/auth/readonly-api-keys", None),
+        ("DELETE", "/auth/api-key", None),
+        ("DELETE", "/notifications", None),
+    ];
+    for (method, path, body) in refused {
+        assert_eq!(err(ro.l2(&s, method, path, body.as_ref())), unauthorized, "{method} {path}");
+    }
+    assert_eq!(t.l2(&s, "GET", "/data/orders", None).1["count"], json!(1), "the order is still there");
+
+    // Deleting it: the reads stop.
+    let bad = json!({"key": "nope"});
+    assert_eq!(err(t.l2(&s, "DELETE", "/auth/readonly-api-key", Some(&bad))), (400, "invalid key".into()));
+    let gone = json!({"key": other_uuid()});
+    assert_eq!(
+        err(t.l2(&s, "DELETE", "/auth/readonly-api-key", Some(&gone))),
+        (404, "readonly API key not found".into())
+    );
+    let body = json!({"key": ro.key});
+    assert_eq!(t.l2(&s, "DELETE", "/auth/readonly-api-key", Some(&body)), (200, json!(true)));
+    assert_eq!(err(ro.l2(&s, "GET", "/data/orders", None)), unauthorized);
+    assert_eq!(t.l2(&s, "GET", "/auth/readonly-api-keys", None).1, json!([]));
+    assert_eq!(err(s.get(&valid)), (401, "invalid readonly api key".into()));
+}
+
+fn other_uuid() -> String {
+    "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b".into()
+}

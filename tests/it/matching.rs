@@ -39,7 +39,7 @@ fn crossing_orders_trade_at_maker_price() {
     assert_eq!(t["asset_id"], YES);
     assert_eq!(t["side"], "BUY");
     assert_eq!(t["size"], "10");
-    assert_eq!(t["price"], "0.6000");
+    assert_eq!(t["price"], "0.6");
     assert_eq!(t["status"], "PENDING");
     assert_eq!(t["trader_side"], "TAKER");
     assert_eq!(t["bucket_index"], 0);
@@ -76,7 +76,7 @@ fn crossing_orders_trade_at_maker_price() {
     assert_eq!(o["status"], "LIVE");
     assert_eq!(o["associate_trades"], json!([trade_id]));
     let book = s.get(&format!("/book?token_id={YES}")).1;
-    assert_eq!(book["asks"], json!([{"price": "0.6000", "size": "10"}]));
+    assert_eq!(book["asks"], json!([{"price": "0.6", "size": "10"}]));
     assert_eq!(book["last_trade_price"], "0.6000");
     s.check();
 }
@@ -126,9 +126,9 @@ fn mint_buy_yes_meets_buy_no() {
     // BUY NO at 0.45 is a YES ask at 0.55.
     no_buyer.place(&s, NO, "BUY", "0.45", "10");
     let yb = s.get(&format!("/book?token_id={YES}")).1;
-    assert_eq!(yb["asks"], json!([{"price": "0.5500", "size": "10"}]));
+    assert_eq!(yb["asks"], json!([{"price": "0.55", "size": "10"}]));
     let nb = s.get(&format!("/book?token_id={NO}")).1;
-    assert_eq!(nb["bids"], json!([{"price": "0.4500", "size": "10"}]));
+    assert_eq!(nb["bids"], json!([{"price": "0.45", "size": "10"}]));
     let r = yes_buyer.place(&s, YES, "BUY", "0.60", "10");
     assert_eq!(r["status"], "MATCHED");
     assert_eq!(r["makingAmount"], "5.5");
@@ -141,7 +141,7 @@ fn mint_buy_yes_meets_buy_no() {
     let t = &yes_buyer.l2(&s, "GET", "/data/trades", None).1["data"][0];
     assert_eq!(t["type"], "MINT");
     assert_eq!(t["maker_orders"][0]["asset_id"], NO);
-    assert_eq!(t["maker_orders"][0]["price"], "0.4500");
+    assert_eq!(t["maker_orders"][0]["price"], "0.45");
     // The NO side saw a trade at 0.45.
     assert_eq!(s.get(&format!("/last-trade-price?token_id={NO}")).1["price"], "0.4500");
     assert_eq!(s.get(&format!("/last-trade-price?token_id={YES}")).1["price"], "0.5500");

@@ -31,7 +31,7 @@ fn resting_order_lifecycle_and_queries() {
     assert_eq!(o["side"], "BUY");
     assert_eq!(o["original_size"], "10");
     assert_eq!(o["size_matched"], "0");
-    assert_eq!(o["price"], "0.4000");
+    assert_eq!(o["price"], "0.4");
     assert_eq!(o["outcome"], "Yes");
     assert_eq!(o["order_type"], "GTC");
     assert!(o["created_at"].is_u64());

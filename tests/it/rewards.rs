@@ -69,11 +69,11 @@ fn rewards_accrue_to_qualifying_makers_and_pay_once_with_rebates() {
     // a: both sides near the midpoint; b: one side, closest; c: too small; d: too far.
     let (a, b, c, d) = (s.trader(m("100")), s.trader(m("100")), s.trader(m("100")), s.trader(m("100")));
     s.credit(&a.address, YES, m("20"));
-    a.place(&s, YES, "BUY", "0.48", "20");
-    a.place(&s, YES, "SELL", "0.52", "20");
+    let a_bid = a.place(&s, YES, "BUY", "0.48", "20")["orderID"].clone();
+    let a_ask = a.place(&s, YES, "SELL", "0.52", "20")["orderID"].clone();
     b.place(&s, YES, "BUY", "0.49", "20");
-    c.place(&s, YES, "BUY", "0.49", "5");
-    d.place(&s, YES, "BUY", "0.40", "20");
+    let c_bid = c.place(&s, YES, "BUY", "0.49", "5")["orderID"].clone();
+    let d_bid = d.place(&s, YES, "BUY", "0.40", "20")["orderID"].clone();
     // Midpoint 0.505 (×2: 10100); max spread ×2: 1000. Scores (v − s)² · size:
     // a: bid s=500 → 250000·20e6, ask s=300 → 490000·20e6, Q_min = the smaller side;
     // b: bid s=300 → 490000·20e6 one-sided, a third of it.
@@ -81,6 +81,51 @@ fn rewards_accrue_to_qualifying_makers_and_pay_once_with_rebates() {
     let qb: u128 = 490_000 * 20_000_000 / 3;
     let (per_a, per_b) = (share(100_000, qa, qa + qb), share(100_000, qb, qa + qb));
     wait_for(10, || (earnings(&a, &s, &today) >= 3 * per_a).then_some(()));
+
+    // The clients' scoring checks apply the sampler's rule to one order at a time.
+    let scoring =
+        |t: &Trader, id: &Value| t.l2(&s, "GET", &format!("/order-scoring?order_id={}", id.as_str().unwrap()), None);
+    assert_eq!(scoring(&a, &a_bid), (200, json!({"scoring": true})));
+    assert_eq!(scoring(&c, &c_bid), (200, json!({"scoring": false})), "below the min size");
+    assert_eq!(scoring(&d, &d_bid), (200, json!({"scoring": false})), "beyond the max spread");
+    assert_eq!(scoring(&b, &a_bid), (200, json!({"scoring": false})), "another key's order says nothing");
+    let ids = json!([a_bid, a_ask, c_bid]);
+    let (st, many) = a.l2(&s, "POST", "/orders-scoring", Some(&ids));
+    assert_eq!(st, 200, "{many}");
+    let (ab, aa, cb) = (a_bid.as_str().unwrap(), a_ask.as_str().unwrap(), c_bid.as_str().unwrap());
+    assert_eq!(many, json!({ab: true, aa: true, cb: false}));
+    assert_eq!(err(a.l2(&s, "GET", "/order-scoring", None)), (400, "order_id required".into()));
+    assert_eq!(err(a.l2(&s, "GET", "/order-scoring?order_id=x", None)).0, 400);
+    assert_eq!(err(a.l2(&s, "POST", "/orders-scoring", Some(&json!({"x": 1})))), (400, "Invalid payload".into()));
+    assert_eq!(err(s.get(&format!("/order-scoring?order_id={ab}"))), (401, "L2 authentication failure".into()));
+    // Each maker's share of the program at this instant, in percent (two decimals).
+    let pct = |t: &Trader| {
+        let (st, v) = t.l2(&s, "GET", "/rewards/user/percentages", None);
+        assert_eq!(st, 200, "{v}");
+        v.as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), (v.as_f64().unwrap() * 100.0).round() as u64))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(pct(&a), vec![(COND.to_string(), share(10_000, qa, qa + qb))]);
+    assert_eq!(pct(&b), vec![(COND.to_string(), share(10_000, qb, qa + qb))]);
+    assert_eq!(pct(&c), vec![], "c scores nothing");
+    // The program as the clients' MarketReward and UserRewardsEarning show it.
+    let (st, mr) = s.get(&format!("/rewards/markets/{COND}"));
+    assert_eq!(st, 200, "{mr}");
+    assert_eq!(mr["data"][0]["condition_id"], json!(COND));
+    assert_eq!(mr["data"][0]["rewards_max_spread"], json!(5));
+    assert_eq!(mr["data"][0]["tokens"][0]["token_id"], json!(YES));
+    assert_eq!(mr["data"][0]["rewards_config"][0]["rate_per_day"], json!(86400));
+    assert_eq!(err(s.get("/rewards/markets/0xnope")), (404, "market not found".into()));
+    let (st, um) = a.l2(&s, "GET", &format!("/rewards/user/markets?date={today}"), None);
+    assert_eq!(st, 200, "{um}");
+    let row = &um["data"][0];
+    assert_eq!((row["condition_id"].clone(), row["maker_address"].clone()), (json!(COND), json!(a.address)));
+    let pct_of_day = row["earning_percentage"].as_f64().unwrap();
+    assert!(pct_of_day > 0.0 && pct_of_day < 100.0, "{row}");
+    assert!(m(&row["earnings"][0]["earnings"].to_string()) >= 3 * per_a, "{row}");
 
     // Ending the program stops the accrual.
     let off = json!({"condition_id": COND, "rate_per_day": "0", "min_size": 10, "max_spread": "5"});

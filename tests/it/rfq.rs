@@ -94,8 +94,8 @@ fn rfq_best_quote_both_ways_acceptance_settlement_and_refusals() {
             json!({"rfqId": uuid::Uuid::new_v4().to_string(), "price": "0.5"}),
             "RFQ not found, expired, or already filled",
         ),
-        (json!({"rfqId": rfq, "price": "0.555"}), "Price (0.5550) breaks minimum tick size rule: 0.0100"),
-        (json!({"rfqId": rfq, "price": "1"}), "Price (1.0000) breaks minimum tick size rule: 0.0100"),
+        (json!({"rfqId": rfq, "price": "0.555"}), "Price (0.555) breaks minimum tick size rule: 0.01"),
+        (json!({"rfqId": rfq, "price": "1"}), "Price (1) breaks minimum tick size rule: 0.01"),
     ];
     for (body, msg) in refusals {
         assert_eq!(err(q1.l2(&s, "POST", "/rfq/quote", Some(&body))), (400, msg.into()), "{body}");
@@ -144,7 +144,7 @@ fn rfq_best_quote_both_ways_acceptance_settlement_and_refusals() {
     let t = &requester.l2(&s, "GET", "/data/trades", None).1["data"][0];
     assert_eq!(
         (t["status"].as_str(), t["price"].as_str(), t["size"].as_str()),
-        (Some("PENDING"), Some("0.5500"), Some("10"))
+        (Some("PENDING"), Some("0.55"), Some("10"))
     );
     assert_eq!((t["taker_order_id"].as_str(), t["maker_orders"][0]["order_id"].as_str()), (Some(&*rfq), Some(&*best)));
     assert_eq!(q2.l2(&s, "GET", "/data/trades", None).1["data"][0]["trader_side"], "MAKER");

@@ -101,7 +101,7 @@ fn gtd_orders_are_cancelled_when_they_expire() {
     assert_eq!(t.balances(&s)["USDC"]["reserved"], "9");
     wait_for(10, || (t.l2(&s, "GET", &format!("/data/order/{id}"), None).1["status"] == "CANCELED").then_some(()));
     assert_eq!(t.balances(&s)["USDC"]["reserved"], "4", "the GTD reservation is released");
-    assert_eq!(s.get(&format!("/book?token_id={YES}")).1["bids"], json!([{"price": "0.4000", "size": "10"}]));
+    assert_eq!(s.get(&format!("/book?token_id={YES}")).1["bids"], json!([{"price": "0.4", "size": "10"}]));
     assert_eq!(t.l2(&s, "GET", &format!("/data/order/{keep}"), None).1["status"], "LIVE");
     let metrics = s.internal_get("/metrics").1;
     assert!(metrics.as_str().unwrap().contains(r#"predex_worker_cancels_total{worker="gtd-expiration"} 1"#));

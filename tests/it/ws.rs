@@ -222,18 +222,18 @@ fn best_bid_ask_goes_to_connections_that_enable_custom_features() {
     let yes = b.iter().find(|m| m["asset_id"] == YES).unwrap();
     assert_eq!(
         (yes["best_bid"].as_str(), yes["best_ask"].as_str(), yes["spread"].as_str()),
-        (Some("0.4000"), Some(""), Some(""))
+        (Some("0.4"), Some(""), Some(""))
     );
     assert_eq!(yes["market"], COND);
     let no = b.iter().find(|m| m["asset_id"] == NO).unwrap();
-    assert_eq!((no["best_bid"].as_str(), no["best_ask"].as_str()), (Some(""), Some("0.6000")));
+    assert_eq!((no["best_bid"].as_str(), no["best_ask"].as_str()), (Some(""), Some("0.6")));
 
     t.place(&s, YES, "SELL", "0.55", "5"); // both sides now: a spread
     let got = custom.drain(Duration::from_millis(300));
     let yes = bba(&got).into_iter().find(|m| m["asset_id"] == YES).unwrap();
     assert_eq!(
         (yes["best_bid"].as_str(), yes["best_ask"].as_str(), yes["spread"].as_str()),
-        (Some("0.4000"), Some("0.5500"), Some("0.1500"))
+        (Some("0.4"), Some("0.55"), Some("0.1500"))
     );
     assert_eq!(yes["spread"], s.get(&format!("/spread?token_id={YES}")).1["spread"]);
 

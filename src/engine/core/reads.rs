@@ -17,16 +17,15 @@ impl Core {
             return None;
         }
         let (bid, ask) = (ms.book.best(BookSide::Bid)?, ms.book.best(BookSide::Ask)?);
-        let (mid2, v2) = (bid + ask, 2 * max_spread);
+        let mid2 = bid + ask;
         let mut by: StdHashMap<Arc<str>, [u128; 2]> = StdHashMap::new();
         for side in [BookSide::Bid, BookSide::Ask] {
             for (p, _) in ms.book.depth(side) {
                 let p = p.units();
-                let s2 = (2 * p).abs_diff(mid2);
-                if s2 >= v2 {
+                // Levels come best first: the first out of reach ends the side.
+                let Some(w) = crate::domain::rewards::reward_weight(p, mid2, max_spread) else {
                     break;
-                }
-                let w = ((v2 - s2) as u128).pow(2);
+                };
                 for (id, remaining) in ms.book.level_orders(side, p) {
                     if remaining < min_size {
                         continue;
@@ -39,7 +38,7 @@ impl Core {
         }
         let mut makers: Vec<_> = by.into_iter().collect();
         makers.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        Some(RewardScores { midpoint2: mid2, spread2: v2, makers })
+        Some(RewardScores { midpoint2: mid2, spread2: 2 * max_spread, makers })
     }
 
     /// Structural check of every book plus the ledger reservations against open orders.
