@@ -39,3 +39,33 @@ if ! node -e '
   npm install --prefix "$root/tools" --no-package-lock --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
 fi
 "$root/tools/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil" --version >/dev/null
+
+# Python's venv module (Debian packages it apart), then tools/py with every package
+# tools/requirements.txt pins: the official Python client the client tests drive.
+if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  apt_install python3-venv
+fi
+if ! "$root/tools/py/bin/python" - "$root/tools/requirements.txt" >/dev/null 2>&1 <<'PY'
+import sys
+from importlib.metadata import version
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if line and not line.startswith("#"):
+        name, want = line.split("==")
+        assert version(name) == want, name
+PY
+then
+  python3 -m venv "$root/tools/py"
+  "$root/tools/py/bin/pip" install -q --disable-pip-version-check -r "$root/tools/requirements.txt"
+fi
+
+# The official TypeScript client the client tests drive, at the versions its lockfile pins.
+clients="$root/tests/clients/node"
+if ! node -e '
+  const dir = process.argv[1], want = require(dir + "/package.json").dependencies;
+  for (const [p, v] of Object.entries(want)) {
+    let have; try { have = require(dir + "/node_modules/" + p + "/package.json").version; } catch (e) {}
+    if (have !== v) process.exit(1);
+  }' "$clients"; then
+  npm ci --prefix "$clients" --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
+fi

@@ -9,6 +9,7 @@ mod bridge;
 mod builders;
 mod catalogue;
 mod chain;
+mod clients;
 mod crash;
 mod ctf;
 mod fixture;

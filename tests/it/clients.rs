@@ -1,0 +1,55 @@
+//! Polymarket's official clients, unpatched, against a real predex: py-clob-client
+//! (`tests/clients/py_clob_client_test.py`, pinned in `tools/requirements.txt`) and
+//! @polymarket/clob-client (`tests/clients/node`, pinned with its lockfile). Each is given
+//! only what a user changes — the host and the chain id (137: predex's default exchange
+//! addresses are Polymarket's) — and gets its first key through its own
+//! `create_or_derive_api_key`, which `invite-only = false` allows. `scripts/setup.sh`
+//! installs both; a missing one fails here.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::fixture::*;
+
+fn client_server() -> Server {
+    Server::start_tuned(|c| {
+        c.invite_only = false;
+        c.order_domain_name = predex::auth::POLYMARKET_ORDER_DOMAIN.into();
+    })
+}
+
+/// Runs a client's test program against `s`; it prints what it checked.
+fn run(program: &Path, args: &[&str], s: &Server) {
+    assert!(!program.is_absolute() || program.exists(), "{} is missing: run scripts/setup.sh", program.display());
+    let out = Command::new(program)
+        .args(args)
+        .env("PREDEX_CLOB", &s.clob)
+        .env("PREDEX_INTERNAL", &s.internal)
+        .env("PREDEX_COND", COND)
+        .env("PREDEX_YES", YES)
+        .env("PREDEX_NO", NO)
+        .output()
+        .expect("the client's test starts");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{text}");
+    eprintln!("{text}");
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn official_python_client() {
+    let s = client_server();
+    let test = root().join("tests/clients/py_clob_client_test.py");
+    run(&root().join("tools/py/bin/python"), &[test.to_str().unwrap()], &s);
+}
+
+#[test]
+fn official_typescript_client() {
+    let s = client_server();
+    let dir = root().join("tests/clients/node");
+    assert!(dir.join("node_modules/@polymarket/clob-client").exists(), "run scripts/setup.sh");
+    run(Path::new("node"), &[dir.join("clob_client_test.mjs").to_str().unwrap()], &s);
+}
