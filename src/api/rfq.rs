@@ -1,6 +1,7 @@
 //! Request-for-quote routes (SPEC §4.4, §7.5; `app::rfq` has the rules): `POST
 //! /rfq/request`, `/rfq/quote`, `/rfq/accept`, and `GET /rfq/requests`,
-//! `/rfq/requests/open`, `/rfq/quotes`.
+//! `/rfq/requests/open`, `/rfq/quotes`; and the official clients' `DELETE /rfq/request`,
+//! `DELETE /rfq/quote` and `GET /rfq/config`.
 
 use std::sync::Arc;
 
@@ -40,6 +41,7 @@ fn request_json(r: &RfqRequest, now: u64, quotes: Option<&[RfqQuote]>) -> Value 
         RequestState::Open => "OPEN",
         RequestState::Filled => "FILLED",
         RequestState::Expired => "EXPIRED",
+        RequestState::Cancelled => "CANCELLED",
     };
     let mut v = json!({
         "rfqId": r.id.to_string(),
@@ -65,6 +67,7 @@ fn quote_json(q: &RfqQuote, now: u64, size: Amount) -> Value {
         QuoteState::Accepted => "ACCEPTED",
         QuoteState::Rejected => "REJECTED",
         QuoteState::Expired => "EXPIRED",
+        QuoteState::Cancelled => "CANCELLED",
     };
     json!({
         "quoteId": q.id.to_string(),
@@ -85,7 +88,49 @@ pub fn routes(state: Arc<AppState>) -> Routes {
     let open =
         handle_now(warp::path!("rfq" / "requests" / "open").and(warp::get()), &state, |s, r| open_requests(&s, &r));
     let quotes = handle_now(warp::path!("rfq" / "quotes").and(warp::get()), &state, |s, r| own_quotes(&s, &r));
-    request.or(quote).unify().or(accept).unify().or(mine).unify().or(open).unify().or(quotes).unify().boxed()
+    let spec =
+        request.or(quote).unify().or(accept).unify().or(mine).unify().or(open).unify().or(quotes).unify().boxed();
+    // The official clients' cancels and settings (boxed apart: see `book::routes`).
+    let cancel_request = handle(warp::path!("rfq" / "request").and(warp::delete()), &state, cancel_request);
+    let cancel_quote = handle(warp::path!("rfq" / "quote").and(warp::delete()), &state, cancel_quote);
+    let config = handle_now(warp::path!("rfq" / "config").and(warp::get()), &state, |s, r| config(&s, &r));
+    let clients = cancel_request.or(cancel_quote).unify().or(config).unify().boxed();
+    spec.or(clients).unify().boxed()
+}
+
+/// A UUID field of the body (`requestId`, `quoteId`); 400 `valid {name} required`.
+fn uuid_field(b: &Map<String, Value>, name: &str) -> Result<Uuid, ApiError> {
+    text(b, name).and_then(|x| Uuid::parse_str(&x).ok()).ok_or_else(|| ApiError::bad(format!("valid {name} required")))
+}
+
+/// DELETE /rfq/request {requestId} (the clients' `cancel_rfq_request`): the requester
+/// withdraws its open request; `"OK"`.
+async fn cancel_request(s: Arc<AppState>, r: Req) -> ApiResult {
+    let key = authenticate(&s, &r)?;
+    let id = uuid_field(&json_object(&r)?, "requestId")?;
+    rfq::cancel_request(&s, &key, id).await?;
+    super::reply(&"OK")
+}
+
+/// DELETE /rfq/quote {quoteId} (the clients' `cancel_rfq_quote`): the quoter withdraws its
+/// pending quote; `"OK"`.
+async fn cancel_quote(s: Arc<AppState>, r: Req) -> ApiResult {
+    let key = authenticate(&s, &r)?;
+    let id = uuid_field(&json_object(&r)?, "quoteId")?;
+    rfq::cancel_quote(&s, &key, id).await?;
+    super::reply(&"OK")
+}
+
+/// GET /rfq/config (L2; the clients' `rfq_config`): the venue's RFQ settings.
+fn config(s: &AppState, r: &Req) -> ApiResult {
+    authenticate_read(s, r)?;
+    super::reply(&json!({
+        "requestTtlSecs": s.config.rfq_request_ttl_secs,
+        "quoteTtlSecs": s.config.rfq_quote_ttl_secs,
+        "maxTtlSecs": MAX_TTL_SECS,
+        "collateral": crate::domain::COLLATERAL,
+        "collateralDecimals": 6,
+    }))
 }
 
 /// The body as a JSON object; 400 `invalid JSON: …` otherwise (SPEC §7.5).

@@ -227,6 +227,37 @@ pub async fn accept(
     }
 }
 
+/// The requester withdraws its open request `id`: it becomes CANCELLED and its pending
+/// quotes REJECTED, in one batch.
+pub async fn cancel_request(s: &AppState, key: &ApiKeyRecord, id: Uuid) -> Result<(), RfqError> {
+    let _one = s.rfq.lock().await;
+    let now = now_secs();
+    let mut req = s.store.rfq_request(&id)?.filter(|x| *x.address == *key.address).ok_or(RfqError::NotOwned)?;
+    if !req.is_open(now) {
+        return Err(RfqError::NotOpen);
+    }
+    req.state = RequestState::Cancelled;
+    let mut batch = Batch::default();
+    close(&mut batch, &req, &s.store.rfq_quotes(&id)?, QuoteState::Rejected);
+    s.commit(batch).await?;
+    Ok(())
+}
+
+/// The quoter withdraws its pending quote `id`: it becomes CANCELLED.
+pub async fn cancel_quote(s: &AppState, key: &ApiKeyRecord, id: Uuid) -> Result<(), RfqError> {
+    let _one = s.rfq.lock().await;
+    let now = now_secs();
+    let rfq = s.store.rfq_of_quote(&id)?.ok_or(RfqError::QuoteGone)?;
+    let q = s.store.rfq_quotes(&rfq)?.into_iter().find(|q| q.id == id).ok_or(RfqError::QuoteGone)?;
+    if *q.address != *key.address || !q.is_usable(now) {
+        return Err(RfqError::QuoteGone);
+    }
+    let mut batch = Batch::default();
+    batch.close_rfq_quote(&RfqQuote { state: QuoteState::Cancelled, ..q });
+    s.commit(batch).await?;
+    Ok(())
+}
+
 /// An API key's own requests with their quotes, newest first.
 pub fn own_requests(s: &AppState, owner: &Uuid) -> Result<Vec<(RfqRequest, Vec<RfqQuote>)>, StoreError> {
     let mut items = Vec::new();

@@ -10,6 +10,8 @@ pub enum RequestState {
     Open,
     Filled,
     Expired,
+    /// Withdrawn by its requester before its TTL.
+    Cancelled,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -18,6 +20,8 @@ pub enum QuoteState {
     Accepted,
     Rejected,
     Expired,
+    /// Withdrawn by its quoter before its TTL.
+    Cancelled,
 }
 
 /// A request for quote.

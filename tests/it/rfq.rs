@@ -233,3 +233,50 @@ fn the_expiration_worker_expires_requests_and_quotes_past_their_ttl() {
     let fresh = quote_id(&quoter, &s, &long, "0.45");
     assert_eq!(accept(&requester, &s, json!({"rfqId": long})).1["quoteId"], fresh.as_str());
 }
+
+/// The clients' cancels (`cancel_rfq_request`, `cancel_rfq_quote`) and settings
+/// (`rfq_config`): a withdrawn quote or request cannot be accepted, and only its owner
+/// withdraws it.
+#[test]
+fn rfq_cancels_and_config() {
+    let s = Server::start();
+    let requester = s.trader(m("100"));
+    let (q1, q2) = (s.trader(m("100")), s.trader(m("100")));
+    for q in [&q1, &q2] {
+        s.credit(&q.address, YES, m("50"));
+    }
+    let del = |t: &Trader, path: &str, body: Value| t.l2(&s, "DELETE", path, Some(&body));
+    let rfq = request(&requester, &s, "BUY", "10", 60);
+    let (a, b) = (quote_id(&q1, &s, &rfq, "0.55"), quote_id(&q2, &s, &rfq, "0.60"));
+
+    // A quote: its quoter only, then gone.
+    let gone = (404, "quote not found, expired, or already processed".to_string());
+    assert_eq!(err(del(&q2, "/rfq/quote", json!({"quoteId": a}))), gone, "another quoter's quote");
+    assert_eq!(err(del(&q1, "/rfq/quote", json!({"quoteId": "x"}))), (400, "valid quoteId required".into()));
+    assert_eq!(del(&q1, "/rfq/quote", json!({"quoteId": a})), (200, json!("OK")));
+    assert_eq!(err(del(&q1, "/rfq/quote", json!({"quoteId": a}))), gone, "twice");
+    assert_eq!(quote_status(&mine(&requester, &s, &rfq), &a), "CANCELLED");
+    assert_eq!(err(accept(&requester, &s, json!({"quoteId": a}))), gone);
+
+    // The request: its requester only; its pending quotes are rejected with it.
+    let not_owned = (400, "RFQ not found or not owned by you".to_string());
+    assert_eq!(err(del(&q1, "/rfq/request", json!({"requestId": rfq}))), not_owned);
+    assert_eq!(err(del(&requester, "/rfq/request", json!({}))), (400, "valid requestId required".into()));
+    assert_eq!(del(&requester, "/rfq/request", json!({"requestId": rfq})), (200, json!("OK")));
+    let r = mine(&requester, &s, &rfq);
+    assert_eq!((r["status"].as_str(), quote_status(&r, &b).as_str()), (Some("CANCELLED"), "REJECTED"));
+    assert_eq!(
+        err(del(&requester, "/rfq/request", json!({"requestId": rfq}))),
+        (400, "RFQ not found, expired, or already filled".into())
+    );
+    assert_eq!(
+        err(accept(&requester, &s, json!({"rfqId": rfq}))),
+        (400, "RFQ not found, expired, or already filled".into())
+    );
+    assert_eq!(err(quote(&q1, &s, &rfq, "0.5")), (400, "RFQ not found, expired, or already filled".into()));
+
+    let (st, c) = requester.l2(&s, "GET", "/rfq/config", None);
+    assert_eq!(st, 200, "{c}");
+    assert_eq!((c["requestTtlSecs"].as_u64(), c["maxTtlSecs"].as_u64()), (Some(300), Some(86_400)));
+    assert_eq!(err(s.get("/rfq/config")), (401, "L2 authentication failure".into()));
+}
