@@ -28,13 +28,18 @@ if ! command -v npm >/dev/null 2>&1; then
   apt_install nodejs npm
 fi
 
-# The tools, when any pinned version is missing or different.
-if ! node -e '
+# Whether every package DIR/package.json pins is installed at that version.
+npm_pinned() {
+  node -e '
   const dir = process.argv[1], want = require(dir + "/package.json").dependencies;
   for (const [p, v] of Object.entries(want)) {
     let have; try { have = require(dir + "/node_modules/" + p + "/package.json").version; } catch (e) {}
     if (have !== v) process.exit(1);
-  }' "$root/tools"; then
+  }' "$1"
+}
+
+# The tools, when any pinned version is missing or different.
+if ! npm_pinned "$root/tools"; then
   # No install scripts: the platform package carries anvil itself, and none needs a build.
   npm install --prefix "$root/tools" --no-package-lock --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
 fi
@@ -61,11 +66,6 @@ fi
 
 # The official TypeScript client the client tests drive, at the versions its lockfile pins.
 clients="$root/tests/clients/node"
-if ! node -e '
-  const dir = process.argv[1], want = require(dir + "/package.json").dependencies;
-  for (const [p, v] of Object.entries(want)) {
-    let have; try { have = require(dir + "/node_modules/" + p + "/package.json").version; } catch (e) {}
-    if (have !== v) process.exit(1);
-  }' "$clients"; then
+if ! npm_pinned "$clients"; then
   npm ci --prefix "$clients" --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
 fi
