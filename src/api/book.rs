@@ -308,6 +308,15 @@ pub(super) fn token_prices(view: &MarketView) -> Vec<Value> {
         .collect()
 }
 
+/// [`token_prices`] with each price a JSON number, as Polymarket's market objects carry it.
+pub(super) fn token_numbers(view: &MarketView) -> Vec<Value> {
+    let mut tokens = token_prices(view);
+    for t in &mut tokens {
+        t["price"] = super::number(t["price"].as_str().unwrap_or("0"));
+    }
+    tokens
+}
+
 /// A market's reward program as SPEC §2.10 shows it (empty without one).
 fn rewards_of(s: &AppState, condition_id: &str) -> Value {
     super::incentives::rewards_json(s.rewards.read().get(condition_id))
@@ -323,11 +332,10 @@ fn market_json(s: &AppState, view: &MarketView) -> Value {
     let meta = meta.as_deref();
     let closed = crate::app::resolution::is_closed(s, view);
     let winner = meta.and_then(|x| x.resolved_outcome);
-    let tokens: Vec<Value> = token_prices(view)
+    let tokens: Vec<Value> = token_numbers(view)
         .into_iter()
         .enumerate()
         .map(|(i, mut t)| {
-            t["price"] = super::number(t["price"].as_str().unwrap_or("0"));
             t["winner"] = json!(winner == Some(i as u8));
             t
         })

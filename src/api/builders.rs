@@ -287,20 +287,26 @@ pub fn builder_orders(s: &AppState, r: &Req) -> ApiResult {
 
 /// GET /data/trades with builder headers: the trades of orders the builder attributed.
 pub fn builder_trades(s: &AppState, r: &Req) -> ApiResult {
+    let (_, trades, offset) = attributed_trades(s, r)?;
+    orders::page(trades.into_iter().map(|(t, _, viewer)| orders::trade_json(&t, viewer)).collect(), offset)
+}
+
+/// The builder (by its headers) and the trades it attributed that the query keeps (`id`,
+/// `market`, `asset_id`), with the page offset (`next_cursor`).
+fn attributed_trades(s: &AppState, r: &Req) -> Result<(ServiceKey, Vec<builders::Attributed>, usize), ApiError> {
     let rec = authenticate_builder(s, r)?;
     let q = r.query_map();
     let offset = orders::cursor_offset(&q)?;
     let f = |k: &str| q.get(k).filter(|x| !x.is_empty());
-    let items = builders::attributed_trades(s, builder_of(&rec))?
+    let trades = builders::attributed_trades(s, builder_of(&rec))?
         .into_iter()
         .filter(|(t, ..)| {
             !(f("id").is_some_and(|x| *x != t.id.to_string())
                 || f("market").is_some_and(|x| **x != *t.token.condition_id)
                 || f("asset_id").is_some_and(|x| **x != *t.token.token_id))
         })
-        .map(|(t, _, viewer)| orders::trade_json(&t, viewer))
         .collect();
-    orders::page(items, offset)
+    Ok((rec, trades, offset))
 }
 
 /// GET /builder/trades (builder headers; `id`, `market`, `asset_id`, `next_cursor`): the
@@ -310,18 +316,10 @@ pub fn builder_trades(s: &AppState, r: &Req) -> ApiResult {
 /// asset it was charged in (tokens on a BUY, collateral on a SELL) and `feeUsdc` that fee
 /// in collateral at the trade's price.
 fn builder_trade_rows(s: &AppState, r: &Req) -> ApiResult {
-    let rec = authenticate_builder(s, r)?;
-    let q = r.query_map();
-    let offset = orders::cursor_offset(&q)?;
-    let f = |k: &str| q.get(k).filter(|x| !x.is_empty());
+    let (rec, trades, offset) = attributed_trades(s, r)?;
     let builder = builder_of(&rec);
-    let items = builders::attributed_trades(s, builder)?
+    let items = trades
         .into_iter()
-        .filter(|(t, ..)| {
-            !(f("id").is_some_and(|x| *x != t.id.to_string())
-                || f("market").is_some_and(|x| **x != *t.token.condition_id)
-                || f("asset_id").is_some_and(|x| **x != *t.token.token_id))
-        })
         .map(|(t, notional, viewer)| {
             let fee_usdc = match t.side {
                 crate::domain::Side::Buy => t.price.cost(t.taker_fee),

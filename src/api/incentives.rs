@@ -135,14 +135,7 @@ fn rewards_config(c: &RewardConfig) -> Value {
 fn market_reward(s: &AppState, c: &RewardConfig) -> Value {
     let view = s.registry.condition(&c.condition_id);
     let meta = s.catalogue.meta(&c.condition_id);
-    let tokens: Vec<Value> = view.as_deref().map(super::book::token_prices).unwrap_or_default();
-    let tokens: Vec<Value> = tokens
-        .into_iter()
-        .map(|mut t| {
-            t["price"] = number(t["price"].as_str().unwrap_or("0"));
-            t
-        })
-        .collect();
+    let tokens: Vec<Value> = view.as_deref().map(super::book::token_numbers).unwrap_or_default();
     json!({
         "condition_id": c.condition_id,
         "question": view.as_ref().map_or("", |v| v.market.question.as_str()),

@@ -187,9 +187,12 @@ pub fn attributed_orders(s: &AppState, builder: &str) -> Result<Vec<OrderRecord>
     Ok(out)
 }
 
-/// The trades of a builder's attributed orders, newest first, each with the notional
-/// (collateral) of its attributed fills and the API key it is shown as.
-pub fn attributed_trades(s: &AppState, builder: &str) -> Result<Vec<(TradeRecord, Amount, Uuid)>, StoreError> {
+/// A trade of a builder's attributed orders, with the notional (collateral) of its
+/// attributed fills and the API key it is shown as.
+pub type Attributed = (TradeRecord, Amount, Uuid);
+
+/// The trades of a builder's attributed orders, newest first (see [`Attributed`]).
+pub fn attributed_trades(s: &AppState, builder: &str) -> Result<Vec<Attributed>, StoreError> {
     let orders = attributed_orders(s, builder)?;
     let mine: std::collections::HashSet<Uuid> = orders.iter().map(|o| o.id).collect();
     let mut trades = BTreeMap::new();
