@@ -673,7 +673,14 @@ fn run(
                 finish(core, out, batch, &markets, Vec::new(), None, reply, (s.confirmed, s.failed.len()));
             }
             Command::PendingAfter { seq, max, reply } => {
-                let _ = reply.send(Ok(core.pending_after(seq, max)));
+                // Answered behind every earlier write: a trade the engine holds may still be
+                // in a group the persister has not synced, and a reader of the list (the chain
+                // settler) reads its orders from the store.
+                let trades = core.pending_after(seq, max);
+                let after = After::Reply(reply_with(reply, trades));
+                if let Err(e) = out.persist.send(Job { batch: Batch::default(), after }) {
+                    e.into_inner().after.run(false);
+                }
             }
             Command::Expire { reply } => {
                 let gone = core.expire(now_secs(), &mut batch);
