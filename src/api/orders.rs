@@ -420,7 +420,13 @@ pub fn order_json(o: &OrderRecord) -> Value {
 pub const END_CURSOR: &str = "LTE=";
 
 pub(crate) fn cursor_offset(q: &HashMap<String, String>) -> Result<usize, ApiError> {
-    match q.get("next_cursor").map(String::as_str) {
+    parse_cursor(q.get("next_cursor").map(String::as_str))
+}
+
+/// A cursor of the SPEC §2.6 envelope (base64 of an offset; `LTE=` is the end) as an
+/// offset; absent or empty is the start.
+pub(crate) fn parse_cursor(cursor: Option<&str>) -> Result<usize, ApiError> {
+    match cursor {
         None | Some("") => Ok(0),
         Some(c) => {
             let raw =
@@ -436,15 +442,20 @@ pub(crate) fn cursor_offset(q: &HashMap<String, String>) -> Result<usize, ApiErr
 
 /// One page of `items` from `offset`, in the SPEC §2.6 envelope.
 pub fn page(items: Vec<Value>, offset: usize) -> ApiResult {
+    reply(&envelope(items, offset, PAGE))
+}
+
+/// The SPEC §2.6 envelope of `limit` items from `offset`.
+pub(crate) fn envelope(items: Vec<Value>, offset: usize, limit: usize) -> Value {
     let start = offset.min(items.len());
-    let end = (start + PAGE).min(items.len());
+    let end = (start + limit).min(items.len());
     let data: Vec<Value> = items[start..end].to_vec();
     let next = if end >= items.len() {
         END_CURSOR.to_string()
     } else {
         base64::engine::general_purpose::STANDARD.encode(end.to_string())
     };
-    reply(&json!({ "data": data, "next_cursor": next, "limit": PAGE, "count": data.len() }))
+    json!({ "data": data, "next_cursor": next, "limit": limit, "count": data.len() })
 }
 
 fn list_orders(s: Arc<AppState>, r: Req) -> ApiResult {

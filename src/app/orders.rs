@@ -125,6 +125,12 @@ pub async fn place(
     }
 }
 
+/// Checks a signed order as [`place`] does (signature, owner, token, expiry, tick and
+/// size), without placing it: the record it would become.
+pub fn check_signed(s: &AppState, key: &ApiKeyRecord, order: NewOrder) -> Result<OrderRecord, OrderError> {
+    validate(s, key, order).map(|(o, _)| o)
+}
+
 fn validate(s: &AppState, key: &ApiKeyRecord, order: NewOrder) -> Result<(OrderRecord, bool), OrderError> {
     let NewOrder { signed, signature, order_type, post_only, defer, owner } = order;
     if post_only && !order_type.rests() {

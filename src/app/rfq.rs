@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
+use crate::app::orders::{self, NewOrder, OrderError};
 use crate::app::AppState;
 use crate::domain::{now_secs, Amount, ApiKeyRecord, Price, Side, COLLATERAL};
 use crate::engine::{BlockTrade, EngineError, Reject};
@@ -48,6 +49,14 @@ pub enum RfqError {
     NoQuotes,
     #[error("RFQ cannot be traded")]
     Untradable,
+    #[error("quote must take the other side of the request's token for its whole size")]
+    QuoteTerms,
+    #[error("order does not match the quote")]
+    OrderTerms,
+    #[error("quote has not been accepted")]
+    NotAccepted,
+    #[error(transparent)]
+    Order(#[from] OrderError),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -87,6 +96,33 @@ pub struct NewRequest {
     /// Tokens (> 0).
     pub size: Amount,
     pub ttl_secs: u64,
+    /// The price the requester names, if any (on the market's tick).
+    pub price: Option<Price>,
+}
+
+/// One party's terms of a trade: its own side, the token, and the size in tokens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Terms {
+    pub token_id: String,
+    pub side: Side,
+    pub size: Amount,
+}
+
+impl RfqRequest {
+    /// The request's terms for the requester, or (`quoter`) for the quoter's side of it.
+    fn terms(&self, quoter: bool) -> Terms {
+        let side = if quoter { self.side.opposite() } else { self.side };
+        Terms { token_id: self.token_id.clone(), side, size: self.size }
+    }
+}
+
+/// Price inside (0, 1) and on the market's tick.
+fn check_price(price: Price, tick: Price) -> Result<(), RfqError> {
+    if price.is_inside() && price.on_tick(tick) {
+        Ok(())
+    } else {
+        Err(RfqError::OffTick { price, tick })
+    }
 }
 
 /// Asks for quotes on `size` tokens.
@@ -97,6 +133,9 @@ pub async fn request(s: &AppState, key: &ApiKeyRecord, new: NewRequest) -> Resul
     }
     if new.size < view.market.min_order_size {
         return Err(RfqError::BelowMinimum { size: new.size, min: view.market.min_order_size });
+    }
+    if let Some(p) = new.price {
+        check_price(p, view.tick())?;
     }
     let now = now_secs();
     let req = RfqRequest {
@@ -111,6 +150,7 @@ pub async fn request(s: &AppState, key: &ApiKeyRecord, new: NewRequest) -> Resul
         expires_at: now + new.ttl_secs,
         state: RequestState::Open,
         accepted_quote: None,
+        price: new.price,
     };
     let mut batch = Batch::default();
     batch.open_rfq_request(&req);
@@ -118,27 +158,29 @@ pub async fn request(s: &AppState, key: &ApiKeyRecord, new: NewRequest) -> Resul
     Ok(req)
 }
 
-/// Offers `price` for the whole of request `rfq`. The quoter must hold what it would pay
-/// now; nothing is reserved until the quote is accepted. Returns the quote and the
-/// request's size.
+/// Offers `price` for the whole of request `rfq`; `terms`, when the quoter states them (the
+/// clients' form), must be the other side of the request's token for its whole size. The
+/// quoter must hold what it would pay now; nothing is reserved until the quote is accepted.
+/// Returns the quote and its request.
 pub async fn quote(
     s: &AppState,
     key: &ApiKeyRecord,
     rfq: Uuid,
     price: Price,
     ttl_secs: u64,
-) -> Result<(RfqQuote, Amount), RfqError> {
+    terms: Option<Terms>,
+) -> Result<(RfqQuote, RfqRequest), RfqError> {
     let _one = s.rfq.lock().await;
     let now = now_secs();
     let req = s.store.rfq_request(&rfq)?.filter(|x| x.is_open(now)).ok_or(RfqError::NotOpen)?;
     if *req.address == *key.address {
         return Err(RfqError::OwnRequest);
     }
-    let view = s.registry.token(&req.token_id).map(|(v, _)| v).ok_or(RfqError::NotOpen)?;
-    let tick = view.tick();
-    if !price.is_inside() || !price.on_tick(tick) {
-        return Err(RfqError::OffTick { price, tick });
+    if terms.is_some_and(|t| t != req.terms(true)) {
+        return Err(RfqError::QuoteTerms);
     }
+    let view = s.registry.token(&req.token_id).map(|(v, _)| v).ok_or(RfqError::NotOpen)?;
+    check_price(price, view.tick())?;
     // What the quoter pays if accepted: collateral when it buys, tokens when it sells.
     let (asset, owed) = match req.side {
         Side::Sell => (COLLATERAL, price.cost(req.size)),
@@ -161,7 +203,7 @@ pub async fn quote(
     let mut batch = Batch::default();
     batch.add_rfq_quote(&q);
     s.commit(batch).await?;
-    Ok((q, req.size))
+    Ok((q, req))
 }
 
 /// What an accepted quote became.
@@ -225,6 +267,68 @@ pub async fn accept(
         Err(EngineError::Rejected(_)) => Err(RfqError::Untradable),
         Err(e) => Err(e.into()),
     }
+}
+
+/// The terms and price of a signed order, checked as `POST /order` checks one (signature,
+/// owner, token, expiry, tick) but never placed: the official clients sign one to accept
+/// or approve a quote.
+fn order_terms(s: &AppState, key: &ApiKeyRecord, order: NewOrder) -> Result<(Terms, Price), RfqError> {
+    let token_id = order.signed.token_text.clone();
+    let o = orders::check_signed(s, key, order)?;
+    Ok((Terms { token_id, side: o.side, size: o.original_size }, o.price))
+}
+
+/// A quote `quote` on request `rfq`, and the request.
+fn quote_on(s: &AppState, rfq: Uuid, quote: Uuid) -> Result<(RfqRequest, RfqQuote), RfqError> {
+    let req = s.store.rfq_request(&rfq)?.ok_or(RfqError::QuoteGone)?;
+    let q = s.store.rfq_quote(&rfq, &quote)?.ok_or(RfqError::QuoteGone)?;
+    Ok((req, q))
+}
+
+/// The requester accepts quote `quote` with a signed order for its side of it (the
+/// clients' `POST /rfq/request/accept`): the order must be the request's side, token and
+/// size at the quote's price; then it is [`accept`].
+pub async fn accept_with_order(
+    s: &AppState,
+    key: &ApiKeyRecord,
+    rfq: Uuid,
+    quote: Uuid,
+    order: NewOrder,
+) -> Result<Accepted, RfqError> {
+    let (req, q) = quote_on(s, rfq, quote)?;
+    if *req.address != *key.address {
+        return Err(RfqError::NotOwned);
+    }
+    let (terms, price) = order_terms(s, key, order)?;
+    if terms != req.terms(false) || price != q.price {
+        return Err(RfqError::OrderTerms);
+    }
+    accept(s, key, Some(rfq), Some(quote)).await
+}
+
+/// The quoter confirms its accepted quote with a signed order for its side (the clients'
+/// `POST /rfq/quote/approve`). predex trades at acceptance — the quote already bound the
+/// quoter, whose balance was checked when it quoted and held when it was accepted — so this
+/// checks the order and the quote's state and changes nothing.
+pub async fn approve(
+    s: &AppState,
+    key: &ApiKeyRecord,
+    rfq: Uuid,
+    quote: Uuid,
+    order: NewOrder,
+) -> Result<(), RfqError> {
+    let (req, q) = quote_on(s, rfq, quote)?;
+    if *q.address != *key.address {
+        return Err(RfqError::QuoteGone);
+    }
+    if q.state != QuoteState::Accepted {
+        return Err(RfqError::NotAccepted);
+    }
+    let (terms, price) = order_terms(s, key, order)?;
+    if terms != req.terms(true) || price != q.price {
+        return Err(RfqError::OrderTerms);
+    }
+    Ok(())
 }
 
 /// The requester withdraws its open request `id`: it becomes CANCELLED and its pending

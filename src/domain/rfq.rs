@@ -40,6 +40,10 @@ pub struct RfqRequest {
     pub expires_at: u64,
     pub state: RequestState,
     pub accepted_quote: Option<Uuid>,
+    /// The price the requester named (the official clients' form sends one; the spec's
+    /// does not). Last, so that records written before it existed still decode (see
+    /// `store::rfq`).
+    pub price: Option<Price>,
 }
 
 /// A quote on a request.

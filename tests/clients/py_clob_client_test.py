@@ -30,6 +30,17 @@ from py_clob_client.clob_types import (
     TradeParams,
 )
 from py_clob_client.order_builder.constants import BUY, SELL
+from py_clob_client.rfq import (
+    AcceptQuoteParams,
+    ApproveOrderParams,
+    CancelRfqQuoteParams,
+    CancelRfqRequestParams,
+    GetRfqBestQuoteParams,
+    GetRfqQuotesParams,
+    GetRfqRequestsParams,
+    RfqUserQuote,
+    RfqUserRequest,
+)
 
 CLOB = os.environ["PREDEX_CLOB"]
 INTERNAL = os.environ["PREDEX_INTERNAL"]
@@ -190,6 +201,37 @@ def main():
     check(maker.get_readonly_api_keys() == [ro.api_key], "readonly keys")
     check(public.validate_readonly_api_key(maker_addr, ro.api_key) == "valid", "validate readonly")
     check(maker.delete_readonly_api_key(ro.api_key) is True, "delete readonly")
+
+    # RFQ, both roles: the taker asks, the maker quotes, the taker accepts, the maker approves.
+    check(taker.rfq.rfq_config()["maxTtlSecs"] > 0, "rfq_config")
+    req = taker.rfq.create_rfq_request(RfqUserRequest(token_id=YES, price=0.5, side=BUY, size=10))
+    rid = req["requestId"]
+    seen = maker.rfq.get_rfq_requests(GetRfqRequestsParams(request_ids=[rid], state="active"))
+    check(seen["data"][0]["price"] == 0.5 and seen["data"][0]["side"] == "BUY", f"get_rfq_requests {seen}")
+    quote = maker.rfq.create_rfq_quote(RfqUserQuote(request_id=rid, token_id=YES, price=0.48, side=SELL, size=10))
+    qid = quote["quoteId"]
+    best = taker.rfq.get_rfq_best_quote(GetRfqBestQuoteParams(request_id=rid))
+    check(best["quoteId"] == qid and best["side"] == "SELL", f"get_rfq_best_quote {best}")
+    theirs = taker.rfq.get_rfq_requester_quotes(GetRfqQuotesParams(request_ids=[rid]))
+    check([q["quoteId"] for q in theirs["data"]] == [qid], f"get_rfq_requester_quotes {theirs}")
+    expiry = int(time.time()) + 3600
+    accepted = taker.rfq.accept_rfq_quote(AcceptQuoteParams(request_id=rid, quote_id=qid, expiration=expiry))
+    check(accepted == "OK", f"accept_rfq_quote {accepted}")
+    mine = maker.rfq.get_rfq_quoter_quotes(GetRfqQuotesParams(quote_ids=[qid]))
+    check(mine["data"][0]["state"] == "ACCEPTED", f"get_rfq_quoter_quotes {mine}")
+    approved = maker.rfq.approve_rfq_order(ApproveOrderParams(request_id=rid, quote_id=qid, expiration=expiry))
+    check(approved == "OK", f"approve_rfq_order {approved}")
+    block = [t for t in taker.get_trades(TradeParams(market=COND)) if t["taker_order_id"] == rid]
+    check(len(block) == 1 and block[0]["price"] == "0.48" and block[0]["size"] == "10", f"rfq trade {block}")
+    # The other way round, withdrawn: the maker asks to sell, the taker bids, both cancel.
+    sell = maker.rfq.create_rfq_request(RfqUserRequest(token_id=YES, price=0.4, side=SELL, size=5))
+    bid = taker.rfq.create_rfq_quote(
+        RfqUserQuote(request_id=sell["requestId"], token_id=YES, price=0.41, side=BUY, size=5)
+    )
+    check(taker.rfq.cancel_rfq_quote(CancelRfqQuoteParams(quote_id=bid["quoteId"])) == "OK", "cancel_rfq_quote")
+    check(maker.rfq.cancel_rfq_request(CancelRfqRequestParams(request_id=sell["requestId"])) == "OK", "cancel_rfq_request")
+    gone = maker.rfq.get_rfq_requests(GetRfqRequestsParams(request_ids=[sell["requestId"]]))
+    check(gone["data"][0]["state"] == "CANCELLED", f"cancelled request {gone}")
 
     # What the channels carried.
     deadline = time.time() + 10

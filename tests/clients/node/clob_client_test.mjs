@@ -214,6 +214,38 @@ async function main() {
   check((await pub.validateReadonlyApiKey(maker.address, ro.apiKey)) === "valid", "validateReadonlyApiKey");
   check((await m.deleteReadonlyApiKey(ro.apiKey)) === true, "deleteReadonlyApiKey");
 
+  // RFQ, both roles: the taker asks, the maker quotes, the taker accepts, the maker approves.
+  check(ok(await t.rfq.rfqConfig(), "rfqConfig").maxTtlSecs > 0, "rfqConfig");
+  const req = ok(await t.rfq.createRfqRequest({ tokenID: YES, price: 0.5, side: Side.BUY, size: 10 }), "createRfqRequest");
+  const seen = ok(await m.rfq.getRfqRequests({ requestIds: [req.requestId], state: "active" }), "getRfqRequests");
+  check(seen.data[0].price === 0.5 && seen.data[0].side === "BUY", seen);
+  const quote = ok(
+    await m.rfq.createRfqQuote({ requestId: req.requestId, tokenID: YES, price: 0.48, side: Side.SELL, size: 10 }),
+    "createRfqQuote",
+  );
+  const best = ok(await t.rfq.getRfqBestQuote({ requestId: req.requestId }), "getRfqBestQuote");
+  check(best.quoteId === quote.quoteId && best.side === "SELL", best);
+  const theirs = ok(await t.rfq.getRfqRequesterQuotes({ requestIds: [req.requestId] }), "getRfqRequesterQuotes");
+  check(theirs.data.length === 1 && theirs.data[0].quoteId === quote.quoteId, theirs);
+  const expiration = Math.floor(Date.now() / 1000) + 3600;
+  const ids = { requestId: req.requestId, quoteId: quote.quoteId, expiration };
+  check((await t.rfq.acceptRfqQuote(ids)) === "OK", "acceptRfqQuote");
+  const mine = ok(await m.rfq.getRfqQuoterQuotes({ quoteIds: [quote.quoteId] }), "getRfqQuoterQuotes");
+  check(mine.data[0].state === "ACCEPTED", mine);
+  check((await m.rfq.approveRfqOrder(ids)) === "OK", "approveRfqOrder");
+  const block = ok(await t.getTrades({ market: COND }), "getTrades").filter((x) => x.taker_order_id === req.requestId);
+  check(block.length === 1 && block[0].price === "0.48" && block[0].size === "10", block);
+  // The other way round, withdrawn: the maker asks to sell, the taker bids, both cancel.
+  const sell = ok(await m.rfq.createRfqRequest({ tokenID: YES, price: 0.4, side: Side.SELL, size: 5 }), "sell request");
+  const bidQuote = ok(
+    await t.rfq.createRfqQuote({ requestId: sell.requestId, tokenID: YES, price: 0.41, side: Side.BUY, size: 5 }),
+    "bid quote",
+  );
+  check((await t.rfq.cancelRfqQuote({ quoteId: bidQuote.quoteId })) === "OK", "cancelRfqQuote");
+  check((await m.rfq.cancelRfqRequest({ requestId: sell.requestId })) === "OK", "cancelRfqRequest");
+  const gone = ok(await m.rfq.getRfqRequests({ requestIds: [sell.requestId] }), "cancelled request");
+  check(gone.data[0].state === "CANCELLED", gone);
+
   // What the channels carried.
   await waitFor("the user channel's trade", () => user.got.some((e) => e.event_type === "trade"));
   check(user.got.some((e) => e.event_type === "order"), "user channel orders");

@@ -1,7 +1,9 @@
 //! Request-for-quote routes (SPEC §4.4, §7.5; `app::rfq` has the rules): `POST
 //! /rfq/request`, `/rfq/quote`, `/rfq/accept`, and `GET /rfq/requests`,
 //! `/rfq/requests/open`, `/rfq/quotes`; and the official clients' `DELETE /rfq/request`,
-//! `DELETE /rfq/quote` and `GET /rfq/config`.
+//! `DELETE /rfq/quote` and `GET /rfq/config`; the rest of the clients' form in `clients`.
+
+mod clients;
 
 use std::sync::Arc;
 
@@ -30,7 +32,11 @@ impl From<RfqError> for ApiError {
             | E::OffTick { .. }
             | E::NotEnoughBalance
             | E::NotOwned
-            | E::Untradable => ApiError::bad(e.to_string()),
+            | E::Untradable
+            | E::QuoteTerms
+            | E::OrderTerms
+            | E::NotAccepted => ApiError::bad(e.to_string()),
+            E::Order(e) => e.into(),
         }
     }
 }
@@ -95,7 +101,30 @@ pub fn routes(state: Arc<AppState>) -> Routes {
     let cancel_quote = handle(warp::path!("rfq" / "quote").and(warp::delete()), &state, cancel_quote);
     let config = handle_now(warp::path!("rfq" / "config").and(warp::get()), &state, |s, r| config(&s, &r));
     let clients = cancel_request.or(cancel_quote).unify().or(config).unify().boxed();
-    spec.or(clients).unify().boxed()
+    let data = |tail: &'static str, f: fn(&AppState, &Req) -> ApiResult| {
+        handle_now(
+            warp::path("rfq").and(warp::path("data")).and(warp::path(tail)).and(warp::path::end()).and(warp::get()),
+            &state,
+            move |s, r| f(&s, &r),
+        )
+    };
+    let lists = data("requests", clients::requests)
+        .or(data("best-quote", clients::best_quote))
+        .unify()
+        .or(handle_now(warp::path!("rfq" / "data" / "requester" / "quotes").and(warp::get()), &state, |s, r| {
+            clients::requester_quotes(&s, &r)
+        }))
+        .unify()
+        .or(handle_now(warp::path!("rfq" / "data" / "quoter" / "quotes").and(warp::get()), &state, |s, r| {
+            clients::quoter_quotes(&s, &r)
+        }))
+        .unify()
+        .boxed();
+    let signed = handle(warp::path!("rfq" / "request" / "accept").and(warp::post()), &state, clients::accept)
+        .or(handle(warp::path!("rfq" / "quote" / "approve").and(warp::post()), &state, clients::approve))
+        .unify()
+        .boxed();
+    spec.or(clients).unify().or(lists).unify().or(signed).unify().boxed()
 }
 
 /// A UUID field of the body (`requestId`, `quoteId`); 400 `valid {name} required`.
@@ -163,37 +192,64 @@ fn ttl(b: &Map<String, Value>, default: u64) -> Result<u64, ApiError> {
     }
 }
 
-/// POST /rfq/request {tokenId, side, size, ttl?}: asks for quotes on `size` tokens.
+/// POST /rfq/request {tokenId, side, size, ttl?} or the clients' asset form: asks for
+/// quotes on `size` tokens.
 async fn post_request(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let b = json_object(&r)?;
-    let required = || ApiError::bad("tokenId and size required");
-    // Zero is no token (SPEC §7.5: missing or zero), however it is written.
-    let token_id = text(&b, "tokenId").filter(|t| !t.bytes().all(|c| c == b'0')).ok_or_else(required)?;
-    let size = text(&b, "size").and_then(|x| Amount::parse(&x).ok()).filter(|q| !q.is_zero()).ok_or_else(required)?;
-    let side = text(&b, "side").as_deref().and_then(Side::parse).ok_or_else(|| ApiError::bad("Invalid side"))?;
-    let ttl_secs = ttl(&b, s.config.rfq_request_ttl_secs)?;
-    let req = rfq::request(&s, &key, NewRequest { token_id, side, size, ttl_secs }).await?;
-    super::reply(&request_json(&req, req.created_at, Some(&[])))
+    let new = match clients::asset_form(&b)? {
+        Some((terms, price)) => NewRequest {
+            token_id: terms.token_id,
+            side: terms.side,
+            size: terms.size,
+            ttl_secs: ttl(&b, s.config.rfq_request_ttl_secs)?,
+            price: Some(price),
+        },
+        None => spec_request(&s, &b)?,
+    };
+    let req = rfq::request(&s, &key, new).await?;
+    let mut v = request_json(&req, req.created_at, Some(&[]));
+    v["requestId"] = json!(req.id.to_string());
+    super::reply(&v)
 }
 
-/// A `rfqId` field: 400 `valid rfqId required` unless a UUID.
+/// The spec's form of a request.
+fn spec_request(s: &AppState, b: &Map<String, Value>) -> Result<NewRequest, ApiError> {
+    let required = || ApiError::bad("tokenId and size required");
+    // Zero is no token (SPEC §7.5: missing or zero), however it is written.
+    let token_id = text(b, "tokenId").filter(|t| !t.bytes().all(|c| c == b'0')).ok_or_else(required)?;
+    let size = text(b, "size").and_then(|x| Amount::parse(&x).ok()).filter(|q| !q.is_zero()).ok_or_else(required)?;
+    let side = text(b, "side").as_deref().and_then(Side::parse).ok_or_else(|| ApiError::bad("Invalid side"))?;
+    let ttl_secs = ttl(b, s.config.rfq_request_ttl_secs)?;
+    Ok(NewRequest { token_id, side, size, ttl_secs, price: None })
+}
+
+/// A `rfqId` field (the clients call it `requestId`): 400 `valid rfqId required` unless a
+/// UUID.
 fn rfq_id(b: &Map<String, Value>) -> Result<Uuid, ApiError> {
     b.get("rfqId")
+        .or_else(|| b.get("requestId"))
         .and_then(Value::as_str)
         .and_then(|x| Uuid::parse_str(x).ok())
         .ok_or_else(|| ApiError::bad("valid rfqId required"))
 }
 
-/// POST /rfq/quote {rfqId, price, ttl?}: offers a price for the whole request.
+/// POST /rfq/quote {rfqId, price, ttl?} or the clients' asset form with `requestId`:
+/// offers a price for the whole request.
 async fn post_quote(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let b = json_object(&r)?;
     let rfq_id = rfq_id(&b)?;
-    let price = text(&b, "price").and_then(|p| Price::parse(&p).ok()).ok_or_else(|| ApiError::bad("price required"))?;
+    let (price, terms) = match clients::asset_form(&b)? {
+        Some((terms, price)) => (price, Some(terms)),
+        None => {
+            let p = text(&b, "price").and_then(|p| Price::parse(&p).ok());
+            (p.ok_or_else(|| ApiError::bad("price required"))?, None)
+        }
+    };
     let ttl_secs = ttl(&b, s.config.rfq_quote_ttl_secs)?;
-    let (q, size) = rfq::quote(&s, &key, rfq_id, price, ttl_secs).await?;
-    super::reply(&quote_json(&q, q.created_at, size))
+    let (q, req) = rfq::quote(&s, &key, rfq_id, price, ttl_secs, terms).await?;
+    super::reply(&quote_json(&q, q.created_at, req.size))
 }
 
 /// POST /rfq/accept {rfqId?, quoteId?}: the requester accepts a quote (SPEC §4.4).
