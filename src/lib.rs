@@ -297,9 +297,24 @@ impl App {
         let bodies = api::body::Bodies::new(config.body_bytes_in_flight);
         let clob_routes = api::clob_routes(state.clone());
         servers.push(api::front::serve(clob_l, clob_routes, Some(state.clone()), bodies.clone(), rx.clone()));
-        servers.push(serve(gamma_l, api::catalogue::routes(state.clone()), bodies.clone(), rx.clone()));
-        servers.push(serve(data_l, api::analytics::routes(state.clone()), bodies.clone(), rx.clone()));
-        servers.push(serve(bridge_l, api::bridge::routes(state.clone()), bodies.clone(), rx.clone()));
+        servers.push(serve(
+            gamma_l,
+            api::with_openapi(api::openapi::GAMMA, api::catalogue::routes(state.clone())),
+            bodies.clone(),
+            rx.clone(),
+        ));
+        servers.push(serve(
+            data_l,
+            api::with_openapi(api::openapi::DATA, api::analytics::routes(state.clone())),
+            bodies.clone(),
+            rx.clone(),
+        ));
+        servers.push(serve(
+            bridge_l,
+            api::with_openapi(api::openapi::BRIDGE, api::bridge::routes(state.clone())),
+            bodies.clone(),
+            rx.clone(),
+        ));
         servers.push(serve(internal_l, api::internal::routes(state.clone()), bodies, rx.clone()));
         Ok(App {
             bound: Bound { clob, gamma, data, bridge, internal },

@@ -384,6 +384,28 @@ pub async fn recover(r: warp::Rejection) -> Result<Response, Infallible> {
     Ok(e.into_response())
 }
 
+/// The public servers' OpenAPI documents (docs/openapi/, written by its build.py).
+pub mod openapi {
+    pub const CLOB: &str = include_str!("../../docs/openapi/clob.json");
+    pub const GAMMA: &str = include_str!("../../docs/openapi/gamma.json");
+    pub const DATA: &str = include_str!("../../docs/openapi/data.json");
+    pub const BRIDGE: &str = include_str!("../../docs/openapi/bridge.json");
+}
+
+/// GET /openapi.json: the server's OpenAPI document; like the health probe, outside the
+/// rate limit.
+pub fn openapi_route(doc: &'static str) -> Routes {
+    warp::path!("openapi.json")
+        .and(warp::get())
+        .map(move || warp::reply::with_header(doc, "content-type", "application/json").into_response())
+        .boxed()
+}
+
+/// A server's routes with its OpenAPI document in front.
+pub fn with_openapi(doc: &'static str, routes: Routes) -> Routes {
+    openapi_route(doc).or(routes).unify().boxed()
+}
+
 /// The order-book (CLOB) server.
 pub fn clob_routes(state: Arc<AppState>) -> Routes {
     // The health probe at `/ok`, and at `/` where Polymarket answers it (the official
@@ -429,7 +451,15 @@ pub fn clob_routes(state: Arc<AppState>) -> Routes {
     let m = state.exported.clone();
     let count =
         warp::log::custom(move |info: warp::log::Info<'_>| count_request(&m, info.path(), info.status().as_u16()));
-    ok.or(rate_limit(state).and(limited)).unify().recover(recover).unify().with(count).map(Reply::into_response).boxed()
+    ok.or(openapi_route(openapi::CLOB))
+        .unify()
+        .or(rate_limit(state).and(limited))
+        .unify()
+        .recover(recover)
+        .unify()
+        .with(count)
+        .map(Reply::into_response)
+        .boxed()
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ mod fixture;
 mod keys;
 mod loadgen;
 mod matching;
+mod openapi;
 mod orders;
 mod resolution;
 mod restart;
