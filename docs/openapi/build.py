@@ -230,14 +230,14 @@ ERRORS = {
 }
 
 
-def op(method, path, summary, ok, auth=None, params=(), body=None, codes=(400,), ok_desc="OK", text=False):
+def op(method, path, summary, ok, auth=None, params=(), body=None, codes=(400,), ok_desc="OK", text=False, status=200):
     """One operation. `auth`: None, "L1", "L2" or "builder"; `ok`: the 200 schema."""
     o = {"summary": summary, "operationId": f"{method.lower()}{path.replace('/', '_').replace('{', '').replace('}', '').replace('-', '_')}"}
     if params:
         o["parameters"] = list(params)
     if body is not None:
         o["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
-    responses = {"200": {"description": ok_desc, "content": {("text/plain" if text else "application/json"): {"schema": ok}}}}
+    responses = {str(status): {"description": ok_desc, "content": {("text/plain" if text else "application/json"): {"schema": ok}}}}
     codes = set(codes)
     if auth:
         o["security"] = [{"L1": []}] if auth == "L1" else [{"L2": []}]
@@ -251,6 +251,9 @@ def op(method, path, summary, ok, auth=None, params=(), body=None, codes=(400,),
 OK_TEXT = {"type": "string", "const": "OK"}
 EMPTY = obj(extra=True, desc="an empty object")
 TOKEN = q("token_id", required=True, desc="token (asset) ID")
+# The order book reads an empty query value as an absent one (the official clients send
+# some empty); its integer parameters say so.
+INT_OR_EMPTY = {"anyOf": [I, {"type": "string", "maxLength": 0}], "description": "an integer; empty is the same as absent"}
 CURSOR = q("next_cursor", desc="the previous page's next_cursor; LTE= is the end")
 ANY = {}
 
@@ -292,15 +295,18 @@ CLOB_OPS = [
     op("GET", "/auth/validate-readonly-api-key", "whether a read-only key is valid", S,
        params=[q("address", required=True), q("key", required=True)]),
     op("GET", "/balance-allowance", "balances", ref("BalanceAllowance"), "L2",
-       params=[q("asset_type", {"type": "string", "enum": ["COLLATERAL", "CONDITIONAL"]}), q("token_id"), q("signature_type", I)]),
+       params=[q("asset_type", {"type": "string", "enum": ["COLLATERAL", "CONDITIONAL", ""]}), q("token_id"), q("signature_type", INT_OR_EMPTY)]),
     op("GET", "/balance-allowance/update", "reconcile the balance", ref("BalanceAllowance"), "L2",
-       params=[q("asset_type", {"type": "string", "enum": ["COLLATERAL", "CONDITIONAL"]}), q("token_id"), q("signature_type", I)]),
-    op("GET", "/notifications", "notifications", arr(ref("Notification")), "L2", params=[q("signature_type", I)]),
+       params=[q("asset_type", {"type": "string", "enum": ["COLLATERAL", "CONDITIONAL", ""]}), q("token_id"), q("signature_type", INT_OR_EMPTY)]),
+    op("GET", "/notifications", "notifications", arr(ref("Notification")), "L2", params=[q("signature_type", INT_OR_EMPTY)]),
     op("DELETE", "/notifications", "delete every notification", EMPTY, "L2"),
     op("POST", "/waitlist", "join the waitlist", obj(), body=obj({"email": S}, required=("email",)), codes=(400, 409)),
     # 4.2 orders
     op("POST", "/order", "place one order", ref("OrderResult"), "L2", body=ref("OrderSubmission"), codes=(400, 503)),
-    op("POST", "/orders", "place up to 15 orders", arr(ref("OrderResult")), "L2", body=arr(ref("OrderSubmission")), codes=(400, 503)),
+    # Each element is checked on its own (SPEC §4.2): a malformed one gets a rejected result.
+    op("POST", "/orders", "place up to 15 orders, each an OrderSubmission", arr(ref("OrderResult")), "L2",
+       body={"type": "array", "maxItems": 15, "items": {"description": "an OrderSubmission; anything else gets a rejected result"}},
+       codes=(400, 503)),
     op("DELETE", "/order", "cancel one order", obj({"canceled": arr(S), "not_canceled": obj()}), "L2",
        body=obj({"orderID": S}), codes=(400, 503)),
     op("DELETE", "/orders", "cancel orders", obj({"canceled": arr(S), "not_canceled": obj()}), "L2", body=arr(S), codes=(400, 503)),
@@ -310,9 +316,9 @@ CLOB_OPS = [
     op("GET", "/data/orders", "open orders", page(ref("OpenOrder")), "L2", params=[q("id"), q("market"), q("asset_id"), CURSOR]),
     op("GET", "/data/order/{id}", "one order", ref("OpenOrder"), "L2", params=[path_param("id")], codes=(400, 404)),
     op("GET", "/data/trades", "the key's trades", page(ref("Trade")), "L2",
-       params=[q("id"), q("maker_address"), q("market"), q("asset_id"), q("before", I), q("after", I), CURSOR]),
+       params=[q("id"), q("maker_address"), q("market"), q("asset_id"), q("before", INT_OR_EMPTY), q("after", INT_OR_EMPTY), CURSOR]),
     op("GET", "/trades", "the key's trades (the clients' path)", page(ref("Trade")), "L2",
-       params=[q("id"), q("maker_address"), q("market"), q("asset_id"), q("before", I), q("after", I), CURSOR]),
+       params=[q("id"), q("maker_address"), q("market"), q("asset_id"), q("before", INT_OR_EMPTY), q("after", INT_OR_EMPTY), CURSOR]),
     op("POST", "/v1/heartbeats", "heartbeat", obj({"status": S, "heartbeat_id": S}, required=("status",)), "L2",
        body=obj({"heartbeat_id": NS})),
     op("GET", "/auth/heartbeat", "heartbeat (legacy)", EMPTY, "L2"),
@@ -343,11 +349,11 @@ CLOB_OPS = [
     # rewards
     op("GET", "/rewards/markets/current", "current reward programs", obj(), codes=()),
     op("GET", "/rewards/markets/{condition_id}", "a market's reward program", obj(), params=[path_param("condition_id")], codes=(404,)),
-    op("GET", "/rewards/user", "the wallet's earnings for a day", obj(), "L2", params=[q("date"), q("signature_type", I)]),
-    op("GET", "/rewards/user/total", "the wallet's total earnings for a day", obj(), "L2", params=[q("date"), q("signature_type", I)]),
-    op("GET", "/rewards/user/markets", "earnings and market settings", obj(), "L2", params=[q("date"), q("signature_type", I), CURSOR]),
-    op("GET", "/rewards/user/percentages", "live reward shares", obj(), "L2", params=[q("signature_type", I)]),
-    op("GET", "/rebates", "maker rebates for a day", obj(), "L2", params=[q("date")]),
+    op("GET", "/rewards/user", "the wallet's earnings for a day", page(obj()), "L2", params=[q("date"), q("signature_type", INT_OR_EMPTY)]),
+    op("GET", "/rewards/user/total", "the wallet's total earnings for a day", arr(obj()), "L2", params=[q("date"), q("signature_type", INT_OR_EMPTY)]),
+    op("GET", "/rewards/user/markets", "earnings and market settings", page(obj()), "L2", params=[q("date"), q("signature_type", INT_OR_EMPTY), CURSOR]),
+    op("GET", "/rewards/user/percentages", "live reward shares", obj(), "L2", params=[q("signature_type", INT_OR_EMPTY)]),
+    op("GET", "/rebates", "maker rebates for a day", arr(obj()), "L2", params=[q("date")]),
     op("GET", "/order-scoring", "whether an order scores", obj({"scoring": B}, required=("scoring",)), "L2",
        params=[q("order_id", required=True)], codes=(400, 404)),
     op("POST", "/orders-scoring", "whether orders score", obj(desc="order ID → boolean"), "L2", body=obj({"orderIds": arr(S)})),
@@ -455,8 +461,12 @@ BRIDGE_OPS = [
                                 "toTokenAddress")},
                 required=("fromAmountBaseUnit", "fromChainId", "fromTokenAddress", "recipientAddress", "toChainId", "toTokenAddress")),
        codes=(400, 503)),
-    op("POST", "/deposit", "deposit addresses for a wallet", obj({"address": obj(), "note": S}), body=obj({"address": S}), codes=(400, 503)),
-    op("POST", "/withdraw", "withdraw addresses", obj({"address": obj(), "note": S}), body=obj(), codes=(400, 503)),
+    op("POST", "/deposit", "deposit addresses for a wallet", obj({"address": obj(), "note": S}), body=obj({"address": S}, required=("address",), extra=False),
+       codes=(400, 503), status=201),
+    op("POST", "/withdraw", "withdraw collateral to another chain", obj({"address": obj(), "note": S, "transaction": obj()}), "L2",
+       body=obj({k: S for k in ("address", "toChainId", "toTokenAddress", "recipientAddr", "fromAmountBaseUnit")},
+                required=("address", "toChainId", "toTokenAddress", "recipientAddr", "fromAmountBaseUnit"), extra=False),
+       codes=(400, 503), status=201),
     op("GET", "/status/{address}", "a wallet's bridge transactions", obj({"transactions": arr(obj())}), params=[path_param("address")],
        codes=(400, 503)),
 ]

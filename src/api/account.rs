@@ -33,19 +33,47 @@ pub fn routes(state: Arc<AppState>) -> Routes {
 /// Enrols the key in heartbeat monitoring, or resets its countdown (SPEC §4.2).
 fn heartbeat(s: &AppState, r: &Req) -> Result<(), ApiError> {
     let key = authenticate(s, r)?;
+    // No body, or the clients' `{"heartbeat_id": <previous id or null>}`.
+    if !r.body.iter().all(u8::is_ascii_whitespace) {
+        let body: Value = serde_json::from_slice(&r.body).map_err(|_| ApiError::bad("Invalid payload"))?;
+        let id = body.as_object().ok_or_else(|| ApiError::bad("Invalid payload"))?.get("heartbeat_id");
+        if !matches!(id, None | Some(Value::Null | Value::String(_))) {
+            return Err(ApiError::bad("Invalid payload"));
+        }
+    }
     s.heartbeats.beat(key.key);
     Ok(())
+}
+
+/// The `signature_type` query parameter: 0 (EOA, the default), 1 or 2; 400 otherwise.
+fn signature_type(r: &Req) -> Result<u8, ApiError> {
+    match r.query_map().get("signature_type").map(|x| x.trim()).filter(|x| !x.is_empty()) {
+        None => Ok(0),
+        Some(x) => x.parse::<u8>().ok().filter(|t| *t <= 2).ok_or_else(|| ApiError::bad("Invalid signature_type")),
+    }
+}
+
+/// The token a balance request names: None for collateral (`asset_type` absent, empty or
+/// COLLATERAL), the `token_id` for CONDITIONAL; 400 for anything else.
+fn asset_token(s: &AppState, r: &Req) -> Result<Option<String>, ApiError> {
+    let q = r.query_map();
+    match q.get("asset_type").map(|x| x.to_ascii_uppercase()).as_deref() {
+        None | Some("") | Some("COLLATERAL") => Ok(None),
+        Some("CONDITIONAL") => {
+            let t = q.get("token_id").filter(|t| !t.is_empty()).ok_or_else(|| ApiError::bad("Invalid token id"))?;
+            if s.registry.token(t).is_none() {
+                return Err(ApiError::bad("Invalid token id"));
+            }
+            Ok(Some(t.clone()))
+        }
+        Some(_) => Err(ApiError::bad("Invalid asset_type")),
+    }
 }
 
 /// The wallet a balance request is about: the key's own address for signature type 0 (EOA),
 /// the proxy wallet it trades through for 1 and 2 (None before its first proxy order).
 pub(crate) async fn wallet(s: &AppState, key: &ApiKeyRecord, r: &Req) -> Result<Option<String>, ApiError> {
-    let q = r.query_map();
-    let ty = match q.get("signature_type").map(|x| x.trim()).filter(|x| !x.is_empty()) {
-        None => 0,
-        Some(x) => x.parse::<u8>().ok().filter(|t| *t <= 2).ok_or_else(|| ApiError::bad("Invalid signature_type"))?,
-    };
-    if ty == 0 {
+    if signature_type(r)? == 0 {
         return Ok(Some(key.address.to_string()));
     }
     Ok(s.engine.proxy_of(key.address.to_string()).await?)
@@ -58,19 +86,7 @@ pub(crate) async fn wallet(s: &AppState, key: &ApiKeyRecord, r: &Req) -> Result<
 /// token the wallet has to the same figure.
 async fn balance_allowance(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate_read(&s, &r)?;
-    let q = r.query_map();
-    let asset_type = q.get("asset_type").map(|x| x.to_ascii_uppercase());
-    let token = match asset_type.as_deref() {
-        None | Some("") | Some("COLLATERAL") => None,
-        Some("CONDITIONAL") => {
-            let t = q.get("token_id").filter(|t| !t.is_empty()).ok_or_else(|| ApiError::bad("Invalid token id"))?;
-            if s.registry.token(t).is_none() {
-                return Err(ApiError::bad("Invalid token id"));
-            }
-            Some(t.clone())
-        }
-        Some(_) => return Err(ApiError::bad("Invalid asset_type")),
-    };
+    let token = asset_token(&s, &r)?;
     let accounts = match wallet(&s, &key, &r).await? {
         Some(a) => s.engine.accounts(a).await?,
         None => Vec::new(),
@@ -93,12 +109,11 @@ async fn balance_allowance(s: Arc<AppState>, r: Req) -> ApiResult {
 /// names) from the chain and makes that the settled balance.
 async fn balance_update(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
+    let token = asset_token(&s, &r)?;
     let address = wallet(&s, &key, &r).await?;
     if let (Some(_), Some(a)) = (&s.chain, &address) {
         crate::app::onchain::refresh(&s, a, COLLATERAL).await?;
-        let q = r.query_map();
-        let conditional = q.get("asset_type").is_some_and(|t| t.eq_ignore_ascii_case("CONDITIONAL"));
-        if let Some(t) = q.get("token_id").filter(|t| conditional && s.registry.token(t).is_some()) {
+        if let Some(t) = &token {
             crate::app::onchain::refresh(&s, a, t).await?;
         }
     }
@@ -165,6 +180,8 @@ fn notification_json(n: &NotificationRecord) -> Value {
 /// GET /notifications: the key's notifications, newest first.
 fn notifications(s: &AppState, r: &Req) -> ApiResult {
     let key = authenticate_read(s, r)?;
+    // The clients send it; notifications are the key's whichever wallet it trades from.
+    signature_type(r)?;
     let mut v = s.store.notifications(&key.key)?;
     v.reverse();
     reply(&v.iter().map(notification_json).collect::<Vec<_>>())

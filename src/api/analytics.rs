@@ -22,6 +22,14 @@ use crate::commit::views::MarketView;
 use crate::domain::analytics::{CtfActivity, DAY};
 use crate::domain::{fmt_amount, parse_decimal, Amount, Price, Side, TradeRecord, TradeStatus, AMOUNT_ONE};
 
+/// An optional `side`: BUY or SELL (any case); present but anything else, empty included,
+/// is a 400.
+fn side_param(p: &Params) -> Result<Option<Side>, ApiError> {
+    p.raw("side")
+        .map(|x| Side::parse(&x.to_uppercase()).ok_or_else(|| ApiError::bad("side must be BUY or SELL")))
+        .transpose()
+}
+
 pub fn routes(state: Arc<AppState>) -> Routes {
     macro_rules! get {
         ($f:ident, $($path:tt)+) => {
@@ -181,11 +189,8 @@ fn trades(s: Arc<AppState>, r: Req) -> ApiResult {
     let limit = p.int("limit", 100, 10_000)? as usize;
     let offset = p.int("offset", 0, u64::MAX)?;
     let taker_only = p.bool("takerOnly")?.unwrap_or(true);
-    let side = match p.get("side") {
-        None => None,
-        Some(x) => Some(Side::parse(&x.to_uppercase()).ok_or_else(|| ApiError::bad("side must be BUY or SELL"))?),
-    };
-    let (cash_min, tokens_min) = match (p.get("filterType"), p.get("filterAmount")) {
+    let side = side_param(&p)?;
+    let (cash_min, tokens_min) = match (p.raw("filterType"), p.raw("filterAmount")) {
         (None, None) => (None, None),
         (Some(_), None) | (None, Some(_)) => {
             return Err(ApiError::bad("filterType and filterAmount must be used together"))
@@ -443,10 +448,7 @@ fn activity(s: Arc<AppState>, r: Req) -> ApiResult {
         return Err(ApiError::bad(format!("unknown activity type: {bad}")));
     }
     let wants = |kind: &str| types.is_empty() || types.iter().any(|t| t == kind);
-    let side = match p.get("side") {
-        None => None,
-        Some(x) => Some(Side::parse(&x.to_uppercase()).ok_or_else(|| ApiError::bad("side must be BUY or SELL"))?),
-    };
+    let side = side_param(&p)?;
     let (start, end) = (p.i64("start")?, p.i64("end")?);
     let markets: Vec<u32> = markets_param(&s, p.list("market"))?.iter().map(|v| v.market.idx).collect();
     let want = offset.saturating_add(limit as u64);

@@ -361,7 +361,8 @@ fn list_markets(s: Arc<AppState>, r: Req) -> ApiResult {
     let (order, ascending) = event_order(&p)?;
     let (closed, active) = (p.bool("closed")?, p.bool("active")?);
     if p.bool("archived")? == Some(true) {
-        return reply(&Vec::<Value>::new());
+        // No market is archived; the page's parameters are still checked.
+        return reply(&page(Vec::<Value>::new(), &p)?);
     }
     let ids = p.list("id");
     let slugs = p.list("slug");

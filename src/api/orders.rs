@@ -390,9 +390,16 @@ async fn cancel_market(s: Arc<AppState>, r: Req) -> ApiResult {
     } else {
         serde_json::from_slice(&r.body).map_err(|_| ApiError::bad("Invalid payload"))?
     };
-    let pick = |k: &str| v.get(k).and_then(Value::as_str).filter(|x| !x.is_empty()).map(str::to_string);
+    // A filter that is not text must not widen the cancel to every order of the key.
+    let obj = v.as_object().ok_or_else(|| ApiError::bad("Invalid payload"))?;
+    let pick = |k: &str| match obj.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(x)) => Ok(Some(x.clone()).filter(|x| !x.is_empty())),
+        Some(_) => Err(ApiError::bad("Invalid payload")),
+    };
+    let (market, asset) = (pick("market")?, pick("asset_id")?);
     let _t = s.time_command("cancel");
-    canceled_json(&s.engine.cancel_where(key.key, pick("market"), pick("asset_id")).await?)
+    canceled_json(&s.engine.cancel_where(key.key, market, asset).await?)
 }
 
 /// OpenOrder (SPEC §2.5).

@@ -21,6 +21,12 @@ impl Params {
         self.0.iter().find(|(k, v)| k == name && !v.is_empty()).map(|(_, v)| v.as_str())
     }
 
+    /// The first value of `name` as sent, empty included: what the typed readers below
+    /// check, so that `limit=` is a 400 rather than a silent default.
+    pub fn raw(&self, name: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
     /// The first of several spellings present (`condition_ids` or `conditionIds`).
     pub fn any(&self, names: &[&str]) -> Option<&str> {
         names.iter().find_map(|n| self.get(n))
@@ -38,7 +44,7 @@ impl Params {
     }
 
     pub fn bool(&self, name: &str) -> Result<Option<bool>, ApiError> {
-        match self.get(name) {
+        match self.raw(name) {
             None => Ok(None),
             Some(v) if v.eq_ignore_ascii_case("true") => Ok(Some(true)),
             Some(v) if v.eq_ignore_ascii_case("false") => Ok(Some(false)),
@@ -48,7 +54,7 @@ impl Params {
 
     /// A non-negative integer no greater than `max`, `default` when absent.
     pub fn int(&self, name: &str, default: u64, max: u64) -> Result<u64, ApiError> {
-        match self.get(name) {
+        match self.raw(name) {
             None => Ok(default),
             Some(v) => match v.parse::<u64>() {
                 Ok(n) if n <= max => Ok(n),
@@ -60,7 +66,7 @@ impl Params {
 
     /// An optional signed integer (timestamps).
     pub fn i64(&self, name: &str) -> Result<Option<i64>, ApiError> {
-        self.get(name)
+        self.raw(name)
             .map(|v| v.parse::<i64>().map_err(|_| ApiError::bad(format!("{name} must be an integer"))))
             .transpose()
     }
@@ -72,7 +78,7 @@ impl Params {
         allowed: &[&'static str],
         default: &'static str,
     ) -> Result<&'static str, ApiError> {
-        match self.get(name) {
+        match self.raw(name) {
             None => Ok(default),
             Some(v) => allowed
                 .iter()
@@ -99,5 +105,11 @@ mod tests {
         assert_eq!(p.choice("order", &["volume", "liquidity"], "liquidity"), Ok("volume"));
         assert!(p.choice("bad", &["volume"], "volume").is_err());
         assert!(Params::parse(Some("limit=-1")).unwrap().int("limit", 1, 10).is_err());
+        // Present but empty is malformed, never the default.
+        let empty = Params::parse(Some("limit=&closed=&order=&start=")).unwrap();
+        assert!(empty.int("limit", 25, 500).is_err());
+        assert!(empty.bool("closed").is_err());
+        assert!(empty.choice("order", &["volume"], "volume").is_err());
+        assert!(empty.i64("start").is_err());
     }
 }

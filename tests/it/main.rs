@@ -13,6 +13,7 @@ mod clients;
 mod crash;
 mod ctf;
 mod fixture;
+mod fuzz;
 mod keys;
 mod loadgen;
 mod matching;
