@@ -59,3 +59,46 @@ fn schemathesis_finds_nothing() {
     s.check();
     drop(dir);
 }
+
+/// What the fuzzing found, each refused now and changing nothing.
+#[test]
+fn what_the_fuzzing_found_is_refused() {
+    let s = Server::start();
+    let t = s.trader(m("100"));
+    t.place(&s, YES, "BUY", "0.40", "10");
+    let open = |t: &Trader| t.l2(&s, "GET", "/data/orders", None).1["count"].clone();
+    // A filter that is not text no longer widens the cancel to every order.
+    for body in [r#"{"market": 5}"#, r#"{"asset_id": ["x"]}"#, "7", "[]"] {
+        let (st, b) = l2_with(&t, &s, "DELETE", "/cancel-market-orders", body, &[]);
+        assert_eq!((st, b), (400, serde_json::json!({"error": "Invalid payload"})), "{body}");
+    }
+    assert_eq!(open(&t), 1);
+    for body in [r#"{"heartbeat_id": [1]}"#, "[]", "5"] {
+        assert_eq!(
+            err(l2_with(&t, &s, "POST", "/v1/heartbeats", body, &[])),
+            (400, "Invalid payload".into()),
+            "{body}"
+        );
+    }
+    for body in ["", r#"{"heartbeat_id": null}"#, r#"{"heartbeat_id": "x"}"#] {
+        assert_eq!(l2_with(&t, &s, "POST", "/v1/heartbeats", body, &[]).0, 200, "{body}");
+    }
+    assert_eq!(
+        err(t.l2(&s, "GET", "/balance-allowance/update?asset_type=SHARES", None)),
+        (400, "Invalid asset_type".into())
+    );
+    assert_eq!(
+        err(t.l2(&s, "GET", "/balance-allowance/update?asset_type=CONDITIONAL&token_id=9", None)),
+        (400, "Invalid token id".into())
+    );
+    assert_eq!(err(t.l2(&s, "GET", "/notifications?signature_type=x", None)), (400, "Invalid signature_type".into()));
+    // An empty typed parameter on the catalogue and analytics servers is malformed.
+    assert_eq!(err(s.gamma_get("/markets?limit=")).0, 400);
+    assert_eq!(err(s.gamma_get("/markets?archived=true&limit=x")).0, 400);
+    assert_eq!(err(s.data_get("/trades?side=")), (400, "side must be BUY or SELL".into()));
+    assert_eq!(
+        err(s.data_get("/trades?filterAmount=")),
+        (400, "filterType and filterAmount must be used together".into())
+    );
+    assert_eq!(open(&t), 1, "refusals change nothing");
+}
