@@ -65,11 +65,35 @@ impl RfqRequest {
     pub fn is_open(&self, now: u64) -> bool {
         self.state == RequestState::Open && self.expires_at > now
     }
+
+    /// The state as the API shows it: past its TTL is EXPIRED at once, before the
+    /// expiration worker writes it.
+    pub fn status(&self, now: u64) -> &'static str {
+        match self.state {
+            RequestState::Open if self.expires_at <= now => "EXPIRED",
+            RequestState::Open => "OPEN",
+            RequestState::Filled => "FILLED",
+            RequestState::Expired => "EXPIRED",
+            RequestState::Cancelled => "CANCELLED",
+        }
+    }
 }
 
 impl RfqQuote {
     /// PENDING and not past its TTL.
     pub fn is_usable(&self, now: u64) -> bool {
         self.state == QuoteState::Pending && self.expires_at > now
+    }
+
+    /// The state as the API shows it (past its TTL: EXPIRED at once).
+    pub fn status(&self, now: u64) -> &'static str {
+        match self.state {
+            QuoteState::Pending if self.expires_at <= now => "EXPIRED",
+            QuoteState::Pending => "PENDING",
+            QuoteState::Accepted => "ACCEPTED",
+            QuoteState::Rejected => "REJECTED",
+            QuoteState::Expired => "EXPIRED",
+            QuoteState::Cancelled => "CANCELLED",
+        }
     }
 }

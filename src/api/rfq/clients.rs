@@ -15,7 +15,7 @@ use crate::api::orders::{envelope, invalid, parse_cursor, wire_fields, WireOrder
 use crate::api::params::Params;
 use crate::api::{authenticate, authenticate_read, ApiError, ApiResult, Req};
 use crate::app::orders::NewOrder;
-use crate::app::rfq::{self, QuoteState, RequestState, RfqError, RfqQuote, RfqRequest, Terms};
+use crate::app::rfq::{self, RfqError, RfqQuote, RfqRequest, Terms};
 use crate::app::AppState;
 use crate::domain::{fmt_date, now_secs, Amount, OrderType, Price, Side, PRICE_ONE};
 
@@ -75,27 +75,6 @@ fn price_number(p: Option<Price>) -> Value {
     p.map_or(Value::Null, |p| crate::api::number(&p.short()))
 }
 
-fn request_state(r: &RfqRequest, now: u64) -> &'static str {
-    match r.state {
-        RequestState::Open if r.expires_at <= now => "EXPIRED",
-        RequestState::Open => "OPEN",
-        RequestState::Filled => "FILLED",
-        RequestState::Expired => "EXPIRED",
-        RequestState::Cancelled => "CANCELLED",
-    }
-}
-
-fn quote_state(q: &RfqQuote, now: u64) -> &'static str {
-    match q.state {
-        QuoteState::Pending if q.expires_at <= now => "EXPIRED",
-        QuoteState::Pending => "PENDING",
-        QuoteState::Accepted => "ACCEPTED",
-        QuoteState::Rejected => "REJECTED",
-        QuoteState::Expired => "EXPIRED",
-        QuoteState::Cancelled => "CANCELLED",
-    }
-}
-
 /// A request as the clients' `RfqRequest` type reads it.
 fn request_json(s: &AppState, r: &RfqRequest, now: u64) -> Value {
     let (size_in, size_out) = sizes(r.side, r.size, r.price);
@@ -111,7 +90,7 @@ fn request_json(s: &AppState, r: &RfqRequest, now: u64) -> Value {
         "sizeOut": size_out,
         "price": price_number(r.price),
         "acceptedQuoteId": r.accepted_quote.map(|q| q.to_string()),
-        "state": request_state(r, now),
+        "state": r.status(now),
         "expiry": fmt_date(r.expires_at),
         "createdAt": fmt_date(r.created_at),
     })
@@ -134,7 +113,7 @@ fn quote_json(s: &AppState, r: &RfqRequest, q: &RfqQuote, now: u64) -> Value {
         "sizeOut": size_out,
         "price": price_number(Some(q.price)),
         "matchType": "COMPLEMENTARY",
-        "state": quote_state(q, now),
+        "state": q.status(now),
         "expiry": fmt_date(q.expires_at),
         "createdAt": fmt_date(q.created_at),
     })

@@ -13,7 +13,7 @@ use warp::Filter;
 
 use super::orders::{cursor_offset, page};
 use super::{authenticate, authenticate_read, handle, handle_now, ApiError, ApiResult, Req, Routes};
-use crate::app::rfq::{self, NewRequest, QuoteState, RequestState, RfqError, RfqQuote, RfqRequest, MAX_TTL_SECS};
+use crate::app::rfq::{self, NewRequest, RfqError, RfqQuote, RfqRequest, MAX_TTL_SECS};
 use crate::app::AppState;
 use crate::domain::fmt_date;
 use crate::domain::{now_secs, Amount, Price, Side};
@@ -42,20 +42,13 @@ impl From<RfqError> for ApiError {
 }
 
 fn request_json(r: &RfqRequest, now: u64, quotes: Option<&[RfqQuote]>) -> Value {
-    let status = match r.state {
-        RequestState::Open if r.expires_at <= now => "EXPIRED",
-        RequestState::Open => "OPEN",
-        RequestState::Filled => "FILLED",
-        RequestState::Expired => "EXPIRED",
-        RequestState::Cancelled => "CANCELLED",
-    };
     let mut v = json!({
         "rfqId": r.id.to_string(),
         "tokenId": r.token_id,
         "market": r.condition_id,
         "side": r.side.as_str(),
         "size": r.size.fmt(),
-        "status": status,
+        "status": r.status(now),
         "createdAt": fmt_date(r.created_at),
         "expiresAt": fmt_date(r.expires_at),
         "acceptedQuoteId": r.accepted_quote.map(|q| q.to_string()),
@@ -67,20 +60,12 @@ fn request_json(r: &RfqRequest, now: u64, quotes: Option<&[RfqQuote]>) -> Value 
 }
 
 fn quote_json(q: &RfqQuote, now: u64, size: Amount) -> Value {
-    let status = match q.state {
-        QuoteState::Pending if q.expires_at <= now => "EXPIRED",
-        QuoteState::Pending => "PENDING",
-        QuoteState::Accepted => "ACCEPTED",
-        QuoteState::Rejected => "REJECTED",
-        QuoteState::Expired => "EXPIRED",
-        QuoteState::Cancelled => "CANCELLED",
-    };
     json!({
         "quoteId": q.id.to_string(),
         "rfqId": q.rfq_id.to_string(),
         "price": q.price.short(),
         "size": size.fmt(),
-        "status": status,
+        "status": q.status(now),
         "createdAt": fmt_date(q.created_at),
         "expiresAt": fmt_date(q.expires_at),
     })
