@@ -42,6 +42,14 @@ pub enum AdminCmd {
     RateLimit(RateLimitCmd),
     /// Settle every PENDING trade now rather than at the worker's next run.
     Settle,
+    /// Take an online backup into a new directory (a RocksDB checkpoint; trading goes on).
+    /// Restore it with `predex restore`.
+    Backup {
+        /// The new directory (on the server's machine; relative to this one's working
+        /// directory).
+        #[arg(long)]
+        to: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -151,6 +159,10 @@ pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
 fn request(cmd: AdminCmd) -> anyhow::Result<(&'static str, String, Option<Value>)> {
     Ok(match cmd {
         AdminCmd::Markets(MarketsCmd::List) => ("GET", "/internal/markets".into(), None),
+        AdminCmd::Backup { to } => {
+            let to = std::path::absolute(&to).with_context(|| format!("{}", to.display()))?;
+            ("POST", "/internal/backup".into(), Some(json!({ "to": to })))
+        }
         AdminCmd::Markets(MarketsCmd::Create(create)) => {
             let CreateMarket {
                 file,

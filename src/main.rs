@@ -27,6 +27,15 @@ enum Command {
     /// Work with the chain that chain-mode settlement uses.
     #[command(subcommand)]
     Chain(ChainCmd),
+    /// Make a data directory from a backup (`predex admin backup`); start predex on it.
+    Restore {
+        /// The backup's directory.
+        #[arg(long)]
+        from: PathBuf,
+        /// The data directory to make: absent or empty.
+        #[arg(long)]
+        data_dir: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -378,6 +387,16 @@ fn main() -> anyhow::Result<ExitCode> {
             sign(cmd)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Restore { from, data_dir } => match predex::store::Store::restore(&from, &data_dir) {
+            Ok(r) => {
+                println!("restored {} files ({} bytes) into {}", r.files, r.bytes, data_dir.display());
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) => {
+                eprintln!("predex restore: {e}");
+                Ok(ExitCode::FAILURE)
+            }
+        },
         Command::Chain(ChainCmd::Deploy(args)) => {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             match rt.block_on(predex::chain::deploy::run(args)) {

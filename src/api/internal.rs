@@ -105,6 +105,8 @@ pub fn routes(state: Arc<AppState>) -> Routes {
         .unify()
         .or(post!("deferred" / "release", release))
         .unify()
+        .or(post!("backup", backup))
+        .unify()
         .boxed();
     let catalogue = post!("series", create_series)
         .or(post!("events", create_event))
@@ -320,6 +322,35 @@ async fn balances(s: Arc<AppState>, r: Req) -> ApiResult {
 }
 
 /// Settles every PENDING trade now instead of at the worker's next run.
+/// POST /internal/backup {"to": absolute directory}: an online backup (`app::backup`);
+/// the books it holds, in YES terms, and how long writes were held.
+async fn backup(s: Arc<AppState>, r: Req) -> ApiResult {
+    use crate::app::backup::{self, BackupError};
+    let body: serde_json::Value = serde_json::from_slice(&r.body).map_err(|_| ApiError::bad("Invalid payload"))?;
+    let to = body["to"].as_str().filter(|t| !t.is_empty()).ok_or_else(|| ApiError::bad("to required"))?;
+    let b = backup::backup(&s, std::path::PathBuf::from(to)).await.map_err(|e| match e {
+        BackupError::Failed(_) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        _ => ApiError::bad(e.to_string()),
+    })?;
+    tracing::info!(dir = %b.dir.display(), held_ms = b.held_ms, "backup taken");
+    let levels = |l: &crate::commit::views::Levels| {
+        l.iter().map(|(p, q)| json!({"price": p.short(), "size": q.fmt()})).collect::<Vec<_>>()
+    };
+    let books: Vec<serde_json::Value> = b
+        .books
+        .iter()
+        .map(|(v, book)| {
+            json!({
+                "market": v.market.condition_id,
+                "asset_id": v.market.tokens[0].token_id,
+                "bids": levels(&book.bids),
+                "asks": levels(&book.asks),
+            })
+        })
+        .collect();
+    reply(&json!({ "to": b.dir.display().to_string(), "heldMs": b.held_ms, "books": books }))
+}
+
 async fn settle(s: Arc<AppState>, _r: Req) -> ApiResult {
     if s.chain.is_some() {
         return Err(ApiError::new(StatusCode::CONFLICT, "chain mode settles on chain, not in the ledger"));

@@ -5,6 +5,7 @@
 
 pub mod analytics;
 pub mod auctions;
+pub mod backup;
 pub mod bridge;
 pub mod builders;
 pub mod catalogue;

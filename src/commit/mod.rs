@@ -31,6 +31,11 @@ pub enum After {
     Reply(Reply),
     /// An engine command: what it changed made visible, then its reply.
     Command(Visible, Reply),
+    /// Runs once every job queued before it is durable and visible, and before any job
+    /// queued after it is written: the persister ends its group with this job. What it
+    /// sees of the store and the views is exactly the state at its place in the queue
+    /// (an online backup's checkpoint). It holds every later write while it runs.
+    Barrier(Reply),
 }
 
 impl After {
@@ -41,7 +46,7 @@ impl After {
     /// Runs the steps that follow the write, in their order; `ok` says it is durable.
     pub fn run(self, ok: bool) {
         match self {
-            After::Reply(reply) => reply(ok),
+            After::Reply(reply) | After::Barrier(reply) => reply(ok),
             After::Command(visible, reply) => {
                 if ok {
                     visible.show();

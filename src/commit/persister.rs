@@ -150,7 +150,8 @@ fn prepare_groups(store: &Store, rx: Receiver<Job>, out: Sender<Group>, written:
             Err(crossbeam_channel::TryRecvError::Disconnected) => return,
         };
         jobs.push(first);
-        while jobs.len() < MAX_GROUP {
+        // A barrier ends its group: what is queued after it is written after it has run.
+        while jobs.len() < MAX_GROUP && !matches!(jobs.last().map(|j| &j.after), Some(After::Barrier(_))) {
             match rx.try_recv() {
                 Ok(j) => jobs.push(j),
                 Err(_) => break,
@@ -249,6 +250,33 @@ mod tests {
         assert_eq!(metrics.jobs.load(Ordering::Relaxed), N as u64);
         assert!(metrics.commits.load(Ordering::Relaxed) >= 1);
         assert!(metrics.bytes.get() > 0);
+    }
+
+    /// A barrier sees every job queued before it written and none queued after it, even
+    /// when they queue up together behind a busy writer.
+    #[test]
+    fn a_barrier_runs_between_the_writes_before_and_after_it() {
+        let Rig { _dir, store, metrics: _, tx, handle, seen } = Rig::start();
+        // The first job holds the writer, so the rest queue up and are taken together.
+        tx.send(job(&store, &seen, 0, Duration::from_millis(50))).unwrap();
+        let ran = Arc::new(AtomicU64::new(0));
+        for i in 1..100 {
+            if i == 50 {
+                let (store, ran) = (store.clone(), ran.clone());
+                let after = After::Barrier(Box::new(move |ok| {
+                    assert!(ok);
+                    assert!(store.on_waitlist("test_49").unwrap());
+                    assert!(!store.on_waitlist("test_50").unwrap(), "a later write went before the barrier");
+                    ran.store(1, Ordering::SeqCst);
+                }));
+                tx.send(Job { batch: Batch::default(), after }).unwrap();
+            }
+            tx.send(job(&store, &seen, i, Duration::ZERO)).unwrap();
+        }
+        drop(tx);
+        handle.join().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        assert_eq!(*seen.lock(), (0..100).collect::<Vec<_>>());
     }
 
     /// A group's sync of at least SLOW_SYNC_MICROS counts as slow, with its time; a

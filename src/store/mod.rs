@@ -7,6 +7,7 @@
 mod access;
 mod aggregator;
 pub mod analytics;
+mod backup;
 mod batch;
 mod bonds;
 mod bridge;
@@ -34,6 +35,7 @@ use rocksdb::{Direction, IteratorMode, WriteBatch, WriteOptions, DB};
 use serde::{de::DeserializeOwned, Serialize};
 use uuid::Uuid;
 
+pub use backup::Restored;
 use batch::{coalesce, Entries, OpenState, WriteKind};
 pub use batch::{Batch, Op, Prepared, Stored};
 #[cfg(test)]

@@ -3,6 +3,7 @@
 mod account;
 mod admin;
 mod analytics;
+mod backup;
 mod bad_input;
 mod book;
 mod bridge;

@@ -1,0 +1,123 @@
+//! Online backup and restore (docs/operating.md): `predex admin backup --to DIR` while
+//! trading goes on, `predex restore --from DIR --data-dir D`, and a server started on D
+//! holds every order and trade acknowledged before the backup and the books the backup
+//! reported.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::fixture::*;
+
+fn predex(args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_predex")).args(args).output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+/// A book's levels as (price, size) in micro-units, whatever their decimal spelling and
+/// order.
+fn levels(v: &Value) -> Vec<(u64, u64)> {
+    let mut l: Vec<(u64, u64)> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            let n = |k: &str| predex::domain::parse_decimal(l[k].as_str().unwrap(), 6).unwrap();
+            (n("price"), n("size"))
+        })
+        .collect();
+    l.sort();
+    l
+}
+
+#[test]
+fn a_backup_taken_under_load_restores_everything_acknowledged_before_it() {
+    let s = Server::start();
+    let maker = s.trader(m("100000"));
+    let taker = s.trader(m("100000"));
+    s.credit(&maker.address, YES, m("100000"));
+    let internal = s.internal.trim_start_matches("http://").to_string();
+    let work = tempfile::tempdir().unwrap();
+    let to = work.path().join("backup");
+
+    // (owner: 0 maker / 1 taker, order id) and trade ids, in the order they were acknowledged.
+    let orders = Mutex::new(Vec::<(usize, String)>::new());
+    let trades = Mutex::new(Vec::<String>::new());
+    let stop = AtomicBool::new(false);
+    let (acked_orders, acked_trades, backup) = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                // A resting bid that moves the book, an ask, and a buy that takes it.
+                let bid = format!("0.{}", 30 + i % 20);
+                let o = maker.place(&s, YES, "BUY", &bid, "5");
+                orders.lock().unwrap().push((0, o["orderID"].as_str().unwrap().to_string()));
+                let o = maker.place(&s, YES, "SELL", "0.70", "5");
+                orders.lock().unwrap().push((0, o["orderID"].as_str().unwrap().to_string()));
+                let o = taker.place(&s, YES, "BUY", "0.70", "5");
+                orders.lock().unwrap().push((1, o["orderID"].as_str().unwrap().to_string()));
+                let ids: Vec<String> =
+                    o["tradeIds"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_string()).collect();
+                assert!(!ids.is_empty(), "the buy trades: {o}");
+                trades.lock().unwrap().extend(ids);
+                i += 1;
+            }
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        // Everything acknowledged so far must be in the backup.
+        let (o, t) = (orders.lock().unwrap().clone(), trades.lock().unwrap().clone());
+        let (ok, out) = predex(&["admin", "--internal", &internal, "backup", "--to", to.to_str().unwrap()]);
+        assert!(ok, "{out}");
+        std::thread::sleep(Duration::from_millis(300));
+        stop.store(true, Ordering::Relaxed);
+        (o, t, serde_json::from_str::<Value>(&out).unwrap())
+    });
+    assert!(acked_orders.len() >= 6 && !acked_trades.is_empty(), "load ran before the backup");
+    eprintln!(
+        "backup: {} orders and {} trades acknowledged before it, {} orders in all; writes held {} ms",
+        acked_orders.len(),
+        acked_trades.len(),
+        orders.lock().unwrap().len(),
+        backup["heldMs"]
+    );
+    assert!(orders.lock().unwrap().len() > acked_orders.len(), "and went on during and after it");
+    let reported = backup["books"].as_array().unwrap().iter().find(|b| b["market"] == COND).unwrap().clone();
+
+    // Refusals: the directory exists now; a relative path; a backup into nowhere.
+    let (ok, out) = predex(&["admin", "--internal", &internal, "backup", "--to", to.to_str().unwrap()]);
+    assert!(!ok && out.contains("already exists"), "{out}");
+    let (st, b) = s.internal_post("/internal/backup", &serde_json::json!({"to": "relative/dir"}));
+    assert_eq!((st, b["error"].as_str()), (400, Some("to must be an absolute path")));
+    let (st, _) = s.internal_post("/internal/backup", &serde_json::json!({"to": "/nonexistent/x/y"}));
+    assert_eq!(st, 400);
+
+    // Restore into a fresh directory, refusing a non-empty one.
+    let data = work.path().join("restored");
+    let (ok, out) = predex(&["restore", "--from", to.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    let (ok, out) = predex(&["restore", "--from", to.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+    assert!(!ok && out.contains("is not empty"), "{out}");
+    let (ok, out) = predex(&["restore", "--from", work.path().to_str().unwrap(), "--data-dir", "/tmp/predex-none"]);
+    assert!(!ok && out.contains("holds no backup"), "{out}");
+    drop(s);
+
+    let r = Server::start_with(test_config(&data));
+    let who = [&maker, &taker];
+    for (owner, id) in &acked_orders {
+        let (st, o) = who[*owner].l2(&r, "GET", &format!("/data/order/{id}"), None);
+        assert_eq!(st, 200, "order {id} acknowledged before the backup: {o}");
+    }
+    for id in &acked_trades {
+        let (st, t) = taker.l2(&r, "GET", &format!("/data/trades?id={id}"), None);
+        assert_eq!((st, t["count"].as_u64()), (200, Some(1)), "trade {id} acknowledged before the backup: {t}");
+    }
+    let book = r.get(&format!("/book?token_id={YES}")).1;
+    assert_eq!(levels(&book["bids"]), levels(&reported["bids"]), "bids as the backup reported them");
+    assert_eq!(levels(&book["asks"]), levels(&reported["asks"]), "asks as the backup reported them");
+    assert!(!levels(&book["bids"]).is_empty());
+    r.check();
+}
