@@ -42,6 +42,13 @@ pub enum AdminCmd {
     RateLimit(RateLimitCmd),
     /// Settle every PENDING trade now rather than at the worker's next run.
     Settle,
+    /// Make a new secrets key file for `--secrets-key-file` (made here, not by the server;
+    /// mode 0600, never overwriting a file).
+    #[command(name = "secrets-key")]
+    SecretsKey {
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Take an online backup into a new directory (a RocksDB checkpoint; trading goes on).
     /// Restore it with `predex restore`.
     Backup {
@@ -146,6 +153,9 @@ pub enum RateLimitCmd {
 
 /// Runs one admin command; returns the reply to print.
 pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
+    if let AdminCmd::SecretsKey { out } = &args.command {
+        return secrets_key(out);
+    }
     let (method, path, body) = request(args.command)?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let (status, reply) = rt.block_on(crate::client::call(args.internal, method, &path, &[], body));
@@ -154,6 +164,21 @@ pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
         200..=299 => Ok(reply),
         _ => bail!("{} ({status})", reply["error"].as_str().unwrap_or("unexpected reply")),
     }
+}
+
+/// Writes a new random secrets key (64 hex digits) to a new file readable by its owner only.
+fn secrets_key(out: &std::path::Path) -> anyhow::Result<Value> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(out)
+        .with_context(|| format!("create {}", out.display()))?;
+    writeln!(f, "{}", crate::store::Sealer::generate())?;
+    f.sync_all()?;
+    Ok(json!({ "written": out }))
 }
 
 fn request(cmd: AdminCmd) -> anyhow::Result<(&'static str, String, Option<Value>)> {
@@ -231,6 +256,7 @@ fn request(cmd: AdminCmd) -> anyhow::Result<(&'static str, String, Option<Value>
             Some(json!({"maxRequests": max_requests, "windowSecs": window_secs})),
         ),
         AdminCmd::Settle => ("POST", "/internal/settle".into(), Some(json!({}))),
+        AdminCmd::SecretsKey { .. } => bail!("secrets-key is made locally"),
     })
 }
 

@@ -53,6 +53,9 @@ pub struct Config {
     /// Chain mode: a file holding the operator's private key (hex), e.g. systemd's
     /// `LoadCredential=`. The key itself is never in the configuration and never logged.
     pub operator_key_file: Option<PathBuf>,
+    /// A file holding the key that seals credentials at rest (64 hex digits; systemd's
+    /// `LoadCredential=`). Never in the configuration itself, never logged.
+    pub secrets_key_file: Option<PathBuf>,
     /// Chain mode: the 6-decimal ERC-20 the exchanges settle in.
     pub collateral_address: Option<String>,
     /// Chain mode: the ConditionalTokens contract.
@@ -179,6 +182,7 @@ impl Default for Config {
             settlement: Settlement::Ledger,
             rpc_url: None,
             operator_key_file: None,
+            secrets_key_file: None,
             collateral_address: None,
             ctf_address: None,
             neg_risk_adapter_address: None,

@@ -211,7 +211,25 @@ impl App {
             None => None,
         };
         std::fs::create_dir_all(&config.data_dir).with_context(|| format!("create {}", config.data_dir.display()))?;
-        let store = Arc::new(Store::open_with(&config.data_dir, config.wal_logs_ahead).context("open RocksDB")?);
+        let mut store = Store::open_with(&config.data_dir, config.wal_logs_ahead).context("open RocksDB")?;
+        let sealer = match &config.secrets_key_file {
+            Some(f) => {
+                let text = std::fs::read_to_string(f).with_context(|| format!("read {}", f.display()))?;
+                Some(store::Sealer::from_hex(&text)?)
+            }
+            None => None,
+        };
+        let sealing = sealer.is_some();
+        match store.set_secrets(sealer)? {
+            0 => {}
+            n => tracing::info!(records = n, "sealed the credentials written before the secrets key was set"),
+        }
+        if !sealing {
+            tracing::warn!(
+                "API-key, builder and relayer secrets are stored unsealed: set --secrets-key-file (docs/operating.md)"
+            );
+        }
+        let store = Arc::new(store);
         let mut chain = chain;
         if let Some(chain) = &mut chain {
             // Recorded settlements keep their nonces from whatever the operator sends next.

@@ -188,6 +188,10 @@ struct ServeArgs {
     /// Chain mode: a file holding the operator's private key (hex).
     #[arg(long, env = "PREDEX_OPERATOR_KEY_FILE")]
     operator_key_file: Option<PathBuf>,
+    /// A file holding the key that seals API-key, builder and relayer secrets at rest
+    /// (`predex admin secrets-key --out FILE` makes one).
+    #[arg(long, env = "PREDEX_SECRETS_KEY_FILE")]
+    secrets_key_file: Option<PathBuf>,
     /// Chain mode: the collateral ERC-20.
     #[arg(long, env = "PREDEX_COLLATERAL_ADDRESS")]
     collateral_address: Option<String>,
@@ -291,7 +295,15 @@ impl ServeArgs {
         macro_rules! set_some {
             ($($f:ident),*) => { $( if self.$f.is_some() { c.$f = self.$f; } )* };
         }
-        set_some!(fee_address, rpc_url, operator_key_file, collateral_address, ctf_address, neg_risk_adapter_address);
+        set_some!(
+            fee_address,
+            rpc_url,
+            operator_key_file,
+            secrets_key_file,
+            collateral_address,
+            ctf_address,
+            neg_risk_adapter_address
+        );
         c.validate()?;
         let json = self.log_json
             || std::env::var("PREDEX_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"))

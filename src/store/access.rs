@@ -10,7 +10,8 @@ use crate::domain::{AddressStatus, ApiKeyRecord, InviteRecord, Mode, Notificatio
 
 impl Store {
     pub fn all_api_keys(&self) -> Result<Vec<ApiKeyRecord>, StoreError> {
-        Ok(self.all(cf::API_KEYS)?.into_iter().map(|(_, k)| k).collect())
+        let rows = self.all_raw(cf::API_KEYS)?;
+        rows.iter().map(|(k, v)| Store::decode_value(cf::API_KEYS, &self.unseal(cf::API_KEYS, k, v)?)).collect()
     }
 
     /// The key an address created with a nonce.
@@ -69,7 +70,7 @@ impl Store {
 impl Batch {
     /// A new API key, indexed under its address and nonce.
     pub fn add_api_key(&mut self, k: &ApiKeyRecord) {
-        self.put(cf::API_KEYS, k.key.as_bytes().to_vec(), encode(k));
+        self.put_secret(cf::API_KEYS, k.key.as_bytes().to_vec(), encode(k));
         self.put(cf::KEYS_BY_ADDRESS, keys::address_nonce(&k.address, k.nonce), k.key.as_bytes().to_vec());
     }
 

@@ -33,6 +33,9 @@ pub enum Op {
     /// A market's last trade (YES price, the taker's side in YES terms) under
     /// [`meta::last_trade`](super::meta::last_trade); key and value are built by the persister, as for signatures.
     LastTrade(u32, crate::domain::LastTrade),
+    /// A record holding credentials: put as is, or sealed when the store has a secrets key
+    /// (see `sealed`).
+    Secret(&'static str, Vec<u8>, Vec<u8>),
 }
 
 /// What the store held of an order before an [`Op::Order`] writes it. The record and the
@@ -105,6 +108,10 @@ impl Batch {
 
     pub fn put(&mut self, cf: &'static str, key: impl Into<Vec<u8>>, value: Vec<u8>) {
         self.ops.push(Op::Put(cf, key.into(), value));
+    }
+    /// A record holding credentials (sealed at write when the store has a secrets key).
+    pub fn put_secret(&mut self, cf: &'static str, key: impl Into<Vec<u8>>, value: Vec<u8>) {
+        self.ops.push(Op::Secret(cf, key.into(), value));
     }
     pub fn delete(&mut self, cf: &'static str, key: impl Into<Vec<u8>>) {
         self.ops.push(Op::Delete(cf, key.into()));

@@ -10,7 +10,11 @@ use crate::domain::builders::{KeyKind, ServiceKey};
 
 impl Store {
     pub fn service_key(&self, k: &Uuid) -> Result<Option<ServiceKey>, StoreError> {
-        self.get(cf::BUILDERS, &key::key(k))
+        let id = key::key(k);
+        match self.get_raw(cf::BUILDERS, &id)? {
+            Some(v) => Ok(Some(Store::decode_value(cf::BUILDERS, &self.unseal(cf::BUILDERS, &id, &v)?)?)),
+            None => Ok(None),
+        }
     }
 
     /// The ids of an address's keys of a kind, in id order.
@@ -52,7 +56,7 @@ impl Batch {
 
     /// A new service key, indexed under its owner.
     pub fn add_service_key(&mut self, k: &ServiceKey) {
-        self.put(cf::BUILDERS, key::key(&k.key), encode(k));
+        self.put_secret(cf::BUILDERS, key::key(&k.key), encode(k));
         self.put(cf::BUILDERS, key::owner(&k.address, k.kind, &k.key), Vec::new());
     }
 

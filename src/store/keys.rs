@@ -183,10 +183,11 @@ pub(super) mod builders {
     pub fn reads_for(k: &Uuid) -> Vec<u8> {
         [b"p/".as_slice(), k.as_bytes()].concat()
     }
-    /// key id → the key.
+    /// key id → the key (its record holds the secret: sealed with a secrets key).
     pub fn key(k: &Uuid) -> Vec<u8> {
-        [b"k/".as_slice(), k.as_bytes()].concat()
+        [KEY_PREFIX, k.as_bytes()].concat()
     }
+    pub const KEY_PREFIX: &[u8] = b"k/";
     /// owner + kind + key id (empty value).
     pub fn owner(address: &str, kind: KeyKind, k: &Uuid) -> Vec<u8> {
         [owner_prefix(address, kind).as_slice(), k.as_bytes()].concat()

@@ -24,6 +24,7 @@ mod read;
 mod rewards;
 mod rfq;
 mod schema;
+mod sealed;
 #[cfg(test)]
 mod tests;
 mod write;
@@ -44,6 +45,7 @@ use codec::decode;
 pub use codec::{decode_order, encode, Interner, StoreError};
 pub use read::KeyValues;
 pub use schema::{cf, meta};
+pub use sealed::{Sealer, SecretsError};
 
 use crate::domain::{
     ApiKeyRecord, InviteRecord, Market, NotificationRecord, OrderRecord, OrderStatus, TradeRecord, TradeStatus,
@@ -66,6 +68,8 @@ pub struct Store {
     logs: Arc<log_roll::LogRoll>,
     /// The thread writing the log files ahead, until [`Store::wait_logs_ahead`] joins it.
     ahead: parking_lot::Mutex<Option<std::thread::JoinHandle<Result<(), StoreError>>>>,
+    /// The secrets key, if any (see [`sealed`]).
+    sealer: Option<Sealer>,
 }
 
 impl Drop for Store {

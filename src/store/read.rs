@@ -201,7 +201,10 @@ impl Store {
     }
 
     pub fn get_api_key(&self, key: &Uuid) -> Result<Option<ApiKeyRecord>, StoreError> {
-        self.get(cf::API_KEYS, key.as_bytes())
+        match self.get_raw(cf::API_KEYS, key.as_bytes())? {
+            Some(v) => Ok(Some(Store::decode_value(cf::API_KEYS, &self.unseal(cf::API_KEYS, key.as_bytes(), &v)?)?)),
+            None => Ok(None),
+        }
     }
 
     pub fn get_invite(&self, code: &str) -> Result<Option<InviteRecord>, StoreError> {
@@ -398,6 +401,21 @@ impl Store {
     pub fn flush(&self) -> Result<(), StoreError> {
         for name in cf::ALL {
             self.db.flush_cf(self.handle(name))?;
+        }
+        Ok(())
+    }
+
+    /// Drops what the families held before their latest writes: memtables flushed, then
+    /// every table file compacted (old versions of a key do not survive a compaction).
+    pub(super) fn compact_away(&self, names: &[&'static str]) -> Result<(), StoreError> {
+        for name in names {
+            let h = self.handle(name);
+            self.db.flush_cf(h)?;
+            // Every level rewritten, the last one too (by default a manual compaction
+            // leaves it as it is).
+            let mut o = rocksdb::CompactOptions::default();
+            o.set_bottommost_level_compaction(rocksdb::BottommostLevelCompaction::Force);
+            self.db.compact_range_cf_opt(h, None::<&[u8]>, None::<&[u8]>, &o);
         }
         Ok(())
     }

@@ -164,6 +164,8 @@ pub mod meta {
     pub const NEXT_ORDER_SEQ: &[u8] = b"next_order_seq";
     pub const NEXT_TRADE_SEQ: &[u8] = b"next_trade_seq";
     pub const MODE: &[u8] = b"mode";
+    /// A known text sealed with the secrets key (see `sealed`): which key seals this store.
+    pub const SECRETS_CHECK: &[u8] = b"secrets_check";
     pub const CATALOGUE_LOADED: &[u8] = b"catalogue_loaded";
     pub const EVENTS_LOADED: &[u8] = b"events_loaded";
     /// Set once the ledger's and the position counters' keys of the text layout were moved

@@ -23,6 +23,10 @@ impl Store {
                     Op::Trade(t) => trade_seq = trade_seq.max(t.seq + 1),
                     _ => {}
                 }
+                if let Op::Secret(c, k, v) = op {
+                    entries.put(c, k.as_slice(), self.seal_value(c, k, v).as_slice());
+                    continue;
+                }
                 Self::apply(&mut entries, op);
             }
         }
@@ -85,6 +89,8 @@ impl Store {
     pub(super) fn apply(out: &mut Entries, op: &Op) {
         match op {
             Op::Put(c, k, v) => out.put(c, k.as_slice(), v.as_slice()),
+            // Sealed by `prepare` when the store has a key.
+            Op::Secret(c, k, v) => out.put(c, k.as_slice(), v.as_slice()),
             Op::Delete(c, k) => out.delete(c, k.as_slice()),
             Op::Merge(c, k, v) => out.merge(c, k.as_slice(), v.as_slice()),
             Op::Order(o, stored) => {

@@ -24,5 +24,6 @@ mod resolution;
 mod restart;
 mod rewards;
 mod rfq;
+mod secrets;
 mod workers;
 mod ws;
