@@ -9,52 +9,25 @@ use super::{cf, encode, Batch, Store, StoreError};
 use crate::domain::rfq::{RequestState, RfqQuote, RfqRequest};
 use crate::domain::{Amount, Side};
 
-/// A request as written before it had a `price` (postcard stores no field names: the new
-/// trailing field is simply absent).
-#[derive(serde::Deserialize)]
-struct RequestWithoutPrice {
-    id: Uuid,
-    owner: Uuid,
-    address: String,
-    token_id: String,
-    condition_id: String,
-    side: Side,
-    size: Amount,
-    created_at: u64,
-    expires_at: u64,
-    state: RequestState,
-    accepted_quote: Option<Uuid>,
-}
+/// A request as written before it had a `price`: postcard stores a struct as the tuple of
+/// its fields, so the old layout is the same fields without the trailing one.
+type RequestWithoutPrice = (Uuid, Uuid, String, String, String, Side, Amount, u64, u64, RequestState, Option<Uuid>);
 
-impl From<RequestWithoutPrice> for RfqRequest {
-    fn from(r: RequestWithoutPrice) -> RfqRequest {
-        let RequestWithoutPrice {
-            id,
-            owner,
-            address,
-            token_id,
-            condition_id,
-            side,
-            size,
-            created_at,
-            expires_at,
-            state,
-            accepted_quote,
-        } = r;
-        RfqRequest {
-            id,
-            owner,
-            address,
-            token_id,
-            condition_id,
-            side,
-            size,
-            created_at,
-            expires_at,
-            state,
-            accepted_quote,
-            price: None,
-        }
+fn with_no_price(r: RequestWithoutPrice) -> RfqRequest {
+    let (id, owner, address, token_id, condition_id, side, size, created_at, expires_at, state, accepted_quote) = r;
+    RfqRequest {
+        id,
+        owner,
+        address,
+        token_id,
+        condition_id,
+        side,
+        size,
+        created_at,
+        expires_at,
+        state,
+        accepted_quote,
+        price: None,
     }
 }
 
@@ -65,9 +38,9 @@ impl Store {
             // A record from before `price` existed has no bytes for it.
             Some(v) => match Store::decode_value::<RfqRequest>(cf::RFQ, &v) {
                 Ok(r) => Ok(Some(r)),
-                Err(e) => {
-                    Store::decode_value::<RequestWithoutPrice>(cf::RFQ, &v).map(|r| Some(r.into())).map_err(|_| e)
-                }
+                Err(e) => Store::decode_value::<RequestWithoutPrice>(cf::RFQ, &v)
+                    .map(|r| Some(with_no_price(r)))
+                    .map_err(|_| e),
             },
         }
     }
