@@ -13,7 +13,7 @@ use warp::http::StatusCode;
 use warp::{Filter, Reply};
 
 use super::params::Params;
-use super::{handle_now, number, recover, reply, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::{handle_now, number, price_number, recover, reply, respond, with_state, ApiError, ApiResult, Req, Routes};
 use crate::app::catalogue::reads::{
     comment_parent, comments, event_row, find_market, market_id, market_row, series_row, EventRow, MarketRow, SeriesRow,
 };
@@ -22,7 +22,7 @@ use crate::app::catalogue::{
     current_price, fmt_date, slugify, CatalogueError, CommentRecord, ResolutionStatus, SeriesRecord,
 };
 use crate::app::AppState;
-use crate::domain::{fmt_amount, Price};
+use crate::domain::fmt_amount;
 
 impl From<CatalogueError> for ApiError {
     fn from(e: CatalogueError) -> ApiError {
@@ -94,10 +94,6 @@ pub fn routes(state: Arc<AppState>) -> Routes {
         .recover(recover)
         .unify()
         .boxed()
-}
-
-fn price_number(p: Option<Price>) -> Value {
-    p.map(|p| number(&p.short())).unwrap_or(Value::Null)
 }
 
 fn date(d: Option<u64>) -> Value {

@@ -130,6 +130,11 @@ pub fn number(decimal: &str) -> serde_json::Value {
     serde_json::from_str(decimal).unwrap_or(serde_json::Value::Null)
 }
 
+/// A price as a JSON number at its shortest (`0.5`), null when there is none.
+pub fn price_number(p: Option<crate::domain::Price>) -> serde_json::Value {
+    p.map_or(serde_json::Value::Null, |p| number(&p.short()))
+}
+
 /// The raw request: what authentication and body parsing need.
 #[derive(Debug, Clone)]
 pub struct Req {

@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::{json_object, text, uuid_field};
 use crate::api::orders::{envelope, invalid, parse_cursor, wire_fields, WireOrder};
 use crate::api::params::Params;
-use crate::api::{authenticate, authenticate_read, ApiError, ApiResult, Req};
+use crate::api::{authenticate, authenticate_read, price_number, ApiError, ApiResult, Req};
 use crate::app::orders::NewOrder;
 use crate::app::rfq::{self, RfqError, RfqQuote, RfqRequest, Terms};
 use crate::app::AppState;
@@ -69,10 +69,6 @@ fn sizes(side: Side, size: Amount, price: Option<Price>) -> (Value, Value) {
         Side::Buy => (tokens, usdc),
         Side::Sell => (usdc, tokens),
     }
-}
-
-fn price_number(p: Option<Price>) -> Value {
-    p.map_or(Value::Null, |p| crate::api::number(&p.short()))
 }
 
 /// A request as the clients' `RfqRequest` type reads it.
