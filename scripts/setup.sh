@@ -4,7 +4,9 @@
 # - libclang, which RocksDB's Rust bindings (bindgen) load while building;
 # - Node.js and npm, and with them, into tools/node_modules (versions pinned in
 #   tools/package.json): anvil, the local EVM node the chain tests start; solc-js, which
-#   compiles predex's dev contracts (scripts/contracts.sh); Gnosis' ConditionalTokens.
+#   compiles predex's dev contracts (scripts/contracts.sh); Gnosis' ConditionalTokens;
+#   playwright-core, which drives the browser of the dashboard's tests;
+# - Debian's chromium, that browser, run headless.
 # Idempotent and quick when everything is already there.
 set -e
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,6 +28,10 @@ fi
 
 if ! command -v npm >/dev/null 2>&1; then
   apt_install nodejs npm
+fi
+
+if [ ! -x /usr/bin/chromium ]; then
+  apt_install chromium
 fi
 
 # Whether every package DIR/package.json pins is installed at that version.

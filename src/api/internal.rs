@@ -138,7 +138,9 @@ pub fn routes(state: Arc<AppState>) -> Routes {
             .map(|s: Arc<AppState>| respond(open_withdrawals(&s))))
         .unify()
         .boxed();
-    setup
+    super::dashboard::cross_origin()
+        .or(setup)
+        .unify()
         .or(catalogue)
         .unify()
         .or(bridge)
@@ -162,6 +164,8 @@ pub fn routes(state: Arc<AppState>) -> Routes {
         .or(check)
         .unify()
         .or(metrics)
+        .unify()
+        .or(super::dashboard::routes(state.clone()))
         .unify()
         .recover(recover)
         .unify()
@@ -321,7 +325,6 @@ async fn balances(s: Arc<AppState>, r: Req) -> ApiResult {
     reply(&out)
 }
 
-/// Settles every PENDING trade now instead of at the worker's next run.
 /// POST /internal/backup {"to": absolute directory}: an online backup (`app::backup`);
 /// the books it holds, in YES terms, and how long writes were held.
 async fn backup(s: Arc<AppState>, r: Req) -> ApiResult {
@@ -351,6 +354,7 @@ async fn backup(s: Arc<AppState>, r: Req) -> ApiResult {
     reply(&json!({ "to": b.dir.display().to_string(), "heldMs": b.held_ms, "books": books }))
 }
 
+/// Settles every PENDING trade now instead of at the worker's next run.
 async fn settle(s: Arc<AppState>, _r: Req) -> ApiResult {
     if s.chain.is_some() {
         return Err(ApiError::new(StatusCode::CONFLICT, "chain mode settles on chain, not in the ledger"));

@@ -12,6 +12,7 @@ pub mod builders;
 pub mod catalogue;
 pub mod ceiling;
 pub mod ctf;
+pub mod dashboard;
 pub mod front;
 pub mod incentives;
 pub mod internal;

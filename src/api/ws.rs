@@ -23,14 +23,23 @@ use crate::app::AppState;
 use crate::commit::bus::{Frame, Outbox, Topics};
 
 pub fn routes(state: Arc<AppState>) -> Routes {
-    let market_ch =
-        warp::path!("ws" / "market").and(warp::ws()).and(with_state(state.clone())).map(|ws: Ws, s: Arc<AppState>| {
-            ws.on_upgrade(move |socket| on_feed_runtime(market(socket, s.clone()), s)).into_response()
-        });
+    let market_ch = market_route(state.clone());
     let user_ch = warp::path!("ws" / "user").and(warp::ws()).and(with_state(state)).map(|ws: Ws, s: Arc<AppState>| {
         ws.on_upgrade(move |socket| on_feed_runtime(user(socket, s.clone()), s)).into_response()
     });
     market_ch.or(user_ch).unify().boxed()
+}
+
+/// The market channel alone (the order-book server's, and the dashboard's on the internal
+/// server).
+pub fn market_route(state: Arc<AppState>) -> Routes {
+    warp::path!("ws" / "market")
+        .and(warp::ws())
+        .and(with_state(state))
+        .map(|ws: Ws, s: Arc<AppState>| {
+            ws.on_upgrade(move |socket| on_feed_runtime(market(socket, s.clone()), s)).into_response()
+        })
+        .boxed()
 }
 
 /// Runs a connection on the feed runtime when there is one.

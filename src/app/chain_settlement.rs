@@ -27,7 +27,7 @@ use uuid::Uuid;
 
 use super::AppState;
 use crate::auth::SignedOrderFields;
-use crate::chain::{exchange_order, revert_reason, IExchange};
+use crate::chain::{exchange_order, revert_reason, IExchange, LastTx};
 use crate::domain::chain::ChainTx;
 use crate::domain::{exchange_fee, now_secs, Amount, OrderRecord, Side, TradeRecord};
 use crate::engine::Verdict;
@@ -113,6 +113,8 @@ impl ChainSettler {
                     } else {
                         Verdict::Failed(replay_revert(chain, &tx.raw, block).await)
                     };
+                    let status = if r.status() { "confirmed" } else { "failed" };
+                    *chain.last_tx.lock() = Some(LastTx { hash, at: now_secs(), status });
                     decided.extend(tx.trades.iter().map(|id| (*id, verdict.clone())));
                     records.delete_chain_tx(*nonce);
                     done.push(*nonce);
@@ -268,6 +270,7 @@ impl ChainSettler {
             }
         }
         for r in &records {
+            *chain.last_tx.lock() = Some(LastTx { hash: B256::from(r.hash), at: r.sent_at, status: "sent" });
             if let Err(e) = p.send_raw_transaction(&r.raw).await {
                 // Recorded: the next passes send it again.
                 tracing::warn!(nonce = r.nonce, hash = %B256::from(r.hash), error = %e, "settlement transaction not broadcast");

@@ -63,6 +63,18 @@ pub struct Chain {
     /// Held from a transaction's nonce until it is broadcast: the operator's transactions
     /// go out one at a time, in nonce order, each with a nonce of [`Sender::nonce`].
     pub sending: tokio::sync::Mutex<Sender>,
+    /// The last settlement transaction broadcast or decided (the operator's dashboard).
+    pub last_tx: parking_lot::Mutex<Option<LastTx>>,
+}
+
+/// A settlement transaction as the dashboard shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LastTx {
+    pub hash: B256,
+    /// UNIX seconds of the step `status` names.
+    pub at: u64,
+    /// `sent`, `confirmed` or `failed` (reverted).
+    pub status: &'static str,
 }
 
 /// The operator's next nonce, shared by everything it sends (settlements, markets): the
@@ -113,7 +125,14 @@ impl Chain {
         let operator = key.address();
         let wallet = EthereumWallet::from(key.clone());
         let provider = wallet_provider(&settings.rpc_url, key)?;
-        Ok(Chain { settings: settings.clone(), operator, provider, wallet, sending: Default::default() })
+        Ok(Chain {
+            settings: settings.clone(),
+            operator,
+            provider,
+            wallet,
+            sending: Default::default(),
+            last_tx: Default::default(),
+        })
     }
 
     /// Sends one of the operator's administrative transactions and waits until it is mined;

@@ -28,7 +28,7 @@ pub use crate::domain::NonceState;
 use crate::domain::{now_millis, now_secs, Amount, LastTrade, Market, OrderRecord, Price};
 use crate::ledger::Account;
 use crate::store::{Batch, Store, StoreError};
-pub use core::{BlockTrade, Canceled, Core, Placed, Reject, RewardScores, Settled, Verdict};
+pub use core::{BlockTrade, Canceled, Core, Overview, Placed, Reject, RewardScores, Settled, Verdict};
 
 /// Why a command did not complete.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -175,6 +175,10 @@ pub enum Command {
         records: Batch,
         reply: Reply<Arc<crate::domain::TradeRecord>>,
     },
+    /// Resting orders per market and the settlement backlog (the operator's dashboard).
+    Overview {
+        reply: Reply<Overview>,
+    },
     /// Runs the invariant checks (tests and operators).
     Check {
         reply: Reply<Result<(), String>>,
@@ -307,6 +311,9 @@ impl EngineHandle {
     }
     pub async fn accounts(&self, address: String) -> Result<Vec<(String, Account)>, EngineError> {
         self.call(|reply| Command::Accounts { address, reply }).await
+    }
+    pub async fn overview(&self) -> Result<Overview, EngineError> {
+        self.call(|reply| Command::Overview { reply }).await
     }
     pub async fn check(&self) -> Result<Result<(), String>, EngineError> {
         self.call(|reply| Command::Check { reply }).await
@@ -652,6 +659,9 @@ fn run(
                     let _ = reply.send(Err(EngineError::Rejected(r)));
                 }
             },
+            Command::Overview { reply } => {
+                let _ = reply.send(Ok(core.overview()));
+            }
             Command::Check { reply } => {
                 let _ = reply.send(Ok(core.check()));
             }

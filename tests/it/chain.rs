@@ -507,9 +507,20 @@ fn matches_settle_on_chain_through_the_exchange() {
     carol.place(s, &yes, "SELL", "0.30", "40");
     let (st, b) = bob.submit(s, bob.order(s, &no, "SELL", "0.70", "40"), "GTC");
     assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{b}");
-    assert_eq!(settled(&v, &bob)["status"], "CONFIRMED");
+    let t = settled(&v, &bob);
+    assert_eq!(t["status"], "CONFIRMED");
     assert_eq!(v.holdings(&carol, &[&yes]), (88_000_000, vec![0]));
     assert_eq!(v.holdings(&bob, &[&no]), (78_000_000, vec![60_000_000]));
+    // The dashboard's settlement health: the last transaction, the operator's gas.
+    let (st, o) = s.internal_get("/internal/overview");
+    assert_eq!(st, 200, "{o}");
+    let c = &o["settlement"]["chain"];
+    assert_eq!(o["settlement"]["settles"], "chain");
+    assert_eq!(c["lastTx"]["status"], "confirmed", "{o}");
+    assert_eq!(c["lastTx"]["hash"], t["transaction_hash"], "{o}");
+    assert_eq!(c["inFlight"], 0, "{o}");
+    let gas: f64 = c["gasBalance"].as_str().unwrap().parse().unwrap();
+    assert!(gas > 0.0 && gas < 10_000.0, "{o}");
     // predex's balances are the chain's once settled.
     let (_, b) = carol.l2(s, "GET", "/balance-allowance", None);
     assert_eq!(b["balance"], "88000000", "{b}");

@@ -13,6 +13,7 @@ mod chain;
 mod clients;
 mod crash;
 mod ctf;
+mod dashboard;
 mod fixture;
 mod fuzz;
 mod keys;

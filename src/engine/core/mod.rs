@@ -41,6 +41,7 @@ pub use memo::RestoreMemo;
 use memo::{AccountMemo, NonceMemo, ProxyMemo};
 use open::{fee_account, OrderAccounts};
 pub use open::{Open, OpenOrders};
+pub use reads::Overview;
 pub use settle::Verdict;
 use settle::{expect_receipts, Pending};
 

@@ -4,7 +4,24 @@ use std::collections::HashMap as StdHashMap;
 
 use super::*;
 
+/// What the operator's dashboard shows of the matching state: resting orders per market
+/// (by market index), and the settlement backlog with its oldest trade's match time.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overview {
+    pub resting: Vec<usize>,
+    pub pending: usize,
+    pub oldest_pending: Option<u64>,
+}
+
 impl Core {
+    pub fn overview(&self) -> Overview {
+        Overview {
+            resting: self.markets.iter().map(|m| m.book.len()).collect(),
+            pending: self.pending.len(),
+            oldest_pending: self.pending.front().map(|p| p.trade.match_time),
+        }
+    }
+
     /// Liquidity-reward scores of one market's resting orders (docs/rewards.md): for each
     /// maker address, per book side (bids, asks), the sum over its orders of at least
     /// `min_size` resting within `max_spread` of the midpoint of (v − s)² · size, with v
