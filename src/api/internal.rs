@@ -1,6 +1,6 @@
 //! The operator server (loopback only, never on a public listener): markets, the ledger
-//! faucet, invitations, platform mode, address restrictions, deferred-order release and
-//! an invariant check.
+//! faucet, invitations, platform mode, address restrictions, deferred-order release,
+//! backups, metrics, an invariant check, and the operator's dashboard (`super::dashboard`).
 
 use std::sync::Arc;
 

@@ -1,4 +1,5 @@
-//! What the core answers without changing: reward scores and the invariant check.
+//! What the core answers without changing: reward scores, the dashboard's overview and the
+//! invariant check.
 
 use std::collections::HashMap as StdHashMap;
 
