@@ -6,7 +6,8 @@
 #   tools/package.json): anvil, the local EVM node the chain tests start; solc-js, which
 #   compiles predex's dev contracts (scripts/contracts.sh); Gnosis' ConditionalTokens;
 #   playwright-core, which drives the browser of the dashboard's tests;
-# - Debian's chromium, that browser, run headless.
+# - Debian's chromium, that browser, run headless;
+# - Debian's nats-server, the JetStream server the event stream's tests start.
 # Idempotent and quick when everything is already there.
 set -e
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,6 +33,10 @@ fi
 
 if [ ! -x /usr/bin/chromium ]; then
   apt_install chromium
+fi
+
+if [ ! -x /usr/sbin/nats-server ] && [ ! -x /usr/bin/nats-server ]; then
+  apt_install nats-server
 fi
 
 # Whether every package DIR/package.json pins is installed at that version.

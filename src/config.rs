@@ -99,6 +99,14 @@ pub struct Config {
     /// Threads of the runtime that writes the WebSocket feeds (apart from the HTTP workers,
     /// so a fan-out burst never queues ahead of an order).
     pub ws_threads: usize,
+    /// The event stream: the NATS servers (`nats://HOST:PORT`, comma-separated) whose
+    /// JetStream receives every durable order, trade, settlement and market event
+    /// (`app::events`, docs/operating.md). None: off.
+    pub events_to: Option<String>,
+    /// The JetStream stream the events go to, created if missing (subjects `predex.>`).
+    pub events_stream: String,
+    /// Replicas of the stream when predex creates it (at most a JetStream cluster's size).
+    pub events_replicas: usize,
     /// Liquidity-reward sampling period: each sample pays its share of the day's rate to
     /// the resting orders that qualify then (docs/rewards.md).
     pub reward_sample_ms: u64,
@@ -201,6 +209,9 @@ impl Default for Config {
             ws_window: 4096,
             ws_idle_secs: 60,
             ws_threads: 1,
+            events_to: None,
+            events_stream: "PREDEX".into(),
+            events_replicas: 1,
             reward_sample_ms: 60_000,
             payout_check_ms: 60_000,
             payout_grace_secs: 120,
@@ -319,7 +330,37 @@ impl Config {
                 anyhow::bail!("fee-address is not an address: {f}");
             }
         }
+        self.events_servers()?;
+        let name = &self.events_stream;
+        if name.is_empty() || name.contains(|c: char| c.is_whitespace() || ".*>/\\".contains(c)) {
+            anyhow::bail!(
+                "events-stream must be a JetStream stream name (no spaces, '.', '*', '>', '/'), got {name:?}"
+            );
+        }
+        if !(1..=5).contains(&self.events_replicas) {
+            anyhow::bail!("events-replicas must be from 1 to 5, got {}", self.events_replicas);
+        }
         Ok(())
+    }
+
+    /// The event stream's servers, if it is on: each `nats://HOST:PORT` (or `HOST:PORT`),
+    /// without credentials, which would put a secret in the configuration.
+    pub fn events_servers(&self) -> anyhow::Result<Vec<async_nats::ServerAddr>> {
+        let Some(to) = &self.events_to else { return Ok(Vec::new()) };
+        to.split(',')
+            .map(|s| {
+                let s = s.trim();
+                let addr: async_nats::ServerAddr =
+                    s.parse().map_err(|e| anyhow::anyhow!("events-to: {s:?} is not a NATS server address: {e}"))?;
+                if addr.has_user_pass() || s.contains('@') {
+                    anyhow::bail!("events-to must not carry credentials: {s:?}");
+                }
+                if !matches!(addr.scheme(), "nats") || addr.host().is_empty() {
+                    anyhow::bail!("events-to: {s:?} must be nats://HOST:PORT");
+                }
+                Ok(addr)
+            })
+            .collect()
     }
 }
 
@@ -334,6 +375,31 @@ mod tests {
         assert_eq!(c.clob_addr.port(), 8080);
         assert_eq!(c.internal_addr.to_string(), "127.0.0.1:8090");
         assert_eq!(c.chain_id, 137);
+    }
+
+    /// The event stream takes NATS servers without credentials, a stream name JetStream
+    /// accepts, and 1 to 5 replicas.
+    #[test]
+    fn event_stream_settings_are_checked() {
+        let with = |to: &str| Config { events_to: Some(to.into()), ..Config::default() };
+        assert!(Config::default().events_servers().unwrap().is_empty());
+        let servers = with("nats://10.0.0.1:4222, nats://10.0.0.2:4223").events_servers().unwrap();
+        assert_eq!(
+            servers.iter().map(|s| (s.host(), s.port())).collect::<Vec<_>>(),
+            [("10.0.0.1", 4222), ("10.0.0.2", 4223)]
+        );
+        assert_eq!(with("127.0.0.1:4222").events_servers().unwrap()[0].port(), 4222);
+        for bad in ["nats://user:secret@10.0.0.1:4222", "tls://10.0.0.1:4222", "ws://10.0.0.1:80", "nats://", ""] {
+            assert!(with(bad).validate().is_err(), "{bad}");
+        }
+        for name in ["", "a.b", "a b", "all>", "x*"] {
+            assert!(Config { events_stream: name.into(), ..Config::default() }.validate().is_err(), "{name:?}");
+        }
+        assert!(Config { events_replicas: 0, ..Config::default() }.validate().is_err());
+        assert!(Config { events_replicas: 6, ..Config::default() }.validate().is_err());
+        let c = Config::from_toml("events-to = \"nats://127.0.0.1:4222\"\nevents-replicas = 3").unwrap();
+        assert_eq!((c.events_replicas, c.events_stream.as_str()), (3, "PREDEX"));
+        c.validate().unwrap();
     }
 
     #[test]

@@ -257,6 +257,8 @@ impl App {
         // Written meanwhile, on a thread of the store's: done before anything is written.
         store.wait_logs_ahead().context("write the log files ahead")?;
         let exported = Arc::new(metrics::Metrics::new());
+        // Before the first write to publish (recovery's own rewrites are not events).
+        let events = app::events::EventStream::new(&config, store.clone(), exported.clone())?;
         let metrics = Arc::new(commit::persister::PersistMetrics::exported(&exported));
         let (persist_tx, persister) = commit::persister::spawn(store.clone(), metrics.clone());
         let registry = Arc::new(commit::views::Registry::default());
@@ -267,6 +269,10 @@ impl App {
             engine::spawn(core, registry.clone(), persist_tx.clone(), events_tx, exported.clone());
         let mut state = app::AppState::new(config.clone(), store, engine, registry, metrics, exported, persist_tx)?;
         state.chain = chain;
+        if let Some(events) = &events {
+            tokio::spawn(events.clone().run());
+        }
+        state.events = events;
         let feeds = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.ws_threads)
             .thread_name("feeds")

@@ -244,6 +244,16 @@ struct ServeArgs {
     /// Threads writing the WebSocket feeds (beside the HTTP workers).
     #[arg(long, env = "PREDEX_WS_THREADS")]
     ws_threads: Option<usize>,
+    /// The event stream: NATS servers (`nats://HOST:PORT`, comma-separated) whose JetStream
+    /// receives every durable order, trade, settlement and market event.
+    #[arg(long, env = "PREDEX_EVENTS_TO")]
+    events_to: Option<String>,
+    /// The JetStream stream the events go to (created if missing).
+    #[arg(long, env = "PREDEX_EVENTS_STREAM")]
+    events_stream: Option<String>,
+    /// Replicas of the stream when predex creates it.
+    #[arg(long, env = "PREDEX_EVENTS_REPLICAS")]
+    events_replicas: Option<usize>,
     /// Log as JSON lines (the default under systemd).
     #[arg(long, env = "PREDEX_LOG_JSON")]
     log_json: bool,
@@ -290,13 +300,16 @@ impl ServeArgs {
             body_bytes_in_flight,
             ws_window,
             ws_idle_secs,
-            ws_threads
+            ws_threads,
+            events_stream,
+            events_replicas
         );
         macro_rules! set_some {
             ($($f:ident),*) => { $( if self.$f.is_some() { c.$f = self.$f; } )* };
         }
         set_some!(
             fee_address,
+            events_to,
             rpc_url,
             operator_key_file,
             secrets_key_file,

@@ -126,6 +126,11 @@ pub struct Metrics {
     /// Open WebSocket connections, and those cut off because their queue was full.
     pub ws_connections: Gauge,
     pub ws_too_slow: Counter,
+    /// The event stream (`app::events`): events its server acknowledged, events durable
+    /// and not yet acknowledged, and whether it is connected (1) or not (0).
+    pub events_published: Counter,
+    pub events_lag: Gauge,
+    pub events_connected: Gauge,
 }
 
 impl Default for Metrics {
@@ -154,6 +159,9 @@ impl Metrics {
             inline_groups: Counter::default(),
             ws_connections: Gauge::default(),
             ws_too_slow: Counter::default(),
+            events_published: Counter::default(),
+            events_lag: Gauge::default(),
+            events_connected: Gauge::default(),
             registry: Registry::default(),
         };
         registry.register("http_requests", "Order-book server requests by route and status", m.requests.clone());
@@ -183,6 +191,21 @@ impl Metrics {
             "ws_too_slow",
             "WebSocket connections closed because their queue was full",
             m.ws_too_slow.clone(),
+        );
+        registry.register(
+            "events_published",
+            "Events of the stream its server acknowledged",
+            m.events_published.clone(),
+        );
+        registry.register(
+            "events_lag",
+            "Events durable and not yet acknowledged by the stream's server",
+            m.events_lag.clone(),
+        );
+        registry.register(
+            "events_connected",
+            "Whether the event stream is connected (1) or not (0)",
+            m.events_connected.clone(),
         );
         Metrics { registry, ..m }
     }

@@ -60,6 +60,9 @@ pub fn routes(state: Arc<AppState>) -> Routes {
     // Prometheus text exposition of every metric (requests, order commands, matches,
     // settlement, books, persister, workers).
     let prometheus = warp::path!("metrics").and(warp::get()).and(s()).map(|s: Arc<AppState>| {
+        if let Some(e) = &s.events {
+            e.refresh(); // the stream's gauges as of now
+        }
         warp::http::Response::builder()
             .header("content-type", "application/openmetrics-text; version=1.0.0; charset=utf-8")
             .body(warp::hyper::body::Bytes::from(s.exported.render()))

@@ -12,6 +12,7 @@ pub mod catalogue;
 pub mod chain_settlement;
 pub mod chain_watch;
 pub mod ctf;
+pub mod events;
 pub mod incentives;
 pub mod keys;
 pub mod onchain;
@@ -85,6 +86,8 @@ pub struct AppState {
     pub rfq: tokio::sync::Mutex<()>,
     /// Chain mode's link to the chain, checked at start (None: ledger mode).
     pub chain: Option<crate::chain::Chain>,
+    /// The event stream out (None: no `--events-to`).
+    pub events: Option<Arc<events::EventStream>>,
     /// Chain mode: the (address, asset) accounts read from the chain since start.
     pub synced: parking_lot::Mutex<std::collections::HashSet<(String, String)>>,
 }
@@ -137,6 +140,7 @@ impl AppState {
             bonds: Default::default(),
             rfq: Default::default(),
             chain: None,
+            events: None,
             synced: Default::default(),
         })
     }

@@ -234,46 +234,58 @@ pub fn render_user(
     let ts = crate::domain::now_millis().to_string();
     let mut out = Vec::new();
     for o in orders.iter().filter(|o| wanted(&o.owner)) {
-        let kind = if o.status == OrderStatus::Canceled {
-            "CANCELLATION"
-        } else if Some(o.id) == taker {
-            "PLACEMENT"
-        } else {
-            "UPDATE"
-        };
-        let v = json!({
-            "event_type": "order", "type": kind, "id": o.id.to_string(), "owner": o.owner.to_string(),
-            "market": o.token.condition_id, "asset_id": o.token.token_id, "side": o.side.as_str(), "price": o.price.short(),
-            "original_size": o.original_size.fmt(), "size_matched": o.size_matched.fmt(),
-            "outcome": o.token.outcome, "status": o.status.as_str(), "order_type": o.order_type.as_str(),
-            "associate_trades": o.associate_trades.iter().map(|u| u.to_string()).collect::<Vec<_>>(),
-            "timestamp": ts,
-        });
+        let v = order_json(o, Some(o.id) == taker, &ts);
         out.push(UserFrame { owner: o.owner, market: o.token.condition_id.clone(), text: v.to_string().into() });
     }
     for t in trades {
-        let status = match t.status {
-            TradeStatus::Pending | TradeStatus::Matched => "MATCHED",
-            other => other.as_str(),
-        };
         for owner in t.owners().into_iter().filter(|o| wanted(o)) {
-            let v = json!({
-                "event_type": "trade", "id": t.id.to_string(), "taker_order_id": t.taker_order_id.to_string(),
-                "market": t.token.condition_id, "asset_id": t.token.token_id, "side": t.side.as_str(),
-                "size": t.size.fmt(), "price": t.price.short(), "status": status, "outcome": t.token.outcome,
-                "owner": owner.to_string(), "trader_side": if owner == t.owner { "TAKER" } else { "MAKER" },
-                "matchtime": t.match_time.to_string(), "last_update": t.last_update.to_string(),
-                "transaction_hash": t.tx_hash(), "error_msg": t.error_msg, "timestamp": ts,
-                "maker_orders": t.maker_orders.iter().map(|m| json!({
-                    "asset_id": m.token.token_id, "matched_amount": m.matched_amount.fmt(),
-                    "order_id": m.order_id.to_string(), "outcome": m.token.outcome, "owner": m.owner.to_string(),
-                    "price": m.price.short(), "side": m.side.as_str(),
-                })).collect::<Vec<_>>(),
-            });
+            let v = trade_json(t, owner, &ts);
             out.push(UserFrame { owner, market: t.token.condition_id.clone(), text: v.to_string().into() });
         }
     }
     out
+}
+
+/// An order as the user channel's `order` event shows it: `type` PLACEMENT when the write
+/// `placed` it, CANCELLATION when cancelled, UPDATE otherwise.
+pub fn order_json(o: &OrderRecord, placed: bool, ts: &str) -> Value {
+    let kind = if o.status == OrderStatus::Canceled {
+        "CANCELLATION"
+    } else if placed {
+        "PLACEMENT"
+    } else {
+        "UPDATE"
+    };
+    json!({
+        "event_type": "order", "type": kind, "id": o.id.to_string(), "owner": o.owner.to_string(),
+        "market": o.token.condition_id, "asset_id": o.token.token_id, "side": o.side.as_str(), "price": o.price.short(),
+        "original_size": o.original_size.fmt(), "size_matched": o.size_matched.fmt(),
+        "outcome": o.token.outcome, "status": o.status.as_str(), "order_type": o.order_type.as_str(),
+        "associate_trades": o.associate_trades.iter().map(|u| u.to_string()).collect::<Vec<_>>(),
+        "timestamp": ts,
+    })
+}
+
+/// A trade as the user channel's `trade` event shows it to `owner`, one of the API keys
+/// that took part (PENDING reads MATCHED, as on Polymarket).
+pub fn trade_json(t: &TradeRecord, owner: uuid::Uuid, ts: &str) -> Value {
+    let status = match t.status {
+        TradeStatus::Pending | TradeStatus::Matched => "MATCHED",
+        other => other.as_str(),
+    };
+    json!({
+        "event_type": "trade", "id": t.id.to_string(), "taker_order_id": t.taker_order_id.to_string(),
+        "market": t.token.condition_id, "asset_id": t.token.token_id, "side": t.side.as_str(),
+        "size": t.size.fmt(), "price": t.price.short(), "status": status, "outcome": t.token.outcome,
+        "owner": owner.to_string(), "trader_side": if owner == t.owner { "TAKER" } else { "MAKER" },
+        "matchtime": t.match_time.to_string(), "last_update": t.last_update.to_string(),
+        "transaction_hash": t.tx_hash(), "error_msg": t.error_msg, "timestamp": ts,
+        "maker_orders": t.maker_orders.iter().map(|m| json!({
+            "asset_id": m.token.token_id, "matched_amount": m.matched_amount.fmt(),
+            "order_id": m.order_id.to_string(), "outcome": m.token.outcome, "owner": m.owner.to_string(),
+            "price": m.price.short(), "side": m.side.as_str(),
+        })).collect::<Vec<_>>(),
+    })
 }
 
 /// A delta's level changes as one outcome token sees them: (price, size, side), by side

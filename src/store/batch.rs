@@ -36,6 +36,8 @@ pub enum Op {
     /// A record holding credentials: put as is, or sealed when the store has a secrets key
     /// (see `sealed`).
     Secret(&'static str, Vec<u8>, Vec<u8>),
+    /// A market's record (typed, so the event stream can tell its writes: `outbox`).
+    Market(Box<Market>),
 }
 
 /// What the store held of an order before an [`Op::Order`] writes it. The record and the
@@ -68,7 +70,7 @@ impl Batch {
     /// A market's record, written when it is created and when its tick, or whether it
     /// trades, changes.
     pub fn put_market(&mut self, m: &Market) {
-        self.put(cf::MARKETS, m.condition_id.as_bytes().to_vec(), encode(m));
+        self.ops.push(Op::Market(Box::new(m.clone())));
     }
 
     /// A proxy wallet, bound to the signer of its first accepted order.
@@ -267,6 +269,8 @@ pub struct Prepared {
     pub(super) batch: WriteBatch,
     pub(super) closed: Vec<(Uuid, u64, Uuid)>,
     pub(super) analytics: Vec<aggregator::Event>,
+    /// The last event sequence the batch writes to the outbox (0: none).
+    pub(super) events_through: u64,
 }
 
 impl Prepared {

@@ -20,6 +20,7 @@ pub mod keys;
 mod log_roll;
 mod open;
 mod open_index;
+mod outbox;
 mod read;
 mod rewards;
 mod rfq;
@@ -43,6 +44,7 @@ pub use batch::{Batch, Op, Prepared, Stored};
 pub use codec::as_stored;
 use codec::decode;
 pub use codec::{decode_order, encode, Interner, StoreError};
+pub use outbox::{Recorded, StreamEvent};
 pub use read::KeyValues;
 pub use schema::{cf, meta};
 pub use sealed::{Sealer, SecretsError};
@@ -70,6 +72,8 @@ pub struct Store {
     ahead: parking_lot::Mutex<Option<std::thread::JoinHandle<Result<(), StoreError>>>>,
     /// The secrets key, if any (see [`sealed`]).
     sealer: Option<Sealer>,
+    /// The event stream's outbox, once turned on (see [`outbox`]).
+    outbox: std::sync::OnceLock<outbox::Outbox>,
 }
 
 impl Drop for Store {

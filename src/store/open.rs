@@ -160,6 +160,7 @@ impl Store {
             next_trade_seq: AtomicU64::new(1),
             ahead: Default::default(),
             sealer: None,
+            outbox: Default::default(),
         };
         s.next_order_seq.store(s.meta_u64(meta::NEXT_ORDER_SEQ)?.unwrap_or(1), Ordering::Relaxed);
         s.next_trade_seq.store(s.meta_u64(meta::NEXT_TRADE_SEQ)?.unwrap_or(1), Ordering::Relaxed);

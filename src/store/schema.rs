@@ -91,6 +91,9 @@ pub mod cf {
     /// Chain mode: nonce (u64 BE) → settlement transaction recorded before its broadcast
     /// and not settled yet (`domain::chain::ChainTx`).
     pub const CHAIN_TXS: &str = "chain_txs";
+    /// The event stream (`--events-to`): event sequence (u64 BE) → an order, trade or
+    /// market write not yet acknowledged by the stream's server (`store::outbox`).
+    pub const STREAM_OUTBOX: &str = "stream_outbox";
 
     /// Families whose values are counters summed by the merge operator.
     pub const COUNTERS: &[&str] = &[POSITIONS, MARKET_HOLDERS, WALLET_DAYS, MARKET_STATS, REWARDS];
@@ -155,6 +158,7 @@ pub mod cf {
         RFQ,
         BUILDERS,
         CHAIN_TXS,
+        STREAM_OUTBOX,
         LOG_PIN,
     ];
 }
@@ -181,6 +185,8 @@ pub mod meta {
     pub const NEXT_COMMENT: &[u8] = b"next_comment_id";
     /// Chain mode: the last block whose exchange logs were applied (u64 BE).
     pub const CHAIN_WATCHED_THROUGH: &[u8] = b"chain_watched_through";
+    /// The event stream: the last event sequence its server acknowledged (u64 BE).
+    pub const EVENTS_ACKED: &[u8] = b"events_acked";
 
     /// Key of a market's last trade (YES price, taker side in YES terms), written by every
     /// crossing order ([`crate::store::Op::LastTrade`]).

@@ -6,7 +6,7 @@ use super::*;
 use crate::domain::{Amount, Price};
 use rocksdb::Options;
 
-mod records {
+pub(in crate::store) mod records {
     use super::codec::OrderOut;
     use super::*;
     use crate::domain::{AddressStatus, Mode, OrderStatus, OrderToken};
@@ -27,7 +27,7 @@ mod records {
         assert!(decode::<OrderStatus>("orders", &[9, 0]).is_err());
     }
 
-    fn sample_order() -> OrderRecord {
+    pub(in crate::store) fn sample_order() -> OrderRecord {
         use crate::domain::{OrderType, Side};
         OrderRecord {
             id: Uuid::from_u128(42),
@@ -467,13 +467,13 @@ mod records {
     }
 }
 
-mod indexes {
+pub(in crate::store) mod indexes {
     use std::ops::ControlFlow;
 
     use super::*;
     use crate::domain::{MakerFill, MatchType, Side, TradeToken};
 
-    fn trade(seq: u64, status: TradeStatus) -> TradeRecord {
+    pub(in crate::store) fn trade(seq: u64, status: TradeStatus) -> TradeRecord {
         let token = Arc::new(TradeToken {
             market_idx: 2,
             condition_id: "0xc".into(),

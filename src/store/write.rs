@@ -4,7 +4,11 @@ use super::*;
 
 impl Store {
     /// Applies one or more batches as a single atomic WriteBatch; `sync` waits for the WAL.
-    pub fn write<'a>(&self, batches: impl IntoIterator<Item = &'a Batch>, sync: bool) -> Result<(), StoreError> {
+    pub fn write<'a>(
+        &self,
+        batches: impl IntoIterator<Item = &'a Batch> + Clone,
+        sync: bool,
+    ) -> Result<(), StoreError> {
         self.commit(self.prepare(batches), sync)
     }
 
@@ -13,9 +17,14 @@ impl Store {
     /// the next group while the previous one is being written): a later one may build on
     /// an earlier one's keys, and each advances the next-sequence values in `meta` only
     /// past what an earlier one already wrote.
-    pub fn prepare<'a>(&self, batches: impl IntoIterator<Item = &'a Batch>) -> Prepared {
+    pub fn prepare<'a>(&self, batches: impl IntoIterator<Item = &'a Batch> + Clone) -> Prepared {
         let mut entries = Entries::default();
         let (mut order_seq, mut trade_seq) = (0u64, 0u64);
+        // Numbered in the order given: prepared by one thread, in commit order.
+        let events_through = match self.outbox.get() {
+            Some(outbox) => outbox.number(batches.clone().into_iter().flat_map(|b| &b.ops), &mut entries),
+            None => 0,
+        };
         for b in batches {
             for op in &b.ops {
                 match op {
@@ -69,7 +78,7 @@ impl Store {
                 }
             }
         }
-        Prepared { batch: wb, closed: entries.closed, analytics }
+        Prepared { batch: wb, closed: entries.closed, analytics, events_through }
     }
 
     /// Writes a prepared batch atomically; `sync` returns only once the WAL is on disk.
@@ -82,6 +91,9 @@ impl Store {
         // After the write: a reader that still finds the seq falls back to `orders`.
         self.open.remove_all(&prepared.closed);
         self.analytics.hand_over(prepared.analytics);
+        if let (Some(outbox), 1..) = (self.outbox.get(), prepared.events_through) {
+            outbox.synced(prepared.events_through);
+        }
         Ok(())
     }
 
@@ -161,6 +173,7 @@ impl Store {
             }
             Op::Signature(seq, signature) => out.put(cf::ORDER_SIGNATURES, seq.to_be_bytes(), signature.as_bytes()),
             Op::LastTrade(market_idx, last) => out.put(cf::META, meta::last_trade(*market_idx), encode(last)),
+            Op::Market(m) => out.put(cf::MARKETS, m.condition_id.as_bytes(), encode(m.as_ref())),
         }
     }
 }

@@ -24,7 +24,7 @@ pub(crate) struct Proc {
 }
 
 /// Starts `predex serve` and reads the bound addresses from its JSON log.
-fn spawn(dir: &std::path::Path) -> Proc {
+pub(crate) fn spawn(dir: &std::path::Path) -> Proc {
     spawn_with(dir, &[])
 }
 
@@ -95,46 +95,9 @@ fn stop_under_load(sigterm: bool) {
     }
     let (usdc0, yes0) = (m("4000"), m("4000"));
 
-    // Acknowledged orders: id → (status, tradeIds). Sent orders: their ids.
-    let acked: Arc<Mutex<BTreeMap<String, Value>>> = Arc::default();
-    let sent: Arc<Mutex<Vec<String>>> = Arc::default();
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut threads = Vec::new();
-    for (i, t) in traders.iter().enumerate() {
-        let (t, acked, sent, stop, clob) = (t.clone(), acked.clone(), sent.clone(), stop.clone(), s.clob.clone());
-        let cfg = s.config.clone();
-        threads.push(std::thread::spawn(move || {
-            let shadow = Server::external(clob, String::new(), cfg);
-            let mut n = 0u64;
-            while !stop.load(Ordering::Relaxed) && n < 2000 {
-                n += 1;
-                // Alternate sides around 0.50 so orders cross and rest.
-                let side = if (n + i as u64).is_multiple_of(2) { "BUY" } else { "SELL" };
-                let px = ["0.48", "0.49", "0.50", "0.51", "0.52"][(n as usize * 7 + i) % 5];
-                let o = t.order(&shadow, YES, side, px, "5");
-                let id = order_id(&shadow, &o);
-                sent.lock().unwrap().push(id.clone());
-                let body = json!({"order": o, "owner": t.key, "orderType": "GTC"}).to_string();
-                let mut r = ureq::post(&format!("{}/order", shadow.clob)).timeout(Duration::from_secs(5));
-                for (k, v) in t.l2_headers("POST", "/order", &body) {
-                    r = r.set(k, &v);
-                }
-                match r.set("content-type", "application/json").send_string(&body) {
-                    Ok(resp) => {
-                        let v: Value = resp.into_json().unwrap();
-                        acked.lock().unwrap().insert(id, v);
-                    }
-                    Err(ureq::Error::Status(_, _)) => {}
-                    Err(_) => break, // the server is gone
-                }
-            }
-        }));
-    }
+    let load = Load::start(s, &traders);
     // Let them trade, then kill the server mid-flight.
-    let start = Instant::now();
-    while acked.lock().unwrap().len() < 150 && start.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    load.wait_acked(150);
     if sigterm {
         let pid = p.child.id().to_string();
         assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
@@ -144,36 +107,14 @@ fn stop_under_load(sigterm: bool) {
         p.child.kill().unwrap(); // SIGKILL
         p.child.wait().unwrap();
     }
-    stop.store(true, Ordering::Relaxed);
-    for th in threads {
-        th.join().unwrap();
-    }
-    let acked = acked.lock().unwrap().clone();
-    let sent = sent.lock().unwrap().clone();
+    let (acked, sent) = load.stop();
     assert!(acked.len() >= 100, "only {} acknowledged", acked.len());
 
     let p2 = spawn(dir.path());
     let s = &p2.server;
     s.check();
 
-    let trades_now = || {
-        let mut all: HashMap<String, Value> = HashMap::new();
-        for t in &traders {
-            let mut cursor = String::from("MA==");
-            loop {
-                let (st, page) = t.l2(s, "GET", &format!("/data/trades?next_cursor={cursor}"), None);
-                assert_eq!(st, 200);
-                for tr in page["data"].as_array().unwrap() {
-                    all.insert(tr["id"].as_str().unwrap().to_string(), tr.clone());
-                }
-                cursor = page["next_cursor"].as_str().unwrap().to_string();
-                if cursor == "LTE=" {
-                    break;
-                }
-            }
-        }
-        all
-    };
+    let trades_now = || all_trades(s, &traders);
     let all_trades = trades_now();
     let owner_of =
         |id: &str| traders.iter().find(|t| t.l2(s, "GET", &format!("/data/order/{id}"), None).0 == 200).cloned();
@@ -268,6 +209,96 @@ fn stop_under_load(sigterm: bool) {
         assert_eq!(history, standing, "{}", t.address);
     }
     drop(p2);
+}
+
+type Shared<T> = Arc<Mutex<T>>;
+
+/// Clients trading concurrently, one thread each, until stopped (or 2000 orders each, or
+/// the server is gone): orders around 0.50 on alternating sides, so they cross and rest.
+pub(crate) struct Load {
+    /// Acknowledged orders: id → reply (status, tradeIds). Sent orders: their ids.
+    acked: Shared<BTreeMap<String, Value>>,
+    sent: Shared<Vec<String>>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Load {
+    /// Starts one thread per trader, trading the YES token of `COND`.
+    pub(crate) fn start(s: &Server, traders: &[Arc<Trader>]) -> Load {
+        let (acked, sent): (Shared<BTreeMap<String, Value>>, Shared<Vec<String>>) = Default::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut threads = Vec::new();
+        for (i, t) in traders.iter().enumerate() {
+            let (t, acked, sent, stop, clob) = (t.clone(), acked.clone(), sent.clone(), stop.clone(), s.clob.clone());
+            let cfg = s.config.clone();
+            threads.push(std::thread::spawn(move || {
+                let shadow = Server::external(clob, String::new(), cfg);
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) && n < 2000 {
+                    n += 1;
+                    let side = if (n + i as u64).is_multiple_of(2) { "BUY" } else { "SELL" };
+                    let px = ["0.48", "0.49", "0.50", "0.51", "0.52"][(n as usize * 7 + i) % 5];
+                    let o = t.order(&shadow, YES, side, px, "5");
+                    let id = order_id(&shadow, &o);
+                    sent.lock().unwrap().push(id.clone());
+                    let body = json!({"order": o, "owner": t.key, "orderType": "GTC"}).to_string();
+                    let mut r = ureq::post(&format!("{}/order", shadow.clob)).timeout(Duration::from_secs(5));
+                    for (k, v) in t.l2_headers("POST", "/order", &body) {
+                        r = r.set(k, &v);
+                    }
+                    match r.set("content-type", "application/json").send_string(&body) {
+                        Ok(resp) => {
+                            let v: Value = resp.into_json().unwrap();
+                            acked.lock().unwrap().insert(id, v);
+                        }
+                        Err(ureq::Error::Status(_, _)) => {}
+                        Err(_) => break, // the server is gone
+                    }
+                }
+            }));
+        }
+        Load { acked, sent, stop, threads }
+    }
+
+    /// Waits (up to a minute) until `n` orders in all were acknowledged.
+    pub(crate) fn wait_acked(&self, n: usize) {
+        let start = Instant::now();
+        while self.acked.lock().unwrap().len() < n && start.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops the threads; the acknowledged replies by order id, and every order id sent.
+    pub(crate) fn stop(self) -> (BTreeMap<String, Value>, Vec<String>) {
+        self.stop.store(true, Ordering::Relaxed);
+        for th in self.threads {
+            th.join().unwrap();
+        }
+        let acked = self.acked.lock().unwrap().clone();
+        let sent = self.sent.lock().unwrap().clone();
+        (acked, sent)
+    }
+}
+
+/// Every trade the traders took part in, by id (`GET /data/trades`, every page).
+pub(crate) fn all_trades(s: &Server, traders: &[Arc<Trader>]) -> HashMap<String, Value> {
+    let mut all: HashMap<String, Value> = HashMap::new();
+    for t in traders {
+        let mut cursor = String::from("MA==");
+        loop {
+            let (st, page) = t.l2(s, "GET", &format!("/data/trades?next_cursor={cursor}"), None);
+            assert_eq!(st, 200);
+            for tr in page["data"].as_array().unwrap() {
+                all.insert(tr["id"].as_str().unwrap().to_string(), tr.clone());
+            }
+            cursor = page["next_cursor"].as_str().unwrap().to_string();
+            if cursor == "LTE=" {
+                break;
+            }
+        }
+    }
+    all
 }
 
 /// The order ID the server derives from the order's EIP-712 hash.

@@ -14,6 +14,7 @@ mod clients;
 mod crash;
 mod ctf;
 mod dashboard;
+mod events;
 mod fixture;
 mod fuzz;
 mod keys;

@@ -155,6 +155,7 @@ async fn overview(s: &AppState) -> ApiResult {
             "oldestPendingSecs": o.oldest_pending.map(|t| now.saturating_sub(t)),
             "chain": chain,
         },
+        "events": s.events.as_ref().map(|e| e.status()),
     }))
     .into_response())
 }
