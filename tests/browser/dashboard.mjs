@@ -71,6 +71,11 @@ async function run(c) {
       // Two metric samples make the first rate.
       await page.waitForFunction(() => document.querySelector("#now-requests").textContent !== "–");
       return { requests: await page.$eval("#now-requests", (e) => e.textContent) };
+    case "stream":
+      // The event stream's panel once it shows events waiting.
+      await page.waitForFunction(() => Number(document.querySelector("#events-lag").textContent) > 0);
+      return page.evaluate(() => Object.fromEntries(["events-to", "events-acked", "events-lag"]
+        .map((id) => [id, document.getElementById(id).textContent])));
     case "depth":
       return { label: await page.$eval("#depth title", (t) => t.textContent) };
     case "mode": {

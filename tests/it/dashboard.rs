@@ -116,6 +116,9 @@ fn the_dashboard_in_a_real_browser() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = test_config(dir.path());
     c.catalogue = root().join("data/markets.json");
+    // An event stream whose server is away: its panel shows the events waiting.
+    let nats = format!("nats://{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap());
+    c.events_to = Some(nats.clone());
     let s = Arc::new(Server::start_with(c));
     let demo: Value =
         serde_json::from_str(&std::fs::read_to_string(root().join("data/markets.json")).unwrap()).unwrap();
@@ -166,6 +169,9 @@ fn the_dashboard_in_a_real_browser() {
     });
     assert!(agreed, "the markets table never matched GET /markets: {last}");
     b.cmd(json!({"cmd": "charts"}));
+    let stream = b.cmd(json!({"cmd": "stream"}));
+    assert_eq!(stream["events-to"], format!("{nats} (not connected)"), "{stream}");
+    assert!(stream["events-acked"].as_str().unwrap().starts_with("0 of "), "{stream}");
     b.shot("1-overview-1280x800", false);
     b.shot("2-overview-full-page", true);
 
