@@ -192,21 +192,9 @@ impl Metrics {
             "WebSocket connections closed because their queue was full",
             m.ws_too_slow.clone(),
         );
-        registry.register(
-            "events_published",
-            "Events of the stream its server acknowledged",
-            m.events_published.clone(),
-        );
-        registry.register(
-            "events_lag",
-            "Events durable and not yet acknowledged by the stream's server",
-            m.events_lag.clone(),
-        );
-        registry.register(
-            "events_connected",
-            "Whether the event stream is connected (1) or not (0)",
-            m.events_connected.clone(),
-        );
+        registry.register("events_published", "Events the stream's server acknowledged", m.events_published.clone());
+        registry.register("events_lag", "Events durable, not yet in the stream", m.events_lag.clone());
+        registry.register("events_connected", "Event stream connected (1) or not (0)", m.events_connected.clone());
         Metrics { registry, ..m }
     }
 
