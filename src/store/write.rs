@@ -91,7 +91,7 @@ impl Store {
         // After the write: a reader that still finds the seq falls back to `orders`.
         self.open.remove_all(&prepared.closed);
         self.analytics.hand_over(prepared.analytics);
-        if let (Some(outbox), 1..) = (self.outbox.get(), prepared.events_through) {
+        if let Some(outbox) = self.outbox.get() {
             outbox.synced(prepared.events_through);
         }
         Ok(())
