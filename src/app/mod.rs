@@ -17,6 +17,7 @@ pub mod incentives;
 pub mod keys;
 pub mod onchain;
 pub mod orders;
+pub mod overview;
 pub mod ratelimit;
 pub mod resolution;
 pub mod rfq;
@@ -88,6 +89,8 @@ pub struct AppState {
     pub chain: Option<crate::chain::Chain>,
     /// The event stream out (None: no `--events-to`).
     pub events: Option<Arc<events::EventStream>>,
+    /// The dashboard's 24-hour volume of each market.
+    pub day_volumes: overview::DayVolumes,
     /// Chain mode: the (address, asset) accounts read from the chain since start.
     pub synced: parking_lot::Mutex<std::collections::HashSet<(String, String)>>,
 }
@@ -141,6 +144,7 @@ impl AppState {
             rfq: Default::default(),
             chain: None,
             events: None,
+            day_volumes: Default::default(),
             synced: Default::default(),
         })
     }

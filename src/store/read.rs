@@ -475,18 +475,34 @@ impl Store {
     /// A market's trade ticks with time in [from, to] (UNIX seconds, inclusive), oldest
     /// first: (time, tick).
     pub fn market_ticks(&self, market_idx: u32, from: u64, to: u64) -> Result<Vec<(u64, index::Tick)>, StoreError> {
-        let prefix = market_idx.to_be_bytes();
-        let start = index::market_time_seq(market_idx, from, 0);
         let mut out = Vec::new();
-        self.try_walk(cf::TRADES_BY_MARKET, &prefix, Some(&start), false, |k, v| {
-            let t = k.get(4..12).map_or(u64::MAX, |b| u64::from_be_bytes(b.try_into().expect("8 bytes")));
+        self.walk_market_ticks(market_idx, Some((from, 0)), false, |(t, _), tick| {
             if t > to {
-                return Ok(std::ops::ControlFlow::Break(()));
+                return std::ops::ControlFlow::Break(());
             }
-            out.push((t, Store::decode_value::<index::Tick>(cf::TRADES_BY_MARKET, v)?));
-            Ok::<_, StoreError>(std::ops::ControlFlow::Continue(()))
+            out.push((t, tick));
+            std::ops::ControlFlow::Continue(())
         })?;
         Ok(out)
+    }
+
+    /// Walks a market's trade ticks under their (time, trade seq), from `from` (inclusive;
+    /// None: the first, or with `reverse` the last) onward or backward, while `each`
+    /// continues.
+    pub fn walk_market_ticks(
+        &self,
+        market_idx: u32,
+        from: Option<(u64, u64)>,
+        reverse: bool,
+        mut each: impl FnMut((u64, u64), index::Tick) -> std::ops::ControlFlow<()>,
+    ) -> Result<(), StoreError> {
+        let prefix = market_idx.to_be_bytes();
+        let start = from.map(|(t, seq)| index::market_time_seq(market_idx, t, seq));
+        let number = |b: Option<&[u8]>| b.map_or(u64::MAX, |b| u64::from_be_bytes(b.try_into().expect("8 bytes")));
+        self.try_walk(cf::TRADES_BY_MARKET, &prefix, start.as_deref(), reverse, |k, v| {
+            let key = (number(k.get(4..12)), number(k.get(12..20)));
+            Ok::<_, StoreError>(each(key, Store::decode_value::<index::Tick>(cf::TRADES_BY_MARKET, v)?))
+        })
     }
 
     /// The time of a market's first trade.

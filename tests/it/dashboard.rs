@@ -259,3 +259,38 @@ fn the_internal_server_refuses_cross_origin_changes() {
     assert_eq!(s.internal_get("/internal/trades?market=0xnope").0, 404);
     assert_eq!(s.internal_get("/internal/trades").0, 400);
 }
+
+/// The overview's 24-hour volume is the notional of the market's trades, kept up to date
+/// read after read; its recent trades are the newest first, in YES terms.
+#[test]
+fn the_overview_counts_the_days_volume_and_lists_the_newest_trades() {
+    let s = Server::start();
+    let (a, b) = (s.trader(m("1000")), s.trader(m("1000")));
+    s.credit(&a.address, YES, m("1000"));
+    let volume = || {
+        let (st, o) = s.internal_get("/internal/overview");
+        assert_eq!(st, 200, "{o}");
+        let row = o["markets"].as_array().unwrap().iter().find(|r| r["condition_id"] == COND).cloned().unwrap();
+        m(row["volume_24h"].as_str().unwrap())
+    };
+    assert_eq!(volume(), 0);
+    a.place(&s, YES, "SELL", "0.40", "10");
+    b.place(&s, YES, "BUY", "0.40", "10");
+    assert_eq!(volume(), m("4"));
+    a.place(&s, YES, "SELL", "0.55", "20");
+    b.place(&s, YES, "BUY", "0.55", "20");
+    // A NO trade at 0.30 is a YES trade at 0.70; its notional is the NO price's.
+    s.credit(&a.address, NO, m("100"));
+    a.place(&s, NO, "SELL", "0.30", "10");
+    b.place(&s, NO, "BUY", "0.30", "10");
+    assert_eq!(volume(), m("4") + m("11") + m("3"));
+    let (st, trades) = s.internal_get(&format!("/internal/trades?market={COND}"));
+    assert_eq!(st, 200, "{trades}");
+    let got: Vec<(&str, &str)> = trades
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["price"].as_str().unwrap(), t["size"].as_str().unwrap()))
+        .collect();
+    assert_eq!(got, [("0.7", "10"), ("0.55", "20"), ("0.4", "10")]);
+}

@@ -18,10 +18,9 @@ use warp::reply::Response;
 use warp::{Filter, Reply};
 
 use super::{respond, with_state, ApiError, ApiResult, Routes};
+use crate::app::overview;
 use crate::app::AppState;
-use crate::domain::analytics::Tick;
-use crate::domain::{now_secs, Amount};
-use crate::store::StoreError;
+use crate::domain::now_secs;
 
 const PAGE: &str = include_str!("index.html");
 const SCRIPT: &str = include_str!("dashboard.js");
@@ -107,7 +106,7 @@ async fn overview(s: &AppState) -> ApiResult {
         let m = &v.market;
         let snap = v.snapshot();
         let (bid, ask) = snap.best(0);
-        let day: Amount = last_day(s, m.idx, now)?.iter().map(|(_, t)| t.price.cost(t.size)).sum();
+        let day = s.day_volumes.of(&s.store, m.idx, now)?;
         let price = |p: Option<crate::domain::Price>| p.map(|p| p.short());
         markets.push(json!({
             "condition_id": m.condition_id,
@@ -167,21 +166,14 @@ fn recent_trades(s: &AppState, r: &super::Req) -> ApiResult {
     let id = q.get("market").ok_or_else(|| ApiError::bad("market required"))?;
     let v = s.registry.condition(id).ok_or_else(|| ApiError::not_found("market not found"))?;
     let yes = &v.market.tokens[0].token_id;
-    let out: Vec<Value> = last_day(s, v.market.idx, now_secs())?
+    let out: Vec<Value> = overview::recent_trades(&s.store, v.market.idx, now_secs(), 50)?
         .iter()
-        .rev()
-        .take(50)
         .map(|(t, tick)| {
             let side = if &tick.asset_id == yes { tick.side } else { tick.side.opposite() };
             json!({ "time": t, "price": tick.price_of(yes).short(), "size": tick.size.fmt(), "side": side.as_str() })
         })
         .collect();
     super::reply(&out)
-}
-
-/// A market's trades of the 24 hours up to `now`, oldest first.
-fn last_day(s: &AppState, market_idx: u32, now: u64) -> Result<Vec<(u64, Tick)>, StoreError> {
-    s.store.market_ticks(market_idx, now.saturating_sub(86_400), now)
 }
 
 #[cfg(test)]
