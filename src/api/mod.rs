@@ -206,9 +206,33 @@ fn too_many() -> ApiError {
 }
 
 /// Counts a finished request under its route and status (`GET /metrics`).
-fn count_request(m: &crate::metrics::Metrics, path: &str, status: u16) {
-    let labels = crate::metrics::RouteLabels { route: crate::metrics::route_of(path, status), status };
+fn count_request(m: &crate::metrics::Metrics, route: &str, status: u16) {
+    let labels = crate::metrics::RouteLabels { route: route.to_string(), status };
     m.requests.get_or_create(&labels).inc();
+}
+
+/// The route label of a request path to the order-book server: the path of its OpenAPI
+/// document it matches (`/data/order/{id}` for every order id), or `unmatched`. Only those
+/// become label values, so no request, whatever its path, adds a series that stays.
+fn route_label(path: &str) -> &'static str {
+    type Template = (Vec<String>, String);
+    static ROUTES: std::sync::LazyLock<Vec<Template>> = std::sync::LazyLock::new(|| {
+        let doc: serde_json::Value = serde_json::from_str(openapi::CLOB).expect("the CLOB OpenAPI document is JSON");
+        let paths = doc["paths"].as_object().expect("an OpenAPI document has paths");
+        let mut routes: Vec<Template> =
+            paths.keys().map(|p| (p.split('/').map(str::to_string).collect(), p.clone())).collect();
+        // A literal segment wins over a parameter: fewer parameters first.
+        routes.sort_by_key(|(segments, _)| segments.iter().filter(|s| s.starts_with('{')).count());
+        routes
+    });
+    let segments: Vec<&str> = path.split('/').collect();
+    ROUTES
+        .iter()
+        .find(|(t, _)| {
+            t.len() == segments.len()
+                && t.iter().zip(&segments).all(|(t, s)| t.starts_with('{') && !s.is_empty() || t == s)
+        })
+        .map_or("unmatched", |(_, p)| p.as_str())
 }
 
 #[derive(Debug)]
@@ -455,8 +479,9 @@ pub fn clob_routes(state: Arc<AppState>) -> Routes {
     // The health probe is not counted (SPEC §8); everything else shares one counter, and
     // a request over the limit is refused before any route looks at it.
     let m = state.exported.clone();
-    let count =
-        warp::log::custom(move |info: warp::log::Info<'_>| count_request(&m, info.path(), info.status().as_u16()));
+    let count = warp::log::custom(move |info: warp::log::Info<'_>| {
+        count_request(&m, route_label(info.path()), info.status().as_u16())
+    });
     ok.or(openapi_route(openapi::CLOB))
         .unify()
         .or(rate_limit(state).and(limited))
@@ -487,6 +512,20 @@ mod tests {
     }
 
     const SECRET: &str = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+
+    /// A request counts under its OpenAPI path: IDs never become label values, and a path
+    /// the server does not have is `unmatched` whatever its status.
+    #[test]
+    fn requests_count_under_their_documented_route() {
+        assert_eq!(route_label("/order"), "/order");
+        assert_eq!(route_label("/"), "/");
+        assert_eq!(route_label("/data/order/0f1e2d3c-0000-4000-8000-000000000001"), "/data/order/{id}");
+        assert_eq!(route_label("/markets/0xabc"), "/markets/{condition_id}");
+        assert_eq!(route_label("/bonds/cluster/7/requirement"), "/bonds/cluster/{cluster_id}/requirement");
+        for unknown in ["/nope/123", "/data/order/", "/markets/0xabc/extra", "/order/", ""] {
+            assert_eq!(route_label(unknown), "unmatched", "{unknown:?}");
+        }
+    }
 
     /// Each spelling a client may have signed verifies, and only those: the path with or
     /// without the query, the body as sent or with `'` as `"`.

@@ -66,8 +66,16 @@ fn settlement_worker_confirms_and_fails_trades_and_notifies() {
     assert_eq!(buyer.l2(&s, "DELETE", "/notifications", None), (200, json!({})));
     assert_eq!(buyer.l2(&s, "GET", "/notifications", None).1, json!([]));
     assert_eq!(seller.l2(&s, "GET", "/notifications", None).1.as_array().unwrap().len(), 2);
+    // Paths with IDs count under their route, whatever the ID; unknown paths as one.
+    for i in 0..3 {
+        s.get(&format!("/markets/0x{i:064x}"));
+        s.get(&format!("/no-such-route-{i}"));
+    }
     let metrics = s.internal_get("/metrics").1;
     let text = metrics.as_str().unwrap();
+    assert!(text.contains(r#"predex_http_requests_total{route="/markets/{condition_id}",status="404"} 3"#), "{text}");
+    assert!(text.contains(r#"predex_http_requests_total{route="unmatched",status="404"} 3"#), "{text}");
+    assert!(!text.contains("no-such-route") && !text.contains("0x0000"), "{text}");
     assert!(text.contains(r#"predex_settlements_total{result="confirmed"} 1"#), "{text}");
     assert!(text.contains(r#"predex_settlements_total{result="failed"} 1"#), "{text}");
     assert!(text.contains("predex_matches_total 2"), "{text}");
