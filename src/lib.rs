@@ -316,7 +316,7 @@ impl App {
         let (data_l, data) = bind(config.data_addr, "data")?;
         let (bridge_l, bridge) = bind(config.bridge_addr, "bridge")?;
         let (internal_l, internal) = bind(config.internal_addr, "internal")?;
-        let workers = app::workers::Workers::start(&state);
+        let workers = app::workers::Workers::start(&state)?;
         // One budget of request bodies in flight for the five servers (`api::body`).
         let bodies = api::body::Bodies::new(config.body_bytes_in_flight);
         let clob_routes = api::clob_routes(state.clone());

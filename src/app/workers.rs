@@ -73,7 +73,9 @@ pub fn settle_all(engine: &EngineHandle) -> Result<(usize, usize), crate::engine
 }
 
 impl Workers {
-    pub fn start(state: &Arc<AppState>) -> Workers {
+    /// Starts every worker; fails when chain mode's settlement cannot start (a chain-mode
+    /// venue that would match trades and never settle them must not run).
+    pub fn start(state: &Arc<AppState>) -> anyhow::Result<Workers> {
         let config = &state.config;
         let (engine, heartbeats, stats) = (state.engine.clone(), state.heartbeats.clone(), state.exported.clone());
         let (stop, rx) = crossbeam_channel::bounded::<()>(0);
@@ -81,22 +83,19 @@ impl Workers {
         let mut threads = Vec::new();
         // Chain mode settles on chain, never in the ledger alone.
         if state.chain.is_some() {
-            match crate::app::chain_settlement::ChainSettler::new(state.clone()) {
-                Ok(mut settler) => {
-                    let stats = stats.clone();
-                    threads.push(spawn(
-                        "chain-settlement",
-                        stats.clone(),
-                        ms(config.settlement_interval_ms),
-                        rx.clone(),
-                        move || {
-                            stats.worker_ran("settlement");
-                            settler.run()
-                        },
-                    ));
-                }
-                Err(e) => tracing::error!(error = %e, "chain settlement cannot start"),
-            }
+            let mut settler = crate::app::chain_settlement::ChainSettler::new(state.clone())
+                .map_err(|e| e.context("chain settlement cannot start"))?;
+            let stats = stats.clone();
+            threads.push(spawn(
+                "chain-settlement",
+                stats.clone(),
+                ms(config.settlement_interval_ms),
+                rx.clone(),
+                move || {
+                    stats.worker_ran("settlement");
+                    settler.run()
+                },
+            ));
         } else {
             let (engine, stats) = (engine.clone(), stats.clone());
             threads.push(spawn(
@@ -200,7 +199,7 @@ impl Workers {
             stats.worker_cancelled("heartbeat-monitor", n);
             Some(format!("{} API keys missed their heartbeat: cancelled {n} orders", silent.len()))
         }));
-        Workers { stop: Some(stop), threads }
+        Ok(Workers { stop: Some(stop), threads })
     }
 
     /// Stops every worker after its current run and waits for it.
