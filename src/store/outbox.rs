@@ -8,7 +8,7 @@
 //! follows the order the persister commits in — the engine's order. Nothing about
 //! publishing is on that path: the publisher (`app::events`) reads the outbox after the
 //! last sequence the server acknowledged, and records each acknowledgement with
-//! [`Store::events_acked`], which deletes the entries it covers.
+//! [`Store::events_acked`], which deletes the entries it covers a few thousand at a time.
 //!
 //! The outbox holds the records themselves, not their rendering: the publisher renders
 //! each event as it sends it, off the persister's threads.
@@ -46,6 +46,8 @@ pub struct StreamEvent<'a> {
 pub(super) struct Outbox {
     /// The sequence the next event gets.
     next: AtomicU64,
+    /// The outbox holds no entry through this sequence.
+    dropped: AtomicU64,
     /// The last sequence written and synced.
     durable: tokio::sync::watch::Sender<u64>,
 }
@@ -96,7 +98,7 @@ impl Store {
         it.status()?;
         let last = last.max(acked);
         let (durable, rx) = tokio::sync::watch::channel(last);
-        let outbox = Outbox { next: AtomicU64::new(last + 1), durable };
+        let outbox = Outbox { next: AtomicU64::new(last + 1), dropped: AtomicU64::new(0), durable };
         if self.outbox.set(outbox).is_err() {
             panic!("the event outbox is turned on once");
         }
@@ -124,18 +126,30 @@ impl Store {
     }
 
     /// Records that the stream's server has every event through `seq`, and drops them from
-    /// the outbox. Not synced: a start that finds an older acknowledgement asks the server
-    /// for its last event.
+    /// the outbox once [`DROP_EVERY`] have gathered. Not synced: a start that finds an older
+    /// acknowledgement asks the server for its last event.
     pub fn events_acked(&self, seq: u64) -> Result<(), StoreError> {
         let mut wb = WriteBatch::default();
         wb.put_cf(self.handle(cf::META), meta::EVENTS_ACKED, seq.to_be_bytes());
-        wb.delete_range_cf(self.handle(cf::STREAM_OUTBOX), 0u64.to_be_bytes(), (seq + 1).to_be_bytes());
+        let drop = self.outbox.get().map(|o| &o.dropped).filter(|d| seq >= d.load(Ordering::Relaxed) + DROP_EVERY);
+        if drop.is_some() {
+            wb.delete_range_cf(self.handle(cf::STREAM_OUTBOX), 0u64.to_be_bytes(), (seq + 1).to_be_bytes());
+        }
         let bytes = wb.size_in_bytes();
         self.db.write_opt(wb, &WriteOptions::default())?;
         self.logs.wrote(&self.db, bytes, false);
+        if let Some(dropped) = drop {
+            dropped.store(seq, Ordering::Relaxed);
+        }
         Ok(())
     }
 }
+
+/// Acknowledged events dropped from the outbox at once. Each drop is a range deletion, and
+/// every iterator over the family's memtable sorts the range deletions it holds when it is
+/// made: dropping at each acknowledgement (every few events at a few thousand a second)
+/// made reading the outbox cost ≈ 60 µs of CPU an event.
+pub const DROP_EVERY: u64 = 4096;
 
 #[cfg(test)]
 mod tests {
@@ -178,8 +192,9 @@ mod tests {
             assert_eq!(ids, [(1, "0xa".into()), (2, "0xb".into()), (3, "0xc".into())]);
             assert_eq!(store.events_from(2, 1).unwrap().len(), 1);
             assert!(store.events_from(4, 10).unwrap().is_empty());
+            // Acknowledged ones stay until DROP_EVERY have gathered; reads start past them.
             store.events_acked(2).unwrap();
-            assert!(store.events_from(1, 10).unwrap().is_empty(), "stops at the first missing");
+            assert_eq!(store.events_from(1, 10).unwrap().len(), 3);
             assert_eq!(store.events_from(3, 10).unwrap().len(), 1);
         }
         // Reopened: the sequence goes on after 3 (in the outbox), then after an
@@ -195,6 +210,16 @@ mod tests {
         drop(store);
         let store = Store::open(dir.path()).unwrap();
         assert_eq!(*store.stream_events().unwrap().0.borrow(), 4);
+        // DROP_EVERY acknowledged: every entry through the acknowledgement leaves.
+        let mut many = Batch::default();
+        for i in 0..DROP_EVERY {
+            many.put_market(&market(&format!("0x{i:x}")));
+        }
+        store.write([&many], true).unwrap();
+        store.events_acked(DROP_EVERY + 2).unwrap();
+        assert!(store.events_from(1, 10).unwrap().is_empty(), "stops at the first missing");
+        assert_eq!(store.events_from(DROP_EVERY + 3, 10).unwrap().len(), 2);
+        assert_eq!(store.all_raw(cf::STREAM_OUTBOX).unwrap().len(), 2);
     }
 
     /// Without the outbox turned on nothing is written to it.
