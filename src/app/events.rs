@@ -206,7 +206,9 @@ impl EventStream {
         let mut recorded = Instant::now();
         let mut durable = self.durable.clone();
         loop {
-            if inflight.len() < WINDOW {
+            // Refilled by half a window at a time: one read of the outbox per batch, not per
+            // acknowledgement.
+            if inflight.len() <= WINDOW / 2 {
                 for (seq, event) in self.store.events_from(next, WINDOW - inflight.len())? {
                     let (subject, payload) = render(seq, &event);
                     let publish = PublishMessage::build()
