@@ -14,6 +14,13 @@ pub struct AdminArgs {
     /// The internal (operator) server.
     #[arg(long, env = "PREDEX_INTERNAL_ADDR", default_value = "127.0.0.1:8090", global = true)]
     pub internal: SocketAddr,
+    /// The internal server's token file (`--internal-token-file` of `predex serve`).
+    #[arg(long, env = "PREDEX_INTERNAL_TOKEN_FILE", global = true)]
+    pub token_file: Option<PathBuf>,
+    /// The server's data directory, whose `internal.token` is read when no token file is
+    /// given.
+    #[arg(long, env = "PREDEX_DATA_DIR", default_value = "var", global = true)]
+    pub data_dir: PathBuf,
     #[command(subcommand)]
     pub command: AdminCmd,
 }
@@ -49,6 +56,10 @@ pub enum AdminCmd {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Print the dashboard's login link (its token in the fragment, which the page keeps
+    /// for its tab only).
+    #[command(name = "dashboard-url")]
+    DashboardUrl,
     /// Take an online backup into a new directory (a RocksDB checkpoint; trading goes on).
     /// Restore it with `predex restore`.
     Backup {
@@ -156,9 +167,14 @@ pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
     if let AdminCmd::SecretsKey { out } = &args.command {
         return secrets_key(out);
     }
+    let token_file = args.token_file.clone().unwrap_or_else(|| crate::keyfile::default_token_path(&args.data_dir));
+    let operator = crate::client::Operator::from_file(args.internal, &token_file)?;
+    if let AdminCmd::DashboardUrl = &args.command {
+        return Ok(json!(operator.dashboard_url()));
+    }
     let (method, path, body) = request(args.command)?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let (status, reply) = rt.block_on(crate::client::call(args.internal, method, &path, &[], body));
+    let (status, reply) = rt.block_on(operator.call(method, &path, body));
     match status {
         0 => bail!("cannot reach the internal server at {} (is predex running?)", args.internal),
         200..=299 => Ok(reply),
@@ -184,6 +200,7 @@ fn secrets_key(out: &std::path::Path) -> anyhow::Result<Value> {
 fn request(cmd: AdminCmd) -> anyhow::Result<(&'static str, String, Option<Value>)> {
     Ok(match cmd {
         AdminCmd::Markets(MarketsCmd::List) => ("GET", "/internal/markets".into(), None),
+        AdminCmd::DashboardUrl => bail!("dashboard-url is made locally"),
         AdminCmd::Backup { to } => {
             let to = std::path::absolute(&to).with_context(|| format!("{}", to.display()))?;
             ("POST", "/internal/backup".into(), Some(json!({ "to": to })))

@@ -12,6 +12,9 @@ use serde_json::Value;
 
 pub struct Conn {
     tx: SendRequest<Full<Bytes>>,
+    /// `Host`: the address connected to, as a server checks it (the internal server
+    /// answers its own loopback names only).
+    host: hyper::header::HeaderValue,
 }
 
 impl Conn {
@@ -22,12 +25,13 @@ impl Conn {
         tokio::spawn(async move {
             let _ = conn.await;
         });
-        Ok(Conn { tx })
+        let host = hyper::header::HeaderValue::from_str(&addr.to_string()).expect("an address is a header value");
+        Ok(Conn { tx, host })
     }
 
     /// One request; status 0 means the connection failed.
     pub async fn send(&mut self, method: &str, path: &str, headers: &[(&str, String)], body: Bytes) -> (u16, Bytes) {
-        let mut b = hyper::Request::builder().method(method).uri(path).header("host", "predex");
+        let mut b = hyper::Request::builder().method(method).uri(path).header("host", self.host.clone());
         if !body.is_empty() {
             b = b.header("content-type", "application/json");
         }
@@ -60,4 +64,34 @@ pub async fn call(
     let Ok(mut c) = Conn::open(addr).await else { return (0, Value::Null) };
     let (st, b) = c.send(method, path, headers, body.map(|v| Bytes::from(v.to_string())).unwrap_or_default()).await;
     (st, serde_json::from_slice(&b).unwrap_or(Value::Null))
+}
+
+/// The internal (operator) server and its bearer token: every request to it carries
+/// `Authorization: Bearer <token>` (`api::dashboard::gate`).
+#[derive(Clone)]
+pub struct Operator {
+    pub addr: SocketAddr,
+    token: String,
+}
+
+impl Operator {
+    pub fn new(addr: SocketAddr, token: String) -> Operator {
+        Operator { addr, token }
+    }
+
+    /// The server at `addr`, with the token read from `token_file`.
+    pub fn from_file(addr: SocketAddr, token_file: &std::path::Path) -> anyhow::Result<Operator> {
+        Ok(Operator::new(addr, crate::keyfile::internal_token(token_file, false)?))
+    }
+
+    /// A one-off JSON request to the internal server.
+    pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        call(self.addr, method, path, &[("authorization", format!("Bearer {}", self.token))], body).await
+    }
+
+    /// The dashboard's address with the token in its fragment: the page keeps it for its
+    /// tab and takes it out of the address bar; a browser never sends a fragment.
+    pub fn dashboard_url(&self) -> String {
+        format!("http://{}/dashboard#token={}", self.addr, self.token)
+    }
 }

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::auth::wallets::{self, WalletFactories};
+
 /// Polymarket's CTF Exchange on Polygon: the default verifyingContract, so orders signed by
 /// the official clients for chain 137 verify unchanged.
 pub const DEFAULT_EXCHANGE: &str = "0x4bfb41d5b3570defd03c39a9a4d8de6bd8b8982e";
@@ -45,6 +47,15 @@ pub struct Config {
     /// EIP-712 name of the order domain: `Polymarket CTF Exchange` for orders from
     /// Polymarket's official clients and for its exchange contracts run unchanged.
     pub order_domain_name: String,
+    /// The proxy-wallet factory signature-type-1 makers are derived from (CREATE2; default
+    /// Polygon's, the one Polymarket's clients derive with).
+    pub proxy_factory_address: String,
+    /// keccak256 of the init code that factory deploys (default Polygon's).
+    pub proxy_init_code_hash: String,
+    /// The Safe factory signature-type-2 makers are derived from (default Polygon's).
+    pub safe_factory_address: String,
+    /// keccak256 of the Safe proxy's creation code and master copy (default Polygon's).
+    pub safe_init_code_hash: String,
     /// Where matched trades settle: the embedded ledger, or a chain through the exchange
     /// contracts (docs/settlement.md).
     pub settlement: Settlement,
@@ -56,6 +67,12 @@ pub struct Config {
     /// A file holding the key that seals credentials at rest (64 hex digits; systemd's
     /// `LoadCredential=`). Never in the configuration itself, never logged.
     pub secrets_key_file: Option<PathBuf>,
+    /// A file holding the internal server's bearer token (systemd's `LoadCredential=`);
+    /// unset: `internal.token` in the data directory, made at first start.
+    pub internal_token_file: Option<PathBuf>,
+    /// Where `POST /internal/backup` may write (unset: `predex-backup` beside the data
+    /// directory, the unit's second state directory).
+    pub backup_dir: Option<PathBuf>,
     /// Chain mode: the 6-decimal ERC-20 the exchanges settle in.
     pub collateral_address: Option<String>,
     /// Chain mode: the ConditionalTokens contract.
@@ -187,10 +204,16 @@ impl Default for Config {
             exchange_address: DEFAULT_EXCHANGE.into(),
             neg_risk_exchange_address: DEFAULT_NEG_RISK_EXCHANGE.into(),
             order_domain_name: DEFAULT_ORDER_DOMAIN_NAME.into(),
+            proxy_factory_address: wallets::POLYGON_PROXY_FACTORY.to_lowercase(),
+            proxy_init_code_hash: wallets::POLYGON_PROXY_INIT_CODE_HASH.into(),
+            safe_factory_address: wallets::POLYGON_SAFE_FACTORY.to_lowercase(),
+            safe_init_code_hash: wallets::POLYGON_SAFE_INIT_CODE_HASH.into(),
             settlement: Settlement::Ledger,
             rpc_url: None,
             operator_key_file: None,
             secrets_key_file: None,
+            internal_token_file: None,
+            backup_dir: None,
             collateral_address: None,
             ctf_address: None,
             neg_risk_adapter_address: None,
@@ -245,6 +268,30 @@ impl Config {
                 || same(&self.neg_risk_exchange_address, DEFAULT_NEG_RISK_EXCHANGE))
     }
 
+    /// The directory backups are written under.
+    pub fn backup_root(&self) -> PathBuf {
+        match &self.backup_dir {
+            Some(d) => d.clone(),
+            None => self.data_dir.parent().unwrap_or(std::path::Path::new("")).join("predex-backup"),
+        }
+    }
+
+    /// The factories proxy and Safe makers are derived from, or which setting is not valid.
+    pub fn wallet_factories(&self) -> anyhow::Result<WalletFactories> {
+        let address = |v: &str, name: &str| -> anyhow::Result<alloy_primitives::Address> {
+            v.trim().parse().map_err(|_| anyhow::anyhow!("{name} is not an address: {v}"))
+        };
+        let hash = |v: &str, name: &str| -> anyhow::Result<alloy_primitives::B256> {
+            v.trim().parse().map_err(|_| anyhow::anyhow!("{name} is not a 32-byte hex hash: {v}"))
+        };
+        Ok(WalletFactories {
+            proxy_factory: address(&self.proxy_factory_address, "proxy-factory-address")?,
+            proxy_init_code_hash: hash(&self.proxy_init_code_hash, "proxy-init-code-hash")?,
+            safe_factory: address(&self.safe_factory_address, "safe-factory-address")?,
+            safe_init_code_hash: hash(&self.safe_init_code_hash, "safe-init-code-hash")?,
+        })
+    }
+
     /// Chain mode's settings, or why they are incomplete; `None` in ledger mode.
     pub fn chain(&self) -> anyhow::Result<Option<ChainSettings>> {
         if self.settlement == Settlement::Ledger {
@@ -259,7 +306,7 @@ impl Config {
         };
         let rpc_url = required(&self.rpc_url, "rpc-url")?.clone();
         if !rpc_url.starts_with("http://") {
-            anyhow::bail!("rpc-url must be an http:// URL, got {rpc_url}");
+            anyhow::bail!("rpc-url must be an http:// URL, got {}", url_host(&rpc_url));
         }
         if self.confirmations == 0 {
             anyhow::bail!("confirmations must be at least 1");
@@ -279,6 +326,7 @@ impl Config {
     /// Rejects settings that would run an unsafe or broken exchange.
     pub fn validate(&self) -> anyhow::Result<()> {
         self.chain()?;
+        self.wallet_factories()?;
         if !self.internal_addr.ip().is_loopback() {
             anyhow::bail!("internal-addr must be a loopback address, got {}", self.internal_addr);
         }
@@ -364,9 +412,32 @@ impl Config {
     }
 }
 
+/// A URL as it may be shown or logged: its scheme and host (with port) only, for a
+/// provider's key may sit in its path, query or user part.
+pub fn url_host(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if scheme.is_empty() {
+        host.to_string()
+    } else {
+        format!("{scheme}://{host}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What is logged of an RPC URL leaves out a provider's key wherever it sits.
+    #[test]
+    fn url_host_keeps_the_scheme_and_host_only() {
+        assert_eq!(url_host("http://127.0.0.1:8545"), "http://127.0.0.1:8545");
+        assert_eq!(url_host("http://rpc.example:80/v2/SECRETKEY?x=1"), "http://rpc.example:80");
+        assert_eq!(url_host("http://user:SECRET@rpc.example/k"), "http://rpc.example");
+        assert_eq!(url_host("https://rpc.example?apikey=SECRET"), "https://rpc.example");
+        assert_eq!(url_host("rpc.example/SECRET"), "rpc.example");
+    }
 
     #[test]
     fn defaults_are_valid() {
@@ -375,6 +446,9 @@ mod tests {
         assert_eq!(c.clob_addr.port(), 8080);
         assert_eq!(c.internal_addr.to_string(), "127.0.0.1:8090");
         assert_eq!(c.chain_id, 137);
+        assert_eq!(c.wallet_factories().unwrap(), WalletFactories::polygon());
+        let bad = Config { safe_init_code_hash: "0x12".into(), ..Config::default() };
+        assert!(bad.validate().is_err());
     }
 
     /// The event stream takes NATS servers without credentials, a stream name JetStream

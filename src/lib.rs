@@ -25,6 +25,7 @@ pub mod commit;
 pub mod config;
 pub mod domain;
 pub mod engine;
+pub mod keyfile;
 pub mod ledger;
 pub mod metrics;
 pub mod sign;
@@ -205,7 +206,7 @@ impl App {
                     settings.neg_risk_exchange,
                 );
                 chain.check(config.chain_id, &domains).await.context("chain mode")?;
-                tracing::info!(rpc = %settings.rpc_url, operator = %chain.operator, "chain mode: settling on chain");
+                tracing::info!(rpc = %config::url_host(&settings.rpc_url), operator = %chain.operator, "chain mode: settling on chain");
                 Some(chain)
             }
             None => None,
@@ -213,12 +214,15 @@ impl App {
         std::fs::create_dir_all(&config.data_dir).with_context(|| format!("create {}", config.data_dir.display()))?;
         let mut store = Store::open_with(&config.data_dir, config.wal_logs_ahead).context("open RocksDB")?;
         let sealer = match &config.secrets_key_file {
-            Some(f) => {
-                let text = std::fs::read_to_string(f).with_context(|| format!("read {}", f.display()))?;
-                Some(store::Sealer::from_hex(&text)?)
-            }
+            Some(f) => Some(store::Sealer::from_hex(&keyfile::read_private(f, "secrets key file")?)?),
             None => None,
         };
+        // The operator's bearer token: the file given, or one made in the data directory.
+        let internal_token: Arc<str> = match &config.internal_token_file {
+            Some(f) => keyfile::internal_token(f, false)?,
+            None => keyfile::internal_token(&keyfile::default_token_path(&config.data_dir), true)?,
+        }
+        .into();
         let sealing = sealer.is_some();
         match store.set_secrets(sealer)? {
             0 => {}
@@ -269,6 +273,7 @@ impl App {
             engine::spawn(core, registry.clone(), persist_tx.clone(), events_tx, exported.clone());
         let mut state = app::AppState::new(config.clone(), store, engine, registry, metrics, exported, persist_tx)?;
         state.chain = chain;
+        state.internal_token = internal_token;
         if let Some(events) = &events {
             tokio::spawn(events.clone().run());
         }
@@ -339,7 +344,7 @@ impl App {
             bodies.clone(),
             rx.clone(),
         ));
-        servers.push(serve(internal_l, api::internal::routes(state.clone()), bodies, rx.clone()));
+        servers.push(serve(internal_l, api::internal::routes(state.clone(), internal), bodies, rx.clone()));
         Ok(App {
             bound: Bound { clob, gamma, data, bridge, internal },
             state,

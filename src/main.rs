@@ -179,6 +179,18 @@ struct ServeArgs {
     /// EIP-712 name of the order domain (`Polymarket CTF Exchange` for the official clients).
     #[arg(long, env = "PREDEX_ORDER_DOMAIN_NAME")]
     order_domain_name: Option<String>,
+    /// The proxy-wallet factory type-1 makers are derived from (default Polygon's).
+    #[arg(long, env = "PREDEX_PROXY_FACTORY_ADDRESS")]
+    proxy_factory_address: Option<String>,
+    /// keccak256 of the proxy wallet's init code (default Polygon's).
+    #[arg(long, env = "PREDEX_PROXY_INIT_CODE_HASH")]
+    proxy_init_code_hash: Option<String>,
+    /// The Safe factory type-2 makers are derived from (default Polygon's).
+    #[arg(long, env = "PREDEX_SAFE_FACTORY_ADDRESS")]
+    safe_factory_address: Option<String>,
+    /// keccak256 of the Safe proxy's creation code and master copy (default Polygon's).
+    #[arg(long, env = "PREDEX_SAFE_INIT_CODE_HASH")]
+    safe_init_code_hash: Option<String>,
     /// Where trades settle: `ledger` (embedded, the default) or `chain`.
     #[arg(long, env = "PREDEX_SETTLEMENT", value_enum)]
     settlement: Option<predex::config::Settlement>,
@@ -192,6 +204,14 @@ struct ServeArgs {
     /// (`predex admin secrets-key --out FILE` makes one).
     #[arg(long, env = "PREDEX_SECRETS_KEY_FILE")]
     secrets_key_file: Option<PathBuf>,
+    /// A file holding the internal server's bearer token (default: `internal.token` in the
+    /// data directory, made at first start).
+    #[arg(long, env = "PREDEX_INTERNAL_TOKEN_FILE")]
+    internal_token_file: Option<PathBuf>,
+    /// Where `POST /internal/backup` may write (default: `predex-backup` beside the data
+    /// directory).
+    #[arg(long, env = "PREDEX_BACKUP_DIR")]
+    backup_dir: Option<PathBuf>,
     /// Chain mode: the collateral ERC-20.
     #[arg(long, env = "PREDEX_COLLATERAL_ADDRESS")]
     collateral_address: Option<String>,
@@ -269,8 +289,9 @@ impl ServeArgs {
             c.data_dir = v;
         } else if c.data_dir == Config::default().data_dir {
             // Under systemd the unit's StateDirectory wins over the relative default.
+            // Several state directories come colon-separated: the first is the data's.
             if let Ok(state) = std::env::var("STATE_DIRECTORY") {
-                c.data_dir = PathBuf::from(state);
+                c.data_dir = PathBuf::from(state.split(':').next().unwrap_or_default());
             }
         }
         macro_rules! set {
@@ -287,6 +308,10 @@ impl ServeArgs {
             exchange_address,
             neg_risk_exchange_address,
             order_domain_name,
+            proxy_factory_address,
+            proxy_init_code_hash,
+            safe_factory_address,
+            safe_init_code_hash,
             settlement,
             confirmations,
             invite_only,
@@ -313,6 +338,8 @@ impl ServeArgs {
             rpc_url,
             operator_key_file,
             secrets_key_file,
+            internal_token_file,
+            backup_dir,
             collateral_address,
             ctf_address,
             neg_risk_adapter_address

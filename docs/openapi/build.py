@@ -300,7 +300,7 @@ CLOB_OPS = [
        params=[q("asset_type", {"type": "string", "enum": ["COLLATERAL", "CONDITIONAL", ""]}), q("token_id"), q("signature_type", INT_OR_EMPTY)]),
     op("GET", "/notifications", "notifications", arr(ref("Notification")), "L2", params=[q("signature_type", INT_OR_EMPTY)]),
     op("DELETE", "/notifications", "delete every notification", EMPTY, "L2"),
-    op("POST", "/waitlist", "join the waitlist", obj(), body=obj({"email": S}, required=("email",)), codes=(400, 409)),
+    op("POST", "/waitlist", "join the waitlist", obj(), body=obj({"email": {"type": "string", "maxLength": 254, "description": "at most 254 bytes"}}, required=("email",)), codes=(400, 409)),
     # 4.2 orders
     op("POST", "/order", "place one order", ref("OrderResult"), "L2", body=ref("OrderSubmission"), codes=(400, 503)),
     # Each element is checked on its own (SPEC §4.2): a malformed one gets a rejected result.

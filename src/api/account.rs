@@ -70,13 +70,11 @@ fn asset_token(s: &AppState, r: &Req) -> Result<Option<String>, ApiError> {
     }
 }
 
-/// The wallet a balance request is about: the key's own address for signature type 0 (EOA),
-/// the proxy wallet it trades through for 1 and 2 (None before its first proxy order).
-pub(crate) async fn wallet(s: &AppState, key: &ApiKeyRecord, r: &Req) -> Result<Option<String>, ApiError> {
-    if signature_type(r)? == 0 {
-        return Ok(Some(key.address.to_string()));
-    }
-    Ok(s.engine.proxy_of(key.address.to_string()).await?)
+/// The wallet a balance request is about: the key's own address for signature type 0
+/// (EOA), the proxy wallet (1) or the Safe (2) derived from it, as the official clients
+/// derive their funder.
+pub(crate) fn wallet(s: &AppState, key: &ApiKeyRecord, r: &Req) -> Result<String, ApiError> {
+    Ok(crate::app::wallet_of_type(s, key, signature_type(r)?).to_string())
 }
 
 /// GET /balance-allowance: what the wallet can trade now, in micro-units as Polymarket
@@ -87,10 +85,7 @@ pub(crate) async fn wallet(s: &AppState, key: &ApiKeyRecord, r: &Req) -> Result<
 async fn balance_allowance(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate_read(&s, &r)?;
     let token = asset_token(&s, &r)?;
-    let accounts = match wallet(&s, &key, &r).await? {
-        Some(a) => s.engine.accounts(a).await?,
-        None => Vec::new(),
-    };
+    let accounts = s.engine.accounts(wallet(&s, &key, &r)?).await?;
     let want = token.as_deref().unwrap_or(COLLATERAL);
     let balance = accounts.iter().find(|(a, _)| a == want).map_or(Amount::ZERO, |(_, acc)| acc.available());
     let mut allowances = Map::new();
@@ -110,23 +105,20 @@ async fn balance_allowance(s: Arc<AppState>, r: Req) -> ApiResult {
 async fn balance_update(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let token = asset_token(&s, &r)?;
-    let address = wallet(&s, &key, &r).await?;
-    if let (Some(_), Some(a)) = (&s.chain, &address) {
-        crate::app::onchain::refresh(&s, a, COLLATERAL).await?;
+    let address = wallet(&s, &key, &r)?;
+    if s.chain.is_some() {
+        crate::app::onchain::refresh(&s, &address, COLLATERAL).await?;
         if let Some(t) = &token {
-            crate::app::onchain::refresh(&s, a, t).await?;
+            crate::app::onchain::refresh(&s, &address, t).await?;
         }
     }
-    let balance = match address {
-        Some(a) => s
-            .engine
-            .accounts(a)
-            .await?
-            .into_iter()
-            .find(|(a, _)| a == COLLATERAL)
-            .map_or(Amount::ZERO, |(_, x)| x.balance),
-        None => Amount::ZERO,
-    };
+    let balance = s
+        .engine
+        .accounts(address)
+        .await?
+        .into_iter()
+        .find(|(a, _)| a == COLLATERAL)
+        .map_or(Amount::ZERO, |(_, x)| x.balance);
     let (mut taker, mut maker) = (0i128, 0i128);
     for id in s.store.trade_ids_of(&key.key)? {
         let Some(t) = s.store.get_trade(&id)? else { continue };

@@ -197,15 +197,17 @@ struct DepositRequest {
 
 /// POST /deposit {address} → 201 {address: {evm, svm, btc}, note}.
 async fn deposit(s: Arc<AppState>, r: Req) -> ApiResult {
+    super::ledger_only(&s)?;
     table(&s)?;
     let b: DepositRequest = r.json()?;
     let addrs = transfers::deposit(&s, &b.address).await?;
     created(&addresses_json(&addrs, DEPOSIT_NOTE))
 }
 
-/// POST /withdraw, L2-signed by a key of the wallet (or of its proxy's signer) → 201
+/// POST /withdraw, L2-signed by a key of the wallet (or of the owner it is derived from) → 201
 /// {address: {evm, svm, btc} (the withdrawal's bridge addresses), note, transaction}.
 async fn withdraw(s: Arc<AppState>, r: Req) -> ApiResult {
+    super::ledger_only(&s)?;
     table(&s)?;
     let key = authenticate(&s, &r)?;
     let b: WithdrawRequest = r.json()?;
@@ -224,6 +226,7 @@ fn status(s: &AppState, address: &str) -> ApiResult {
 /// POST /internal/bridge/deposits: 201 with the new record (COMPLETED, or FAILED with
 /// nothing credited); 200 with the record of a transaction reported before.
 pub async fn confirm_deposit(s: Arc<AppState>, r: Req) -> ApiResult {
+    super::ledger_only(&s)?;
     table(&s)?;
     let b: ArrivalReport = r.json()?;
     match transfers::confirm_deposit(&s, &b).await? {

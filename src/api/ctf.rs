@@ -55,6 +55,7 @@ pub fn routes(state: Arc<AppState>) -> Routes {
 }
 
 async fn operate(s: Arc<AppState>, kind: CtfKind, r: Req) -> ApiResult {
+    super::ledger_only(&s)?;
     let key = authenticate(&s, &r)?;
     let b: CtfRequest = r.json()?;
     let wallet = wallet_of(&s, &key, b.address.as_deref()).await?;
@@ -67,6 +68,7 @@ async fn operate(s: Arc<AppState>, kind: CtfKind, r: Req) -> ApiResult {
 /// (|indexSet| − 1) · `amount` collateral. Value is conserved whichever question wins.
 /// A market's questions are its binary markets in creation order (docs/ctf.md).
 async fn convert(s: Arc<AppState>, r: Req) -> ApiResult {
+    super::ledger_only(&s)?;
     let key = authenticate(&s, &r)?;
     let b: ConvertRequest = r.json()?;
     let wallet = wallet_of(&s, &key, b.address.as_deref()).await?;

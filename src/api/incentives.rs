@@ -167,7 +167,7 @@ async fn user_markets(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate_read(&s, &r)?;
     let day = date_param(&r)?;
     let offset = cursor_offset(&r.query_map())?;
-    let Some(address) = wallet(&s, &key, &r).await? else { return page(Vec::new(), 0) };
+    let address = wallet(&s, &key, &r)?;
     let mine: BTreeMap<String, u64> = incentives::earnings(&s, &address, day)?.into_iter().collect();
     let mut all: BTreeMap<String, u64> = BTreeMap::new();
     for (_, c, n) in s.store.earnings_on(day)? {
@@ -221,7 +221,7 @@ fn hundredths(bp: u64) -> String {
 /// `{condition_id: percent}`, for the markets where it scores.
 async fn percentages(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate_read(&s, &r)?;
-    let Some(address) = wallet(&s, &key, &r).await? else { return super::reply(&json!({})) };
+    let address = wallet(&s, &key, &r)?;
     let shares = incentives::shares_now(&s, &address, now_secs()).await.map_err(ApiError::from)?;
     let out: serde_json::Map<String, Value> = shares.into_iter().map(|(c, bp)| (c, number(&hundredths(bp)))).collect();
     super::reply(&out)
@@ -279,14 +279,12 @@ fn date_param(r: &Req) -> Result<u32, ApiError> {
 
 /// GET /rewards/user (per market, paginated) and /rewards/user/total (summed): a wallet's
 /// rewards on a day (`date`, default today; today's are still accruing), for the key's
-/// address or, with signature_type 1 or 2, its proxy wallet.
+/// address or, with signature_type 1 or 2, its derived proxy wallet or Safe.
 async fn user_earnings(s: Arc<AppState>, r: Req, total: bool) -> ApiResult {
     let key = authenticate_read(&s, &r)?;
     let day = date_param(&r)?;
     let offset = cursor_offset(&r.query_map())?;
-    let Some(address) = wallet(&s, &key, &r).await? else {
-        return if total { super::reply(&Vec::<Value>::new()) } else { page(Vec::new(), 0) };
-    };
+    let address = wallet(&s, &key, &r)?;
     let rows = incentives::earnings(&s, &address, day)?;
     let date = day_str(day);
     if total {
@@ -325,7 +323,7 @@ async fn rebates(s: Arc<AppState>, r: Req) -> ApiResult {
         Some(d) => Some(incentives::parse_day(d)?),
         None => None,
     };
-    let Some(address) = wallet(&s, &key, &r).await? else { return super::reply(&Vec::<Value>::new()) };
+    let address = wallet(&s, &key, &r)?;
     let out: Vec<Value> = incentives::rebates(&s, &address, only)?
         .iter()
         .map(|rb| {

@@ -23,7 +23,9 @@ use crate::domain::{parse_u64, AddressStatus, Amount, Asset, Mode};
 use crate::engine::EngineError;
 use crate::MarketSpec;
 
-pub fn routes(state: Arc<AppState>) -> Routes {
+/// The operator's routes, behind the gate (`dashboard::gate`) of the server bound at
+/// `bound`.
+pub fn routes(state: Arc<AppState>, bound: std::net::SocketAddr) -> Routes {
     let s = || with_state(state.clone());
     macro_rules! post {
         ($($seg:literal)/+, $f:ident) => {
@@ -141,7 +143,9 @@ pub fn routes(state: Arc<AppState>) -> Routes {
             .map(|s: Arc<AppState>| respond(open_withdrawals(&s))))
         .unify()
         .boxed();
-    super::dashboard::cross_origin()
+    super::dashboard::gate(state.internal_token.clone(), bound)
+        .or(super::dashboard::cross_origin())
+        .unify()
         .or(setup)
         .unify()
         .or(catalogue)
@@ -335,7 +339,7 @@ async fn backup(s: Arc<AppState>, r: Req) -> ApiResult {
     let body: serde_json::Value = serde_json::from_slice(&r.body).map_err(|_| ApiError::bad("Invalid payload"))?;
     let to = body["to"].as_str().filter(|t| !t.is_empty()).ok_or_else(|| ApiError::bad("to required"))?;
     let b = backup::backup(&s, std::path::PathBuf::from(to)).await.map_err(|e| match e {
-        BackupError::Failed(_) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        BackupError::Failed(_) | BackupError::Io(_) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         _ => ApiError::bad(e.to_string()),
     })?;
     tracing::info!(dir = %b.dir.display(), held_ms = b.held_ms, "backup taken");

@@ -70,6 +70,15 @@ impl ApiError {
     }
 }
 
+/// 409 in chain mode for what moves ledger balances the chain does not hold — the bridge,
+/// bonds, CTF operations and the relay — until they run on chain (docs/settlement.md).
+pub fn ledger_only(s: &AppState) -> Result<(), ApiError> {
+    match s.chain {
+        Some(_) => Err(ApiError::new(StatusCode::CONFLICT, "not available in chain mode")),
+        None => Ok(()),
+    }
+}
+
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> ApiError {
         tracing::error!(error = %e, "store");
@@ -343,6 +352,15 @@ fn l2_headers(req: &Req) -> Result<L2Headers<'_>, ApiError> {
     ) else {
         return Err(fail());
     };
+    // One spelling per request: the five headers all `SERVICE_*` or all `POLY_*`.
+    let spelled = |prefix: &str| {
+        ["ADDRESS", "SIGNATURE", "TIMESTAMP", "API_KEY", "PASSPHRASE"]
+            .iter()
+            .any(|n| req.headers.contains_key(format!("{prefix}{n}").as_str()))
+    };
+    if spelled("SERVICE_") && spelled("POLY_") {
+        return Err(fail());
+    }
     let key: Uuid = key.parse().map_err(|_| invalid_key())?;
     Ok(L2Headers { address, signature, timestamp, key, passphrase })
 }
@@ -372,8 +390,9 @@ impl L2Headers<'_> {
 
 /// Whether `sig` is the L2 HMAC of the request with `secret` (API keys and builder keys
 /// sign the same way): over the path with or without its query, and the body as sent or
-/// in the py/rs clients' form with `'` replaced by `"`. A spelling that is the same bytes
-/// as another (no query; no `'` in the body) is not hashed twice: which spellings exist
+/// in the py/rs clients' form with `'` replaced by `"` — that form only when the body sent
+/// and the body signed are the same JSON value. A spelling that is the same bytes as
+/// another (no query; no `'` in the body) is not hashed twice: which spellings exist
 /// depends on the request alone, never on the secret.
 pub(crate) fn signed_with(req: &Req, secret: &str, ts: &str, sig: &str) -> bool {
     let path = req.path.as_str();
@@ -387,17 +406,23 @@ pub(crate) fn signed_with(req: &Req, secret: &str, ts: &str, sig: &str) -> bool 
         None => std::slice::from_ref(&path),
     };
     let body: &[u8] = &req.body;
-    let quoted: Option<Vec<u8>> =
-        body.contains(&b'\'').then(|| body.iter().map(|&b| if b == b'\'' { b'"' } else { b }).collect());
-    let both_bodies;
-    let bodies: &[&[u8]] = match &quoted {
-        Some(q) => {
-            both_bodies = [body, q.as_slice()];
-            &both_bodies
+    if auth::verify_hmac(secret, ts, req.method.as_str(), paths, &[body], sig) {
+        return true;
+    }
+    // The clients' quirk: the HMAC over the body with `'` made `"`. Only when what was sent
+    // is the same JSON value as what was signed, so a body bent by the substitution (a
+    // field swallowed into a string) does not verify.
+    if !body.contains(&b'\'') {
+        return false;
+    }
+    let quoted: Vec<u8> = body.iter().map(|&b| if b == b'\'' { b'"' } else { b }).collect();
+    let value = |b: &[u8]| serde_json::from_slice::<serde_json::Value>(b).ok();
+    match (value(body), value(&quoted)) {
+        (Some(sent), Some(signed)) if sent == signed => {
+            auth::verify_hmac(secret, ts, req.method.as_str(), paths, &[quoted.as_slice()], sig)
         }
-        None => std::slice::from_ref(&body),
-    };
-    auth::verify_hmac(secret, ts, req.method.as_str(), paths, bodies, sig)
+        _ => false,
+    }
 }
 
 /// Catch-all: every rejection becomes a JSON error.
@@ -543,12 +568,19 @@ mod tests {
         assert!(signed_with(&queried, SECRET, "1000", &sign("/order", r#"{"a": 1}"#)));
         assert!(!signed_with(&queried, SECRET, "1000", &sign("/order?x=2", r#"{"a": 1}"#)));
 
-        // The py/rs clients sign str(dict) with `'` turned into `"`, and send it as is.
+        // The py/rs clients' form, `'` turned into `"`, verifies only when the body sent is
+        // the JSON value signed: a body sent with `'` for `"` is not JSON, and a body whose
+        // `'` sit inside strings means another value once they are turned.
         let quoted = req(Some("x=1"), "{'a': 1}", &[]);
         assert!(signed_with(&quoted, SECRET, "1000", &sign("/order", "{'a': 1}")));
-        assert!(signed_with(&quoted, SECRET, "1000", &sign("/order", r#"{"a": 1}"#)));
-        assert!(signed_with(&quoted, SECRET, "1000", &sign("/order?x=1", r#"{"a": 1}"#)));
-        assert!(!signed_with(&quoted, SECRET, "1000", &sign("/order", r#"{"a": 2}"#)));
+        assert!(!signed_with(&quoted, SECRET, "1000", &sign("/order", r#"{"a": 1}"#)));
+        assert!(!signed_with(&quoted, SECRET, "1000", &sign("/order?x=1", r#"{"a": 1}"#)));
+        // Issue 93: the attack — `"` sent as `'` so a field hides inside a string.
+        let bent = req(None, r#"{"size": "5', 'ttl': '1"}"#, &[]);
+        assert!(!signed_with(&bent, SECRET, "1000", &sign("/order", r#"{"size": "5", "ttl": "1"}"#)));
+        let apostrophe = req(None, r#"{"a": "it's"}"#, &[]);
+        assert!(signed_with(&apostrophe, SECRET, "1000", &sign("/order", r#"{"a": "it's"}"#)));
+        assert!(!signed_with(&apostrophe, SECRET, "1000", &sign("/order", r#"{"a": "it"s"}"#)));
     }
 
     /// `SERVICE_*` names also find the `POLY_*` headers the official clients send; the

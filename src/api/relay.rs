@@ -76,6 +76,7 @@ fn params<T: serde::de::DeserializeOwned>(body: Map<String, Value>) -> Result<T,
 /// POST /submit {operation, ...its fields}: split, merge, redeem (conditionId, amount),
 /// convert (marketId, indexSet, amount), incrementNonce, cancelOrder (orderID).
 async fn submit(s: Arc<AppState>, r: Req) -> ApiResult {
+    super::ledger_only(&s)?;
     let caller = caller(&s, &r)?;
     let mut body = json_object(&r)?;
     let op = match body.remove("operation") {

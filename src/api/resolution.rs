@@ -34,7 +34,8 @@ impl From<ResolutionError> for ApiError {
             | E::BondTooSmall { .. }
             | E::NotResolving
             | E::DisputeClosed
-            | E::OwnProposal => ApiError::bad(e.to_string()),
+            | E::OwnProposal
+            | E::NotEnded => ApiError::bad(e.to_string()),
         }
     }
 }
@@ -93,6 +94,7 @@ struct BondBody {
 /// POST /bonds/post: escrows collateral from the key's address into its bond on the
 /// market (adding to what it already posted).
 async fn post_bond(s: Arc<AppState>, r: Req) -> ApiResult {
+    super::ledger_only(&s)?;
     let key = authenticate(&s, &r)?;
     let b: BondBody = r.json()?;
     let amount = crate::app::ctf::base_amount(Some(&b.amount))?;

@@ -28,8 +28,12 @@ pub enum BackupError {
     Exists(String),
     #[error("{0} does not exist")]
     NoParent(String),
+    #[error("to must be a new directory under the backup directory {0}")]
+    Outside(String),
     #[error("backup failed: {0}")]
     Failed(#[from] StoreError),
+    #[error("backup failed: {0}")]
+    Io(std::io::Error),
 }
 
 /// A backup taken: the books at its point, and how long the persister was held.
@@ -39,17 +43,35 @@ pub struct Backup {
     pub held_ms: u64,
 }
 
-/// Takes a backup into `dir` (absolute; it must not exist, its parent must).
+/// Takes a backup into `dir` (absolute; it must not exist, its parent must, and it must
+/// lie under the configured backup directory, `Config::backup_root`: a backup holds every
+/// stored secret, so no request chooses where one lands outside it).
 pub async fn backup(s: &Arc<AppState>, dir: PathBuf) -> Result<Backup, BackupError> {
     if !dir.is_absolute() {
         return Err(BackupError::NotAbsolute);
     }
+    let root = s.config.backup_root();
+    let outside = || BackupError::Outside(root.display().to_string());
+    // Plain names only: no `..` to climb out of the root once it is checked.
+    if !dir.components().skip(1).all(|c| matches!(c, std::path::Component::Normal(_))) {
+        return Err(outside());
+    }
     if dir.exists() {
         return Err(BackupError::Exists(dir.display().to_string()));
     }
-    match dir.parent() {
-        Some(p) if p.is_dir() => {}
+    if !root.exists() {
+        use std::os::unix::fs::DirBuilderExt;
+        let made = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&root);
+        made.map_err(BackupError::Io)?;
+    }
+    let parent = match dir.parent() {
+        Some(p) if p.is_dir() => p,
         p => return Err(BackupError::NoParent(p.unwrap_or(&dir).display().to_string())),
+    };
+    // Compared as the filesystem resolves both, so a link inside the root cannot lead out.
+    match (std::fs::canonicalize(parent), std::fs::canonicalize(&root)) {
+        (Ok(p), Ok(r)) if p.starts_with(&r) => {}
+        _ => return Err(outside()),
     }
     let (tx, rx) = tokio::sync::oneshot::channel();
     let state = s.clone();

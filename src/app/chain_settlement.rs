@@ -363,12 +363,13 @@ fn signed_order(s: &AppState, id: &Uuid) -> Result<IExchange::Order, String> {
     let signature = s.store.order_signature(id).map_err(|e| e.to_string())?.ok_or_else(missing)?;
     let signature =
         alloy_primitives::hex::decode(signature.trim()).map_err(|_| format!("order {id}: bad signature"))?;
-    Ok(exchange_order(&fields(&o).ok_or_else(|| format!("order {id}: bad fields"))?, Bytes::from(signature)))
+    let salt = s.store.order_salt(&o).map_err(|e| e.to_string())?;
+    Ok(exchange_order(&fields(&o, salt).ok_or_else(|| format!("order {id}: bad fields"))?, Bytes::from(signature)))
 }
 
-fn fields(o: &OrderRecord) -> Option<SignedOrderFields> {
+fn fields(o: &OrderRecord, salt: U256) -> Option<SignedOrderFields> {
     Some(SignedOrderFields {
-        salt: U256::from(o.salt),
+        salt,
         maker: o.maker.parse().ok()?,
         signer: o.signer.parse().ok()?,
         taker: o.taker.parse().ok()?,

@@ -91,7 +91,7 @@ pub async fn wallet_of(s: &AppState, key: &ApiKeyRecord, address: Option<&str>) 
         None => key.address.to_string(),
         Some(a) => normalize_address(a).ok_or(CtfError::NotAWallet)?,
     };
-    if !acts_for(s, key, &wallet).await? {
+    if !acts_for(s, key, &wallet) {
         return Err(CtfError::NotOwner);
     }
     Ok(wallet)

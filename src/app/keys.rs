@@ -31,10 +31,14 @@ pub enum KeyError {
     Store(#[from] StoreError),
 }
 
-/// An email as the waitlist keeps it, if it is one.
+/// The longest email the waitlist keeps (RFC 5321's path limit less its brackets).
+pub const MAX_EMAIL: usize = 254;
+
+/// An email as the waitlist keeps it, if it is one (at most [`MAX_EMAIL`] bytes).
 fn email_of(e: &str) -> Result<String, KeyError> {
     let e = e.trim().to_lowercase();
-    let valid = matches!(e.split_once('@'), Some((a, b)) if !a.is_empty() && b.contains('.') && !b.starts_with('.') && !b.ends_with('.') && !e.contains(char::is_whitespace));
+    let valid = e.len() <= MAX_EMAIL
+        && matches!(e.split_once('@'), Some((a, b)) if !a.is_empty() && b.contains('.') && !b.starts_with('.') && !b.ends_with('.') && !e.contains(char::is_whitespace));
     if valid {
         Ok(e)
     } else {
@@ -109,7 +113,7 @@ pub async fn create(
         address: address.into(),
         nonce,
         created_at: now_secs(),
-        proxy: Default::default(),
+        wallets: Default::default(),
     };
     batch.add_api_key(&rec);
     s.commit(batch).await?;

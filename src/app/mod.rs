@@ -31,13 +31,14 @@ use alloy_primitives::Address;
 use parking_lot::RwLock;
 use uuid::Uuid;
 
+use crate::auth::wallets::WalletFactories;
 use crate::auth::OrderDomains;
 use crate::commit::persister::{Job, PersistMetrics};
 use crate::commit::views::Registry;
 use crate::commit::After;
 use crate::config::Config;
-use crate::domain::{AddressStatus, ApiKeyRecord, Mode};
-use crate::engine::{EngineError, EngineHandle};
+use crate::domain::{AddressStatus, ApiKeyRecord, DerivedWallets, Mode};
+use crate::engine::EngineHandle;
 use crate::store::{Batch, Store, StoreError};
 
 /// Everything a handler needs.
@@ -47,6 +48,8 @@ pub struct AppState {
     pub engine: EngineHandle,
     pub registry: Arc<Registry>,
     pub domains: OrderDomains,
+    /// The factories proxy and Safe makers are derived from (`auth::wallets`).
+    pub wallets: WalletFactories,
     pub metrics: Arc<PersistMetrics>,
     /// The persister: handlers' own writes (keys, waitlist, operator settings) go through it
     /// too, so no tokio worker ever waits on an fsync.
@@ -85,6 +88,8 @@ pub struct AppState {
     pub bonds: tokio::sync::Mutex<()>,
     /// Serialises RFQ changes (handlers and the RFQ expiration worker).
     pub rfq: tokio::sync::Mutex<()>,
+    /// The internal server's bearer token (`keyfile::internal_token`); never logged.
+    pub internal_token: Arc<str>,
     /// Chain mode's link to the chain, checked at start (None: ledger mode).
     pub chain: Option<crate::chain::Chain>,
     /// The event stream out (None: no `--events-to`).
@@ -115,6 +120,7 @@ impl AppState {
         let api_keys = store.all_api_keys()?.into_iter().map(|k| (k.key, Arc::new(k))).collect();
         Ok(AppState {
             domains: OrderDomains::new(&config.order_domain_name, config.chain_id, exch, neg),
+            wallets: config.wallet_factories()?,
             config: config.clone(),
             store,
             engine,
@@ -142,6 +148,7 @@ impl AppState {
             payouts: Default::default(),
             bonds: Default::default(),
             rfq: Default::default(),
+            internal_token: Arc::from(""),
             chain: None,
             events: None,
             day_volumes: Default::default(),
@@ -241,7 +248,26 @@ fn mode_code(m: Mode) -> u8 {
     }
 }
 
-/// Whether `wallet` acts for `key`: the key's own address, or the proxy wallet bound to it.
-pub async fn acts_for(state: &AppState, key: &ApiKeyRecord, wallet: &str) -> Result<bool, EngineError> {
-    Ok(wallet == &*key.address || state.engine.proxy_of(key.address.to_string()).await?.as_deref() == Some(wallet))
+/// The proxy wallet and the Safe `key`'s address owns ([signature type 1, type 2]),
+/// derived once per loaded key.
+pub fn derived_wallets<'k>(state: &AppState, key: &'k ApiKeyRecord) -> &'k DerivedWallets {
+    key.wallets.get_or_init(|| {
+        let owner: Address = key.address.parse().expect("a key's address is an address");
+        [state.wallets.proxy(owner), state.wallets.safe(owner)].map(|a| (a.into_array(), format!("{a:#x}").into()))
+    })
+}
+
+/// The wallet of `key` that signature type `t` (0, 1 or 2) names: its own address, its
+/// proxy wallet or its Safe.
+pub fn wallet_of_type(state: &AppState, key: &ApiKeyRecord, t: u8) -> Arc<str> {
+    match t {
+        0 => key.address.clone(),
+        _ => derived_wallets(state, key)[usize::from(t >= 2)].1.clone(),
+    }
+}
+
+/// Whether `wallet` (lowercase 0x) acts for `key`: the key's own address, or a wallet
+/// derived from it. Never a wallet bound by use.
+pub fn acts_for(state: &AppState, key: &ApiKeyRecord, wallet: &str) -> bool {
+    wallet == &*key.address || derived_wallets(state, key).iter().any(|(_, w)| **w == *wallet)
 }

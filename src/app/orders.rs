@@ -108,6 +108,9 @@ pub async fn place(
     order: NewOrder,
     builder: Option<&str>,
 ) -> Result<Placed, OrderError> {
+    // A salt wider than the record's 64 bits is kept whole beside it, so the order settles
+    // exactly as signed (`Store::order_salt`).
+    let salt = order.signed.fields.salt;
     let (order, defer) = validate(s, key, order)?;
     if s.chain.is_some() {
         crate::app::onchain::ensure_nonce(s, &order.maker).await.map_err(|e| OrderError::Chain(e.to_string()))?;
@@ -116,7 +119,10 @@ pub async fn place(
             .map_err(|e| OrderError::Chain(e.to_string()))?;
     }
     let id = order.id;
-    let records = builder.map(|b| crate::app::builders::attribution(b, &order)).unwrap_or_default();
+    let mut records = builder.map(|b| crate::app::builders::attribution(b, &order)).unwrap_or_default();
+    if order.salt == u64::MAX {
+        records.put_order_salt(&id, salt.to_be_bytes());
+    }
     let _t = s.time_command("place");
     match s.engine.place_with(order, defer, records).await {
         Ok(p) => Ok(p),
@@ -159,8 +165,20 @@ fn validate(s: &AppState, key: &ApiKeyRecord, order: NewOrder) -> Result<(OrderR
     if !is_lower_hex(&signer, &key.address) || (sig_type == 0 && maker != signer) {
         return Err(OrderError::NotOwner);
     }
+    // A proxy (1) or Safe (2) maker is the signer's own, derived by CREATE2 as the exchange
+    // checks it; never a wallet the signer merely names.
+    let maker_s = match sig_type {
+        0 => key.address.clone(),
+        1 | 2 => {
+            let (bytes, text) = &crate::app::derived_wallets(s, key)[sig_type as usize - 1];
+            if *bytes != maker.into_array() {
+                return Err(OrderError::BadSignature);
+            }
+            text.clone()
+        }
+        _ => return Err(OrderError::BadSignature),
+    };
     let signer_s = key.address.clone();
-    let maker_s = maker_string(key, maker, signer);
     for a in [&maker_s, &signer_s] {
         match s.address_status(a) {
             AddressStatus::Banned => return Err(OrderError::Banned(a.clone())),
@@ -206,6 +224,7 @@ fn validate(s: &AppState, key: &ApiKeyRecord, order: NewOrder) -> Result<(OrderR
     if s.store.get_order(&id)?.is_some() {
         return Err(OrderError::Duplicated(id));
     }
+    // u64::MAX stands for a salt that does not fit (the whole one is stored beside).
     let salt_u64: u64 = fields.salt.try_into().unwrap_or(u64::MAX);
     Ok((
         OrderRecord {
@@ -269,58 +288,9 @@ fn zero_address() -> Arc<str> {
     ZERO.clone()
 }
 
-/// The string an order's record holds as its maker, shared rather than copied: the
-/// matching thread finds a maker's accounts, nonce and proxy binding by the string's
-/// address (`engine::core`'s memos). The key's own wallet is the key's string (`signer` is the
-/// key's address, checked before); a proxy wallet's is formatted the first time one of the key's orders
-/// names it and shared by every later one. A key whose orders name a second proxy wallet
-/// gets that one's string formatted each time: correct, only without the memos.
-fn maker_string(key: &ApiKeyRecord, maker: Address, signer: Address) -> Arc<str> {
-    if maker == signer {
-        return key.address.clone();
-    }
-    let text = || -> Arc<str> { format!("{maker:#x}").into() };
-    let (bytes, s) = key.proxy.get_or_init(|| (maker.into_array(), text()));
-    if *bytes == maker.into_array() {
-        s.clone()
-    } else {
-        text()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A proxy wallet's string is made once per key and shared; the key's own wallet is
-    /// the key's string; a second proxy wallet still reads as itself.
-    #[test]
-    fn a_keys_proxy_wallet_string_is_shared_by_its_orders() {
-        let signer: Address = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed".parse().unwrap();
-        let proxy: Address = "0x00000000000000000000000000000000000000aB".parse().unwrap();
-        let other: Address = "0x00000000000000000000000000000000000000cD".parse().unwrap();
-        let key = ApiKeyRecord {
-            key: Uuid::from_u128(7),
-            secret: String::new(),
-            passphrase: String::new(),
-            address: format!("{signer:#x}").into(),
-            nonce: 0,
-            created_at: 0,
-            proxy: Default::default(),
-        };
-        let own = maker_string(&key, signer, signer);
-        assert!(Arc::ptr_eq(&own, &key.address));
-        let first = maker_string(&key, proxy, signer);
-        assert_eq!(&*first, "0x00000000000000000000000000000000000000ab");
-        assert!(Arc::ptr_eq(&first, &maker_string(&key, proxy, signer)));
-        let second = maker_string(&key, other, signer);
-        assert_eq!(&*second, "0x00000000000000000000000000000000000000cd");
-        assert!(Arc::ptr_eq(&first, &maker_string(&key, proxy, signer)));
-        // A record read back from the store starts without one.
-        let stored = crate::store::encode(&key);
-        let back: ApiKeyRecord = crate::store::Store::decode_value("api_keys", &stored).unwrap();
-        assert!(back.proxy.get().is_none() && key.proxy.get().is_some());
-    }
 
     /// The signer check compares with the exact text `format!("{:#x}")` writes: lowercase,
     /// `0x`, 40 digits; a checksummed or otherwise different spelling is not it.

@@ -44,6 +44,8 @@ pub enum ResolutionError {
     BondTooSmall { need: u64, action: &'static str },
     #[error("market is not resolving")]
     NotResolving,
+    #[error("the market has not ended: proposals open at its end date")]
+    NotEnded,
     #[error("market already disputed")]
     Disputed,
     #[error("dispute window has closed")]
@@ -220,6 +222,11 @@ pub async fn propose(
         Some(ResolutionStatus::Resolved) => return Err(ResolutionError::Resolved),
         Some(ResolutionStatus::Resolving) => return Err(ResolutionError::HasProposal),
         None => {}
+    }
+    // What a market asks is answered once it has ended, not before (a market without an
+    // end date may be proposed on at any time).
+    if meta.end_date.is_some_and(|end| now_secs() < end) {
+        return Err(ResolutionError::NotEnded);
     }
     if let Some(a) = crate::app::auctions::auction_of(s, condition_id)? {
         if !a.closed {

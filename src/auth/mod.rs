@@ -3,6 +3,7 @@
 
 pub mod eip712;
 pub mod hmac;
+pub mod wallets;
 
 pub use eip712::{
     order_hash, order_id, recover_clob_auth, recover_order_signer, OrderDomains, SignedOrderFields,

@@ -18,19 +18,19 @@ use anyhow::{anyhow, bail, Context};
 pub use contracts::{ICollateral, IConditionalTokens, IExchange, INegRiskAdapter};
 
 use crate::auth::{order_hash, OrderDomains, SignedOrderFields};
-use crate::config::ChainSettings;
+use crate::config::{url_host, ChainSettings};
 
 /// Reads a private key kept in a file (hex, `0x` optional, surrounding whitespace ignored).
 /// No error quotes the file's content.
 pub fn read_key(path: &Path) -> anyhow::Result<PrivateKeySigner> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("read the key file {}", path.display()))?;
-    text.trim().parse().map_err(|_| anyhow!("the key file {} does not hold a hex private key", path.display()))
+    let text = crate::keyfile::read_private(path, "operator key file")?;
+    text.parse().map_err(|_| anyhow!("the key file {} does not hold a hex private key", path.display()))
 }
 
 /// A provider that signs with `key` and fills each transaction's nonce, gas and chain id
 /// from the node: for deployments and the operator's administrative calls, one at a time.
 pub fn wallet_provider(rpc_url: &str, key: PrivateKeySigner) -> anyhow::Result<DynProvider> {
-    let url = rpc_url.parse().map_err(|_| anyhow!("rpc-url is not a URL: {rpc_url}"))?;
+    let url = rpc_url.parse().map_err(|_| anyhow!("rpc-url is not a URL: {}", crate::config::url_host(rpc_url)))?;
     Ok(ProviderBuilder::new().wallet(EthereumWallet::from(key)).connect_http(url).erased())
 }
 
@@ -114,7 +114,10 @@ impl Sender {
 
 impl std::fmt::Debug for Chain {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Chain").field("rpc_url", &self.settings.rpc_url).field("operator", &self.operator).finish()
+        f.debug_struct("Chain")
+            .field("rpc", &crate::config::url_host(&self.settings.rpc_url))
+            .field("operator", &self.operator)
+            .finish()
     }
 }
 
@@ -219,10 +222,13 @@ impl Chain {
     /// domain mismatch shows here, not as the first settlement's revert.
     pub async fn check(&self, chain_id: u64, domains: &OrderDomains) -> anyhow::Result<()> {
         let s = &self.settings;
-        let id =
-            self.provider.get_chain_id().await.with_context(|| format!("the node at {} does not answer", s.rpc_url))?;
+        let id = self
+            .provider
+            .get_chain_id()
+            .await
+            .with_context(|| format!("the node at {} does not answer", url_host(&s.rpc_url)))?;
         if id != chain_id {
-            bail!("the node at {} is chain {id}, not the configured chain-id {chain_id}", s.rpc_url);
+            bail!("the node at {} is chain {id}, not the configured chain-id {chain_id}", url_host(&s.rpc_url));
         }
         for (name, address) in [
             ("collateral-address", s.collateral),

@@ -213,6 +213,11 @@ const _: () = assert!(std::mem::offset_of!(OrderRecord, price) + 4 + 16 == 64);
 const _: () = assert!(std::mem::size_of::<OrderRecord>() + 16 <= 256);
 
 impl OrderRecord {
+    /// Whether a GTD order's expiration has passed at `now` (UNIX seconds).
+    pub fn expired(&self, now: u64) -> bool {
+        self.expiration != 0 && self.expiration <= now
+    }
+
     pub fn remaining(&self) -> Amount {
         self.original_size - self.size_matched
     }
@@ -389,12 +394,16 @@ pub struct ApiKeyRecord {
     pub address: Arc<str>,
     pub nonce: u64,
     pub created_at: u64,
-    /// Not stored: the first proxy wallet (20 bytes) this key's orders named as maker since
-    /// the key was loaded, with its string, which every later order naming it shares
-    /// (`app::orders::maker_string`).
+    /// Not stored: the key's proxy wallet and Safe (signature types 1 and 2), derived from
+    /// its address when first needed (`app::derived_wallets`), each with its string, which
+    /// every order naming it shares (`app::orders::maker_string`).
     #[serde(skip)]
-    pub proxy: std::sync::OnceLock<([u8; 20], Arc<str>)>,
+    pub wallets: std::sync::OnceLock<DerivedWallets>,
 }
+
+/// An owner's proxy wallet and Safe: [type 1, type 2], each as 20 bytes and as the
+/// lowercase 0x string predex stores.
+pub type DerivedWallets = [([u8; 20], Arc<str>); 2];
 
 /// An invitation code handed out by `/internal/waitlist/approve`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -103,11 +103,6 @@ pub enum Command {
     Ping {
         reply: Reply<()>,
     },
-    /// The proxy wallet bound to a signer, if any.
-    ProxyOf {
-        signer: String,
-        reply: Reply<Option<String>>,
-    },
     /// Settles up to `max` PENDING trades; replies (confirmed, failed).
     Settle {
         max: usize,
@@ -318,9 +313,6 @@ impl EngineHandle {
     pub async fn check(&self) -> Result<Result<(), String>, EngineError> {
         self.call(|reply| Command::Check { reply }).await
     }
-    pub async fn proxy_of(&self, signer: String) -> Result<Option<String>, EngineError> {
-        self.call(|reply| Command::ProxyOf { signer, reply }).await
-    }
     pub async fn expire(&self) -> Result<Vec<Uuid>, EngineError> {
         self.call(|reply| Command::Expire { reply }).await
     }
@@ -401,7 +393,7 @@ impl Blocking<'_> {
     }
 }
 
-/// Rebuilds the core from the store: markets, balances, proxies, and every open order in
+/// Rebuilds the core from the store: markets, balances, nonces, and every open order in
 /// its original priority. Signatures are not re-verified: the recovered signer is stored.
 pub fn recover(store: &Store, fee_address: String) -> Result<Core, StoreError> {
     let mut core = Core::new(fee_address);
@@ -414,9 +406,6 @@ pub fn recover(store: &Store, fee_address: String) -> Result<Core, StoreError> {
     }
     for (addr, asset, bal) in store.balances()? {
         core.ledger.load(&addr, &asset, bal);
-    }
-    for (proxy, signer) in store.proxies()? {
-        core.bind_proxy(proxy, signer);
     }
     for (maker, n) in store.nonces()? {
         core.restore_nonce(maker, n);
@@ -667,9 +656,6 @@ fn run(
             }
             Command::Ping { reply } => {
                 let _ = reply.send(Ok(()));
-            }
-            Command::ProxyOf { signer, reply } => {
-                let _ = reply.send(Ok(core.proxy_of(&signer).map(str::to_string)));
             }
             Command::Settle { max, reply } => {
                 let s = core.settle(now_secs(), max, &mut batch);

@@ -73,9 +73,10 @@ impl Batch {
         self.ops.push(Op::Market(Box::new(m.clone())));
     }
 
-    /// A proxy wallet, bound to the signer of its first accepted order.
-    pub fn put_proxy(&mut self, proxy: &str, signer: &str) {
-        self.put(cf::PROXIES, proxy.as_bytes().to_vec(), encode(&signer));
+    /// The whole salt of an order whose salt does not fit its record's 64 bits (written in
+    /// the order's own batch, with its record).
+    pub fn put_order_salt(&mut self, id: &Uuid, salt: [u8; 32]) {
+        self.put(cf::ORDER_SALTS, id.as_bytes().to_vec(), salt.to_vec());
     }
 
     /// A maker's exchange nonce, after `incrementNonce`.

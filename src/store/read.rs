@@ -196,6 +196,19 @@ impl Store {
         Ok(Some(crate::domain::packed::unpack(&v).ok_or_else(corrupt)?.into_owned()))
     }
 
+    /// The salt an order was signed with, whole: its record's, unless that is `u64::MAX`,
+    /// which stands for a salt too wide for it, kept in `order_salts`.
+    pub fn order_salt(&self, o: &OrderRecord) -> Result<alloy_primitives::U256, StoreError> {
+        if o.salt != u64::MAX {
+            return Ok(alloy_primitives::U256::from(o.salt));
+        }
+        match self.get_raw(cf::ORDER_SALTS, o.id.as_bytes())? {
+            Some(v) if v.len() == 32 => Ok(alloy_primitives::U256::from_be_slice(&v)),
+            Some(_) => Err(StoreError::Corrupt { cf: cf::ORDER_SALTS, msg: "not 32 bytes".into() }),
+            None => Ok(alloy_primitives::U256::from(u64::MAX)),
+        }
+    }
+
     pub fn get_trade(&self, id: &Uuid) -> Result<Option<TradeRecord>, StoreError> {
         self.get(cf::TRADES, id.as_bytes())
     }
@@ -225,12 +238,6 @@ impl Store {
     pub fn last_trade(&self, market_idx: u32) -> Result<LastTrade, StoreError> {
         let last: Option<LastTrade> = self.get(cf::META, &meta::last_trade(market_idx))?;
         Ok(last.flatten())
-    }
-
-    /// Every proxy wallet and the signer it is bound to.
-    pub fn proxies(&self) -> Result<Vec<(String, String)>, StoreError> {
-        let all = self.all::<String>(cf::PROXIES)?;
-        Ok(all.into_iter().map(|(k, signer)| (String::from_utf8_lossy(&k).into_owned(), signer)).collect())
     }
 
     /// Every maker's exchange nonce that `incrementNonce` moved.

@@ -18,6 +18,9 @@ pub mod cf {
     /// order's record — on disk and held in memory while it is open — does not carry it
     /// (records written before carry it themselves). See [`Store::order_signature`].
     pub const ORDER_SIGNATURES: &str = "order_signatures";
+    /// order id → the whole salt (32 bytes, big-endian) of an order whose salt does not
+    /// fit 64 bits; its record holds `u64::MAX` then. See [`Store::order_salt`].
+    pub const ORDER_SALTS: &str = "order_salts";
     pub const TRADES: &str = "trades";
     /// owner (16) + trade seq (8) → trade id.
     pub const TRADES_BY_OWNER: &str = "trades_by_owner";
@@ -32,8 +35,6 @@ pub mod cf {
     pub const WAITLIST: &str = "waitlist";
     /// address → restriction (banned, closed-only).
     pub const ADDRESSES: &str = "addresses";
-    /// proxy address → signer address it is bound to.
-    pub const PROXIES: &str = "proxies";
     /// trade seq (u64 BE) → trade id of every PENDING trade: the settlement worker's queue,
     /// maintained with the trade record (see `Op::Trade`).
     pub const PENDING_TRADES: &str = "pending_trades";
@@ -107,7 +108,9 @@ pub mod cf {
     /// Families of earlier layouts, dropped when a store that has them opens: `order_seq`
     /// (order id → seq of an open order) and `open_by_owner` (owner and seq → id of an
     /// open order), both now kept in memory (`open_index`).
-    pub const RETIRED: &[&str] = &["order_seq", "open_by_owner"];
+    /// (`proxies` bound a proxy wallet to the first signer naming it; makers are derived
+    /// from their signer now, `auth::wallets`.)
+    pub const RETIRED: &[&str] = &["order_seq", "open_by_owner", "proxies"];
 
     /// Written only while logs are written ahead at open (`log_roll`): its one key, written
     /// into the first of them and unflushed, keeps every log from that one on alive until
@@ -123,6 +126,7 @@ pub mod cf {
         LIVE_ORDERS,
         OPEN_STATE,
         ORDER_SIGNATURES,
+        ORDER_SALTS,
         TRADES,
         TRADES_BY_OWNER,
         API_KEYS,
@@ -132,7 +136,6 @@ pub mod cf {
         INVITES,
         WAITLIST,
         ADDRESSES,
-        PROXIES,
         PENDING_TRADES,
         NOTIFICATIONS,
         NONCES,

@@ -44,6 +44,7 @@ from py_clob_client.rfq import (
 
 CLOB = os.environ["PREDEX_CLOB"]
 INTERNAL = os.environ["PREDEX_INTERNAL"]
+OPERATOR = {"Authorization": "Bearer " + os.environ["PREDEX_INTERNAL_TOKEN"]}
 COND = os.environ["PREDEX_COND"]
 YES = os.environ["PREDEX_YES"]
 NO = os.environ["PREDEX_NO"]
@@ -59,7 +60,11 @@ def check(cond, what):
 
 
 def credit(address, asset, amount):
-    r = httpx.post(f"{INTERNAL}/internal/ledger/credit", json={"address": address, "asset": asset, "amount": str(amount)})
+    r = httpx.post(
+        f"{INTERNAL}/internal/ledger/credit",
+        json={"address": address, "asset": asset, "amount": str(amount)},
+        headers=OPERATOR,
+    )
     check(r.status_code == 200, f"credit {r.status_code} {r.text}")
 
 

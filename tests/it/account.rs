@@ -33,14 +33,16 @@ fn balance_allowance_counts_fills_at_once_and_reconciles_after_settlement() {
     let up = seller.l2(&s, "GET", "/balance-allowance/update", None).1;
     assert_eq!(up, json!({"balance": "6000000", "net_usdc_taker": "0", "net_usdc_maker": "6000000"}));
 
-    // Proxy wallets: signature types 1 and 2 read the proxy the key trades through.
+    // Signature types 1 and 2 read the proxy wallet and the Safe derived from the key's
+    // address.
     assert_eq!(ba(&buyer, "?signature_type=2"), json!({"balance": "0", "allowances": {}}));
-    let proxy = "0x00000000000000000000000000000000000000ab";
-    s.credit(proxy, "USDC", m("50"));
-    let o = buyer.order_full(&s, YES, "BUY", m("2"), m("10"), 0, 0, 0, false, Some((proxy.parse().unwrap(), 2)));
+    let safe = buyer.derived(&s, 2);
+    s.credit(&format!("{safe:#x}"), "USDC", m("50"));
+    assert_eq!(ba(&buyer, "?signature_type=2")["balance"], "50000000");
+    let o = buyer.order_full(&s, YES, "BUY", m("2"), m("10"), 0, 0, 0, false, Some((safe, 2)));
     assert_eq!(buyer.submit(&s, o, "GTC").0, 200);
     assert_eq!(ba(&buyer, "?signature_type=2")["balance"], "48000000");
-    assert_eq!(ba(&buyer, "?signature_type=1")["balance"], "48000000");
+    assert_eq!(ba(&buyer, "?signature_type=1")["balance"], "0");
     assert_eq!(ba(&buyer, "?signature_type=0")["balance"], "94000000");
 
     // Bad input.

@@ -10,7 +10,8 @@ use crate::fixture::*;
 pub fn admin(s: &Server, args: &[&str]) -> (bool, Value, String) {
     let internal = s.internal.trim_start_matches("http://");
     let out = Command::new(env!("CARGO_BIN_EXE_predex"))
-        .args(["admin", "--internal", internal])
+        .args(["admin", "--internal", internal, "--data-dir"])
+        .arg(&s.config.data_dir)
         .args(args)
         .env_remove("PREDEX_INTERNAL_ADDR")
         .output()
@@ -81,8 +82,11 @@ fn admin_cli_operates_the_exchange() {
 
 #[test]
 fn admin_cli_says_why_it_cannot_reach_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = predex::keyfile::default_token_path(dir.path());
+    predex::keyfile::internal_token(&token, true).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_predex"))
-        .args(["admin", "--internal", "127.0.0.1:1", "mode"])
+        .args(["admin", "--internal", "127.0.0.1:1", "--token-file", token.to_str().unwrap(), "mode"])
         .output()
         .unwrap();
     assert!(!out.status.success());
@@ -94,4 +98,42 @@ fn admin_cli_says_why_it_cannot_reach_the_server() {
     for sub in ["markets", "ledger", "waitlist", "mode", "addresses", "rate-limit", "settle"] {
         assert!(help.contains(sub), "{sub} missing from --help:\n{help}");
     }
+}
+
+/// Without the server's token `predex admin` says so in one line; with another token the
+/// server refuses it (issue 93). `dashboard-url` prints the login link with the token.
+#[test]
+fn admin_cli_needs_the_servers_token() {
+    let s = Server::start();
+    let internal = s.internal.trim_start_matches("http://");
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_predex"))
+            .args(["admin", "--internal", internal])
+            .args(args)
+            .env_remove("PREDEX_DATA_DIR")
+            .env_remove("PREDEX_INTERNAL_TOKEN_FILE")
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (ok, _, why) = run(&["--data-dir", "/nonexistent", "mode"]);
+    assert!(
+        !ok && why.lines().count() == 1 && why.contains("internal token file /nonexistent/internal.token"),
+        "{why}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let other = predex::keyfile::default_token_path(dir.path());
+    predex::keyfile::internal_token(&other, true).unwrap();
+    let (ok, _, why) = run(&["--token-file", other.to_str().unwrap(), "mode", "trading-disabled"]);
+    assert_eq!((ok, why.trim()), (false, "predex admin: internal token required (401)"));
+    assert_eq!(s.internal_get("/internal/mode").1["mode"], "normal");
+    let data_dir = s.config.data_dir.to_str().unwrap();
+    let (ok, url, _) = run(&["--data-dir", data_dir, "dashboard-url"]);
+    assert!(ok);
+    let url: String = serde_json::from_str(&url).unwrap();
+    assert_eq!(url, format!("{}/dashboard#token={}", s.internal, s.internal_token()));
 }

@@ -36,12 +36,13 @@ fn levels(v: &Value) -> Vec<(u64, u64)> {
 
 #[test]
 fn a_backup_taken_under_load_restores_everything_acknowledged_before_it() {
-    let s = Server::start();
+    let work = tempfile::tempdir().unwrap();
+    let s = Server::start_tuned(|c| c.backup_dir = Some(work.path().to_path_buf()));
     let maker = s.trader(m("100000"));
     let taker = s.trader(m("100000"));
     s.credit(&maker.address, YES, m("100000"));
     let internal = s.internal.trim_start_matches("http://").to_string();
-    let work = tempfile::tempdir().unwrap();
+    let data_dir = s.config.data_dir.to_str().unwrap().to_string();
     let to = work.path().join("backup");
 
     // (owner: 0 maker / 1 taker, order id) and trade ids, in the order they were acknowledged.
@@ -70,7 +71,16 @@ fn a_backup_taken_under_load_restores_everything_acknowledged_before_it() {
         std::thread::sleep(Duration::from_millis(500));
         // Everything acknowledged so far must be in the backup.
         let (o, t) = (orders.lock().unwrap().clone(), trades.lock().unwrap().clone());
-        let (ok, out) = predex(&["admin", "--internal", &internal, "backup", "--to", to.to_str().unwrap()]);
+        let (ok, out) = predex(&[
+            "admin",
+            "--internal",
+            &internal,
+            "--data-dir",
+            &data_dir,
+            "backup",
+            "--to",
+            to.to_str().unwrap(),
+        ]);
         assert!(ok, "{out}");
         std::thread::sleep(Duration::from_millis(300));
         stop.store(true, Ordering::Relaxed);
@@ -88,12 +98,28 @@ fn a_backup_taken_under_load_restores_everything_acknowledged_before_it() {
     let reported = backup["books"].as_array().unwrap().iter().find(|b| b["market"] == COND).unwrap().clone();
 
     // Refusals: the directory exists now; a relative path; a backup into nowhere.
-    let (ok, out) = predex(&["admin", "--internal", &internal, "backup", "--to", to.to_str().unwrap()]);
+    let (ok, out) =
+        predex(&["admin", "--internal", &internal, "--data-dir", &data_dir, "backup", "--to", to.to_str().unwrap()]);
     assert!(!ok && out.contains("already exists"), "{out}");
     let (st, b) = s.internal_post("/internal/backup", &serde_json::json!({"to": "relative/dir"}));
     assert_eq!((st, b["error"].as_str()), (400, Some("to must be an absolute path")));
     let (st, _) = s.internal_post("/internal/backup", &serde_json::json!({"to": "/nonexistent/x/y"}));
     assert_eq!(st, 400);
+    // Issue 93: only under the backup directory — not elsewhere, not out of it by `..` or
+    // by a link.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let outside = format!("to must be a new directory under the backup directory {}", work.path().display());
+    let link = work.path().join("link");
+    std::os::unix::fs::symlink(elsewhere.path(), &link).unwrap();
+    for to in [
+        elsewhere.path().join("copy"),
+        work.path().join("..").join(elsewhere.path().file_name().unwrap()).join("copy"),
+        link.join("copy"),
+    ] {
+        let (st, b) = s.internal_post("/internal/backup", &serde_json::json!({ "to": to }));
+        assert_eq!((st, b["error"].as_str()), (400, Some(outside.as_str())), "{}", to.display());
+    }
+    assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0, "nothing written outside");
 
     // Restore into a fresh directory, refusing a non-empty one.
     let data = work.path().join("restored");

@@ -72,9 +72,12 @@ impl Drop for Anvil {
 }
 
 /// A key file in `dir`.
+/// A key file in `dir`, readable by its owner only (predex refuses any other).
 pub fn key_file(dir: &Path, name: &str, key: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
     let p = dir.join(name);
     std::fs::write(&p, format!("{key}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
     p
 }
 
@@ -402,6 +405,40 @@ fn markets_are_made_on_chain_and_balances_come_from_it() {
     assert_eq!((st, b["balance"].as_str().unwrap()), (200, "100000000"), "{b}");
     let (st, b) = carol.l2(s, "GET", "/balance-allowance/update", None);
     assert_eq!((st, b["balance"].as_str().unwrap()), (200, "0"), "{b}");
+    // Issue 93: a stranger's order naming Alice as its proxy or Safe maker is refused, and
+    // its balance reads are its own derived wallets' (empty), never Alice's.
+    for t in [1u8, 2] {
+        let o =
+            carol.order_full(s, &yes, "BUY", 5_000_000, 10_000_000, 0, 0, 0, false, Some((alice.wallet.address(), t)));
+        assert_eq!(crate::fixture::err(carol.submit(s, o, "GTC")), (400, "invalid signature".into()));
+        for path in ["/balance-allowance", "/balance-allowance/update"] {
+            let (st, b) = carol.l2(s, "GET", &format!("{path}?signature_type={t}"), None);
+            assert_eq!((st, b["balance"].as_str().unwrap()), (200, "0"), "{path} {t}: {b}");
+        }
+    }
+    // What moves ledger balances the chain does not hold is refused in chain mode: the
+    // bridge, bonds, CTF operations, the relay.
+    let refused = |base: &str, path: &str, body: Value| {
+        let (st, b) = alice.l2_at(base, "POST", path, Some(&body));
+        assert_eq!((st, b["error"].as_str()), (409, Some("not available in chain mode")), "{path}: {b}");
+    };
+    refused(&s.bridge, "/deposit", json!({"address": alice.address}));
+    refused(
+        &s.bridge,
+        "/withdraw",
+        json!({"address": alice.address, "toChainId": "137",
+        "toTokenAddress": "0x2791bca1f2de4661ed88a30c99a7a9449aa84174", "recipientAddr": alice.address,
+        "fromAmountBaseUnit": "10000000"}),
+    );
+    refused(&s.clob, "/bonds/post", json!({"conditionId": cond, "amount": "1000000"}));
+    for op in ["split", "merge", "redeem"] {
+        refused(&s.clob, &format!("/ctf/{op}"), json!({"conditionId": cond, "amount": "1000000"}));
+    }
+    refused(&s.clob, "/ctf/convert", json!({"marketId": market_id, "indexSet": "1", "amount": "1"}));
+    refused(&s.clob, "/submit", json!({"operation": "incrementNonce"}));
+    let (st, b) = alice.l2(s, "GET", "/balance-allowance/update", None);
+    assert_eq!((st, b["balance"].as_str().unwrap()), (200, "100000000"), "nothing moved: {b}");
+
     // No allowance: refused, before and after the update.
     let (st, b) = carol.submit(s, carol.order(s, &yes, "BUY", "0.50", "10"), "GTC");
     assert_eq!((st, b["error"].as_str().unwrap_or_default()), (400, "not enough balance / allowance"), "{b}");
@@ -493,9 +530,32 @@ fn matches_settle_on_chain_through_the_exchange() {
     assert_eq!(v.holdings(&alice, &[&yes, &no]), (50_000_000, vec![100_000_000, 0]));
     assert_eq!(v.holdings(&bob, &[&yes, &no]), (50_000_000, vec![0, 100_000_000]));
 
-    // A plain match: Carol buys 40 YES from Alice at 0.60 (the maker's price).
-    alice.place(s, &yes, "SELL", "0.60", "40");
-    let (st, b) = carol.submit(s, carol.order(s, &yes, "BUY", "0.65", "40"), "GTC");
+    // A plain match: Carol buys 40 YES from Alice at 0.60 (the maker's price). Their salts
+    // are wider than 64 bits, up to 2²⁵⁶−1: the exchange checks each signature over the
+    // salt it is given, so the match settles only with the salts kept whole (issue 93).
+    let sell = alice.order_salted(
+        s,
+        &yes,
+        "SELL",
+        (40_000_000, 24_000_000),
+        (0, 0, 0),
+        false,
+        None,
+        alloy_primitives::U256::from(u64::MAX) + alloy_primitives::U256::from(1),
+    );
+    let (st, b) = alice.submit(s, sell, "GTC");
+    assert_eq!((st, &b["success"]), (200, &json!(true)), "{b}");
+    let buy = carol.order_salted(
+        s,
+        &yes,
+        "BUY",
+        (26_000_000, 40_000_000),
+        (0, 0, 0),
+        false,
+        None,
+        alloy_primitives::U256::MAX,
+    );
+    let (st, b) = carol.submit(s, buy, "GTC");
     assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{b}");
     let t = settled(&v, &carol);
     assert_eq!(t["status"], "CONFIRMED", "{t}");

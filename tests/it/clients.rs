@@ -25,6 +25,7 @@ fn run(program: &Path, args: &[&str], s: &Server) {
         .args(args)
         .env("PREDEX_CLOB", &s.clob)
         .env("PREDEX_INTERNAL", &s.internal)
+        .env("PREDEX_INTERNAL_TOKEN", s.internal_token())
         .env("PREDEX_COND", COND)
         .env("PREDEX_YES", YES)
         .env("PREDEX_NO", NO)

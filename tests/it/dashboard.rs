@@ -149,7 +149,8 @@ fn the_dashboard_in_a_real_browser() {
     maker.place(&s, &yes_a, "BUY", "0.40", "25");
 
     let mut b = Browser::start();
-    let page = format!("{}/", s.internal);
+    // The login link `predex admin dashboard-url` prints: the token in the fragment.
+    let page = format!("{}/dashboard#token={}", s.internal, s.internal_token());
     b.cmd(json!({"cmd": "open", "url": page, "width": 1280, "height": 800}));
 
     // The markets table is the catalogue's GET /markets (the page refreshes every 2 s).
@@ -234,7 +235,7 @@ fn the_internal_server_refuses_cross_origin_changes() {
     let s = Server::start();
     let host = s.internal.trim_start_matches("http://").to_string();
     let post = |origin: Option<&str>| {
-        let mut r = ureq::post(&format!("{}/internal/mode", s.internal));
+        let mut r = s.internal_request("POST", "/internal/mode");
         if let Some(o) = origin {
             r = r.set("origin", o);
         }

@@ -93,7 +93,7 @@ fn stream_status(s: &Server) -> Value {
 
 /// A gauge's value in `GET /metrics`.
 fn gauge(s: &Server, name: &str) -> i64 {
-    let text = ureq::get(&format!("{}/metrics", s.internal)).call().unwrap().into_string().unwrap();
+    let text = s.internal_request("GET", "/metrics").call().unwrap().into_string().unwrap();
     text.lines()
         .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))
         .unwrap_or_else(|| panic!("{name} not in /metrics"))

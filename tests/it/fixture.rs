@@ -136,12 +136,27 @@ impl Server {
         assert_eq!(st, 200);
     }
 
+    /// The internal server's bearer token, as `predex admin` reads it.
+    pub fn internal_token(&self) -> String {
+        let path = match &self.config.internal_token_file {
+            Some(f) => f.clone(),
+            None => predex::keyfile::default_token_path(&self.config.data_dir),
+        };
+        predex::keyfile::internal_token(&path, false).expect("the internal token")
+    }
+
+    /// A request to the internal server carrying its token.
+    pub fn internal_request(&self, method: &str, path: &str) -> ureq::Request {
+        ureq::request(method, &format!("{}{}", self.internal, path))
+            .set("authorization", &format!("Bearer {}", self.internal_token()))
+    }
+
     pub fn internal_post(&self, path: &str, body: &Value) -> (u16, Value) {
-        send(ureq::post(&format!("{}{}", self.internal, path)), Some(body.to_string()))
+        send(self.internal_request("POST", path), Some(body.to_string()))
     }
 
     pub fn internal_get(&self, path: &str) -> (u16, Value) {
-        send(ureq::get(&format!("{}{}", self.internal, path)), None)
+        send(self.internal_request("GET", path), None)
     }
 
     pub fn gamma_get(&self, path: &str) -> (u16, Value) {
@@ -432,10 +447,38 @@ impl Trader {
         neg_risk: bool,
         maker: Option<(Address, u8)>,
     ) -> Value {
-        let salt: u64 = rand_salt();
+        let salt = rand_salt();
+        let mut o = self.order_salted(
+            s,
+            token,
+            side,
+            (maker_amount, taker_amount),
+            (expiration, nonce, fee_bps),
+            neg_risk,
+            maker,
+            U256::from(salt),
+        );
+        o["salt"] = json!(salt);
+        o
+    }
+
+    /// [`Trader::order_full`] with a salt of the caller's, sent as a decimal string (a JSON
+    /// number cannot hold every uint256).
+    #[allow(clippy::too_many_arguments)]
+    pub fn order_salted(
+        &self,
+        s: &Server,
+        token: &str,
+        side: &str,
+        (maker_amount, taker_amount): (u64, u64),
+        (expiration, nonce, fee_bps): (u64, u64, u64),
+        neg_risk: bool,
+        maker: Option<(Address, u8)>,
+        salt: U256,
+    ) -> Value {
         let (maker_addr, sig_type) = maker.unwrap_or((self.wallet.address(), 0));
         let f = SignedOrderFields {
-            salt: U256::from(salt),
+            salt,
             maker: maker_addr,
             signer: self.wallet.address(),
             taker: Address::ZERO,
@@ -452,7 +495,7 @@ impl Trader {
         let h = auth::order_hash(&f, if neg_risk { &d.neg_risk } else { &d.standard });
         let sig = self.wallet.sign_hash_sync(&h).unwrap();
         json!({
-            "salt": salt,
+            "salt": salt.to_string(),
             "maker": format!("{maker_addr:#x}"),
             "signer": self.address,
             "taker": format!("{:#x}", Address::ZERO),
@@ -480,6 +523,16 @@ impl Trader {
         assert_eq!(st, 200, "{b}");
         assert_eq!(b["success"], true, "{b}");
         b
+    }
+
+    /// The wallet of signature type `t` derived from this trader's address with the
+    /// server's factories: 1 its proxy wallet, 2 its Safe.
+    pub fn derived(&self, s: &Server, t: u8) -> Address {
+        let f = s.config.wallet_factories().unwrap();
+        match t {
+            1 => f.proxy(self.wallet.address()),
+            _ => f.safe(self.wallet.address()),
+        }
     }
 
     pub fn balances(&self, s: &Server) -> Value {

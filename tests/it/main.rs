@@ -27,5 +27,6 @@ mod restart;
 mod rewards;
 mod rfq;
 mod secrets;
+mod security;
 mod workers;
 mod ws;

@@ -285,21 +285,3 @@ fn neg_risk_orders_use_the_neg_risk_exchange_domain() {
     assert_eq!(s.get("/neg-risk?token_id=3001").1, json!({"neg_risk": true}));
     assert_eq!(s.get("/tick-size?token_id=3002").1, json!({"minimum_tick_size": 0.001}));
 }
-
-#[test]
-fn proxy_makers_are_bound_to_their_first_signer() {
-    let s = Server::start();
-    let a = s.trader(0);
-    let b = s.trader(0);
-    let proxy: alloy_primitives::Address = "0x00000000000000000000000000000000000000aa".parse().unwrap();
-    s.credit("0x00000000000000000000000000000000000000aa", "USDC", m("100"));
-    let o = a.order_full(&s, YES, "BUY", m("5"), m("10"), 0, 0, 0, false, Some((proxy, 2)));
-    let (st, r) = a.submit(&s, o, "GTC");
-    assert_eq!(st, 200, "{r}");
-    // Another signer cannot use the same proxy.
-    let o = b.order_full(&s, YES, "BUY", m("5"), m("10"), 0, 0, 0, false, Some((proxy, 2)));
-    assert_eq!(err(b.submit(&s, o, "GTC")), (400, "the order owner has to be the owner of the API KEY".into()));
-    // An EOA order whose maker is not its signer is refused.
-    let o = a.order_full(&s, YES, "BUY", m("5"), m("10"), 0, 0, 0, false, Some((proxy, 0)));
-    assert_eq!(err(a.submit(&s, o, "GTC")), (400, "the order owner has to be the owner of the API KEY".into()));
-}

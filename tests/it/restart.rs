@@ -9,10 +9,13 @@ fn restart_restores_books_orders_trades_and_balances() {
     let s = Server::start();
     let a = s.trader(m("100"));
     let b = s.trader(0);
+    // A third trader's bid behind `first`: b would cancel an order of its own instead of
+    // filling it (self-trade prevention).
+    let c = s.trader(0);
     s.credit(&b.address, YES, m("30"));
-    s.credit(&b.address, NO, m("10"));
+    s.credit(&c.address, NO, m("10"));
     let first = a.place(&s, YES, "BUY", "0.40", "10")["orderID"].clone();
-    let second = b.place(&s, NO, "SELL", "0.60", "10")["orderID"].clone(); // YES bid 0.40, later
+    let second = c.place(&s, NO, "SELL", "0.60", "10")["orderID"].clone(); // YES bid 0.40, later
     let gone = a.place(&s, YES, "BUY", "0.30", "10")["orderID"].as_str().unwrap().to_string();
     a.l2(&s, "DELETE", "/order", Some(&json!({"orderID": gone})));
     let r = b.place(&s, YES, "SELL", "0.45", "5"); // rests at 0.45

@@ -36,6 +36,13 @@ fn leaks(dir: &Path, texts: &[String]) -> Vec<(String, String)> {
     found
 }
 
+/// Writes `text` to a new file readable by its owner only, as a key file must be.
+fn private_file(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
 fn key_file(dir: &Path) -> std::path::PathBuf {
     let f = dir.join("secrets.key");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_predex"))
@@ -82,6 +89,7 @@ fn sealed_secrets_are_in_no_file_and_still_verify_after_a_restart() {
     let data = work.path().join("data");
     let mut config = test_config(&data);
     config.secrets_key_file = Some(key.clone());
+    config.backup_dir = Some(work.path().to_path_buf());
     let s = Server::start_with(config.clone());
     s.create_market(COND, YES, NO, "0.01", false);
     let (a, b) = (s.trader(m("10")), s.trader(m("10")));
@@ -103,14 +111,19 @@ fn sealed_secrets_are_in_no_file_and_still_verify_after_a_restart() {
 
     // Another key, or none: refused, one line each.
     let other = work.path().join("other.key");
-    std::fs::write(&other, predex::store::Sealer::generate()).unwrap();
+    private_file(&other, &predex::store::Sealer::generate());
     let wrong = predex::config::Config { secrets_key_file: Some(other), ..config.clone() };
     assert!(start_err(wrong).contains("does not open this data directory's secrets"));
     let none = predex::config::Config { secrets_key_file: None, ..config.clone() };
     assert!(start_err(none).contains("secrets are sealed: start with --secrets-key-file"));
-    std::fs::write(work.path().join("bad.key"), "not hex").unwrap();
-    let bad = predex::config::Config { secrets_key_file: Some(work.path().join("bad.key")), ..config };
+    private_file(&work.path().join("bad.key"), "not hex");
+    let bad = predex::config::Config { secrets_key_file: Some(work.path().join("bad.key")), ..config.clone() };
     assert!(start_err(bad).contains("64 hex digits"));
+    // The right key, but readable by others: refused before it is read (issue 93).
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let e = start_err(config);
+    assert!(e.contains("secrets key file") && e.contains("readable by other users"), "{e}");
 }
 
 #[test]
@@ -125,6 +138,7 @@ fn credentials_written_before_the_key_are_sealed_at_the_first_start_with_it() {
 
     let mut config = test_config(&data);
     config.secrets_key_file = Some(key_file(work.path()));
+    config.backup_dir = Some(work.path().to_path_buf());
     let s = Server::start_with(config);
     assert_eq!(t.l2(&s, "GET", "/auth/api-keys", None).0, 200, "the key still verifies");
     let backup = work.path().join("backup");

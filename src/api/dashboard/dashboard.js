@@ -19,13 +19,33 @@ const state = {
   limitsFilled: false,
 };
 
+// The internal server's token (`predex admin dashboard-url` prints a link carrying it in
+// the fragment, which no browser sends): kept for this tab only, and taken out of the
+// address bar and history at once. Without one the page asks for it.
+function token() {
+  const m = location.hash.match(/token=([^&]+)/);
+  if (m) {
+    sessionStorage.setItem("predex-token", decodeURIComponent(m[1]));
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  let t = sessionStorage.getItem("predex-token");
+  if (!t) {
+    t = (window.prompt("predex internal token (predex admin dashboard-url prints a link with it)") || "").trim();
+    if (t) sessionStorage.setItem("predex-token", t);
+  }
+  return t || "";
+}
+
 async function api(path, body) {
-  const init = body === undefined ? {} : {
+  const headers = { "authorization": `Bearer ${token()}` };
+  const init = body === undefined ? { headers } : {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { ...headers, "content-type": "application/json" },
     body: JSON.stringify(body),
   };
   const r = await fetch(path, init);
+  // A wrong or stale token: ask again on the next call.
+  if (r.status === 401) sessionStorage.removeItem("predex-token");
   const text = await r.text();
   let json = null;
   try { json = JSON.parse(text); } catch (_) { /* not JSON */ }
@@ -203,7 +223,7 @@ function connectFeed() {
   }
   const asset = yesToken(state.market);
   if (!asset) return;
-  const ws = new WebSocket(`ws://${location.host}/ws/market`);
+  const ws = new WebSocket(`ws://${location.host}/ws/market?token=${encodeURIComponent(token())}`);
   state.socket = ws;
   ws.onopen = () => ws.send(JSON.stringify({ assets_ids: [asset], type: "market" }));
   ws.onmessage = (ev) => {

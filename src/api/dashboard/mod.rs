@@ -70,6 +70,47 @@ fn static_reply(body: &'static str, kind: &'static str) -> Response {
     r
 }
 
+/// The internal server answers the operator only. Before any route: a request whose
+/// `Host` is not one of the server's own loopback names is refused (403), so a page that
+/// rebinds its own host name to 127.0.0.1 is not served; then every request but the
+/// dashboard's static files (which hold no data) must carry `Authorization: Bearer
+/// <token>` (401 without it) — the market feed's WebSocket, which a browser cannot give
+/// that header, may carry it as `?token=` instead. Passes (rejects) what it lets through.
+pub fn gate(token: Arc<str>, bound: std::net::SocketAddr) -> Routes {
+    let port = bound.port();
+    let names: Arc<[String]> =
+        [format!("127.0.0.1:{port}"), format!("localhost:{port}"), format!("[::1]:{port}"), bound.to_string()].into();
+    warp::path::full()
+        .and(warp::header::headers_cloned())
+        .and(warp::query::raw().or(warp::any().map(String::new)).unify())
+        .and_then(move |path: warp::path::FullPath, headers: warp::http::HeaderMap, query: String| {
+            let (token, names) = (token.clone(), names.clone());
+            async move {
+                let host = headers.get("host").and_then(|h| h.to_str().ok()).unwrap_or("");
+                if !names.iter().any(|n| n.eq_ignore_ascii_case(host)) {
+                    return Ok(ApiError::new(StatusCode::FORBIDDEN, "forbidden host").into_response());
+                }
+                let path = path.as_str();
+                if matches!(path, "/" | "/dashboard" | "/dashboard.js" | "/dashboard.css") {
+                    return Err(warp::reject::not_found());
+                }
+                let bearer = headers
+                    .get("authorization")
+                    .and_then(|h| h.to_str().ok())
+                    .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")));
+                let queried =
+                    (path == "/ws/market").then(|| query.split('&').find_map(|kv| kv.strip_prefix("token="))).flatten();
+                match bearer.or(queried) {
+                    Some(t) if crate::auth::ct_eq(t.trim().as_bytes(), token.as_bytes()) => {
+                        Err(warp::reject::not_found())
+                    }
+                    _ => Ok(ApiError::unauthorized("internal token required").into_response()),
+                }
+            }
+        })
+        .boxed()
+}
+
 /// Answers 403 to a request that would change something sent from a page of another
 /// origin; rejects (passes on) every other request.
 pub fn cross_origin() -> Routes {

@@ -138,7 +138,7 @@ pub async fn deposit(s: &AppState, wallet: &str) -> Result<[String; 3], BridgeEr
     Ok(addrs)
 }
 
-/// A withdrawal asked for by a key of the wallet (or of its proxy's signer).
+/// A withdrawal asked for by a key of the wallet (or of the owner it is derived from).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WithdrawRequest {
@@ -158,7 +158,7 @@ pub async fn withdraw(
 ) -> Result<([String; 3], Transfer), BridgeError> {
     let t = table(s)?;
     let owner = normalize_address(&b.address).ok_or(BridgeError::NotAWallet)?;
-    if !acts_for(s, key, &owner).await? {
+    if !acts_for(s, key, &owner) {
         return Err(BridgeError::NotOwner);
     }
     let amount = base_units(&b.from_amount_base_unit)?;

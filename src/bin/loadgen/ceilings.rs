@@ -5,7 +5,7 @@ use super::*;
 /// A predex server in this process, on its own runtime and a fresh data directory.
 pub(crate) struct LocalServer {
     pub(crate) clob: SocketAddr,
-    pub(crate) internal: SocketAddr,
+    pub(crate) internal: predex::client::Operator,
     pub(crate) stop: Option<tokio::sync::oneshot::Sender<()>>,
     pub(crate) thread: Option<std::thread::JoinHandle<()>>,
     pub(crate) dir: PathBuf,
@@ -52,7 +52,9 @@ impl LocalServer {
             });
         });
         let bound = rx.recv()??;
-        Ok(LocalServer { clob: bound.clob, internal: bound.internal, stop: Some(stop), thread: Some(thread), dir })
+        let token = predex::keyfile::default_token_path(&dir);
+        let internal = predex::client::Operator::from_file(bound.internal, &token)?;
+        Ok(LocalServer { clob: bound.clob, internal, stop: Some(stop), thread: Some(thread), dir })
     }
 }
 

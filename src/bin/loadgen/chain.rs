@@ -60,6 +60,7 @@ async fn bench(args: &Args, rpc: &str) -> anyhow::Result<()> {
     std::fs::create_dir_all(&dir)?;
     let key_file = dir.join("operator.key");
     std::fs::write(&key_file, DEPLOYER_KEY)?;
+    std::fs::set_permissions(&key_file, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
     let config = Config {
         settlement: predex::config::Settlement::Chain,
         chain_id: d.chain_id,
@@ -75,9 +76,10 @@ async fn bench(args: &Args, rpc: &str) -> anyhow::Result<()> {
     };
     let domains = OrderDomains::new(&config.order_domain_name, d.chain_id, d.exchange, d.neg_risk_exchange);
     let app = predex::App::start(config).await?;
-    let (clob, internal) = (app.bound.clob, app.bound.internal);
+    let (clob, internal) =
+        (app.bound.clob, predex::client::Operator::new(app.bound.internal, app.state.internal_token.to_string()));
 
-    let (st, m) = call(internal, "POST", "/internal/markets", &[], Some(json!({"question": "Chain bench?"}))).await;
+    let (st, m) = internal.call("POST", "/internal/markets", Some(json!({"question": "Chain bench?"}))).await;
     if st != 200 {
         bail!("create market: {st} {m}");
     }
@@ -88,7 +90,7 @@ async fn bench(args: &Args, rpc: &str) -> anyhow::Result<()> {
     let wallets = 24;
     let mut keys = Vec::new();
     for i in 0..wallets {
-        let k = open_key(clob, internal, &format!("chain{i}@example.com"), d.chain_id).await?;
+        let k = open_key(clob, &internal, &format!("chain{i}@example.com"), d.chain_id).await?;
         let me = k.wallet.address();
         deployer.raw_request::<_, Value>("anvil_setBalance".into(), (me, U256::from(10u128.pow(21)))).await?;
         // predex sends with the same key: a provider of its own, which reads the nonce afresh.

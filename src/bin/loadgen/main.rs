@@ -53,6 +53,7 @@ use clap::Parser;
 use hdrhistogram::Histogram;
 use predex::api::ceiling::{self, Ceiling, KeySecret};
 use predex::auth::{self, OrderDomains, SignedOrderFields};
+use predex::client::Operator;
 use predex::config::Config;
 // In-process, the server's threads are this process's: a phase's CPU covers them and
 // the clients alike.
@@ -72,8 +73,11 @@ struct Args {
     #[arg(long, requires = "internal")]
     clob: Option<SocketAddr>,
     /// Internal server address of that predex (markets, credits, invitations).
-    #[arg(long)]
+    #[arg(long, requires = "internal_token_file")]
     internal: Option<SocketAddr>,
+    /// That predex's internal token file (`internal.token` in its data directory).
+    #[arg(long)]
+    internal_token_file: Option<std::path::PathBuf>,
     /// API keys (each with its own wallet) the flow is spread over.
     #[arg(long, default_value_t = 32)]
     keys: usize,
@@ -178,13 +182,9 @@ fn token(market: usize, yes: bool) -> String {
     (7_000_000 + 2 * market as u64 + u64::from(!yes)).to_string()
 }
 
-async fn setup(clob: SocketAddr, internal: SocketAddr, args: &Args, chain_id: u64) -> anyhow::Result<Vec<Key>> {
+async fn setup(clob: SocketAddr, internal: &Operator, args: &Args, chain_id: u64) -> anyhow::Result<Vec<Key>> {
     for m in 0..args.markets {
-        let (st, b) = call(
-            internal,
-            "POST",
-            "/internal/markets",
-            &[],
+        let (st, b) = internal.call("POST", "/internal/markets",
             Some(json!({"condition_id": format!("0x{:064x}", 0x10ad_0000 + m), "question": format!("Load market {m}?"),
                 "slug": format!("load-{m}"),
                 "tokens": [{"token_id": token(m, true), "outcome": "Yes"}, {"token_id": token(m, false), "outcome": "No"}],
@@ -199,23 +199,22 @@ async fn setup(clob: SocketAddr, internal: SocketAddr, args: &Args, chain_id: u6
     for i in 0..args.keys {
         let Key { wallet, address, key, secret, passphrase, .. } =
             open_key(clob, internal, &format!("load{i}@example.com"), chain_id).await?;
-        // The first `proxy_pct`% of the keys trade through a proxy: an address of their
-        // own, derived from the wallet's (a stand-in for the proxy factory's).
+        // The first `proxy_pct`% of the keys trade through their Safe, derived from the
+        // wallet with Polygon's factory (the server's default).
         let maker = match (i as u64 * 100) < args.proxy_pct * args.keys as u64 {
-            true => Address::from_slice(&alloy_primitives::keccak256(wallet.address())[12..]),
+            true => predex::auth::wallets::WalletFactories::polygon().safe(wallet.address()),
             false => wallet.address(),
         };
         let mut credits = vec![("USDC".to_string(), 1_000_000_000_000u64)];
         credits.extend((0..args.markets).map(|m| (token(m, true), 1_000_000_000_000)));
         for (asset, amount) in credits {
-            let (st, b) = call(
-                internal,
-                "POST",
-                "/internal/ledger/credit",
-                &[],
-                Some(json!({"address": format!("{maker:#x}"), "asset": asset, "amount": amount.to_string()})),
-            )
-            .await;
+            let (st, b) = internal
+                .call(
+                    "POST",
+                    "/internal/ledger/credit",
+                    Some(json!({"address": format!("{maker:#x}"), "asset": asset, "amount": amount.to_string()})),
+                )
+                .await;
             if st != 200 {
                 bail!("credit: {st} {b}");
             }
@@ -226,10 +225,10 @@ async fn setup(clob: SocketAddr, internal: SocketAddr, args: &Args, chain_id: u6
 }
 
 /// A new wallet with an API key, invited under `email`; its orders name the wallet.
-async fn open_key(clob: SocketAddr, internal: SocketAddr, email: &str, chain_id: u64) -> anyhow::Result<Key> {
+async fn open_key(clob: SocketAddr, internal: &Operator, email: &str, chain_id: u64) -> anyhow::Result<Key> {
     let wallet = PrivateKeySigner::random();
     let address = format!("{:#x}", wallet.address());
-    let (st, b) = call(internal, "POST", "/internal/waitlist/approve", &[], Some(json!({"email": email}))).await;
+    let (st, b) = internal.call("POST", "/internal/waitlist/approve", Some(json!({"email": email}))).await;
     let code = b["code"].as_str().with_context(|| format!("invitation: {st} {b}"))?.to_string();
     let ts = predex::domain::now_secs().to_string();
     let h = auth::eip712::clob_auth_hash(chain_id, wallet.address(), &ts, U256::ZERO, auth::CLOB_AUTH_MESSAGE);
@@ -618,8 +617,11 @@ fn main() -> anyhow::Result<()> {
         None => Some(LocalServer::start(&args)?),
     };
     let (clob, internal) = match &local {
-        Some(l) => (l.clob, l.internal),
-        None => (args.clob.expect("given"), args.internal.expect("required with --clob")),
+        Some(l) => (l.clob, l.internal.clone()),
+        None => {
+            let token = args.internal_token_file.as_deref().expect("required with --internal");
+            (args.clob.expect("given"), Operator::from_file(args.internal.expect("required with --clob"), token)?)
+        }
     };
     // Clients on one thread of their own: they share the machine with the server.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -630,7 +632,7 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     let keys: Vec<Arc<Key>> =
-        rt.block_on(setup(clob, internal, &args, config.chain_id))?.into_iter().map(Arc::new).collect();
+        rt.block_on(setup(clob, &internal, &args, config.chain_id))?.into_iter().map(Arc::new).collect();
     eprintln!("setup: {} markets, {} API keys", args.markets, keys.len());
 
     let conns = args.concurrency.max(1);
@@ -681,7 +683,7 @@ fn main() -> anyhow::Result<()> {
             "predex-orders",
             feed_rt.handle(),
             clob,
-            Some(internal),
+            Some(internal.clone()),
             cl,
             Mode::Closed,
             0,
@@ -695,7 +697,7 @@ fn main() -> anyhow::Result<()> {
             "predex-open",
             feed_rt.handle(),
             clob,
-            Some(internal),
+            Some(internal.clone()),
             cl,
             mode,
             args.cancel_pct,

@@ -89,13 +89,13 @@ impl PersisterReading {
 
 /// Reads the persister's counters at the start and the end of a phase's measured window.
 pub(crate) async fn persister_window(
-    internal: SocketAddr,
+    internal: predex::client::Operator,
     start: Instant,
     warm: Duration,
     end: Duration,
 ) -> Option<PersisterReading> {
     let read = || async {
-        let (status, body) = call(internal, "GET", "/internal/metrics", &[], None).await;
+        let (status, body) = internal.call("GET", "/internal/metrics", None).await;
         (status == 200).then_some((Instant::now(), body))
     };
     tokio::time::sleep_until((start + warm).into()).await;
@@ -226,7 +226,7 @@ pub(crate) async fn phase(
     name: &str,
     feed_rt: &tokio::runtime::Handle,
     addr: SocketAddr,
-    internal: Option<SocketAddr>,
+    internal: Option<predex::client::Operator>,
     clients: Vec<Client>,
     mode: Mode,
     cancel_pct: u64,

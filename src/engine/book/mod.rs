@@ -613,6 +613,36 @@ impl Book {
         got
     }
 
+    /// [`Book::fillable`] counting only the resting orders `counts` accepts: a walk of the
+    /// crossing orders in priority order, each looked at until `want` is reached. For a
+    /// taker some of whose crossing orders will not fill it (its maker's own, which the
+    /// sweep cancels instead).
+    pub fn fillable_where(&self, side: BookSide, limit: u32, want: u64, mut counts: impl FnMut(&Node) -> bool) -> u64 {
+        let in_use = &self.in_use[side as usize];
+        let (start, next): (_, fn(&InUse, u32) -> Option<u32>) = match side {
+            BookSide::Bid => (self.best_bid, |u, l| u.at_or_below(l.checked_sub(1)?)),
+            BookSide::Ask => (self.best_ask, |u, l| u.at_or_above(l + 1)),
+        };
+        let mut got = 0u64;
+        for l in std::iter::successors(start, move |&l| next(in_use, l)) {
+            if !crosses(side.opposite(), limit, l * self.tick) {
+                break;
+            }
+            let mut s = self.levels(side)[l as usize].head;
+            while s != NIL {
+                let n = self.nodes.get(s);
+                if counts(n) {
+                    got += n.remaining;
+                    if got >= want {
+                        return got;
+                    }
+                }
+                s = n.next;
+            }
+        }
+        got
+    }
+
     /// The non-empty levels of a side, best first: (YES price, total size).
     fn depth_iter(&self, side: BookSide) -> impl Iterator<Item = (u32, u64)> + '_ {
         let (lv, in_use) = (self.levels(side), &self.in_use[side as usize]);

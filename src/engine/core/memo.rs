@@ -1,4 +1,4 @@
-//! The matching thread's memos: ledger accounts, nonces and proxy bindings found by the
+//! The matching thread's memos: ledger accounts and nonces found by the
 //! address of the maker's shared string instead of by hashing it.
 
 use super::*;
@@ -29,8 +29,8 @@ impl RestoreMemo {
 /// address (`ApiKeyRecord::address`), so a placement compares a pointer instead of hashing
 /// and comparing a 42-character address in the ledger's index. Direct-mapped and bounded: a slot holds its maker's
 /// string, so no other string can take that address while the slot keeps it, and a
-/// collision only replaces the slot. An address not shared (a proxy wallet's, or a caller
-/// that builds the string per order) only misses and falls back to the ledger's index.
+/// collision only replaces the slot. An address not shared (a caller that builds the
+/// string per order) only misses and falls back to the ledger's index.
 pub(super) struct AccountMemo(pub(super) Box<[Option<MemoSlot>]>);
 
 pub(super) struct MemoSlot {
@@ -40,7 +40,7 @@ pub(super) struct MemoSlot {
     pub(super) accounts: [Acct; 2],
 }
 
-/// Slots of [`AccountMemo`], [`NonceMemo`] and [`ProxyMemo`]: a power of two.
+/// Slots of [`AccountMemo`] and [`NonceMemo`]: a power of two.
 pub(super) const MEMO_BITS: u32 = 10;
 
 /// A makers' memo's slots, all empty.
@@ -114,36 +114,5 @@ impl NonceMemo {
     /// Forgets every slot: a nonce changed.
     pub(super) fn invalidate(&mut self) {
         self.generation += 1;
-    }
-}
-
-/// Proxy wallets already checked against the signer of an order naming them, found by the
-/// address of the maker's string as [`AccountMemo`] finds accounts (the API hands every order
-/// of a key the key's one proxy string, `app::orders::maker_string`). A proxy stays bound
-/// to the first signer of its orders, so a slot holding (proxy, signer) answers for every
-/// later order naming those two strings; a binding replaced by [`Core::bind_proxy`] forgets
-/// every slot. Without it a proxy order looks its 42-character maker up in the proxies'
-/// map twice.
-pub(super) struct ProxyMemo(Box<[Option<ProxyPair>]>);
-
-/// A proxy's string and the string of the signer its binding was checked against.
-pub(super) type ProxyPair = (Arc<str>, Arc<str>);
-
-impl ProxyMemo {
-    pub(super) fn new() -> ProxyMemo {
-        ProxyMemo(empty_slots())
-    }
-
-    /// Whether this (proxy, signer) pair was checked against the binding.
-    pub(super) fn bound(&self, maker: &Arc<str>, signer: &Arc<str>) -> bool {
-        matches!(&self.0[memo_slot(maker, 0)], Some((m, s)) if Arc::ptr_eq(m, maker) && Arc::ptr_eq(s, signer))
-    }
-
-    pub(super) fn remember(&mut self, maker: &Arc<str>, signer: &Arc<str>) {
-        self.0[memo_slot(maker, 0)] = Some((maker.clone(), signer.clone()));
-    }
-
-    pub(super) fn forget(&mut self) {
-        self.0.iter_mut().for_each(|s| *s = None);
     }
 }

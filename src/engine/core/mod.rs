@@ -13,10 +13,13 @@
 //! Fees follow the CTF exchange: BUY pays bps·min(p,1−p)·q/p in tokens, SELL pays
 //! bps·min(p,1−p)·q in collateral, both to the fee account.
 //!
+//! Self-trade prevention: a taker never fills against a resting order of its own maker
+//! address; the sweep cancels that resting order and goes on to the orders behind it
+//! ("expire maker"), so one address cannot trade with itself (or farm maker rebates).
+//!
 //! Complexity: insert/cancel O(1) (plus a best-price scan over empty levels), each fill
-//! O(1) plus a hash lookup of the maker record. Not handled here: self-trade prevention
-//! (self-matching is allowed, as on Polymarket's CLOB), and cross-market negative-risk
-//! conversion.
+//! O(1) plus a hash lookup of the maker record; a FOK's (and a FAK's) check walks the
+//! crossing orders it would meet. Not handled here: cross-market negative-risk conversion.
 
 mod commands;
 mod memo;
@@ -38,7 +41,7 @@ use crate::domain::*;
 use crate::ledger::{Acct, AssetId, Ledger};
 use crate::store::{Batch, Stored};
 pub use memo::RestoreMemo;
-use memo::{AccountMemo, NonceMemo, ProxyMemo};
+use memo::{AccountMemo, NonceMemo};
 use open::{fee_account, OrderAccounts};
 pub use open::{Open, OpenOrders};
 pub use reads::Overview;
@@ -172,13 +175,6 @@ pub struct Core {
     /// (expiration, order id) of open GTD orders, soonest first; entries of orders that
     /// closed earlier are skipped when they come due.
     expiries: BinaryHeap<Reverse<(u64, Uuid)>>,
-    /// Proxy maker → the signer it is bound to (signature types 1 and 2).
-    proxies: HashMap<String, String>,
-    /// Recent (proxy, signer) pairs checked against `proxies`.
-    proxy_memo: ProxyMemo,
-    /// Signer → the first proxy bound to it (the wallet GET /balance-allowance reads for
-    /// signature types 1 and 2).
-    proxy_of: HashMap<String, String>,
     pub next_order_seq: u64,
     pub next_trade_seq: u64,
     /// The address fees are paid to.
@@ -221,9 +217,6 @@ impl Core {
             nonces_since: 0,
             pending: VecDeque::new(),
             expiries: BinaryHeap::new(),
-            proxies: HashMap::new(),
-            proxy_memo: ProxyMemo::new(),
-            proxy_of: HashMap::new(),
             next_order_seq: 1,
             next_trade_seq: 1,
             fee_address,
@@ -279,20 +272,6 @@ impl Core {
         }
         let nonces = &self.nonces;
         self.nonce_memo.get(maker, || nonces.get(&**maker).map_or(0, |n| n.nonce))
-    }
-
-    /// Binds a proxy maker to its signer (first order through it, or at startup).
-    pub fn bind_proxy(&mut self, proxy: String, signer: String) {
-        self.proxy_of.entry(signer.clone()).or_insert_with(|| proxy.clone());
-        if self.proxies.get(&proxy).is_some_and(|bound| *bound != signer) {
-            self.proxy_memo.forget();
-        }
-        self.proxies.insert(proxy, signer);
-    }
-
-    /// The proxy wallet bound to a signer, if it traded through one.
-    pub fn proxy_of(&self, signer: &str) -> Option<&str> {
-        self.proxy_of.get(signer).map(String::as_str)
     }
 
     /// Loads an address's nonce at startup.
@@ -445,17 +424,6 @@ impl Core {
         if o.nonce != self.placing_nonce(&o.maker) {
             return Err(Reject::InvalidNonce);
         }
-        // Compared once: a 42-character address each.
-        let proxied = o.maker != o.signer;
-        // A proxy not bound yet is bound to this signer once the order is accepted.
-        let mut unbound = false;
-        if proxied && !self.proxy_memo.bound(&o.maker, &o.signer) {
-            match self.proxies.get(&*o.maker) {
-                Some(bound) if **bound != *o.signer => return Err(Reject::NotOwner),
-                Some(_) => self.proxy_memo.remember(&o.maker, &o.signer),
-                None => unbound = true,
-            }
-        }
         // The market's shared token: the API's market view hands the same one over (nothing
         // to do), other callers may pass a copy.
         let shared = &self.markets[midx as usize].order_tokens[outcome as usize];
@@ -471,12 +439,18 @@ impl Core {
             if o.post_only && would_cross {
                 return Err(Reject::PostOnlyCrosses);
             }
-            if o.order_type == OrderType::Fok
-                && book.fillable(opp, limit, o.original_size.units()) < o.original_size.units()
-            {
+            // The sweep cancels resting orders of the taker's own maker (self-trade
+            // prevention) and expired ones instead of filling them: they count for neither
+            // a FOK's fill nor a FAK's match.
+            let orders = &self.orders;
+            let fills = |n: &super::book::Node| {
+                orders.get(&n.id).is_some_and(|m| *m.rec.maker != *o.maker && !m.rec.expired(now))
+            };
+            let size = o.original_size.units();
+            if o.order_type == OrderType::Fok && book.fillable_where(opp, limit, size, fills) < size {
                 return Err(Reject::FokNotFilled);
             }
-            if o.order_type == OrderType::Fak && !would_cross {
+            if o.order_type == OrderType::Fak && (!would_cross || book.fillable_where(opp, limit, 1, fills) == 0) {
                 return Err(Reject::FakNoMatch);
             }
         }
@@ -501,11 +475,6 @@ impl Core {
         let signature = std::mem::take(&mut o.signature);
         if !signature.as_bytes().is_empty() {
             batch.put_signature(o.seq, signature);
-        }
-        if unbound {
-            self.bind_proxy(o.maker.to_string(), o.signer.to_string());
-            self.proxy_memo.remember(&o.maker, &o.signer);
-            batch.put_proxy(&o.maker, &o.signer);
         }
         if defer {
             o.status = OrderStatus::Deferred;
@@ -598,9 +567,11 @@ impl Core {
             let Some(mut entry) = orders.find_entry(&maker_id) else {
                 unreachable!("resting order {maker_id} has no record")
             };
-            if entry.get().expiration != 0 && entry.get().expiration <= now {
-                // An expired GTD order never trades: it leaves the book here, before the
-                // expiry sweep gets to it.
+            // An expired GTD order never trades: it leaves the book here, before the expiry
+            // sweep gets to it. Nor does an order of the taker's own maker (self-trade
+            // prevention, docs/decisions.md): the resting one is cancelled and the taker
+            // goes on to the orders behind it.
+            if entry.get().rec.expired(now) || *entry.get().rec.maker == *t.maker {
                 let Open { rec: mut m_arc, pay, .. } = entry.remove();
                 let m = Arc::make_mut(&mut m_arc);
                 m.status = OrderStatus::Canceled;

@@ -254,31 +254,6 @@ fn a_raised_nonce_refuses_the_next_order_of_a_shared_maker_string() {
     place(&mut core, 6, 5).unwrap();
 }
 
-/// A proxy wallet stays bound to the first signer of its orders. The memo that skips
-/// the map for a (proxy, signer) pair it has seen accepts neither another signer naming
-/// the same proxy string nor, once the proxy is bound to another signer (as startup
-/// binds what the store holds), the pair it remembered.
-#[test]
-fn a_proxy_is_refused_to_any_signer_but_the_one_it_is_bound_to() {
-    let (mut core, wallets) = market_and_wallets();
-    let (a, b): (Arc<str>, Arc<str>) = (format!("0x{:040x}", 0xa1).into(), format!("0x{:040x}", 0xb2).into());
-    let mut batch = Batch::default();
-    let mut place = |core: &mut Core, n, signer: &Arc<str>| {
-        let mut o = order_of(core, &wallets, n, 0, Side::Sell, 1_000_000);
-        let r = Arc::make_mut(&mut o);
-        (r.signer, r.signature_type) = (signer.clone(), 2);
-        core.place(o, false, 1, &mut batch).map(|_| ())
-    };
-    place(&mut core, 1, &a).unwrap();
-    assert_eq!(core.proxy_of(&a), Some(&*wallets[0]));
-    place(&mut core, 2, &a).unwrap();
-    assert_eq!(place(&mut core, 3, &b), Err(Reject::NotOwner));
-    place(&mut core, 4, &a).unwrap();
-    core.bind_proxy(wallets[0].to_string(), b.to_string());
-    assert_eq!(place(&mut core, 5, &a), Err(Reject::NotOwner));
-    place(&mut core, 6, &b).unwrap();
-}
-
 /// A fill's two sides hold their market's shared tokens; a trade read back from the
 /// store holds tokens of its own, equal to them, and shares the market's again once
 /// restored at startup.
@@ -321,4 +296,38 @@ fn fee_formula() {
     // No price, or one above 1: no fee.
     assert_eq!(exchange_fee(Side::Buy, 100, a(1), a(0), a(1)), Amount::ZERO);
     assert_eq!(exchange_fee(Side::Sell, 100, a(1), a(1), a(2)), Amount::ZERO);
+}
+
+/// Self-trade prevention: a taker meeting a resting order of its own maker cancels that
+/// order and fills against the orders behind it; a FOK counts only what others offer, and a
+/// FAK meeting only its own orders matches nothing. The book and the ledger stay whole.
+#[test]
+fn a_taker_cancels_its_own_makers_resting_orders_instead_of_filling_them() {
+    let (mut core, wallets) = market_and_wallets();
+    let order = |core: &Core, n, w, side, size| order_of(core, &wallets, n, w, side, size);
+    let mut batch = Batch::default();
+    // Wallet 0 offers first, wallet 1 behind it, at one price.
+    let own = core.place(order(&core, 0, 0, Side::Sell, 1_000_000), false, 1, &mut batch).unwrap().order.id;
+    core.place(order(&core, 1, 1, Side::Sell, 1_000_000), false, 1, &mut batch).unwrap();
+    let tokens_held = |core: &Core| core.ledger.account(&wallets[0], "1").reserved;
+    assert_eq!(tokens_held(&core), Amount(1_000_000));
+    // A FOK by wallet 0 for both: only wallet 1's counts.
+    let mut fok = order(&core, 2, 0, Side::Buy, 2_000_000);
+    Arc::make_mut(&mut fok).order_type = OrderType::Fok;
+    assert_eq!(core.place(fok, false, 1, &mut batch).err(), Some(Reject::FokNotFilled));
+    assert_eq!(core.markets[0].book.len(), 2, "a refused FOK changes nothing");
+    // A GTC buy by wallet 0: its own offer is cancelled, wallet 1's fills it.
+    let placed = core.place(order(&core, 3, 0, Side::Buy, 1_000_000), false, 1, &mut batch).unwrap();
+    assert_eq!(placed.trades.len(), 1);
+    assert_eq!(&*placed.trades[0].maker_orders[0].maker_address, &*wallets[1]);
+    assert!(core.orders.get(&own).is_none(), "its own resting order left the book");
+    assert_eq!(core.markets[0].book.len(), 0);
+    assert_eq!(tokens_held(&core), Amount::ZERO, "the cancelled offer's tokens are free again");
+    // A FAK by wallet 2 meeting only wallet 2's own offer: no match, and the offer stays.
+    core.place(order(&core, 4, 2, Side::Sell, 1_000_000), false, 1, &mut batch).unwrap();
+    let mut fak = order(&core, 5, 2, Side::Buy, 1_000_000);
+    Arc::make_mut(&mut fak).order_type = OrderType::Fak;
+    assert_eq!(core.place(fak, false, 1, &mut batch).err(), Some(Reject::FakNoMatch));
+    assert_eq!(core.markets[0].book.len(), 1);
+    assert_eq!(core.check(), Ok(()));
 }

@@ -18,6 +18,7 @@ const env = (k) => {
 };
 const CLOB = env("PREDEX_CLOB");
 const INTERNAL = env("PREDEX_INTERNAL");
+const OPERATOR = { authorization: `Bearer ${env("PREDEX_INTERNAL_TOKEN")}` };
 const COND = env("PREDEX_COND");
 const YES = env("PREDEX_YES");
 const NO = env("PREDEX_NO");
@@ -38,6 +39,7 @@ function ok(v, what) {
 async function credit(address, asset, amount) {
   const r = await fetch(`${INTERNAL}/internal/ledger/credit`, {
     method: "POST",
+    headers: OPERATOR,
     body: JSON.stringify({ address, asset, amount: String(amount) }),
   });
   check(r.status === 200, `credit ${r.status} ${await r.text()}`);
