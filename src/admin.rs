@@ -184,16 +184,8 @@ pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
 
 /// Writes a new random secrets key (64 hex digits) to a new file readable by its owner only.
 fn secrets_key(out: &std::path::Path) -> anyhow::Result<Value> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(out)
+    crate::keyfile::write_new_private(out, &crate::store::Sealer::generate())
         .with_context(|| format!("create {}", out.display()))?;
-    writeln!(f, "{}", crate::store::Sealer::generate())?;
-    f.sync_all()?;
     Ok(json!({ "written": out }))
 }
 

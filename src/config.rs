@@ -268,6 +268,15 @@ impl Config {
                 || same(&self.neg_risk_exchange_address, DEFAULT_NEG_RISK_EXCHANGE))
     }
 
+    /// The internal token's file: the one given, else `internal.token` in the data
+    /// directory (made at first start).
+    pub fn internal_token_path(&self) -> PathBuf {
+        match &self.internal_token_file {
+            Some(f) => f.clone(),
+            None => crate::keyfile::default_token_path(&self.data_dir),
+        }
+    }
+
     /// The directory backups are written under.
     pub fn backup_root(&self) -> PathBuf {
         match &self.backup_dir {

@@ -41,15 +41,7 @@ pub fn internal_token(path: &Path, create: bool) -> anyhow::Result<String> {
         let mut bytes = [0u8; 32];
         getrandom::getrandom(&mut bytes).context("random token")?;
         let token = alloy_primitives::hex::encode(bytes);
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .with_context(|| format!("create the {SETTING} {}", path.display()))?;
-        use std::io::Write;
-        writeln!(f, "{token}")?;
-        f.sync_all()?;
+        write_new_private(path, &token).with_context(|| format!("create the {SETTING} {}", path.display()))?;
         return Ok(token);
     }
     let token = read_private(path, SETTING)?;
@@ -57,6 +49,15 @@ pub fn internal_token(path: &Path, create: bool) -> anyhow::Result<String> {
         bail!("the {SETTING} {} must hold one token of at least {MIN_TOKEN} printable characters", path.display());
     }
     Ok(token)
+}
+
+/// Writes `text` and a newline to a new file (never over one) readable by its owner only,
+/// synced.
+pub fn write_new_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    writeln!(f, "{text}")?;
+    f.sync_all()
 }
 
 /// Where the internal token is kept unless a file is given: in the data directory.

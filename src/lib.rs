@@ -218,11 +218,8 @@ impl App {
             None => None,
         };
         // The operator's bearer token: the file given, or one made in the data directory.
-        let internal_token: Arc<str> = match &config.internal_token_file {
-            Some(f) => keyfile::internal_token(f, false)?,
-            None => keyfile::internal_token(&keyfile::default_token_path(&config.data_dir), true)?,
-        }
-        .into();
+        let internal_token: Arc<str> =
+            keyfile::internal_token(&config.internal_token_path(), config.internal_token_file.is_none())?.into();
         let sealing = sealer.is_some();
         match store.set_secrets(sealer)? {
             0 => {}

@@ -58,7 +58,7 @@ async fn operate(s: Arc<AppState>, kind: CtfKind, r: Req) -> ApiResult {
     super::ledger_only(&s)?;
     let key = authenticate(&s, &r)?;
     let b: CtfRequest = r.json()?;
-    let wallet = wallet_of(&s, &key, b.address.as_deref()).await?;
+    let wallet = wallet_of(&s, &key, b.address.as_deref())?;
     reply(&receipt_json(&operate_for(&s, kind, &wallet, b).await?))
 }
 
@@ -71,7 +71,7 @@ async fn convert(s: Arc<AppState>, r: Req) -> ApiResult {
     super::ledger_only(&s)?;
     let key = authenticate(&s, &r)?;
     let b: ConvertRequest = r.json()?;
-    let wallet = wallet_of(&s, &key, b.address.as_deref()).await?;
+    let wallet = wallet_of(&s, &key, b.address.as_deref())?;
     reply(&receipt_json(&convert_for(&s, &wallet, b).await?))
 }
 

@@ -33,9 +33,9 @@ pub fn routes(state: Arc<AppState>) -> Routes {
 
 /// The wallet the request acts for: the relayer key's owner, or the L2 key's address (with
 /// `address` naming the key's proxy wallet if it wants to).
-async fn wallet(s: &AppState, caller: Caller, address: Option<&str>) -> Result<String, ApiError> {
+fn wallet(s: &AppState, caller: Caller, address: Option<&str>) -> Result<String, ApiError> {
     match caller {
-        Caller::L2(key) => Ok(wallet_of(s, &key, address).await?),
+        Caller::L2(key) => Ok(wallet_of(s, &key, address)?),
         Caller::Relayer(addr) => {
             if address.is_some_and(|a| normalize_address(a).as_deref() != Some(addr.as_str())) {
                 return Err(ApiError::bad("the address has to be the owner of the API KEY"));
@@ -98,7 +98,7 @@ async fn submit(s: Arc<AppState>, r: Req) -> ApiResult {
     if !known.contains(&op.as_str()) {
         return Err(ApiError::bad(format!("unsupported operation: {op}")));
     }
-    let from = wallet(&s, caller, address.as_deref()).await?;
+    let from = wallet(&s, caller, address.as_deref())?;
     let (result, hash) = match (kind, op.as_str()) {
         (Some(kind), _) => {
             let mut b: CtfRequest = params(body)?;

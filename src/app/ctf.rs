@@ -86,7 +86,7 @@ pub fn base_amount(v: Option<&str>) -> Result<u64, CtfError> {
 }
 
 /// The wallet an operation moves: the key's address, or the proxy it names.
-pub async fn wallet_of(s: &AppState, key: &ApiKeyRecord, address: Option<&str>) -> Result<String, CtfError> {
+pub fn wallet_of(s: &AppState, key: &ApiKeyRecord, address: Option<&str>) -> Result<String, CtfError> {
     let wallet = match address {
         None => key.address.to_string(),
         Some(a) => normalize_address(a).ok_or(CtfError::NotAWallet)?,

@@ -19,11 +19,6 @@ pub const POLYGON_SAFE_FACTORY: &str = "0xaacFeEa03eb1561C4e67d661e40682Bd20E354
 /// keccak256 of GnosisSafeProxy's creation code followed by Polygon's master copy.
 pub const POLYGON_SAFE_INIT_CODE_HASH: &str = "0x2bce2127ff07fb632d16c8347c4ebf501f4841168bed00d9e6ef715ddb6fcecf";
 
-/// Signature types (SPEC §2.2).
-pub const EOA: u8 = 0;
-pub const POLY_PROXY: u8 = 1;
-pub const POLY_GNOSIS_SAFE: u8 = 2;
-
 /// Where the venue's wallets are derived from: each factory and the hash of the init code
 /// it deploys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,17 +52,6 @@ impl WalletFactories {
         let mut word = [0u8; 32];
         word[12..].copy_from_slice(owner.as_slice());
         self.safe_factory.create2(keccak256(word), self.safe_init_code_hash)
-    }
-
-    /// The wallet of `owner` that an order of `signature_type` must name as its maker;
-    /// None for a type that is not one of the three.
-    pub fn maker_for(&self, owner: Address, signature_type: u64) -> Option<Address> {
-        match signature_type {
-            0 => Some(owner),
-            1 => Some(self.proxy(owner)),
-            2 => Some(self.safe(owner)),
-            _ => None,
-        }
     }
 }
 
@@ -114,13 +98,9 @@ mod tests {
         let owner: Address = "0xBBc264c10F54A61607A31B53358a5A87d4B045be".parse().unwrap();
         let safe: Address = "0xEFae63145ffb73Ab047e578324bcA9BaABE5E1Ad".parse().unwrap();
         assert_eq!(f.safe(owner), safe);
-        assert_eq!(f.maker_for(owner, 2), Some(safe));
-        assert_eq!(f.maker_for(owner, 0), Some(owner));
         let proxy = f.proxy(owner);
         assert_eq!(proxy, f.proxy_factory.create2(keccak256(owner.as_slice()), f.proxy_init_code_hash));
         assert_ne!(proxy, safe);
-        assert_eq!(f.maker_for(owner, 1), Some(proxy));
-        assert_eq!(f.maker_for(owner, 3), None);
         // Another owner, other wallets.
         let other: Address = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8".parse().unwrap();
         assert_ne!(f.safe(other), safe);

@@ -138,11 +138,7 @@ impl Server {
 
     /// The internal server's bearer token, as `predex admin` reads it.
     pub fn internal_token(&self) -> String {
-        let path = match &self.config.internal_token_file {
-            Some(f) => f.clone(),
-            None => predex::keyfile::default_token_path(&self.config.data_dir),
-        };
-        predex::keyfile::internal_token(&path, false).expect("the internal token")
+        predex::keyfile::internal_token(&self.config.internal_token_path(), false).expect("the internal token")
     }
 
     /// A request to the internal server carrying its token.
