@@ -105,10 +105,15 @@ pub struct Config {
     /// Peers whose X-Forwarded-For / X-Real-IP headers name the client (reverse proxies).
     /// From any other peer those headers are ignored, so they cannot dodge the limit.
     pub trusted_proxies: Vec<IpAddr>,
-    /// Bytes that the request bodies being read or handled at once may hold, over all five
-    /// servers: a body takes its declared length, or the 1 MiB limit when chunked, and a
-    /// request that finds the budget spent is refused with 503 (`api::body`).
+    /// Bytes that the request bodies being read or handled at once by one server may hold
+    /// (each of the five servers has this budget of its own; one client IP may hold a
+    /// quarter of it): a body takes its declared length, or the 1 MiB limit when chunked,
+    /// and a request that finds the budget spent is refused with 503 (`api::body`).
     pub body_bytes_in_flight: usize,
+    /// Connections one client IP may hold open to each public server, WebSocket
+    /// connections included; past it a new connection is answered 429 and closed. Trusted
+    /// proxies are not counted. 0: no cap (`api::clients`).
+    pub max_connections_per_ip: usize,
     /// Feed frames a WebSocket connection may fall behind before it is cut off.
     pub ws_window: usize,
     /// A WebSocket connection that sends nothing (not even PING) this long is closed.
@@ -229,6 +234,7 @@ impl Default for Config {
             rate_limit_window_secs: 60,
             trusted_proxies: vec![IpAddr::from([127, 0, 0, 1]), IpAddr::from(std::net::Ipv6Addr::LOCALHOST)],
             body_bytes_in_flight: 64 << 20,
+            max_connections_per_ip: 64,
             ws_window: 4096,
             ws_idle_secs: 60,
             ws_threads: 1,

@@ -319,29 +319,41 @@ impl App {
         let (bridge_l, bridge) = bind(config.bridge_addr, "bridge")?;
         let (internal_l, internal) = bind(config.internal_addr, "internal")?;
         let workers = app::workers::Workers::start(&state)?;
-        // One budget of request bodies in flight for the five servers (`api::body`).
-        let bodies = api::body::Bodies::new(config.body_bytes_in_flight);
+        // Each server its own budget of bodies in flight and its own count of clients, so
+        // no server's clients can spend another's (`api::front`).
+        let public = |role| api::front::Server {
+            bodies: api::body::Bodies::new(config.body_bytes_in_flight),
+            clients: Some(api::clients::Clients::new(config.max_connections_per_ip, &config.trusted_proxies)),
+            role,
+        };
+        use api::front::Role;
         let clob_routes = api::clob_routes(state.clone());
-        servers.push(api::front::serve(clob_l, clob_routes, Some(state.clone()), bodies.clone(), rx.clone()));
+        servers.push(serve(clob_l, clob_routes, public(Role::OrderBook(state.clone())), rx.clone()));
         servers.push(serve(
             gamma_l,
             api::with_openapi(api::openapi::GAMMA, api::catalogue::routes(state.clone())),
-            bodies.clone(),
+            public(Role::Unlimited),
             rx.clone(),
         ));
         servers.push(serve(
             data_l,
             api::with_openapi(api::openapi::DATA, api::analytics::routes(state.clone())),
-            bodies.clone(),
+            public(Role::Unlimited),
             rx.clone(),
         ));
         servers.push(serve(
             bridge_l,
             api::with_openapi(api::openapi::BRIDGE, api::bridge::routes(state.clone())),
-            bodies.clone(),
+            public(Role::WritesLimited(state.clone())),
             rx.clone(),
         ));
-        servers.push(serve(internal_l, api::internal::routes(state.clone(), internal), bodies, rx.clone()));
+        // The operator's server, on loopback behind its token: its clients are not counted.
+        let operator = api::front::Server {
+            bodies: api::body::Bodies::new(config.body_bytes_in_flight),
+            clients: None,
+            role: Role::Unlimited,
+        };
+        servers.push(serve(internal_l, api::internal::routes(state.clone(), internal), operator, rx.clone()));
         Ok(App {
             bound: Bound { clob, gamma, data, bridge, internal },
             state,
@@ -391,19 +403,19 @@ pub fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
     socket.listen(1024)
 }
 
-/// Serves `routes` on `listener` until `stop` turns true, its request bodies held within
-/// `bodies` (see [`api::front::serve`]).
+/// Serves `routes` on `listener` until `stop` turns true, within `server`'s limits (see
+/// [`api::front::serve`]).
 pub fn serve<F>(
     listener: tokio::net::TcpListener,
     routes: F,
-    bodies: Arc<api::body::Bodies>,
+    server: api::front::Server,
     stop: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()>
 where
     F: warp::Filter + Clone + Send + Sync + 'static,
     F::Extract: warp::Reply,
 {
-    api::front::serve(listener, routes, None, bodies, stop)
+    api::front::serve(listener, routes, server, stop)
 }
 
 async fn load_catalogue(state: &app::AppState, config: &Config) -> anyhow::Result<()> {

@@ -251,10 +251,15 @@ struct ServeArgs {
     /// Reverse proxies whose X-Forwarded-For / X-Real-IP are believed (comma-separated IPs).
     #[arg(long, env = "PREDEX_TRUSTED_PROXIES", value_delimiter = ',')]
     trusted_proxies: Option<Vec<std::net::IpAddr>>,
-    /// Bytes the request bodies in flight may hold at once, over all servers (a chunked
-    /// body counts as 1 MiB while it is read); past it requests are refused with 503.
+    /// Bytes the request bodies in flight may hold at once on each server (a chunked body
+    /// counts as 1 MiB while it is read; one client IP a quarter of it); past it requests
+    /// are refused with 503.
     #[arg(long, env = "PREDEX_BODY_BYTES_IN_FLIGHT")]
     body_bytes_in_flight: Option<usize>,
+    /// Connections one client IP may hold open to each public server, WebSocket ones
+    /// included (trusted proxies not counted; 0: no cap); past it 429 and closed.
+    #[arg(long, env = "PREDEX_MAX_CONNECTIONS_PER_IP")]
+    max_connections_per_ip: Option<usize>,
     /// Feed frames a WebSocket connection may fall behind before it is closed.
     #[arg(long, env = "PREDEX_WS_WINDOW")]
     ws_window: Option<usize>,
@@ -323,6 +328,7 @@ impl ServeArgs {
             rate_limit_window_secs,
             trusted_proxies,
             body_bytes_in_flight,
+            max_connections_per_ip,
             ws_window,
             ws_idle_secs,
             ws_threads,

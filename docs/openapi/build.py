@@ -25,6 +25,8 @@ def ref(name):
 
 S = {"type": "string"}
 I = {"type": "integer"}
+# Analytics pages skip at most this many rows (the data API's own bound).
+OFFSET = {"type": "integer", "minimum": 0, "maximum": 10000}
 N = {"type": "number"}
 B = {"type": "boolean"}
 NS = {"type": ["string", "null"]}
@@ -281,15 +283,15 @@ CLOB_OPS = [
     health("/"), health("/ok"), openapi_doc(),
     op("GET", "/time", "server time (UNIX seconds)", I, codes=()),
     # 4.1 keys and account
-    op("POST", "/auth/api-key", "create the wallet's API key (first key: invitation code header)", ref("ApiCreds"), "L1", codes=(400, 403)),
+    op("POST", "/auth/api-key", "create the wallet's API key (first key: invitation code header; at most 20 keys per address, 400 past it)", ref("ApiCreds"), "L1", codes=(400, 403)),
     op("GET", "/auth/derive-api-key", "derive the key for the wallet and nonce", ref("ApiCreds"), "L1", codes=(400, 404)),
     op("DELETE", "/auth/api-key", "delete the calling key", EMPTY, "L2"),
     op("GET", "/auth/api-keys", "the wallet's keys", obj({"apiKeys": arr(S)}, required=("apiKeys",)), "L2"),
     op("GET", "/auth/ban-status/closed-only", "closed-only status", obj({"closed_only": B}, required=("closed_only",)), "L2"),
-    op("POST", "/auth/builder-api-key", "create a builder key", ref("ApiCreds"), "L2", body=obj({"builderId": S}, required=("builderId",))),
+    op("POST", "/auth/builder-api-key", "create a builder key (at most 20 per address, 400 past it)", ref("ApiCreds"), "L2", body=obj({"builderId": S}, required=("builderId",))),
     op("GET", "/auth/builder-api-key", "the builder keys", obj({"apiKeys": arr(obj({"apiKey": S, "builderId": S, "createdAt": S}))}), "L2"),
     op("DELETE", "/auth/builder-api-key", "delete a builder key", EMPTY, "L2", params=[q("apiKey", UUID, True)], codes=(400, 404)),
-    op("POST", "/auth/readonly-api-key", "create a read-only key", ref("ApiCreds"), "L2"),
+    op("POST", "/auth/readonly-api-key", "create a read-only key (at most 20 per address, 400 past it)", ref("ApiCreds"), "L2"),
     op("DELETE", "/auth/readonly-api-key", "delete a read-only key", B, "L2", body=obj({"key": S}), codes=(400, 404)),
     op("GET", "/auth/readonly-api-keys", "the read-only keys", arr(S), "L2"),
     op("GET", "/auth/validate-readonly-api-key", "whether a read-only key is valid", S,
@@ -363,7 +365,7 @@ CLOB_OPS = [
     op("POST", "/builder/cancel", "cancel a builder-attributed order", obj(), "L2", body=obj({"orderID": S}), codes=(400, 404, 503)),
     op("GET", "/builder/volume", "a builder's volume", obj(), "L2", params=[q("market")]),
     op("GET", "/builder/trades", "a builder's attributed trades", page(obj()), "L2", params=[q("market"), q("asset_id"), q("id"), CURSOR]),
-    op("POST", "/rfq/request", "ask for quotes", ref("RfqRequest"), "L2",
+    op("POST", "/rfq/request", "ask for quotes (at most 100 open per address, 400 past it)", ref("RfqRequest"), "L2",
        body={"oneOf": [obj({"tokenId": S, "side": S, "size": S, "ttl": I}, required=("tokenId", "size")), ASSET_FORM]}, codes=(400, 404)),
     op("DELETE", "/rfq/request", "withdraw a request", OK_TEXT, "L2", body=obj({"requestId": UUID}, required=("requestId",))),
     op("POST", "/rfq/quote", "quote a request", ref("RfqQuote"), "L2",
@@ -396,7 +398,7 @@ CLOB_OPS = [
     op("POST", "/ctf/convert", "convert NO positions (neg-risk)", obj(), "L2", body=obj(), codes=(400, 404)),
     op("POST", "/submit", "gasless relay (relayer key headers)", obj(), body=obj({"operation": S}), codes=(400, 401, 404, 503)),
     op("GET", "/relayer/api-key", "relayer keys", obj(), "L2"),
-    op("POST", "/relayer/api-key", "create a relayer key", obj(), "L2"),
+    op("POST", "/relayer/api-key", "create a relayer key (at most 20 per address, 400 past it)", obj(), "L2"),
     op("DELETE", "/relayer/api-key", "delete a relayer key", obj(), "L2", body=obj({"apiKey": S}), codes=(400, 404)),
     op("POST", "/auctions/bid", "bid in a batch auction", obj(), "L2", body=obj(), codes=(400, 404)),
     op("GET", "/auctions/{id}", "an auction", obj(), params=[path_param("id")], codes=(404,)),
@@ -432,21 +434,21 @@ DATA_OPS = [
     op("GET", "/v1/market-positions", "a market's positions (SPEC §2.15)", arr(obj()),
        params=[q("market", required=True), q("user"), q("status", {"type": "string", "enum": ["open", "closed"]}),
                q("sortBy", {"type": "string", "enum": ["SIZE", "CASHPNL", "AVGPRICE", "CURPRICE"]}),
-               q("sortDirection", {"type": "string", "enum": ["ASC", "DESC"]}), q("limit", I), q("offset", I)]),
+               q("sortDirection", {"type": "string", "enum": ["ASC", "DESC"]}), q("limit", I), q("offset", OFFSET)]),
     op("GET", "/trades", "trades (SPEC §2.16)", arr(obj({"proxyWallet": S, "side": S, "asset": S, "conditionId": S, "size": {}, "price": {},
                                                        "timestamp": I})),
-       params=[q("user"), q("market"), q("eventId"), q("limit", I), q("offset", I), q("takerOnly", B),
+       params=[q("user"), q("market"), q("eventId"), q("limit", I), q("offset", OFFSET), q("takerOnly", B),
                q("side", {"type": "string", "enum": ["BUY", "SELL"]}), q("filterType", {"type": "string", "enum": ["CASH", "TOKENS"]}),
                q("filterAmount", N)]),
     op("GET", "/positions", "a wallet's positions", arr(obj()),
-       params=[q("user", required=True), q("market"), q("sizeThreshold", N), q("limit", I), q("offset", I), q("sortBy"),
+       params=[q("user", required=True), q("market"), q("sizeThreshold", N), q("limit", I), q("offset", OFFSET), q("sortBy"),
                q("sortDirection")]),
     op("GET", "/value", "a wallet's position value", arr(obj()), params=[q("user", required=True), q("market")]),
     op("GET", "/holders", "a market's top holders", arr(obj()), params=[q("market", required=True), q("limit", I), q("minBalance", N)]),
     op("GET", "/activity", "a wallet's activity", arr(obj()),
-       params=[q("user", required=True), q("market"), q("type"), q("side"), q("start", I), q("end", I), q("limit", I), q("offset", I)]),
+       params=[q("user", required=True), q("market"), q("type"), q("side"), q("start", I), q("end", I), q("limit", I), q("offset", OFFSET)]),
     op("GET", "/v1/leaderboard", "leaderboard", arr(obj()),
-       params=[q("timePeriod"), q("orderBy"), q("limit", I), q("offset", I)]),
+       params=[q("timePeriod"), q("orderBy"), q("limit", I), q("offset", OFFSET)]),
     op("GET", "/ohlc", "candles", arr(obj()),
        params=[q("market", required=True), q("resolution"), q("startTs", I), q("endTs", I), q("limit", I)]),
 ]
@@ -461,7 +463,7 @@ BRIDGE_OPS = [
                                 "toTokenAddress")},
                 required=("fromAmountBaseUnit", "fromChainId", "fromTokenAddress", "recipientAddress", "toChainId", "toTokenAddress")),
        codes=(400, 503)),
-    op("POST", "/deposit", "deposit addresses for a wallet", obj({"address": obj(), "note": S}), body=obj({"address": S}, required=("address",), extra=False),
+    op("POST", "/deposit", "deposit addresses for a wallet (one set per wallet; counted in the order-book server's rate limit)", obj({"address": obj(), "note": S}), body=obj({"address": S}, required=("address",), extra=False),
        codes=(400, 503), status=201),
     op("POST", "/withdraw", "withdraw collateral to another chain", obj({"address": obj(), "note": S, "transaction": obj()}), "L2",
        body=obj({k: S for k in ("address", "toChainId", "toTokenAddress", "recipientAddr", "fromAmountBaseUnit")},

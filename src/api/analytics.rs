@@ -22,6 +22,10 @@ use crate::commit::views::MarketView;
 use crate::domain::analytics::{CtfActivity, DAY};
 use crate::domain::{fmt_amount, parse_decimal, Amount, Price, Side, TradeRecord, TradeStatus, AMOUNT_ONE};
 
+/// Rows a page may skip (`offset`), as Polymarket's data API bounds it: a deeper page would
+/// scan that many rows on a request thread.
+const MAX_OFFSET: u64 = 10_000;
+
 /// An optional `side`: BUY or SELL (any case); present but anything else, empty included,
 /// is a 400.
 fn side_param(p: &Params) -> Result<Option<Side>, ApiError> {
@@ -187,7 +191,7 @@ fn trades(s: Arc<AppState>, r: Req) -> ApiResult {
         return Err(ApiError::bad("market and eventId are mutually exclusive"));
     }
     let limit = p.int("limit", 100, 10_000)? as usize;
-    let offset = p.int("offset", 0, u64::MAX)?;
+    let offset = p.int("offset", 0, MAX_OFFSET)?;
     let taker_only = p.bool("takerOnly")?.unwrap_or(true);
     let side = side_param(&p)?;
     let (cash_min, tokens_min) = match (p.raw("filterType"), p.raw("filterAmount")) {
@@ -259,7 +263,7 @@ fn market_positions(s: Arc<AppState>, r: Req) -> ApiResult {
     let sort = p.choice("sortBy", &["SIZE", "CASHPNL", "AVGPRICE", "CURPRICE"], "SIZE")?;
     let asc = p.choice("sortDirection", &["ASC", "DESC"], "DESC")? == "ASC";
     let limit = p.int("limit", 50, 500)? as usize;
-    let offset = p.int("offset", 0, u64::MAX)?.min(usize::MAX as u64) as usize;
+    let offset = p.int("offset", 0, MAX_OFFSET)? as usize;
     let mut rows: Vec<PosRow> = positions_of_market(&s, &view)?
         .into_iter()
         .filter(|r| user.as_deref().is_none_or(|u| u == r.wallet))
@@ -361,7 +365,7 @@ fn positions(s: Arc<AppState>, r: Req) -> ApiResult {
     )?;
     let asc = p.choice("sortDirection", &["ASC", "DESC"], "DESC")? == "ASC";
     let limit = p.int("limit", 100, 500)? as usize;
-    let offset = p.int("offset", 0, u64::MAX)?.min(usize::MAX as u64) as usize;
+    let offset = p.int("offset", 0, MAX_OFFSET)? as usize;
     let mut rows: Vec<PosRow> = rows.into_iter().filter(|r| r.pos.size > 0 && r.pos.size as u64 >= threshold).collect();
     if sort == "TITLE" {
         rows.sort_by(|a, b| {
@@ -441,7 +445,7 @@ fn activity(s: Arc<AppState>, r: Req) -> ApiResult {
     let p = params(&r)?;
     let user = user_param(&p, true)?.expect("required");
     let limit = p.int("limit", 100, 500)? as usize;
-    let offset = p.int("offset", 0, u64::MAX)?;
+    let offset = p.int("offset", 0, MAX_OFFSET)?;
     let types: Vec<String> = p.list("type").iter().map(|t| t.to_uppercase()).collect();
     const KINDS: [&str; 6] = ["TRADE", "SPLIT", "MERGE", "REDEEM", "REWARD", "CONVERSION"];
     if let Some(bad) = types.iter().find(|t| !KINDS.contains(&t.as_str())) {
@@ -557,7 +561,7 @@ fn leaderboard(s: Arc<AppState>, r: Req) -> ApiResult {
     let period = p.choice("timePeriod", &["DAY", "WEEK", "MONTH", "ALL"], "DAY")?;
     let order = p.choice("orderBy", &["PNL", "VOL"], "PNL")?;
     let limit = p.int("limit", 25, 500)? as usize;
-    let offset = p.int("offset", 0, u64::MAX)?.min(usize::MAX as u64) as usize;
+    let offset = p.int("offset", 0, MAX_OFFSET)? as usize;
     let days = match period {
         "DAY" => Some(1),
         "WEEK" => Some(7),

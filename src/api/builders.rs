@@ -24,6 +24,7 @@ impl From<BuilderError> for ApiError {
         match e {
             E::Store(e) => e.into(),
             E::BuilderIdTaken => ApiError::new(StatusCode::CONFLICT, e.to_string()),
+            E::TooMany(_) => ApiError::bad(e.to_string()),
             E::NoBuilderKey | E::NoRelayerKey | E::NoReadonlyKey => ApiError::not_found(e.to_string()),
             E::CreateFailed | E::ListFailed => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         }

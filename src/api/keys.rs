@@ -34,7 +34,7 @@ impl From<KeyError> for ApiError {
             KeyError::NoRandomness => ApiError::db(),
             KeyError::Exists => ApiError::new(StatusCode::CONFLICT, e.to_string()),
             KeyError::NotFound => ApiError::not_found(e.to_string()),
-            KeyError::InvalidEmail | KeyError::InvalidInvitation => ApiError::bad(e.to_string()),
+            KeyError::InvalidEmail | KeyError::InvalidInvitation | KeyError::TooMany => ApiError::bad(e.to_string()),
         }
     }
 }

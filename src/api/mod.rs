@@ -11,6 +11,7 @@ pub mod bridge;
 pub mod builders;
 pub mod catalogue;
 pub mod ceiling;
+pub mod clients;
 pub mod ctf;
 pub mod dashboard;
 pub mod front;
@@ -244,28 +245,6 @@ fn route_label(path: &str) -> &'static str {
         .map_or("unmatched", |(_, p)| p.as_str())
 }
 
-#[derive(Debug)]
-struct RateLimited;
-impl warp::reject::Reject for RateLimited {}
-
-/// Counts the request against its client's rate limit; rejects it when over.
-fn rate_limit(state: Arc<AppState>) -> impl Filter<Extract = (), Error = warp::Rejection> + Clone {
-    warp::ext::optional::<front::Peer>()
-        .map(|p: Option<front::Peer>| p.map(|front::Peer(a)| a))
-        .and(warp::header::optional::<String>("x-forwarded-for"))
-        .and(warp::header::optional::<String>("x-real-ip"))
-        .and_then(move |peer, xff: Option<String>, real: Option<String>| {
-            let s = state.clone();
-            async move {
-                match s.limiter.client_ip(peer, xff.as_deref(), real.as_deref()) {
-                    Some(ip) if !s.limiter.allow(ip) => Err(warp::reject::custom(RateLimited)),
-                    _ => Ok(()),
-                }
-            }
-        })
-        .untuple_one()
-}
-
 pub fn with_state(s: Arc<AppState>) -> impl Filter<Extract = (Arc<AppState>,), Error = Infallible> + Clone {
     warp::any().map(move || s.clone())
 }
@@ -431,8 +410,6 @@ pub async fn recover(r: warp::Rejection) -> Result<Response, Infallible> {
         ApiError::not_found("not found")
     } else if r.find::<warp::reject::MethodNotAllowed>().is_some() {
         ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
-    } else if r.find::<RateLimited>().is_some() {
-        too_many()
     } else {
         ApiError::bad("Invalid payload")
     };
@@ -474,7 +451,7 @@ pub fn clob_routes(state: Arc<AppState>) -> Routes {
         warp::path!("time").and(warp::get()).map(|| warp::reply::json(&crate::domain::now_secs()).into_response());
     // Each module's routes are boxed already (`Routes`), so this chain's type stays shallow
     // without boxing it again (each boxed layer is an allocation per request).
-    let limited = time
+    let routes = time
         .or(keys::routes(state.clone()))
         .unify()
         .or(account::routes(state.clone()))
@@ -501,15 +478,15 @@ pub fn clob_routes(state: Arc<AppState>) -> Routes {
         .unify()
         .or(analytics::clob_routes(state.clone()))
         .unify();
-    // The health probe is not counted (SPEC §8); everything else shares one counter, and
-    // a request over the limit is refused before any route looks at it.
+    // The rate limit is the front's (`front::Role::OrderBook`): it is applied before a body
+    // is read, and the health probe is not counted (SPEC §8).
     let m = state.exported.clone();
     let count = warp::log::custom(move |info: warp::log::Info<'_>| {
         count_request(&m, route_label(info.path()), info.status().as_u16())
     });
     ok.or(openapi_route(openapi::CLOB))
         .unify()
-        .or(rate_limit(state).and(limited))
+        .or(routes)
         .unify()
         .recover(recover)
         .unify()

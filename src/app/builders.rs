@@ -39,6 +39,8 @@ pub enum BuilderError {
     CreateFailed,
     #[error("could not get builder api keys")]
     ListFailed,
+    #[error("too many {0} keys for this address: at most {max}; delete one first", max = crate::app::keys::MAX_KEYS)]
+    TooMany(&'static str),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -107,6 +109,11 @@ async fn create(
     reads_for: Option<Uuid>,
 ) -> Result<ServiceKey, BuilderError> {
     let _one = s.key_lock.lock().await;
+    if s.store.service_keys_of(address, kind).map_err(|_| BuilderError::CreateFailed)?.len()
+        >= crate::app::keys::MAX_KEYS
+    {
+        return Err(BuilderError::TooMany(kind.name()));
+    }
     let mut batch = Batch::default();
     if let Some(id) = &builder_id {
         match s.store.builder_id_owner(id).map_err(|_| BuilderError::CreateFailed)? {

@@ -24,12 +24,18 @@ pub enum KeyError {
     Exists,
     #[error("no API key found for this address and nonce")]
     NotFound,
+    #[error("too many API keys for this address: at most {MAX_KEYS}; delete one first")]
+    TooMany,
     /// The system's random source failed.
     #[error("no randomness for a secret")]
     NoRandomness,
     #[error(transparent)]
     Store(#[from] StoreError),
 }
+
+/// Keys one address may hold of each kind (L2 API keys, and builder, relayer and read-only
+/// keys): what a key holder can make the server store stays bounded.
+pub const MAX_KEYS: usize = 20;
 
 /// The longest email the waitlist keeps (RFC 5321's path limit less its brackets).
 pub const MAX_EMAIL: usize = 254;
@@ -91,6 +97,9 @@ pub async fn create(
     let _one = s.key_lock.lock().await;
     if s.store.key_id_at(address, nonce)?.is_some() {
         return Err(KeyError::Exists);
+    }
+    if s.store.key_ids_of(address)?.len() >= MAX_KEYS {
+        return Err(KeyError::TooMany);
     }
     let mut batch = Batch::default();
     if s.config.invite_only && !s.store.has_keys(address)? {

@@ -55,6 +55,8 @@ pub enum RfqError {
     OrderTerms,
     #[error("quote has not been accepted")]
     NotAccepted,
+    #[error("too many open RFQ requests for this address: at most {MAX_OPEN_REQUESTS}")]
+    TooManyOpen,
     #[error(transparent)]
     Order(#[from] OrderError),
     #[error(transparent)]
@@ -65,6 +67,9 @@ pub enum RfqError {
 
 /// Longest TTL a request or quote may ask for (seconds).
 pub const MAX_TTL_SECS: u64 = 86_400;
+
+/// Requests one address may have open at once.
+pub const MAX_OPEN_REQUESTS: usize = 100;
 
 pub use crate::domain::rfq::{QuoteState, RequestState, RfqQuote, RfqRequest};
 
@@ -138,6 +143,9 @@ pub async fn request(s: &AppState, key: &ApiKeyRecord, new: NewRequest) -> Resul
         check_price(p, view.tick())?;
     }
     let now = now_secs();
+    if open_requests(s, now)?.iter().filter(|x| x.address == *key.address).count() >= MAX_OPEN_REQUESTS {
+        return Err(RfqError::TooManyOpen);
+    }
     let req = RfqRequest {
         id: Uuid::new_v4(),
         owner: key.key,

@@ -12,6 +12,17 @@ pub enum KeyKind {
     Readonly,
 }
 
+impl KeyKind {
+    /// The kind's name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyKind::Builder => "builder",
+            KeyKind::Relayer => "relayer",
+            KeyKind::Readonly => "read-only",
+        }
+    }
+}
+
 /// A builder or relayer API key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServiceKey {

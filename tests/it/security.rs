@@ -277,3 +277,203 @@ fn the_waitlist_keeps_no_huge_email() {
     let over = format!("a{longest}");
     assert_eq!(err(s.post("/waitlist", &json!({ "email": over }))), (400, "invalid email".into()));
 }
+
+/// A connection from `ip` (another loopback address: a stranger beside the tests' own
+/// 127.0.0.1, which is a trusted proxy and so not counted per IP) to a server's URL.
+fn connect_from(ip: [u8; 4], base: &str) -> std::io::Result<std::net::TcpStream> {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    let to: std::net::SocketAddr = base.trim_start_matches("http://").parse().unwrap();
+    let sock = Socket::new(Domain::IPV4, Type::STREAM, None)?;
+    sock.bind(&SockAddr::from(std::net::SocketAddr::from((ip, 0))))?;
+    sock.connect(&SockAddr::from(to))?;
+    Ok(sock.into())
+}
+
+/// Whether the server closed `c` (or answered on it) within `secs`: what a read finds.
+fn read_within(c: &mut std::net::TcpStream, secs: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    c.set_read_timeout(Some(std::time::Duration::from_secs(secs))).unwrap();
+    let mut got = vec![0u8; 4096];
+    let n = c.read(&mut got)?;
+    got.truncate(n);
+    Ok(got)
+}
+
+const TOO_MANY_CONNECTIONS: &str = "too many connections from this address";
+
+/// Issue 93, item 3: a stranger holds 70 connections to each public server, each declaring
+/// a 1 MiB body it never sends. The order-book server and the operator's server still
+/// answer at once: each server has its own budget, an address holds a quarter of one at
+/// most, and its connections past the cap are refused.
+#[test]
+fn idle_connections_cannot_stall_the_others() {
+    use std::io::Write;
+    let s = Server::start();
+    let t = s.trader(1_000_000_000);
+    let order = t.order(&s, YES, "BUY", "0.50", "10");
+    let mut held = Vec::new();
+    for (base, path) in [(&s.clob, "/order"), (&s.gamma, "/markets"), (&s.data, "/trades"), (&s.bridge, "/deposit")] {
+        let (mut refused, mut busy) = (0, 0);
+        for _ in 0..70 {
+            let mut c = connect_from([127, 0, 0, 2], base).unwrap();
+            let head = format!(
+                "POST {path} HTTP/1.1\r\nHost: predex\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                1 << 20
+            );
+            // A refused connection may be closed before the head is written.
+            let _ = c.write_all(head.as_bytes());
+            held.push(c);
+        }
+        // What each connection got at once: the cap's 429, the address's share spent
+        // (503), or nothing (its body is awaited).
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        for c in held.iter_mut().rev().take(70) {
+            c.set_read_timeout(Some(std::time::Duration::from_millis(50))).unwrap();
+            match read_reply(c).map(err) {
+                Some((429, m)) if m == TOO_MANY_CONNECTIONS => refused += 1,
+                Some((503, _)) => busy += 1,
+                None => {}
+                other => panic!("{base}: {other:?}"),
+            }
+        }
+        // 16 MiB of a 64 MiB budget each address: 16 bodies held, the rest refused (503,
+        // or 429 while the address holds its 64 connections: a 503's connection closes).
+        assert_eq!(refused + busy, 54, "{base}");
+    }
+    let started = std::time::Instant::now();
+    let placed = t.submit(&s, order, "GTC");
+    assert_eq!((placed.0, placed.1["success"].clone()), (200, json!(true)), "{placed:?}");
+    let mode = s.internal_post("/internal/mode", &json!({"mode": "normal"}));
+    assert_eq!(mode.0, 200, "{mode:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(1), "{:?}", started.elapsed());
+    // Another address has the whole of its own share and connections.
+    let mut other = connect_from([127, 0, 0, 3], &s.bridge).unwrap();
+    other.write_all(b"GET /openapi.json HTTP/1.1\r\nHost: predex\r\n\r\n").unwrap();
+    assert_eq!(read_reply(&mut other).map(|r| r.0), Some(200));
+    drop(held);
+}
+
+/// Issue 93, item 3: a head left unfinished, and a keep-alive connection left idle, are
+/// closed once the head deadline (10 s) passes.
+#[test]
+fn a_slow_head_and_an_idle_connection_are_closed() {
+    use std::io::Write;
+    let s = Server::start();
+    let mut half = connect_from([127, 0, 0, 4], &s.clob).unwrap();
+    half.write_all(b"POST /order HTTP/1.1\r\nHost: predex\r\nContent-Ty").unwrap();
+    let mut idle = connect_from([127, 0, 0, 4], &s.gamma).unwrap();
+    idle.write_all(b"GET /markets HTTP/1.1\r\nHost: predex\r\n\r\n").unwrap();
+    assert_eq!(read_reply(&mut idle).map(|r| r.0), Some(200));
+    let started = std::time::Instant::now();
+    // Nothing comes before the deadline; then the server closes (end of stream, or a
+    // reset), with no answer served to either.
+    for c in [&mut half, &mut idle] {
+        let got = read_within(c, 12).unwrap_or_default();
+        assert!(got.is_empty(), "{}", String::from_utf8_lossy(&got));
+    }
+    let waited = started.elapsed();
+    assert!(waited > std::time::Duration::from_secs(9) && waited < std::time::Duration::from_secs(12), "{waited:?}");
+    assert!(
+        half.write_all(b"pe: application/json\r\n\r\n").and_then(|_| half.flush()).is_err()
+            || read_within(&mut half, 2).unwrap_or_default().is_empty()
+    );
+}
+
+/// Issue 93, item 3: one address holds at most `max-connections-per-ip` connections to a
+/// public server, WebSocket connections included, and gets one back when one closes.
+#[test]
+fn connections_per_address_are_capped_websockets_included() {
+    use std::io::Write;
+    use tokio_tungstenite::tungstenite;
+    let s = Server::start_tuned(|c| c.max_connections_per_ip = 2);
+    let ws = |ip| {
+        let c = connect_from(ip, &s.clob).unwrap();
+        let url = format!("ws://{}/ws/market", s.clob.trim_start_matches("http://"));
+        tungstenite::client::client(url, c).map(|(ws, _)| ws).ok()
+    };
+    let mut first = ws([127, 0, 0, 5]).expect("a first WebSocket");
+    let _second = ws([127, 0, 0, 5]).expect("a second WebSocket");
+    // The third is answered 429 at once and closed, whatever it asks.
+    let mut third = connect_from([127, 0, 0, 5], &s.clob).unwrap();
+    let _ = third.write_all(b"GET /ok HTTP/1.1\r\nHost: predex\r\n\r\n");
+    third.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+    assert_eq!(read_reply(&mut third).map(err), Some((429, TOO_MANY_CONNECTIONS.into())));
+    // Another address is not affected; nor are other servers.
+    assert!(ws([127, 0, 0, 6]).is_some());
+    let mut gamma = connect_from([127, 0, 0, 5], &s.gamma).unwrap();
+    gamma.write_all(b"GET /markets HTTP/1.1\r\nHost: predex\r\n\r\n").unwrap();
+    assert_eq!(read_reply(&mut gamma).map(|r| r.0), Some(200));
+    // A WebSocket closed gives its place back.
+    first.close(None).unwrap();
+    while first.read().is_ok() {}
+    drop(first);
+    wait_for(5, || ws([127, 0, 0, 5]));
+}
+
+/// Issue 93, items 3 and 4: the rate limit is counted before a body is read, and a
+/// stranger's unauthenticated writes count in it (bridge deposit registrations).
+#[test]
+fn the_rate_limit_comes_before_the_body_and_counts_strangers_writes() {
+    let s = Server::start_tuned(|c| {
+        c.rate_limit_max = 3;
+        // The bridge's asset table is found beside the catalogue.
+        c.catalogue = concat!(env!("CARGO_MANIFEST_DIR"), "/data/markets.json").into();
+    });
+    let addr = "0x00000000000000000000000000000000000000aa";
+    for _ in 0..3 {
+        assert_eq!(s.bridge_post("/deposit", &json!({ "address": addr })).0, 201);
+    }
+    assert_eq!(err(s.bridge_post("/deposit", &json!({ "address": addr }))), (429, "rate limit exceeded".into()));
+    // Reads of the bridge are not counted; the order-book server's requests share the
+    // counter, and a refused one's body is never read: one declaring 1 MiB is answered at
+    // once.
+    assert_eq!(s.bridge_get("/supported-assets").0, 200);
+    let head = format!("POST /waitlist HTTP/1.1\r\nHost: predex\r\nContent-Length: {}\r\n\r\n", 1 << 20);
+    assert_eq!(err(raw_request(&s.clob, head.as_bytes())), (429, "rate limit exceeded".into()));
+    assert_eq!(s.get("/ok").0, 200, "the health probe is not counted");
+}
+
+/// Issue 93, item 4: what one address can make the server store is bounded: its keys of
+/// each kind, its open RFQ requests, and how deep an analytics page may reach.
+#[test]
+fn what_one_address_can_store_is_bounded() {
+    let s = Server::start();
+    let t = s.trader(0);
+    // L2 keys: 20 per address (the first made by `trader`), then a clear 400, and
+    // nothing stored; deleting one makes room.
+    for nonce in 1..20 {
+        assert_eq!(t.l1(&s, "POST", "/auth/api-key", nonce, None).0, 200, "nonce {nonce}");
+    }
+    let over = (400, "too many API keys for this address: at most 20; delete one first".to_string());
+    assert_eq!(err(t.l1(&s, "POST", "/auth/api-key", 20, None)), over);
+    assert_eq!(t.l2(&s, "GET", "/auth/api-keys", None).1["apiKeys"].as_array().unwrap().len(), 20);
+    assert_eq!(err(t.l1(&s, "GET", "/auth/derive-api-key", 20, None)).0, 404, "the refused key was not made");
+    // Builder, relayer and read-only keys: 20 of each.
+    for (path, body, kind) in [
+        ("/auth/builder-api-key", Some(json!({"builderId": "acme"})), "builder"),
+        ("/relayer/api-key", None, "relayer"),
+        ("/auth/readonly-api-key", None, "read-only"),
+    ] {
+        for _ in 0..20 {
+            let r = t.l2(&s, "POST", path, body.as_ref());
+            assert_eq!(r.0, 200, "{path}: {r:?}");
+        }
+        let refused = err(t.l2(&s, "POST", path, body.as_ref()));
+        assert_eq!(refused, (400, format!("too many {kind} keys for this address: at most 20; delete one first")));
+    }
+    // Open RFQ requests: 100 per address, whichever key asks.
+    let ask = || json!({"tokenId": YES, "side": "BUY", "size": "10", "ttl": 3600});
+    for i in 0..100 {
+        let r = t.l2(&s, "POST", "/rfq/request", Some(&ask()));
+        assert_eq!(r.0, 200, "request {i}: {r:?}");
+    }
+    let refused = err(t.l2(&s, "POST", "/rfq/request", Some(&ask())));
+    assert_eq!(refused, (400, "too many open RFQ requests for this address: at most 100".into()));
+    assert_eq!(s.trader(0).l2(&s, "POST", "/rfq/request", Some(&ask())).0, 200, "another address is not affected");
+    // An analytics page skips at most 10,000 rows.
+    for path in ["/trades", "/v1/leaderboard", &format!("/activity?user={}", t.address)] {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let r = err(s.data_get(&format!("{path}{sep}offset=10001")));
+        assert_eq!(r, (400, "offset must be an integer between 0 and 10000".into()), "{path}");
+    }
+}

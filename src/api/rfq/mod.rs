@@ -35,7 +35,8 @@ impl From<RfqError> for ApiError {
             | E::Untradable
             | E::QuoteTerms
             | E::OrderTerms
-            | E::NotAccepted => ApiError::bad(e.to_string()),
+            | E::NotAccepted
+            | E::TooManyOpen => ApiError::bad(e.to_string()),
             E::Order(e) => e.into(),
         }
     }

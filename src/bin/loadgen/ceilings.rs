@@ -248,11 +248,17 @@ pub(crate) fn ceilings(
             };
             let (pl, pa) = bind().await;
             let (cl, ca) = bind().await;
-            // Bodies read within the budget `predex serve` gives them by default.
-            let bodies = predex::api::body::Bodies::new(predex::config::Config::default().body_bytes_in_flight);
+            // Bodies read within the budget `predex serve` gives a server by default; one
+            // client IP sends everything, as to the local predex (whose loopback is a
+            // trusted proxy, so its connections are not counted either).
+            let server = || predex::api::front::Server {
+                bodies: predex::api::body::Bodies::new(predex::config::Config::default().body_bytes_in_flight),
+                clients: None,
+                role: predex::api::front::Role::Unlimited,
+            };
             let parse = ceiling::routes(Ceiling::Parse, secrets.clone(), domain.clone());
-            let p = predex::serve(pl, parse, bodies.clone(), rx.clone());
-            let c = predex::serve(cl, ceiling::routes(Ceiling::Crypto, secrets, domain), bodies, rx.clone());
+            let p = predex::serve(pl, parse, server(), rx.clone());
+            let c = predex::serve(cl, ceiling::routes(Ceiling::Crypto, secrets, domain), server(), rx.clone());
             tx.send((pa, ca)).expect("report");
             let _ = tokio::join!(p, c);
         });
