@@ -244,6 +244,9 @@ def op(method, path, summary, ok, auth=None, params=(), body=None, codes=(400,),
     if auth:
         o["security"] = [{"L1": []}] if auth == "L1" else [{"L2": []}]
         codes.add(401)
+    if auth in ("L2", "builder") and method != "GET":
+        # A signature served already while its timestamp is fresh: "duplicate request".
+        codes.add(409)
     for c in sorted(codes | {429} - ({429} if path in ("/", "/ok", "/openapi.json") else set())):
         responses[str(c)] = err(ERRORS[c])
     o["responses"] = responses

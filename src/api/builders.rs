@@ -260,6 +260,7 @@ pub fn authenticate_builder(s: &AppState, r: &Req) -> Result<ServiceKey, ApiErro
     if !super::signed_with(r, &rec.secret, ts, sig) {
         return Err(fail());
     }
+    super::served_once(s, r, &k, sig, ts)?;
     Ok(rec)
 }
 

@@ -289,7 +289,26 @@ pub fn authenticate(state: &AppState, req: &Req) -> Result<Arc<ApiKeyRecord>, Ap
     let h = l2_headers(req)?;
     let rec = state.api_key(&h.key).ok_or_else(invalid_key)?;
     h.verify(req, &rec.address, &rec.passphrase, &rec.secret)?;
+    served_once(state, req, &h.key, h.signature, h.timestamp)?;
     Ok(rec)
+}
+
+/// A state-changing request's signature is served once while its timestamp is fresh
+/// (`app::replay`): sent again, 409 `duplicate request`. Reads may repeat, and a signed
+/// order's placement is refused as a duplicate by its hash already.
+pub(crate) fn served_once(state: &AppState, req: &Req, key: &Uuid, signature: &str, ts: &str) -> Result<(), ApiError> {
+    let placement = req.method == Method::POST && matches!(req.path.as_str(), "/order" | "/orders");
+    if req.method == Method::GET || req.method == Method::HEAD || placement {
+        return Ok(());
+    }
+    let ts: i64 = ts.parse().map_err(|_| ApiError::unauthorized("L2 authentication failure"))?;
+    match state.replays.first_use(key, signature, ts, now_i64()) {
+        crate::app::replay::Use::First => Ok(()),
+        crate::app::replay::Use::Replay => Err(ApiError::new(StatusCode::CONFLICT, "duplicate request")),
+        crate::app::replay::Use::Full => {
+            Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "server busy: too many recent requests, retry shortly"))
+        }
+    }
 }
 
 /// L2 authentication of a read: an L2 key, or a read-only key (`POST
@@ -300,10 +319,12 @@ pub fn authenticate_read(state: &AppState, req: &Req) -> Result<Arc<ApiKeyRecord
     let h = l2_headers(req)?;
     if let Some(rec) = state.api_key(&h.key) {
         h.verify(req, &rec.address, &rec.passphrase, &rec.secret)?;
+        served_once(state, req, &h.key, h.signature, h.timestamp)?;
         return Ok(rec);
     }
     let (ro, parent) = crate::app::builders::readonly_key(state, &h.key)?.ok_or_else(invalid_key)?;
     h.verify(req, &ro.address, &ro.passphrase, &ro.secret)?;
+    served_once(state, req, &h.key, h.signature, h.timestamp)?;
     Ok(parent)
 }
 

@@ -19,6 +19,7 @@ pub mod onchain;
 pub mod orders;
 pub mod overview;
 pub mod ratelimit;
+pub mod replay;
 pub mod resolution;
 pub mod rfq;
 pub mod workers;
@@ -60,6 +61,8 @@ pub struct AppState {
     pub addresses: RwLock<HashMap<String, AddressStatus>>,
     /// Serialises API-key creation so an invitation code is consumed once.
     pub key_lock: tokio::sync::Mutex<()>,
+    /// Signatures of the state-changing L2 requests served while they are fresh.
+    pub replays: replay::Replays,
     /// Every API key, read by L2 authentication on each request without touching RocksDB;
     /// updated after a key's creation or deletion is durable.
     api_keys: RwLock<HashMap<Uuid, Arc<ApiKeyRecord>>>,
@@ -130,6 +133,7 @@ impl AppState {
             mode: AtomicU8::new(mode_code(mode)),
             addresses: RwLock::new(addresses),
             key_lock: tokio::sync::Mutex::new(()),
+            replays: Default::default(),
             api_keys: RwLock::new(api_keys),
             limiter: ratelimit::RateLimiter::new(
                 config.rate_limit_max,

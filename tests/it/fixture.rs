@@ -320,6 +320,18 @@ pub fn now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
 }
 
+/// `ts`, or a later second when the same request of the same key was signed at `ts` or
+/// after: the server serves one signature of a state-changing request once (a second
+/// identical request in one second is a replay to it), and the tests that repeat an
+/// operation on purpose mean two requests, as a client that waits a second does.
+fn fresh_timestamp(key: &str, method: &str, path: &str, body: &str, ts: i64) -> i64 {
+    static SIGNED: std::sync::Mutex<Option<std::collections::HashMap<String, i64>>> = std::sync::Mutex::new(None);
+    let mut signed = SIGNED.lock().unwrap_or_else(|e| e.into_inner());
+    let last = signed.get_or_insert_with(Default::default).entry(format!("{key} {method} {path} {body}")).or_insert(0);
+    *last = ts.max(*last + 1);
+    *last
+}
+
 pub struct Trader {
     pub wallet: PrivateKeySigner,
     pub address: String,
@@ -379,7 +391,7 @@ impl Trader {
             secret: &self.secret,
             passphrase: &self.passphrase,
         };
-        auth::l2_headers(&c, now() + self.skew, method, path, body)
+        auth::l2_headers(&c, fresh_timestamp(&self.key, method, path, body, now() + self.skew), method, path, body)
     }
 
     /// An L2-signed request; `path` may carry a query string (signed with it).
