@@ -43,8 +43,7 @@ use crate::domain::ApiKeyRecord;
 use crate::engine::EngineError;
 use crate::store::StoreError;
 
-/// Timestamp drift allowed on authenticated requests (SPEC §5.4).
-pub const MAX_DRIFT_SECS: i64 = 30;
+pub use crate::auth::MAX_DRIFT_SECS;
 
 /// An error reply: a status and the catalogued message.
 #[derive(Debug, Clone, PartialEq, Eq)]

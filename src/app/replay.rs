@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use crate::api::MAX_DRIFT_SECS;
+use crate::auth::MAX_DRIFT_SECS;
 
 const SHARDS: usize = 16;
 

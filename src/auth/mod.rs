@@ -14,6 +14,9 @@ pub use hmac::{build_hmac_signature, l2_headers, verify_hmac, L2Creds};
 /// The fixed message of the ClobAuth typed data, as every official client signs it (no
 /// final period). SPEC §5.1 prints it at the end of a sentence, with a period; a signature
 /// over that spelling is accepted too ([`CLOB_AUTH_MESSAGES`]).
+/// Timestamp drift allowed on authenticated requests (SPEC §5.4).
+pub const MAX_DRIFT_SECS: i64 = 30;
+
 pub const CLOB_AUTH_MESSAGE: &str = "This message attests that I control the given wallet";
 /// Every accepted spelling of the ClobAuth message.
 pub const CLOB_AUTH_MESSAGES: [&str; 2] = [CLOB_AUTH_MESSAGE, "This message attests that I control the given wallet."];
