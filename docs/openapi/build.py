@@ -303,8 +303,8 @@ CLOB_OPS = [
        params=[q("asset_type", {"type": "string", "enum": ["COLLATERAL", "CONDITIONAL", ""]}), q("token_id"), q("signature_type", INT_OR_EMPTY)]),
     op("GET", "/balance-allowance/update", "reconcile the balance", ref("BalanceAllowance"), "L2",
        params=[q("asset_type", {"type": "string", "enum": ["COLLATERAL", "CONDITIONAL", ""]}), q("token_id"), q("signature_type", INT_OR_EMPTY)]),
-    op("GET", "/notifications", "notifications", arr(ref("Notification")), "L2", params=[q("signature_type", INT_OR_EMPTY)]),
-    op("DELETE", "/notifications", "delete every notification", EMPTY, "L2"),
+    op("GET", "/notifications", "the key's notifications, newest first: at most the newest 1,000, none older than 48 hours", arr(ref("Notification")), "L2", params=[q("signature_type", INT_OR_EMPTY)]),
+    op("DELETE", "/notifications", "delete every notification of the key, listed or not", EMPTY, "L2"),
     op("POST", "/waitlist", "join the waitlist", obj(), body=obj({"email": {"type": "string", "maxLength": 254, "description": "at most 254 bytes"}}, required=("email",)), codes=(400, 409)),
     # 4.2 orders
     op("POST", "/order", "place one order", ref("OrderResult"), "L2", body=ref("OrderSubmission"), codes=(400, 503)),

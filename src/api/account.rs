@@ -11,7 +11,6 @@ use crate::app::AppState;
 use crate::domain::{
     Amount, ApiKeyRecord, NotificationKind, NotificationRecord, Side, TradeStatus, TraderSide, COLLATERAL,
 };
-use crate::store::Batch;
 
 pub fn routes(state: Arc<AppState>) -> Routes {
     let hb = handle_now(warp::path!("v1" / "heartbeats").and(warp::post()), &state, |s, r| {
@@ -174,20 +173,16 @@ fn notifications(s: &AppState, r: &Req) -> ApiResult {
     let key = authenticate_read(s, r)?;
     // The clients send it; notifications are the key's whichever wallet it trades from.
     signature_type(r)?;
-    let mut v = s.store.notifications(&key.key)?;
-    v.reverse();
+    let v = s.store.notifications(&key.key, crate::domain::now_secs())?;
     reply(&v.iter().map(notification_json).collect::<Vec<_>>())
 }
 
-/// DELETE /notifications: drops every notification of the key.
+/// DELETE /notifications: drops every notification of the key, listed or not.
 async fn delete_notifications(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
-    let mut b = Batch::default();
-    for n in s.store.notifications(&key.key)? {
-        b.delete_notification(&n);
-    }
-    if !b.is_empty() {
-        s.commit(b).await?;
-    }
+    let store = s.store.clone();
+    // One synced range deletion, on a blocking thread: the runtime's threads never wait
+    // for the disk.
+    tokio::task::spawn_blocking(move || store.delete_notifications(&key.key)).await.map_err(|_| ApiError::db())??;
     reply(&json!({}))
 }

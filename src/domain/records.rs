@@ -563,6 +563,12 @@ pub struct NotificationRecord {
 }
 
 impl NotificationRecord {
+    /// How long a notification is kept: older ones are not listed, and RocksDB's
+    /// compactions drop them (`store::notifications`).
+    pub const KEPT_SECS: u64 = 48 * 3600;
+    /// The most of a key's notifications `GET /notifications` lists: its newest.
+    pub const LISTED: usize = 1_000;
+
     /// `owner`'s notification of a settled trade, with its own side of the fill, dated when
     /// the trade settled.
     pub fn of(t: &TradeRecord, owner: Uuid, kind: NotificationKind) -> NotificationRecord {

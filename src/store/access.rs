@@ -1,12 +1,12 @@
 //! Who may trade, typed: API keys and their index by address, invitations, the waitlist,
 //! banned and closed-only addresses, the platform mode and the start-up flags in `meta`;
-//! and what an API key reads of its own: its trade ids and notifications.
+//! and what an API key reads of its own: its trade ids.
 
 use uuid::Uuid;
 
 use super::index::wallet_prefix;
 use super::{cf, encode, keys, meta, Batch, Store, StoreError};
-use crate::domain::{AddressStatus, ApiKeyRecord, InviteRecord, Mode, NotificationRecord};
+use crate::domain::{AddressStatus, ApiKeyRecord, InviteRecord, Mode};
 
 impl Store {
     pub fn all_api_keys(&self) -> Result<Vec<ApiKeyRecord>, StoreError> {
@@ -99,9 +99,5 @@ impl Batch {
 
     pub fn put_mode(&mut self, m: Mode) {
         self.put(cf::META, meta::MODE.to_vec(), encode(&m));
-    }
-
-    pub fn delete_notification(&mut self, n: &NotificationRecord) {
-        self.delete(cf::NOTIFICATIONS, keys::notification(&n.owner, n.trade_seq, n.kind as u8));
     }
 }

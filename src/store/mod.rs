@@ -18,6 +18,7 @@ mod codec;
 pub mod index;
 pub mod keys;
 mod log_roll;
+mod notifications;
 mod open;
 mod open_index;
 mod outbox;

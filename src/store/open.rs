@@ -119,6 +119,10 @@ impl Store {
                 o.set_memtable_prefix_bloom_ratio(0.02);
                 o.set_memtable_whole_key_filtering(true);
             }
+            if *n == cf::NOTIFICATIONS {
+                o.set_compaction_filter("drop_expired", notifications::drop_expired);
+                o.set_periodic_compaction_seconds(notifications::REWRITTEN_WITHIN_SECS);
+            }
             if cf::COUNTERS.contains(n) {
                 o.set_merge_operator_associative("sum_i64", index::sum_counters);
             }

@@ -441,15 +441,6 @@ impl Store {
         Ok(out)
     }
 
-    /// An API key's notifications, oldest first.
-    pub fn notifications(&self, owner: &Uuid) -> Result<Vec<NotificationRecord>, StoreError> {
-        let mut out = Vec::new();
-        for (_, v) in self.scan_prefix(cf::NOTIFICATIONS, owner.as_bytes(), owner.as_bytes(), usize::MAX)? {
-            out.push(decode(cf::NOTIFICATIONS, &v)?);
-        }
-        Ok(out)
-    }
-
     /// Ledger balances as (address, asset, balance).
     pub fn balances(&self) -> Result<Vec<(String, String, Amount)>, StoreError> {
         let mut out = Vec::new();

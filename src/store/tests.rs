@@ -600,28 +600,32 @@ pub(in crate::store) mod indexes {
         assert_eq!(store.counters(cf::MARKET_STATS, &2u32.to_be_bytes()).unwrap(), vec![12_000_000, 3]);
         // Nobody is notified of a PENDING trade.
         let (taker_key, maker_key) = (Uuid::from_u128(1), Uuid::from_u128(2));
-        assert!(store.notifications(&taker_key).unwrap().is_empty());
+        let now = 1_800_000_000;
+        assert!(store.notifications(&taker_key, now).unwrap().is_empty());
         // Confirmation changes no counter; failure takes the trade's share back.
-        write(&store, trade(1, TradeStatus::Confirmed));
+        let mut confirmed = trade(1, TradeStatus::Confirmed);
+        confirmed.last_update = now - 100;
+        write(&store, confirmed);
         let mut failed = trade(2, TradeStatus::Failed);
-        (failed.last_update, failed.error_msg) = (1_800_000_000, Some("no longer holds".into()));
+        (failed.last_update, failed.error_msg) = (now, Some("no longer holds".into()));
         write(&store, failed);
-        // Each settled trade notifies both keys, each of its own side, dated at settlement.
-        let taker_n = store.notifications(&taker_key).unwrap();
-        let maker_n = store.notifications(&maker_key).unwrap();
+        // Each settled trade notifies both keys, each of its own side, dated at settlement;
+        // they are listed newest first.
+        let taker_n = store.notifications(&taker_key, now).unwrap();
+        let maker_n = store.notifications(&maker_key, now).unwrap();
         let seen = |n: &[NotificationRecord]| {
             n.iter().map(|n| (n.trade_seq, n.kind, n.side, n.trader_side, n.time)).collect::<Vec<_>>()
         };
         use crate::domain::{NotificationKind::*, TraderSide::*};
         assert_eq!(
             seen(&taker_n),
-            [(1, TradeConfirmed, Side::Buy, Taker, 0), (2, TradeFailed, Side::Buy, Taker, 1_800_000_000)]
+            [(2, TradeFailed, Side::Buy, Taker, now), (1, TradeConfirmed, Side::Buy, Taker, now - 100)]
         );
         assert_eq!(
             seen(&maker_n),
-            [(1, TradeConfirmed, Side::Sell, Maker, 0), (2, TradeFailed, Side::Sell, Maker, 1_800_000_000)]
+            [(2, TradeFailed, Side::Sell, Maker, now), (1, TradeConfirmed, Side::Sell, Maker, now - 100)]
         );
-        assert_eq!((taker_n[1].error_msg.as_deref(), &*maker_n[1].market), (Some("no longer holds"), "0xc"));
+        assert_eq!((taker_n[0].error_msg.as_deref(), &*maker_n[0].market), (Some("no longer holds"), "0xc"));
         assert_eq!(store.counters(cf::MARKET_STATS, &2u32.to_be_bytes()).unwrap(), vec![8_000_000, 2]);
         let taker =
             index::Position::decode(&store.get_raw(cf::POSITIONS, &index::position("0xtaker", "11")).unwrap().unwrap());
@@ -656,6 +660,48 @@ pub(in crate::store) mod indexes {
         drop(store);
         let store = Store::open(dir.path()).unwrap();
         assert_eq!(store.counters(cf::MARKET_STATS, &2u32.to_be_bytes()).unwrap(), vec![8_000_000, 2]);
+    }
+
+    /// What a key's notifications take is bounded: a read lists its newest thousand, none
+    /// older than two days; a compaction drops the expired ones from the disk; a delete
+    /// drops them all, listed or not, and no other key's.
+    #[test]
+    fn notifications_are_listed_newest_first_kept_two_days_and_deleted_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (taker, maker) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let now = crate::domain::now_secs();
+        let stale = now - NotificationRecord::KEPT_SECS - 10;
+        let extra = 5;
+        let mut b = Batch::default();
+        for seq in 1..=(NotificationRecord::LISTED + extra) as u64 {
+            let mut t = trade(seq, TradeStatus::Confirmed);
+            // The first ones settled too long ago.
+            t.last_update = if seq <= 3 { stale } else { now };
+            b.put_trade(Arc::new(t));
+        }
+        store.write([&b], true).unwrap();
+        let stored = |store: &Store, owner: &Uuid| {
+            store.scan_prefix(cf::NOTIFICATIONS, owner.as_bytes(), &[], usize::MAX).unwrap().len()
+        };
+        assert_eq!(stored(&store, &taker), NotificationRecord::LISTED + extra);
+        let listed = store.notifications(&taker, now).unwrap();
+        assert_eq!(listed.len(), NotificationRecord::LISTED);
+        assert_eq!(listed[0].trade_seq, (NotificationRecord::LISTED + extra) as u64);
+        assert!(listed.windows(2).all(|w| w[0].trade_seq > w[1].trade_seq));
+        // Two days on, the newest are past their time too.
+        assert!(store.notifications(&taker, now + NotificationRecord::KEPT_SECS + 10).unwrap().is_empty());
+        // A compaction drops the expired ones, and only those.
+        store.compact_away(&[cf::NOTIFICATIONS]).unwrap();
+        assert_eq!(stored(&store, &taker), NotificationRecord::LISTED + extra - 3);
+        assert_eq!(stored(&store, &maker), NotificationRecord::LISTED + extra - 3);
+        // A delete takes every one of the key's, the unlisted too, and survives a restart.
+        store.delete_notifications(&taker).unwrap();
+        assert_eq!(stored(&store, &taker), 0);
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(stored(&store, &taker), 0);
+        assert_eq!(store.notifications(&maker, now).unwrap().len(), NotificationRecord::LISTED);
     }
 
     /// A trade's wallet analytics are written behind it from the log: a read finds them as

@@ -516,3 +516,41 @@ fn what_one_address_can_store_is_bounded() {
         assert_eq!(r, (400, "offset must be an integer between 0 and 10000".into()), "{path}");
     }
 }
+
+/// Trades against a key's orders each leave it a notification: what it is listed is its
+/// newest thousand, newest first (older ones, and any past two days, are not read on a
+/// request), and a delete drops them all, the unlisted too.
+#[test]
+fn a_keys_notifications_are_bounded() {
+    const LISTED: usize = 1_000;
+    let s = Server::start();
+    let maker = s.trader(0);
+    s.credit(&maker.address, YES, m("1100"));
+    let taker = s.trader(m("600"));
+    maker.place(&s, YES, "SELL", "0.50", "1100");
+    let trades = LISTED + 5;
+    let mut ids = Vec::new();
+    while ids.len() < trades {
+        let batch: Vec<Value> = (0..15.min(trades - ids.len()))
+            .map(|_| json!({"order": taker.order(&s, YES, "BUY", "0.50", "1"), "owner": taker.key, "orderType": "FAK"}))
+            .collect();
+        let (st, r) = taker.l2(&s, "POST", "/orders", Some(&json!(batch)));
+        assert_eq!(st, 200, "{r}");
+        for o in r.as_array().unwrap() {
+            assert_eq!(o["success"], true, "{o}");
+            ids.push(o["tradeIds"][0].as_str().unwrap().to_string());
+        }
+    }
+    assert_eq!(s.settle(), (trades as u64, 0));
+    for t in [&taker, &maker] {
+        let n = t.l2(&s, "GET", "/notifications", None).1;
+        let n = n.as_array().unwrap();
+        assert_eq!(n.len(), LISTED);
+        assert_eq!(n[0]["payload"]["tradeId"], ids[trades - 1].as_str(), "newest first");
+        assert_eq!(n[LISTED - 1]["payload"]["tradeId"], ids[trades - LISTED].as_str());
+        assert!(n.windows(2).all(|w| w[0]["id"].as_u64() > w[1]["id"].as_u64()));
+    }
+    assert_eq!(taker.l2(&s, "DELETE", "/notifications", None), (200, json!({})));
+    assert_eq!(taker.l2(&s, "GET", "/notifications", None).1, json!([]), "the five unlisted went too");
+    assert_eq!(maker.l2(&s, "GET", "/notifications", None).1.as_array().unwrap().len(), LISTED);
+}
