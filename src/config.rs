@@ -1,4 +1,9 @@
-//! One settings value, from defaults, an optional TOML file, and `PREDEX_*`/CLI overrides.
+//! The settings: one definition ([`Config`]) whose every field is a flag of `predex serve`,
+//! a `PREDEX_*` variable and a key of the TOML file, under one name, with its default and
+//! its documentation written once, on the field (`sources` reads and writes them).
+
+mod sources;
+pub use sources::{add_arguments, env_name, example, names, resolve, Example};
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -19,139 +24,201 @@ pub const DEFAULT_ORDER_DOMAIN_NAME: &str = "Service CTF Exchange";
 /// Largest request body any server accepts; `body-bytes-in-flight` must hold one.
 pub const MAX_BODY: usize = 1 << 20;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, clap::Args)]
 #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Config {
-    /// RocksDB directory; `$STATE_DIRECTORY` under systemd.
+    /// RocksDB directory. Under systemd the unit's state directory ($STATE_DIRECTORY) unless
+    /// set.
+    #[arg(long, default_value = "var")]
     pub data_dir: PathBuf,
-    /// Write-ahead log files of 16 MB written at each start, so the log's syncs overwrite
-    /// files in place from the first write instead of growing them (`store::log_roll`); 0
-    /// turns it off, else at least 2.
+    /// Write-ahead log files of 16 MB written at each start (≈ 0.2 s), so the log's syncs
+    /// overwrite files in place from the first write instead of growing them; 0 turns it
+    /// off, else 2 to 64.
+    #[arg(long, default_value_t = 8)]
     pub wal_logs_ahead: usize,
     /// Order-book (CLOB) server.
+    #[arg(long, default_value = "0.0.0.0:8080")]
     pub clob_addr: SocketAddr,
     /// Catalogue server.
+    #[arg(long, default_value = "0.0.0.0:8081")]
     pub gamma_addr: SocketAddr,
     /// Analytics server.
+    #[arg(long, default_value = "0.0.0.0:8082")]
     pub data_addr: SocketAddr,
     /// Bridge server.
+    #[arg(long, default_value = "0.0.0.0:8083")]
     pub bridge_addr: SocketAddr,
-    /// Operator server; must be loopback.
+    /// Operator (internal) server; must be loopback.
+    #[arg(long, default_value = "127.0.0.1:8090")]
     pub internal_addr: SocketAddr,
-    /// EIP-712 chainId of both auth and order domains.
+    /// EIP-712 chainId of both auth and order domains (137 Polygon, 80002 Amoy).
+    #[arg(long, default_value_t = 137)]
     pub chain_id: u64,
     /// verifyingContract of standard-market orders.
+    #[arg(long, default_value = DEFAULT_EXCHANGE)]
     pub exchange_address: String,
     /// verifyingContract of negative-risk-market orders.
+    #[arg(long, default_value = DEFAULT_NEG_RISK_EXCHANGE)]
     pub neg_risk_exchange_address: String,
     /// EIP-712 name of the order domain: `Polymarket CTF Exchange` for orders from
     /// Polymarket's official clients and for its exchange contracts run unchanged.
+    #[arg(long, default_value = DEFAULT_ORDER_DOMAIN_NAME)]
     pub order_domain_name: String,
     /// The proxy-wallet factory signature-type-1 makers are derived from (CREATE2; default
     /// Polygon's, the one Polymarket's clients derive with).
+    #[arg(long, default_value = wallets::POLYGON_PROXY_FACTORY)]
     pub proxy_factory_address: String,
     /// keccak256 of the init code that factory deploys (default Polygon's).
+    #[arg(long, default_value = wallets::POLYGON_PROXY_INIT_CODE_HASH)]
     pub proxy_init_code_hash: String,
     /// The Safe factory signature-type-2 makers are derived from (default Polygon's).
+    #[arg(long, default_value = wallets::POLYGON_SAFE_FACTORY)]
     pub safe_factory_address: String,
     /// keccak256 of the Safe proxy's creation code and master copy (default Polygon's).
+    #[arg(long, default_value = wallets::POLYGON_SAFE_INIT_CODE_HASH)]
     pub safe_init_code_hash: String,
-    /// Where matched trades settle: the embedded ledger, or a chain through the exchange
-    /// contracts (docs/settlement.md).
+    /// Where matched trades settle: `ledger` (the embedded ledger) or `chain` (matchOrders
+    /// on the exchange contracts; docs/settlement.md).
+    #[arg(long, value_enum, default_value_t = Settlement::Ledger)]
     pub settlement: Settlement,
-    /// Chain mode: the node's JSON-RPC endpoint (HTTP).
+    /// Chain mode: the node's JSON-RPC endpoint (http://). Logged and shown as its host
+    /// only.
+    #[arg(long, value_name = "URL")]
     pub rpc_url: Option<String>,
     /// Chain mode: a file holding the operator's private key (hex), e.g. systemd's
     /// `LoadCredential=`. The key itself is never in the configuration and never logged.
+    #[arg(long, value_name = "FILE")]
     pub operator_key_file: Option<PathBuf>,
-    /// A file holding the key that seals credentials at rest (64 hex digits; systemd's
+    /// A file holding the key that seals API-key, builder and relayer secrets at rest (64
+    /// hex digits; `predex admin secrets-key --out FILE` makes one; systemd's
     /// `LoadCredential=`). Never in the configuration itself, never logged.
+    #[arg(long, value_name = "FILE")]
     pub secrets_key_file: Option<PathBuf>,
     /// A file holding the internal server's bearer token (systemd's `LoadCredential=`);
     /// unset: `internal.token` in the data directory, made at first start.
+    #[arg(long, value_name = "FILE")]
     pub internal_token_file: Option<PathBuf>,
     /// Where `POST /internal/backup` may write (unset: `predex-backup` beside the data
     /// directory, the unit's second state directory).
+    #[arg(long, value_name = "DIR")]
     pub backup_dir: Option<PathBuf>,
     /// Chain mode: the 6-decimal ERC-20 the exchanges settle in.
+    #[arg(long, value_name = "ADDRESS")]
     pub collateral_address: Option<String>,
     /// Chain mode: the ConditionalTokens contract.
+    #[arg(long, value_name = "ADDRESS")]
     pub ctf_address: Option<String>,
     /// Chain mode: the negative-risk adapter.
+    #[arg(long, value_name = "ADDRESS")]
     pub neg_risk_adapter_address: Option<String>,
     /// Chain mode: blocks a settlement transaction must be under (1: mined) before its
     /// trade is CONFIRMED.
+    #[arg(long, default_value_t = 1)]
     pub confirmations: u64,
     /// Demo catalogue loaded into an empty data directory.
+    #[arg(long, default_value = "data/markets.json")]
     pub catalogue: PathBuf,
-    /// An address's first API key takes an invitation code (SPEC §5.2); `false` for open
-    /// testnets, where any L1-verified address gets keys.
+    /// Whether an address's first API key takes an invitation code (SPEC §5.2); `false`
+    /// for open testnets, where any L1-verified address gets keys.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub invite_only: bool,
-    /// How long an invitation code stays valid.
+    /// How long an invitation code stays valid (seconds).
+    #[arg(long, default_value_t = 7 * 24 * 3600)]
     pub invite_ttl_secs: u64,
     /// Where trading fees are credited in the embedded ledger (default: the exchange).
+    #[arg(long, value_name = "ADDRESS")]
     pub fee_address: Option<String>,
-    /// Settlement worker period: PENDING trades are settled this often.
+    /// Settlement worker period (ms): PENDING trades are settled this often.
+    #[arg(long, default_value_t = 5_000)]
     pub settlement_interval_ms: u64,
-    /// GTD expiration worker period.
+    /// GTD expiration worker period (ms).
+    #[arg(long, default_value_t = 1_000)]
     pub gtd_interval_ms: u64,
-    /// How often the heartbeat monitor looks for keys silent for more than 10 s.
+    /// How often the heartbeat monitor looks for keys silent for more than 10 s (ms).
+    #[arg(long, default_value_t = 1_000)]
     pub heartbeat_check_ms: u64,
     /// Requests per client IP per sliding window on the order-book server (SPEC §8);
     /// 0 turns the limit off.
+    #[arg(long, default_value_t = 500)]
     pub rate_limit_max: u32,
-    /// The rate limit's sliding window.
+    /// The rate limit's sliding window (seconds).
+    #[arg(long, default_value_t = 60)]
     pub rate_limit_window_secs: u64,
-    /// Peers whose X-Forwarded-For / X-Real-IP headers name the client (reverse proxies).
-    /// From any other peer those headers are ignored, so they cannot dodge the limit.
+    /// Peers whose X-Forwarded-For / X-Real-IP headers name the client (reverse proxies;
+    /// comma-separated IPs). From any other peer those headers are ignored, so they cannot
+    /// dodge the limit.
+    #[arg(long, value_delimiter = ',', default_value = "127.0.0.1,::1")]
     pub trusted_proxies: Vec<IpAddr>,
     /// Bytes that the request bodies being read or handled at once by one server may hold
     /// (each of the five servers has this budget of its own; one client IP may hold a
     /// quarter of it): a body takes its declared length, or the 1 MiB limit when chunked,
-    /// and a request that finds the budget spent is refused with 503 (`api::body`).
+    /// and a request that finds the budget spent is refused with 503.
+    #[arg(long, default_value_t = 64 << 20)]
     pub body_bytes_in_flight: usize,
     /// Connections one client IP may hold open to each public server, WebSocket
     /// connections included; past it a new connection is answered 429 and closed. Trusted
-    /// proxies are not counted. 0: no cap (`api::clients`).
+    /// proxies are not counted. 0: no cap.
+    #[arg(long, default_value_t = 64)]
     pub max_connections_per_ip: usize,
     /// Feed frames a WebSocket connection may fall behind before it is cut off.
+    #[arg(long, default_value_t = 4096)]
     pub ws_window: usize,
-    /// A WebSocket connection that sends nothing (not even PING) this long is closed.
+    /// A WebSocket connection that sends nothing (not even PING) this long is closed
+    /// (seconds).
+    #[arg(long, default_value_t = 60)]
     pub ws_idle_secs: u64,
     /// Threads of the runtime that writes the WebSocket feeds (apart from the HTTP workers,
     /// so a fan-out burst never queues ahead of an order).
+    #[arg(long, default_value_t = 1)]
     pub ws_threads: usize,
     /// The event stream: the NATS servers (`nats://HOST:PORT`, comma-separated) whose
     /// JetStream receives every durable order, trade, settlement and market event
-    /// (`app::events`, docs/operating.md). None: off.
+    /// (docs/operating.md). Unset: off.
+    #[arg(long, value_name = "SERVERS")]
     pub events_to: Option<String>,
     /// The JetStream stream the events go to, created if missing (subjects `predex.>`).
+    #[arg(long, default_value = "PREDEX")]
     pub events_stream: String,
     /// Replicas of the stream when predex creates it (at most a JetStream cluster's size).
+    #[arg(long, default_value_t = 1)]
     pub events_replicas: usize,
-    /// Liquidity-reward sampling period: each sample pays its share of the day's rate to
-    /// the resting orders that qualify then (docs/rewards.md).
+    /// Liquidity-reward sampling period (ms): each sample pays its share of the day's rate
+    /// to the resting orders that qualify then (docs/rewards.md).
+    #[arg(long, default_value_t = 60_000)]
     pub reward_sample_ms: u64,
     /// How often the payout worker looks for finished UTC days to pay rewards and rebates
-    /// for.
+    /// for (ms).
+    #[arg(long, default_value_t = 60_000)]
     pub payout_check_ms: u64,
-    /// A day is paid this long after it ends, so the settlement worker has confirmed its
-    /// last trades.
+    /// A day is paid this long after it ends (seconds), so the settlement worker has
+    /// confirmed its last trades.
+    #[arg(long, default_value_t = 120)]
     pub payout_grace_secs: u64,
-    /// Maker-rebate tiers: a maker whose settled maker volume of a day reaches
-    /// `min-volume` USDC earns `bps` basis points of that whole volume.
+    /// Maker-rebate tiers, `MIN_VOLUME:BPS` comma-separated (in TOML, tables with
+    /// `min-volume` and `bps`): a maker whose settled maker volume of a day reaches
+    /// MIN_VOLUME USDC earns BPS basis points of that whole volume.
+    #[arg(long, value_delimiter = ',', default_value = "1000:1,100000:2,1000000:3")]
     pub rebate_tiers: Vec<RebateTier>,
-    /// Resolution worker period: undisputed proposals past the cooldown are resolved.
+    /// Resolution worker period (ms): undisputed proposals past the cooldown are resolved.
+    #[arg(long, default_value_t = 30_000)]
     pub resolution_interval_ms: u64,
-    /// How long a proposed resolution can be disputed (SPEC: 24 hours).
+    /// How long a proposed resolution can be disputed (seconds; SPEC: 24 hours).
+    #[arg(long, default_value_t = 24 * 3600)]
     pub resolution_cooldown_secs: u64,
-    /// Bond clusters: what a bond must reach (whole USDC) to propose or dispute a market
-    /// of the cluster. Markets are in the first cluster unless assigned another.
+    /// Bond clusters, `ID:REQUIRED` comma-separated (in TOML, tables with `id` and
+    /// `required`): what a bond must reach (whole USDC) to propose or dispute a market of
+    /// the cluster. Markets are in the first cluster unless assigned another.
+    #[arg(long, value_delimiter = ',', default_value = "1:100")]
     pub bond_clusters: Vec<BondCluster>,
-    /// RFQ expiration worker period: requests and quotes past their TTL become EXPIRED.
+    /// RFQ expiration worker period (ms): requests and quotes past their TTL become
+    /// EXPIRED.
+    #[arg(long, default_value_t = 1_000)]
     pub rfq_interval_ms: u64,
-    /// TTL of an RFQ request, and of a quote, when the body names none (seconds).
+    /// TTL of an RFQ request when the body names none (seconds).
+    #[arg(long, default_value_t = 300)]
     pub rfq_request_ttl_secs: u64,
+    /// TTL of an RFQ quote when the body names none (seconds).
+    #[arg(long, default_value_t = 60)]
     pub rfq_quote_ttl_secs: u64,
 }
 
@@ -195,73 +262,43 @@ pub struct RebateTier {
     pub bps: u32,
 }
 
+/// `A:B`, two whole numbers: how a list entry is written in a flag or a variable.
+fn pair<A: std::str::FromStr, B: std::str::FromStr>(s: &str, form: &str) -> Result<(A, B), String> {
+    let bad = || format!("expected {form}, got {s:?}");
+    let (a, b) = s.trim().split_once(':').ok_or_else(bad)?;
+    Ok((a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?))
+}
+
+impl std::str::FromStr for BondCluster {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        pair(s, "ID:REQUIRED").map(|(id, required)| BondCluster { id, required })
+    }
+}
+
+impl std::str::FromStr for RebateTier {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        pair(s, "MIN_VOLUME:BPS").map(|(min_volume, bps)| RebateTier { min_volume, bps })
+    }
+}
+
 impl Default for Config {
+    /// Every setting at its default (written once, in its `#[arg]` above).
     fn default() -> Self {
-        Config {
-            data_dir: PathBuf::from("var"),
-            wal_logs_ahead: 8,
-            clob_addr: "0.0.0.0:8080".parse().expect("literal"),
-            gamma_addr: "0.0.0.0:8081".parse().expect("literal"),
-            data_addr: "0.0.0.0:8082".parse().expect("literal"),
-            bridge_addr: "0.0.0.0:8083".parse().expect("literal"),
-            internal_addr: "127.0.0.1:8090".parse().expect("literal"),
-            chain_id: 137,
-            exchange_address: DEFAULT_EXCHANGE.into(),
-            neg_risk_exchange_address: DEFAULT_NEG_RISK_EXCHANGE.into(),
-            order_domain_name: DEFAULT_ORDER_DOMAIN_NAME.into(),
-            proxy_factory_address: wallets::POLYGON_PROXY_FACTORY.to_lowercase(),
-            proxy_init_code_hash: wallets::POLYGON_PROXY_INIT_CODE_HASH.into(),
-            safe_factory_address: wallets::POLYGON_SAFE_FACTORY.to_lowercase(),
-            safe_init_code_hash: wallets::POLYGON_SAFE_INIT_CODE_HASH.into(),
-            settlement: Settlement::Ledger,
-            rpc_url: None,
-            operator_key_file: None,
-            secrets_key_file: None,
-            internal_token_file: None,
-            backup_dir: None,
-            collateral_address: None,
-            ctf_address: None,
-            neg_risk_adapter_address: None,
-            confirmations: 1,
-            catalogue: PathBuf::from("data/markets.json"),
-            invite_only: true,
-            invite_ttl_secs: 7 * 24 * 3600,
-            fee_address: None,
-            settlement_interval_ms: 5_000,
-            gtd_interval_ms: 1_000,
-            heartbeat_check_ms: 1_000,
-            rate_limit_max: 500,
-            rate_limit_window_secs: 60,
-            trusted_proxies: vec![IpAddr::from([127, 0, 0, 1]), IpAddr::from(std::net::Ipv6Addr::LOCALHOST)],
-            body_bytes_in_flight: 64 << 20,
-            max_connections_per_ip: 64,
-            ws_window: 4096,
-            ws_idle_secs: 60,
-            ws_threads: 1,
-            events_to: None,
-            events_stream: "PREDEX".into(),
-            events_replicas: 1,
-            reward_sample_ms: 60_000,
-            payout_check_ms: 60_000,
-            payout_grace_secs: 120,
-            rebate_tiers: vec![
-                RebateTier { min_volume: 1_000, bps: 1 },
-                RebateTier { min_volume: 100_000, bps: 2 },
-                RebateTier { min_volume: 1_000_000, bps: 3 },
-            ],
-            resolution_interval_ms: 30_000,
-            resolution_cooldown_secs: 24 * 3600,
-            bond_clusters: vec![BondCluster { id: 1, required: 100 }],
-            rfq_interval_ms: 1_000,
-            rfq_request_ttl_secs: 300,
-            rfq_quote_ttl_secs: 60,
-        }
+        sources::defaults()
     }
 }
 
 impl Config {
     pub fn from_toml(text: &str) -> anyhow::Result<Config> {
         Ok(toml::from_str(text)?)
+    }
+
+    /// The settings as TOML, as they may be shown: the RPC URL as its host only.
+    pub fn shown(&self) -> anyhow::Result<String> {
+        let c = Config { rpc_url: self.rpc_url.as_deref().map(url_host), ..self.clone() };
+        Ok(toml::to_string(&c)?)
     }
 
     /// Whether an order signed for this venue is also one for Polymarket's production

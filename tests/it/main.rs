@@ -28,5 +28,6 @@ mod rewards;
 mod rfq;
 mod secrets;
 mod security;
+mod settings;
 mod workers;
 mod ws;
