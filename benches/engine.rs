@@ -34,7 +34,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use predex::app::workers::SETTLE_CHUNK;
+use predex::app::settlement::SETTLE_CHUNK;
 use predex::domain::packed::PackedStr;
 use predex::domain::*;
 use predex::engine::book::{Book, BookSide, Changes, Meet};

@@ -368,7 +368,7 @@ async fn settle(s: Arc<AppState>, _r: Req) -> ApiResult {
     }
     // The worker's own pass, on a blocking thread (its engine calls wait synchronously).
     let engine = s.engine.clone();
-    let (confirmed, failed) = tokio::task::spawn_blocking(move || crate::app::workers::settle_all(&engine))
+    let (confirmed, failed) = tokio::task::spawn_blocking(move || crate::app::settlement::settle_all(&engine))
         .await
         .map_err(|_| ApiError::db())??;
     reply(&json!({ "confirmed": confirmed, "failed": failed }))

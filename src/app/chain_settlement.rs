@@ -62,25 +62,6 @@ impl ChainSettler {
         Ok(ChainSettler { state, rt, in_flight, sent_through, restored: false, mined: HashSet::new(), watch })
     }
 
-    /// One pass: outcomes of the transactions in flight, then the new matches sent. A line
-    /// for the log when something happened.
-    pub fn run(&mut self) -> Option<String> {
-        let rt = std::mem::replace(&mut self.rt, tokio::runtime::Builder::new_current_thread().build().ok()?);
-        let r = rt.block_on(self.pass());
-        self.rt = rt;
-        match r {
-            Ok((0, 0, 0, 0)) => None,
-            Ok((sent, confirmed, failed, cancelled)) => {
-                self.state.exported.settled(confirmed, failed);
-                Some(format!(
-                    "chain settlement: {sent} transactions sent, {confirmed} trades confirmed, {failed} failed, \
-                     {cancelled} orders cancelled on the exchange"
-                ))
-            }
-            Err(e) => Some(format!("chain settlement: {e:#}")),
-        }
-    }
-
     async fn pass(&mut self) -> anyhow::Result<(usize, usize, usize, usize)> {
         let (confirmed, failed) = self.outcomes().await?;
         let sent = self.send_new().await?;
@@ -288,6 +269,35 @@ impl ChainSettler {
             self.refresh_parties(&ids).await;
         }
         Ok(sent)
+    }
+}
+
+/// The settlement worker of chain mode.
+impl super::workers::Worker for ChainSettler {
+    fn name(&self) -> &'static str {
+        "settlement"
+    }
+    fn every_ms(&self, c: &crate::config::Config) -> u64 {
+        c.settlement_interval_ms
+    }
+
+    /// One pass: outcomes of the transactions in flight, then the new matches sent. A line
+    /// for the log when something happened.
+    fn run(&mut self) -> Option<String> {
+        let rt = std::mem::replace(&mut self.rt, tokio::runtime::Builder::new_current_thread().build().ok()?);
+        let r = rt.block_on(self.pass());
+        self.rt = rt;
+        match r {
+            Ok((0, 0, 0, 0)) => None,
+            Ok((sent, confirmed, failed, cancelled)) => {
+                self.state.exported.settled(confirmed, failed);
+                Some(format!(
+                    "chain settlement: {sent} transactions sent, {confirmed} trades confirmed, {failed} failed, \
+                     {cancelled} orders cancelled on the exchange"
+                ))
+            }
+            Err(e) => Some(format!("chain settlement: {e:#}")),
+        }
     }
 }
 

@@ -339,7 +339,7 @@ pub fn run_due(s: &AppState) -> Result<Vec<DayPaid>, String> {
         }
         return Ok(Vec::new());
     }
-    crate::app::workers::settle_all(&s.engine).map_err(|e| format!("{e:?}"))?;
+    crate::app::settlement::settle_all(&s.engine).map_err(|e| format!("{e:?}"))?;
     pay_through(s, due.end - 1)
 }
 
@@ -429,7 +429,7 @@ pub async fn payouts(s: Arc<AppState>, through: Option<u32>) -> Result<(u32, Vec
         return Err(IncentiveError::AfterToday);
     }
     let paid = tokio::task::spawn_blocking(move || {
-        crate::app::workers::settle_all(&s.engine).map_err(|e| format!("{e:?}"))?;
+        crate::app::settlement::settle_all(&s.engine).map_err(|e| format!("{e:?}"))?;
         pay_through(&s, last)
     })
     .await

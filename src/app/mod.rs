@@ -22,6 +22,7 @@ pub mod ratelimit;
 pub mod replay;
 pub mod resolution;
 pub mod rfq;
+pub mod settlement;
 pub mod workers;
 
 use std::collections::HashMap;

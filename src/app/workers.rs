@@ -2,8 +2,9 @@
 //! tokio worker or be stalled by one: settlement, GTD expiration, the heartbeat monitor,
 //! the liquidity-reward sampler, the reward and rebate payouts, resolution and RFQ
 //! expiration.
-//! Each runs at its configured interval, logs a line for every run that did work, counts
-//! its runs, and exits promptly when [`Workers::stop`] is called.
+//! Each is a [`Worker`]: it runs at its configured interval, logs a line for every run that
+//! did work, counts its runs, and exits promptly when [`Workers::stop`] is called. Adding
+//! one is a type and a line in [`Workers::start`].
 //!
 //! Workers change state only through engine commands, so each change is durable before it
 //! is visible, like any request's.
@@ -16,14 +17,11 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
 use uuid::Uuid;
 
+use crate::app::settlement::LedgerSettlement;
 use crate::app::AppState;
+use crate::config::Config;
 use crate::engine::EngineHandle;
-
-/// Trades settled per engine command: bounds how long one settlement command holds the
-/// engine (a pass repeats until the queue is empty).
-/// 128 keeps each group commit light: at 1,000 a settlement pass added ~20 ms to the open
-/// loop's p99 (loadgen, 5,000 orders/s), at 128 it stays at ≈ 3 ms.
-pub const SETTLE_CHUNK: usize = 128;
+use crate::metrics::Metrics;
 
 /// More than this without a heartbeat cancels an enrolled key's orders (SPEC §4.2).
 pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -59,146 +57,36 @@ pub struct Workers {
     threads: Vec<JoinHandle<()>>,
 }
 
-/// Settles every PENDING trade now; returns (confirmed, failed).
-pub fn settle_all(engine: &EngineHandle) -> Result<(usize, usize), crate::engine::EngineError> {
-    let (mut c, mut f) = (0, 0);
-    loop {
-        let (dc, df) = engine.blocking().settle(SETTLE_CHUNK)?;
-        c += dc;
-        f += df;
-        if dc + df < SETTLE_CHUNK {
-            return Ok((c, f));
-        }
-    }
-}
-
 impl Workers {
     /// Starts every worker; fails when chain mode's settlement cannot start (a chain-mode
     /// venue that would match trades and never settle them must not run).
     pub fn start(state: &Arc<AppState>) -> anyhow::Result<Workers> {
-        let config = &state.config;
-        let (engine, heartbeats, stats) = (state.engine.clone(), state.heartbeats.clone(), state.exported.clone());
-        let (stop, rx) = crossbeam_channel::bounded::<()>(0);
-        let ms = Duration::from_millis;
-        let mut threads = Vec::new();
+        let (engine, stats) = (state.engine.clone(), state.exported.clone());
         // Chain mode settles on chain, never in the ledger alone.
-        if state.chain.is_some() {
-            let mut settler = crate::app::chain_settlement::ChainSettler::new(state.clone())
-                .map_err(|e| e.context("chain settlement cannot start"))?;
-            let stats = stats.clone();
-            threads.push(spawn(
-                "chain-settlement",
-                stats.clone(),
-                ms(config.settlement_interval_ms),
-                rx.clone(),
-                move || {
-                    stats.worker_ran("settlement");
-                    settler.run()
-                },
-            ));
-        } else {
-            let (engine, stats) = (engine.clone(), stats.clone());
-            threads.push(spawn(
-                "settlement",
-                stats.clone(),
-                ms(config.settlement_interval_ms),
-                rx.clone(),
-                move || {
-                    stats.worker_ran("settlement");
-                    match settle_all(&engine) {
-                        Ok((0, 0)) => None,
-                        Ok((c, f)) => {
-                            stats.settled(c, f);
-                            Some(format!("settled {} trades: {c} confirmed, {f} failed", c + f))
-                        }
-                        Err(e) => Some(format!("settlement stopped: {e:?}")),
-                    }
-                },
-            ));
-        }
-        {
-            let (engine, stats) = (engine.clone(), stats.clone());
-            threads.push(spawn("gtd-expiration", stats.clone(), ms(config.gtd_interval_ms), rx.clone(), move || {
-                stats.worker_ran("gtd-expiration");
-                match engine.blocking().expire() {
-                    Ok(ids) if ids.is_empty() => None,
-                    Ok(ids) => {
-                        stats.worker_cancelled("gtd-expiration", ids.len());
-                        Some(format!("cancelled {} expired GTD orders", ids.len()))
-                    }
-                    Err(e) => Some(format!("expiration failed: {e:?}")),
-                }
-            }));
-        }
-        {
-            let (s, stats, every) = (state.clone(), stats.clone(), config.reward_sample_ms);
-            threads.push(spawn("reward-sampler", stats.clone(), ms(every), rx.clone(), move || {
-                stats.worker_ran("reward-sampler");
-                match crate::app::incentives::sample(&s, every, crate::domain::now_secs()) {
-                    Ok(_) => None,
-                    Err(e) => Some(format!("reward sample failed: {e}")),
-                }
-            }));
-        }
-        {
-            let (s, stats) = (state.clone(), stats.clone());
-            threads.push(spawn("payouts", stats.clone(), ms(config.payout_check_ms), rx.clone(), move || {
-                stats.worker_ran("payouts");
-                match crate::app::incentives::run_due(&s) {
-                    Ok(days) if days.is_empty() => None,
-                    Ok(days) => Some(format!(
-                        "paid rewards and rebates for {} days through {}",
-                        days.len(),
-                        crate::app::incentives::day_str(days[days.len() - 1].day)
-                    )),
-                    Err(e) => Some(format!("payout failed: {e}")),
-                }
-            }));
-        }
-        {
-            let (s, stats) = (state.clone(), stats.clone());
-            threads.push(spawn(
-                "resolution",
-                stats.clone(),
-                ms(config.resolution_interval_ms),
-                rx.clone(),
-                move || {
-                    stats.worker_ran("resolution");
-                    match crate::app::resolution::run_due(&s) {
-                        Ok(done) if done.is_empty() => None,
-                        Ok(done) => Some(format!("resolved {} markets: {}", done.len(), done.join(", "))),
-                        Err(e) => Some(format!("resolution failed: {e}")),
-                    }
-                },
-            ));
-        }
-        {
-            let (s, stats) = (state.clone(), stats.clone());
-            threads.push(spawn("rfq-expiration", stats.clone(), ms(config.rfq_interval_ms), rx.clone(), move || {
-                stats.worker_ran("rfq-expiration");
-                match crate::app::rfq::expire_due(&s, crate::domain::now_secs()) {
-                    Ok((0, 0)) => None,
-                    Ok((r, q)) => Some(format!("expired {r} RFQ requests and {q} quotes")),
-                    Err(e) => Some(format!("RFQ expiration failed: {e}")),
-                }
-            }));
-        }
-        threads.push(spawn("heartbeat-monitor", stats.clone(), ms(config.heartbeat_check_ms), rx, move || {
-            stats.worker_ran("heartbeat-monitor");
-            let silent = heartbeats.take_silent(Instant::now(), HEARTBEAT_TIMEOUT);
-            if silent.is_empty() {
-                return None;
-            }
-            let mut n = 0;
-            for key in &silent {
-                match engine.blocking().cancel_where(*key) {
-                    Ok(c) => n += c.canceled.len(),
-                    Err(e) => return Some(format!("heartbeat cancel failed: {e:?}")),
-                }
-            }
-            stats.worker_cancelled("heartbeat-monitor", n);
-            Some(format!("{} API keys missed their heartbeat: cancelled {n} orders", silent.len()))
-        }));
+        let settlement: Box<dyn Worker> = match state.chain {
+            Some(_) => Box::new(
+                crate::app::chain_settlement::ChainSettler::new(state.clone())
+                    .map_err(|e| e.context("chain settlement cannot start"))?,
+            ),
+            None => Box::new(LedgerSettlement { engine: engine.clone(), stats: stats.clone() }),
+        };
+        let workers: Vec<Box<dyn Worker>> = vec![
+            settlement,
+            Box::new(GtdExpiration { engine: engine.clone(), stats: stats.clone() }),
+            Box::new(RewardSampler(state.clone())),
+            Box::new(Payouts(state.clone())),
+            Box::new(Resolution(state.clone())),
+            Box::new(RfqExpiration(state.clone())),
+            Box::new(HeartbeatMonitor { heartbeats: state.heartbeats.clone(), engine, stats: stats.clone() }),
+        ];
+        let (stop, rx) = crossbeam_channel::bounded::<()>(0);
+        let threads = workers
+            .into_iter()
+            .map(|w| {
+                let every = Duration::from_millis(w.every_ms(&state.config));
+                spawn(w, stats.clone(), every, rx.clone())
+            })
+            .collect();
         Ok(Workers { stop: Some(stop), threads })
     }
 
@@ -217,19 +105,15 @@ impl Workers {
 /// do (`crate::vital`), would restart the exchange into the same panic at the worker's
 /// first run. A run changes state through engine commands and synced writes, so one cut
 /// short leaves what a crash at that point would, and later runs take up what is still due.
-fn spawn(
-    name: &'static str,
-    stats: Arc<crate::metrics::Metrics>,
-    every: Duration,
-    stop: Receiver<()>,
-    mut run: impl FnMut() -> Option<String> + Send + 'static,
-) -> JoinHandle<()> {
+fn spawn(mut worker: Box<dyn Worker>, stats: Arc<Metrics>, every: Duration, stop: Receiver<()>) -> JoinHandle<()> {
+    let name = worker.name();
     std::thread::Builder::new()
         .name(name.into())
         .spawn(move || loop {
             match stop.recv_timeout(every) {
                 Err(RecvTimeoutError::Timeout) => {
-                    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut run)) {
+                    stats.worker_ran(name);
+                    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.run())) {
                         Ok(Some(msg)) => tracing::info!(worker = name, "{msg}"),
                         Ok(None) => {}
                         Err(_) => {
@@ -242,6 +126,149 @@ fn spawn(
             }
         })
         .expect("spawn worker")
+}
+
+/// A background job: its name (the thread's, and its label in logs and metrics), its
+/// interval from the settings, and one run, which says what it did if it did something.
+pub trait Worker: Send + 'static {
+    fn name(&self) -> &'static str;
+    fn every_ms(&self, c: &Config) -> u64;
+    fn run(&mut self) -> Option<String>;
+}
+
+/// Cancels GTD orders past their expiration.
+struct GtdExpiration {
+    engine: EngineHandle,
+    stats: Arc<Metrics>,
+}
+
+impl Worker for GtdExpiration {
+    fn name(&self) -> &'static str {
+        "gtd-expiration"
+    }
+    fn every_ms(&self, c: &Config) -> u64 {
+        c.gtd_interval_ms
+    }
+    fn run(&mut self) -> Option<String> {
+        match self.engine.blocking().expire() {
+            Ok(ids) if ids.is_empty() => None,
+            Ok(ids) => {
+                self.stats.worker_cancelled(self.name(), ids.len());
+                Some(format!("cancelled {} expired GTD orders", ids.len()))
+            }
+            Err(e) => Some(format!("expiration failed: {e:?}")),
+        }
+    }
+}
+
+/// Pays each sample's share of the liquidity rewards to the resting orders that qualify.
+struct RewardSampler(Arc<AppState>);
+
+impl Worker for RewardSampler {
+    fn name(&self) -> &'static str {
+        "reward-sampler"
+    }
+    fn every_ms(&self, c: &Config) -> u64 {
+        c.reward_sample_ms
+    }
+    fn run(&mut self) -> Option<String> {
+        let every = self.0.config.reward_sample_ms;
+        crate::app::incentives::sample(&self.0, every, crate::domain::now_secs())
+            .err()
+            .map(|e| format!("reward sample failed: {e}"))
+    }
+}
+
+/// Pays rewards and rebates for finished days.
+struct Payouts(Arc<AppState>);
+
+impl Worker for Payouts {
+    fn name(&self) -> &'static str {
+        "payouts"
+    }
+    fn every_ms(&self, c: &Config) -> u64 {
+        c.payout_check_ms
+    }
+    fn run(&mut self) -> Option<String> {
+        match crate::app::incentives::run_due(&self.0) {
+            Ok(days) if days.is_empty() => None,
+            Ok(days) => Some(format!(
+                "paid rewards and rebates for {} days through {}",
+                days.len(),
+                crate::app::incentives::day_str(days[days.len() - 1].day)
+            )),
+            Err(e) => Some(format!("payout failed: {e}")),
+        }
+    }
+}
+
+/// Resolves markets whose undisputed proposals are past the cooldown.
+struct Resolution(Arc<AppState>);
+
+impl Worker for Resolution {
+    fn name(&self) -> &'static str {
+        "resolution"
+    }
+    fn every_ms(&self, c: &Config) -> u64 {
+        c.resolution_interval_ms
+    }
+    fn run(&mut self) -> Option<String> {
+        match crate::app::resolution::run_due(&self.0) {
+            Ok(done) if done.is_empty() => None,
+            Ok(done) => Some(format!("resolved {} markets: {}", done.len(), done.join(", "))),
+            Err(e) => Some(format!("resolution failed: {e}")),
+        }
+    }
+}
+
+/// Expires RFQ requests and quotes past their TTL.
+struct RfqExpiration(Arc<AppState>);
+
+impl Worker for RfqExpiration {
+    fn name(&self) -> &'static str {
+        "rfq-expiration"
+    }
+    fn every_ms(&self, c: &Config) -> u64 {
+        c.rfq_interval_ms
+    }
+    fn run(&mut self) -> Option<String> {
+        match crate::app::rfq::expire_due(&self.0, crate::domain::now_secs()) {
+            Ok((0, 0)) => None,
+            Ok((r, q)) => Some(format!("expired {r} RFQ requests and {q} quotes")),
+            Err(e) => Some(format!("RFQ expiration failed: {e}")),
+        }
+    }
+}
+
+/// Cancels the orders of keys that missed their heartbeat.
+struct HeartbeatMonitor {
+    heartbeats: Arc<Heartbeats>,
+    engine: EngineHandle,
+    stats: Arc<Metrics>,
+}
+
+impl Worker for HeartbeatMonitor {
+    fn name(&self) -> &'static str {
+        "heartbeat-monitor"
+    }
+    fn every_ms(&self, c: &Config) -> u64 {
+        c.heartbeat_check_ms
+    }
+    fn run(&mut self) -> Option<String> {
+        let silent = self.heartbeats.take_silent(Instant::now(), HEARTBEAT_TIMEOUT);
+        if silent.is_empty() {
+            return None;
+        }
+        let mut n = 0;
+        for key in &silent {
+            match self.engine.blocking().cancel_where(*key) {
+                Ok(c) => n += c.canceled.len(),
+                Err(e) => return Some(format!("heartbeat cancel failed: {e:?}")),
+            }
+        }
+        self.stats.worker_cancelled(self.name(), n);
+        Some(format!("{} API keys missed their heartbeat: cancelled {n} orders", silent.len()))
+    }
 }
 
 #[cfg(test)]
@@ -258,12 +285,22 @@ mod tests {
         let (stop, rx) = crossbeam_channel::bounded::<()>(0);
         let counted = runs.clone();
         let stats = Arc::new(crate::metrics::Metrics::new());
-        let h = super::spawn("worker-test", stats.clone(), Duration::from_millis(1), rx, move || {
-            if counted.fetch_add(1, Ordering::Relaxed) == 0 {
-                panic!("the worker test's first run panics");
+        struct Flaky(Arc<AtomicU32>);
+        impl super::Worker for Flaky {
+            fn name(&self) -> &'static str {
+                "worker-test"
             }
-            None
-        });
+            fn every_ms(&self, _: &crate::config::Config) -> u64 {
+                1
+            }
+            fn run(&mut self) -> Option<String> {
+                if self.0.fetch_add(1, Ordering::Relaxed) == 0 {
+                    panic!("the worker test's first run panics");
+                }
+                None
+            }
+        }
+        let h = super::spawn(Box::new(Flaky(counted)), stats.clone(), Duration::from_millis(1), rx);
         let start = Instant::now();
         while runs.load(Ordering::Relaxed) < 3 && start.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(1));
