@@ -27,8 +27,6 @@ pub const MAX_BATCH: usize = 15;
 pub const MAX_CANCEL: usize = 3000;
 /// Page size of the paginated envelopes.
 pub const PAGE: usize = 100;
-/// Highest fee rate a signed order may carry (the exchange contract's limit).
-pub const MAX_FEE_BPS: u64 = 1000;
 
 /// The trading routes: what market makers send most. The order-book server's front
 /// ([`super::front`]) matches these on method and path ahead of warp's filter tree; the

@@ -53,9 +53,6 @@ pub enum OrderError {
     Chain(String),
 }
 
-/// Highest fee rate an order may carry (basis points).
-pub const MAX_FEE_BPS: u64 = 1000;
-
 /// What a signature covers, parsed from the wire, and the plain numbers validation goes on
 /// with.
 pub struct SignedOrder {

@@ -9,6 +9,7 @@ pub mod bridge;
 pub mod builders;
 pub mod catalogue;
 pub mod chain;
+pub mod fees;
 pub mod num;
 pub mod packed;
 pub mod records;
@@ -16,6 +17,7 @@ pub mod rewards;
 pub mod rfq;
 pub mod time;
 
+pub use fees::*;
 pub use num::*;
 pub use records::*;
 pub use time::*;
