@@ -64,11 +64,6 @@ impl Store {
             keys::notification(owner, 0, 0),
             keys::notification(owner, u64::MAX, u8::MAX),
         );
-        let bytes = wb.size_in_bytes();
-        let mut wo = WriteOptions::default();
-        wo.set_sync(true);
-        self.db.write_opt(wb, &wo)?;
-        self.logs.wrote(&self.db, bytes, true);
-        Ok(())
+        self.write_batch(wb, true)
     }
 }

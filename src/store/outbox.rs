@@ -16,7 +16,7 @@
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rocksdb::{WriteBatch, WriteOptions};
+use rocksdb::WriteBatch;
 use serde::{Deserialize, Serialize};
 
 use super::batch::{Entries, Op, Stored};
@@ -135,9 +135,7 @@ impl Store {
         if drop.is_some() {
             wb.delete_range_cf(self.handle(cf::STREAM_OUTBOX), 0u64.to_be_bytes(), (seq + 1).to_be_bytes());
         }
-        let bytes = wb.size_in_bytes();
-        self.db.write_opt(wb, &WriteOptions::default())?;
-        self.logs.wrote(&self.db, bytes, false);
+        self.write_batch(wb, false)?;
         if let Some(dropped) = drop {
             dropped.store(seq, Ordering::Relaxed);
         }

@@ -83,17 +83,24 @@ impl Store {
 
     /// Writes a prepared batch atomically; `sync` returns only once the WAL is on disk.
     pub fn commit(&self, prepared: Prepared, sync: bool) -> Result<(), StoreError> {
-        let mut wo = WriteOptions::default();
-        wo.set_sync(sync);
-        let bytes = prepared.batch.size_in_bytes();
-        self.db.write_opt(prepared.batch, &wo)?;
-        self.logs.wrote(&self.db, bytes, sync);
+        self.write_batch(prepared.batch, sync)?;
         // After the write: a reader that still finds the seq falls back to `orders`.
         self.open.remove_all(&prepared.closed);
         self.analytics.hand_over(prepared.analytics);
         if let Some(outbox) = self.outbox.get() {
             outbox.synced(prepared.events_through);
         }
+        Ok(())
+    }
+
+    /// Writes a RocksDB batch as it is (`sync`: once the WAL is on disk), and tells the log
+    /// roll what it wrote.
+    pub(super) fn write_batch(&self, wb: WriteBatch, sync: bool) -> Result<(), StoreError> {
+        let mut wo = WriteOptions::default();
+        wo.set_sync(sync);
+        let bytes = wb.size_in_bytes();
+        self.db.write_opt(wb, &wo)?;
+        self.logs.wrote(&self.db, bytes, sync);
         Ok(())
     }
 
