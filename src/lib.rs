@@ -38,97 +38,10 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use futures_util::future::BoxFuture;
-use serde::Deserialize;
 use tokio::sync::watch;
 
 use crate::config::Config;
-use crate::domain::{Amount, Market, Token};
 use crate::store::Store;
-
-/// A market as the internal API and the demo catalogue describe it.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MarketSpec {
-    /// Required in ledger mode; made on chain in chain mode.
-    #[serde(default)]
-    pub condition_id: String,
-    #[serde(default)]
-    pub question: String,
-    #[serde(default)]
-    pub slug: String,
-    /// Required to create a market; a spec naming an existing market (in an event) may
-    /// leave it out.
-    #[serde(default)]
-    pub tokens: Vec<Token>,
-    #[serde(default = "default_tick")]
-    pub tick_size: String,
-    #[serde(default = "default_min")]
-    pub min_order_size: String,
-    #[serde(default)]
-    pub neg_risk: bool,
-    #[serde(default)]
-    pub neg_risk_market_id: Option<String>,
-    /// Chain mode: the question the market's condition is prepared for (32 bytes, hex);
-    /// predex makes one when absent. Ignored in ledger mode.
-    #[serde(default)]
-    pub question_id: Option<String>,
-    // Catalogue metadata (the engine does not keep these).
-    #[serde(default)]
-    pub description: String,
-    #[serde(default)]
-    pub resolution_source: String,
-    #[serde(default)]
-    pub image: String,
-    #[serde(default)]
-    pub icon: String,
-    #[serde(default)]
-    pub group_item_title: String,
-    /// RFC 3339 date-times or dates.
-    #[serde(default)]
-    pub start_date: Option<String>,
-    #[serde(default)]
-    pub end_date: Option<String>,
-    /// A liquidity-reward program (docs/rewards.md).
-    #[serde(default)]
-    pub rewards: Option<app::incentives::RewardSpec>,
-}
-
-fn default_tick() -> String {
-    "0.01".into()
-}
-fn default_min() -> String {
-    "5".into()
-}
-
-impl MarketSpec {
-    /// Validates into a market (idx assigned by the engine).
-    pub fn into_market(self) -> Result<Market, String> {
-        if self.question.trim().is_empty() {
-            return Err("question is required".into());
-        }
-        let tick = domain::Price::parse(&self.tick_size).map_err(|_| "invalid tick_size")?;
-        if ![1000, 100, 10, 1].contains(&tick.units()) {
-            return Err("tick_size must be 0.1, 0.01, 0.001 or 0.0001".into());
-        }
-        let min = Amount::parse(&self.min_order_size).map_err(|_| "invalid min_order_size")?;
-        let [a, b]: [Token; 2] = self.tokens.try_into().map_err(|_| "a binary market has exactly two tokens")?;
-        if self.condition_id.is_empty() || a.token_id.is_empty() || b.token_id.is_empty() || a.token_id == b.token_id {
-            return Err("condition_id and two distinct token_ids are required".into());
-        }
-        for t in [&a.token_id, &b.token_id] {
-            if alloy_primitives::U256::from_str_radix(t, 10).is_err() {
-                return Err("token_id must be a decimal uint256".into());
-            }
-        }
-        Ok(Market {
-            slug: self.slug,
-            question: self.question,
-            neg_risk: self.neg_risk,
-            neg_risk_market_id: self.neg_risk_market_id,
-            ..Market::binary(&self.condition_id, a, b, tick, min)
-        })
-    }
-}
 
 /// The addresses the servers actually bound (port 0 resolved).
 #[derive(Debug, Clone, Copy)]
@@ -195,167 +108,62 @@ impl App {
                  compatibility runs set your own --chain-id and exchange addresses, or use throwaway keys"
             );
         }
-        // Chain mode starts only against the chain it is configured for (`chain::Chain::check`).
-        let chain = match config.chain()? {
-            Some(settings) => {
-                let chain = chain::Chain::connect(&settings)?;
-                let domains = auth::OrderDomains::new(
-                    &config.order_domain_name,
-                    config.chain_id,
-                    settings.exchange,
-                    settings.neg_risk_exchange,
-                );
-                chain.check(config.chain_id, &domains).await.context("chain mode")?;
-                tracing::info!(rpc = %config::url_host(&settings.rpc_url), operator = %chain.operator, "chain mode: settling on chain");
-                Some(chain)
-            }
-            None => None,
-        };
-        std::fs::create_dir_all(&config.data_dir).with_context(|| format!("create {}", config.data_dir.display()))?;
-        let mut store = Store::open_with(&config.data_dir, config.wal_logs_ahead).context("open RocksDB")?;
-        let sealer = match &config.secrets_key_file {
-            Some(f) => Some(store::Sealer::from_hex(&keyfile::read_private(f, "secrets key file")?)?),
-            None => None,
-        };
-        // The operator's bearer token: the file given, or one made in the data directory.
-        let internal_token: Arc<str> =
-            keyfile::internal_token(&config.internal_token_path(), config.internal_token_file.is_none())?.into();
-        let sealing = sealer.is_some();
-        match store.set_secrets(sealer)? {
-            0 => {}
-            n => tracing::info!(records = n, "sealed the credentials written before the secrets key was set"),
-        }
-        if !sealing {
-            tracing::warn!(
-                "API-key, builder and relayer secrets are stored unsealed: set --secrets-key-file (docs/operating.md)"
-            );
-        }
-        let store = Arc::new(store);
-        let mut chain = chain;
+        let mut chain = connect_chain(&config).await?;
+        let (store, internal_token) = open_store(&config)?;
         if let Some(chain) = &mut chain {
             // Recorded settlements keep their nonces from whatever the operator sends next.
             for tx in store.chain_txs().context("read the recorded settlement transactions")? {
                 chain.sending.get_mut().used(tx.nonce);
             }
         }
-        let configured_fee_address = config.fee_address.as_deref().and_then(auth::normalize_address);
-        let fee_address = match &chain {
-            // `matchOrders` pays every fee to its sender: on chain the fees are the operator's.
-            Some(chain) => {
-                let operator = format!("{:#x}", chain.operator);
-                if configured_fee_address.as_ref().is_some_and(|f| *f != operator) {
-                    anyhow::bail!(
-                        "fee-address must be the operator's address {operator} in chain mode: the exchange pays fees to the operator"
-                    );
-                }
-                operator
-            }
-            None => {
-                configured_fee_address.or_else(|| auth::normalize_address(&config.exchange_address)).expect("validated")
-            }
-        };
-        let core = engine::recover(&store, fee_address).context("recover state")?;
+        let core = engine::recover(&store, fee_address(&config, chain.as_ref())?).context("recover state")?;
         // Written meanwhile, on a thread of the store's: done before anything is written.
         store.wait_logs_ahead().context("write the log files ahead")?;
         let exported = Arc::new(metrics::Metrics::new());
         // Before the first write to publish (recovery's own rewrites are not events).
         let events = app::events::EventStream::new(&config, store.clone(), exported.clone())?;
         let metrics = Arc::new(commit::persister::PersistMetrics::exported(&exported));
-        let (persist_tx, persister) = commit::persister::spawn(store.clone(), metrics.clone());
+        let (persist, persister) = commit::persister::spawn(store.clone(), metrics.clone());
         let registry = Arc::new(commit::views::Registry::default());
         let bus = Arc::new(commit::bus::Bus::new(config.ws_window, exported.ws_too_slow.clone()));
         let user_bus = Arc::new(commit::bus::UserBus::new(config.ws_window, exported.ws_too_slow.clone()));
         let (events_tx, publisher) = commit::bus::spawn(bus.clone(), user_bus.clone());
         let (engine, engine_thread) =
-            engine::spawn(core, registry.clone(), persist_tx.clone(), events_tx, exported.clone());
-        let mut state = app::AppState::new(config.clone(), store, engine, registry, metrics, exported, persist_tx)?;
-        state.chain = chain;
-        state.internal_token = internal_token;
-        if let Some(events) = &events {
-            tokio::spawn(events.clone().run());
-        }
-        state.events = events;
+            engine::spawn(core, registry.clone(), persist.clone(), events_tx, exported.clone());
         let feeds = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.ws_threads)
             .thread_name("feeds")
             .enable_all()
             .build()
             .context("start the feed runtime")?;
-        state.bus = Some(bus);
-        state.user_bus = Some(user_bus);
-        state.feed_rt = Some(feeds.handle().clone());
-        let assets = config.catalogue.with_file_name("bridge-assets.json");
-        if assets.exists() {
-            let t = app::bridge::AssetTable::load(&assets)
-                .with_context(|| format!("bridge assets {}", assets.display()))?;
-            state.bridge = Some(t);
-        } else {
-            tracing::warn!(path = %assets.display(), "no bridge asset table: the bridge answers 503");
+        if let Some(events) = &events {
+            tokio::spawn(events.clone().run());
         }
-        let state = Arc::new(state);
-
-        // The demo catalogue's tokens exist on no chain: a chain-mode venue makes its markets
-        // on chain (`POST /internal/markets`).
+        let state = Arc::new(
+            app::Parts {
+                config: config.clone(),
+                store,
+                engine,
+                registry,
+                metrics,
+                exported,
+                persist,
+                feeds: app::Feeds { bus, user_bus, runtime: feeds.handle().clone() },
+                chain,
+                events,
+                internal_token,
+            }
+            .build()?,
+        );
         if state.chain.is_none() {
-            if !state.store.demo_loaded(false)? {
-                load_catalogue(&state, &config).await?;
-            }
-            if !state.store.demo_loaded(true)? {
-                load_events(&state, &config).await?;
-            }
+            app::markets::load_demo(&state, &config.catalogue).await?;
         }
-
-        let (shutdown, rx) = watch::channel(false);
-        let mut servers = Vec::new();
-        let bind = |addr: SocketAddr, name: &'static str| {
-            let l = listen(addr).with_context(|| format!("bind {name} on {addr}"))?;
-            let a = l.local_addr()?;
-            tracing::info!(server = name, addr = %a, "listening");
-            anyhow::Ok((l, a))
-        };
-        let (clob_l, clob) = bind(config.clob_addr, "clob")?;
-        let (gamma_l, gamma) = bind(config.gamma_addr, "gamma")?;
-        let (data_l, data) = bind(config.data_addr, "data")?;
-        let (bridge_l, bridge) = bind(config.bridge_addr, "bridge")?;
-        let (internal_l, internal) = bind(config.internal_addr, "internal")?;
+        let (shutdown, stop) = watch::channel(false);
+        let (bound, listeners) = bind_all(&config)?;
         let workers = app::workers::Workers::start(&state)?;
-        // Each server its own budget of bodies in flight and its own count of clients, so
-        // no server's clients can spend another's (`api::front`).
-        let public = |role| api::front::Server {
-            bodies: api::body::Bodies::new(config.body_bytes_in_flight),
-            clients: Some(api::clients::Clients::new(config.max_connections_per_ip, &config.trusted_proxies)),
-            role,
-        };
-        use api::front::Role;
-        let clob_routes = api::clob_routes(state.clone());
-        servers.push(serve(clob_l, clob_routes, public(Role::OrderBook(state.clone())), rx.clone()));
-        servers.push(serve(
-            gamma_l,
-            api::with_openapi(api::openapi::GAMMA, api::catalogue::routes(state.clone())),
-            public(Role::Unlimited),
-            rx.clone(),
-        ));
-        servers.push(serve(
-            data_l,
-            api::with_openapi(api::openapi::DATA, api::analytics::routes(state.clone())),
-            public(Role::Unlimited),
-            rx.clone(),
-        ));
-        servers.push(serve(
-            bridge_l,
-            api::with_openapi(api::openapi::BRIDGE, api::bridge::routes(state.clone())),
-            public(Role::WritesLimited(state.clone())),
-            rx.clone(),
-        ));
-        // The operator's server, on loopback behind its token: its clients are not counted.
-        let operator = api::front::Server {
-            bodies: api::body::Bodies::new(config.body_bytes_in_flight),
-            clients: None,
-            role: Role::Unlimited,
-        };
-        servers.push(serve(internal_l, api::internal::routes(state.clone(), internal), operator, rx.clone()));
+        let servers = serve_all(&state, bound, listeners, stop);
         Ok(App {
-            bound: Bound { clob, gamma, data, bridge, internal },
+            bound,
             state,
             shutdown,
             servers,
@@ -418,63 +226,126 @@ where
     api::front::serve(listener, routes, server, stop)
 }
 
-async fn load_catalogue(state: &app::AppState, config: &Config) -> anyhow::Result<()> {
-    let path = &config.catalogue;
-    let specs: Vec<MarketSpec> = match std::fs::read_to_string(path) {
-        Ok(text) => serde_json::from_str(&text).with_context(|| format!("parse {}", path.display()))?,
-        Err(e) => {
-            tracing::warn!(path = %path.display(), error = %e, "no demo catalogue loaded");
-            Vec::new()
-        }
-    };
-    let n = specs.len();
-    for s in specs {
-        let meta = s.meta(0, None).map_err(|e| anyhow::anyhow!("catalogue: {e}"))?;
-        let program = s.rewards.as_ref().map(|r| r.config(&s.condition_id)).transpose();
-        let program = program.map_err(|e| anyhow::anyhow!("catalogue rewards: {e}"))?;
-        let m = s.into_market().map_err(|e| anyhow::anyhow!("catalogue: {e}"))?;
-        match state.engine.create_market(m).await {
-            Ok(_) | Err(engine::EngineError::Exists) => {}
-            Err(e) => anyhow::bail!("catalogue: {e:?}"),
-        }
-        app::catalogue::put_meta(state, meta).await.map_err(|e| anyhow::anyhow!("catalogue: {e}"))?;
-        if let Some(c) = program {
-            app::incentives::set_config(state, c).await.map_err(|e| anyhow::anyhow!("catalogue: {e}"))?;
-        }
-    }
-    state.store.set_demo_loaded(false)?;
-    tracing::info!(markets = n, "demo catalogue loaded");
-    Ok(())
+/// Chain mode's link, checked against the chain it is configured for
+/// (`chain::Chain::check`); None in ledger mode.
+async fn connect_chain(config: &Config) -> anyhow::Result<Option<chain::Chain>> {
+    let Some(settings) = config.chain()? else { return Ok(None) };
+    let chain = chain::Chain::connect(&settings)?;
+    let domains = auth::OrderDomains::new(
+        &config.order_domain_name,
+        config.chain_id,
+        settings.exchange,
+        settings.neg_risk_exchange,
+    );
+    chain.check(config.chain_id, &domains).await.context("chain mode")?;
+    tracing::info!(rpc = %config::url_host(&settings.rpc_url), operator = %chain.operator, "chain mode: settling on chain");
+    Ok(Some(chain))
 }
 
-/// The demo catalogue's series and events (`events.json` beside the markets file), loaded
-/// once into a data directory, like the markets.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EventsFile {
-    #[serde(default)]
-    series: Vec<app::catalogue::writes::SeriesInput>,
-    #[serde(default)]
-    events: Vec<app::catalogue::writes::EventInput>,
+/// The store, opened with the secrets key sealing its credentials, and the operator's
+/// bearer token (the file given, or one made in the data directory).
+fn open_store(config: &Config) -> anyhow::Result<(Arc<Store>, Arc<str>)> {
+    std::fs::create_dir_all(&config.data_dir).with_context(|| format!("create {}", config.data_dir.display()))?;
+    let mut store = Store::open_with(&config.data_dir, config.wal_logs_ahead).context("open RocksDB")?;
+    let sealer = match &config.secrets_key_file {
+        Some(f) => Some(store::Sealer::from_hex(&keyfile::read_private(f, "secrets key file")?)?),
+        None => None,
+    };
+    let internal_token: Arc<str> =
+        keyfile::internal_token(&config.internal_token_path(), config.internal_token_file.is_none())?.into();
+    let sealing = sealer.is_some();
+    match store.set_secrets(sealer)? {
+        0 => {}
+        n => tracing::info!(records = n, "sealed the credentials written before the secrets key was set"),
+    }
+    if !sealing {
+        tracing::warn!(
+            "API-key, builder and relayer secrets are stored unsealed: set --secrets-key-file (docs/operating.md)"
+        );
+    }
+    Ok((Arc::new(store), internal_token))
 }
 
-async fn load_events(state: &app::AppState, config: &Config) -> anyhow::Result<()> {
-    let path = config.catalogue.with_file_name("events.json");
-    let file: EventsFile = match std::fs::read_to_string(&path) {
-        Ok(text) => serde_json::from_str(&text).with_context(|| format!("parse {}", path.display()))?,
-        Err(e) => {
-            tracing::warn!(path = %path.display(), error = %e, "no demo events loaded");
-            EventsFile { series: Vec::new(), events: Vec::new() }
+/// Where trading fees go: the configured address (the exchange's by default) in ledger
+/// mode; the operator's on chain, where `matchOrders` pays every fee to its sender.
+fn fee_address(config: &Config, chain: Option<&chain::Chain>) -> anyhow::Result<String> {
+    let configured = config.fee_address.as_deref().and_then(auth::normalize_address);
+    match chain {
+        Some(chain) => {
+            let operator = format!("{:#x}", chain.operator);
+            if configured.as_ref().is_some_and(|f| *f != operator) {
+                anyhow::bail!(
+                    "fee-address must be the operator's address {operator} in chain mode: the exchange pays fees to the operator"
+                );
+            }
+            Ok(operator)
         }
+        None => Ok(configured.or_else(|| auth::normalize_address(&config.exchange_address)).expect("validated")),
+    }
+}
+
+/// The five servers' listeners, in [`Bound`]'s order.
+type Listeners = [tokio::net::TcpListener; 5];
+
+fn bind_all(config: &Config) -> anyhow::Result<(Bound, Listeners)> {
+    let bind = |addr: SocketAddr, name: &'static str| {
+        let l = listen(addr).with_context(|| format!("bind {name} on {addr}"))?;
+        let a = l.local_addr()?;
+        tracing::info!(server = name, addr = %a, "listening");
+        anyhow::Ok((l, a))
     };
-    let (ns, ne) = (file.series.len(), file.events.len());
-    for s in file.series {
-        app::catalogue::writes::add_series(state, s).await.map_err(|e| anyhow::anyhow!("catalogue series: {e}"))?;
-    }
-    for e in file.events {
-        app::catalogue::writes::add_event(state, e).await.map_err(|e| anyhow::anyhow!("catalogue event: {e}"))?;
-    }
-    state.store.set_demo_loaded(true)?;
-    tracing::info!(series = ns, events = ne, "demo events loaded");
-    Ok(())
+    let (clob_l, clob) = bind(config.clob_addr, "clob")?;
+    let (gamma_l, gamma) = bind(config.gamma_addr, "gamma")?;
+    let (data_l, data) = bind(config.data_addr, "data")?;
+    let (bridge_l, bridge) = bind(config.bridge_addr, "bridge")?;
+    let (internal_l, internal) = bind(config.internal_addr, "internal")?;
+    Ok((Bound { clob, gamma, data, bridge, internal }, [clob_l, gamma_l, data_l, bridge_l, internal_l]))
+}
+
+/// Serves each server's routes on its listener until `stop`.
+fn serve_all(
+    state: &Arc<app::AppState>,
+    bound: Bound,
+    listeners: Listeners,
+    stop: watch::Receiver<bool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    use api::front::Role;
+    let config = &state.config;
+    // Each server its own budget of bodies in flight and its own count of clients, so no
+    // server's clients can spend another's (`api::front`).
+    let public = |role| api::front::Server {
+        bodies: api::body::Bodies::new(config.body_bytes_in_flight),
+        clients: Some(api::clients::Clients::new(config.max_connections_per_ip, &config.trusted_proxies)),
+        role,
+    };
+    // The operator's server, on loopback behind its token: its clients are not counted.
+    let operator = api::front::Server {
+        bodies: api::body::Bodies::new(config.body_bytes_in_flight),
+        clients: None,
+        role: Role::Unlimited,
+    };
+    let [clob, gamma, data, bridge, internal] = listeners;
+    let s = || state.clone();
+    vec![
+        serve(clob, api::clob_routes(s()), public(Role::OrderBook(s())), stop.clone()),
+        serve(
+            gamma,
+            api::with_openapi(api::openapi::GAMMA, api::catalogue::routes(s())),
+            public(Role::Unlimited),
+            stop.clone(),
+        ),
+        serve(
+            data,
+            api::with_openapi(api::openapi::DATA, api::analytics::routes(s())),
+            public(Role::Unlimited),
+            stop.clone(),
+        ),
+        serve(
+            bridge,
+            api::with_openapi(api::openapi::BRIDGE, api::bridge::routes(s())),
+            public(Role::WritesLimited(s())),
+            stop.clone(),
+        ),
+        serve(internal, api::internal::routes(s(), bound.internal), operator, stop),
+    ]
 }

@@ -40,7 +40,7 @@ fn heartbeat(s: &AppState, r: &Req) -> Result<(), ApiError> {
             return Err(ApiError::bad("Invalid payload"));
         }
     }
-    s.heartbeats.beat(key.key);
+    s.keys.heartbeats.beat(key.key);
     Ok(())
 }
 

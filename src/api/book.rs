@@ -319,7 +319,7 @@ pub(super) fn token_numbers(view: &MarketView) -> Vec<Value> {
 
 /// A market's reward program as SPEC §2.10 shows it (empty without one).
 fn rewards_of(s: &AppState, condition_id: &str) -> Value {
-    super::incentives::rewards_json(s.rewards.read().get(condition_id))
+    super::incentives::rewards_json(s.rewards.programs.read().get(condition_id))
 }
 
 /// A market as Polymarket's CLOB lists it (`GET /markets`, `/markets/{condition_id}`,
@@ -412,7 +412,7 @@ fn listing(s: &AppState, r: &Req, sampling: bool, row: fn(&AppState, &MarketView
     let now = now_secs();
     let views: Vec<Arc<MarketView>> = {
         // Read once and let go: a row reads the program again.
-        let rewards = s.rewards.read();
+        let rewards = s.rewards.programs.read();
         let running = |v: &MarketView| rewards.get(&v.market.condition_id).is_some_and(|c| c.active(now));
         s.registry.tables().list.iter().filter(|v| !sampling || running(v)).cloned().collect()
     };

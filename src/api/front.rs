@@ -275,8 +275,8 @@ impl Conn {
         let invalid = || ApiError::bad("Invalid payload");
         let text = |name: &str| parts.headers.get(name).map(|v| v.to_str().map_err(|_| invalid())).transpose();
         let (xff, real) = (text("x-forwarded-for")?, text("x-real-ip")?);
-        match s.limiter.client_ip(Some(self.peer.0), xff, real) {
-            Some(ip) if !s.limiter.allow(ip) => Err(too_many()),
+        match s.access.limiter.client_ip(Some(self.peer.0), xff, real) {
+            Some(ip) if !s.access.limiter.allow(ip) => Err(too_many()),
             _ => Ok(()),
         }
     }

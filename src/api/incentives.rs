@@ -96,6 +96,7 @@ fn current(s: Arc<AppState>, r: Req) -> ApiResult {
     let now = now_secs();
     let items: Vec<Value> = s
         .rewards
+        .programs
         .read()
         .values()
         .filter(|c| c.active(now))
@@ -156,7 +157,7 @@ fn market_rewards(s: &AppState, r: &Req, condition_id: &str) -> ApiResult {
     if s.registry.condition(condition_id).is_none() {
         return Err(ApiError::not_found("market not found"));
     }
-    let c = s.rewards.read().get(condition_id).filter(|c| c.active(now_secs())).cloned();
+    let c = s.rewards.programs.read().get(condition_id).filter(|c| c.active(now_secs())).cloned();
     page(c.iter().map(|c| market_reward(s, c)).collect(), offset)
 }
 
@@ -174,8 +175,14 @@ async fn user_markets(s: Arc<AppState>, r: Req) -> ApiResult {
         *all.entry(c).or_default() += n.max(0) as u64;
     }
     let now = now_secs();
-    let programs: Vec<RewardConfig> =
-        s.rewards.read().values().filter(|c| c.active(now) || mine.contains_key(&c.condition_id)).cloned().collect();
+    let programs: Vec<RewardConfig> = s
+        .rewards
+        .programs
+        .read()
+        .values()
+        .filter(|c| c.active(now) || mine.contains_key(&c.condition_id))
+        .cloned()
+        .collect();
     let items = programs
         .iter()
         .map(|c| {

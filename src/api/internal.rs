@@ -16,12 +16,10 @@ use super::catalogue::{create_comment, create_event, create_series, set_resoluti
 use super::incentives::{run_payouts, set_program};
 use super::resolution::assign_cluster;
 use super::{handle, recover, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
-use crate::app::catalogue::put_meta;
+use crate::app::markets::{Created, MarketSpec};
 use crate::app::AppState;
 use crate::auth::normalize_address;
 use crate::domain::{parse_u64, AddressStatus, Amount, Asset, Mode};
-use crate::engine::EngineError;
-use crate::MarketSpec;
 
 /// The operator's routes, behind the gate (`dashboard::gate`) of the server bound at
 /// `bound`.
@@ -72,7 +70,7 @@ pub fn routes(state: Arc<AppState>, bound: std::net::SocketAddr) -> Routes {
             .unwrap_or_else(|_| ApiError::db().into_response())
     });
     let rate_get = warp::path!("internal" / "rate-limit").and(warp::get()).and(s()).map(|s: Arc<AppState>| {
-        let (max, window) = s.limiter.settings();
+        let (max, window) = s.access.limiter.settings();
         warp::reply::json(&json!({ "maxRequests": max, "windowSecs": window })).into_response()
     });
     let markets = warp::path!("internal" / "markets").and(warp::get()).and(s()).map(|s: Arc<AppState>| {
@@ -96,7 +94,7 @@ pub fn routes(state: Arc<AppState>, bound: std::net::SocketAddr) -> Routes {
     let mode_get = warp::path!("internal" / "mode")
         .and(warp::get())
         .and(s())
-        .map(|s: Arc<AppState>| warp::reply::json(&json!({ "mode": s.mode() })).into_response());
+        .map(|s: Arc<AppState>| warp::reply::json(&json!({ "mode": s.access.mode() })).into_response());
     use warp::Reply;
     // Boxed in two halves: one long chain of `or`s overflows the compiler's type recursion.
     let setup = post!("markets", create_market)
@@ -143,7 +141,7 @@ pub fn routes(state: Arc<AppState>, bound: std::net::SocketAddr) -> Routes {
             .map(|s: Arc<AppState>| respond(open_withdrawals(&s))))
         .unify()
         .boxed();
-    super::dashboard::gate(state.internal_token.clone(), bound)
+    super::dashboard::gate(state.access.internal_token.clone(), bound)
         .or(super::dashboard::cross_origin())
         .unify()
         .or(setup)
@@ -179,40 +177,16 @@ pub fn routes(state: Arc<AppState>, bound: std::net::SocketAddr) -> Routes {
         .boxed()
 }
 
-/// Creates a market. In chain mode the condition and its tokens are made on chain first
-/// (`app::onchain::make_market`), and a retry with the same question id answers the market
-/// it made.
+/// Creates a market (`app::markets::create`).
 async fn create_market(s: Arc<AppState>, r: Req) -> ApiResult {
-    let mut spec: MarketSpec = r.json()?;
-    let question_id = match &s.chain {
-        Some(_) => Some(crate::app::onchain::make_market(&s, &mut spec).await?),
-        None => None,
-    };
-    let meta = spec.meta(0, None)?;
-    let program = spec.rewards.as_ref().map(|r| r.config(&spec.condition_id)).transpose()?;
-    let m = spec.into_market().map_err(ApiError::bad)?;
-    let (condition_id, tokens) = (m.condition_id.clone(), m.tokens.clone());
-    let made = match s.engine.create_market(m).await {
-        Ok(m) => {
-            put_meta(&s, meta).await?;
-            if let Some(c) = program {
-                crate::app::incentives::set_config(&s, c).await?;
-            }
-            m
-        }
-        Err(EngineError::Exists) if question_id.is_some() => match s.registry.condition(&condition_id) {
-            Some(v) if v.market.tokens == tokens => v.market.clone(),
-            _ => return Err(ApiError::new(StatusCode::CONFLICT, "market already exists")),
-        },
-        Err(EngineError::Exists) => return Err(ApiError::new(StatusCode::CONFLICT, "market already exists")),
-        Err(e) => return Err(e.into()),
-    };
-    let mut body = json!({ "condition_id": made.condition_id, "idx": made.idx });
+    let spec: MarketSpec = r.json()?;
+    let Created { market, question_id } = crate::app::markets::create(&s, spec).await?;
+    let mut body = json!({ "condition_id": market.condition_id, "idx": market.idx });
     if let Some(q) = question_id {
         body["question_id"] = json!(q.to_string());
-        body["tokens"] = json!(made.tokens);
-        body["neg_risk"] = json!(made.neg_risk);
-        body["neg_risk_market_id"] = json!(made.neg_risk_market_id);
+        body["tokens"] = json!(market.tokens);
+        body["neg_risk"] = json!(market.neg_risk);
+        body["neg_risk_market_id"] = json!(market.neg_risk_market_id);
     }
     reply(&body)
 }
@@ -264,7 +238,7 @@ struct ModeBody {
 
 async fn mode(s: Arc<AppState>, r: Req) -> ApiResult {
     let b: ModeBody = r.json()?;
-    s.set_mode(b.mode).await?;
+    crate::app::access::set_mode(&s, b.mode).await?;
     reply(&json!({ "mode": b.mode }))
 }
 
@@ -277,14 +251,7 @@ struct AddressBody {
 async fn addresses(s: Arc<AppState>, r: Req) -> ApiResult {
     let b: AddressBody = r.json()?;
     let a = normalize_address(&b.address).ok_or_else(|| ApiError::bad("invalid address"))?;
-    let mut batch = crate::store::Batch::default();
-    batch.put_address_status(&a, b.status);
-    s.commit(batch).await?;
-    if b.status == AddressStatus::None {
-        s.addresses.write().remove(&a);
-    } else {
-        s.addresses.write().insert(a.clone(), b.status);
-    }
+    crate::app::access::set_address_status(&s, &a, b.status).await?;
     reply(&json!({ "address": a, "status": b.status }))
 }
 
@@ -400,7 +367,7 @@ async fn set_rate_limit(s: Arc<AppState>, r: Req) -> ApiResult {
     if b.window_secs == 0 || b.window_secs > 86_400 {
         return Err(ApiError::bad("windowSecs must be between 1 and 86400"));
     }
-    s.limiter.set(b.max_requests, b.window_secs);
+    s.access.limiter.set(b.max_requests, b.window_secs);
     tracing::info!(max = b.max_requests, window_secs = b.window_secs, "rate limit changed");
     reply(&json!({ "maxRequests": b.max_requests, "windowSecs": b.window_secs }))
 }

@@ -102,6 +102,21 @@ impl From<EngineError> for ApiError {
     }
 }
 
+impl From<crate::app::markets::MarketError> for ApiError {
+    fn from(e: crate::app::markets::MarketError) -> ApiError {
+        use crate::app::markets::MarketError;
+        match e {
+            MarketError::Invalid(m) => ApiError::bad(m),
+            MarketError::Exists => ApiError::new(StatusCode::CONFLICT, "market already exists"),
+            MarketError::BadDate(e) => e.into(),
+            MarketError::Rewards(e) => e.into(),
+            MarketError::Onchain(e) => e.into(),
+            MarketError::Engine(e) => e.into(),
+            MarketError::Store(e) => e.into(),
+        }
+    }
+}
+
 impl From<crate::app::onchain::OnchainError> for ApiError {
     fn from(e: crate::app::onchain::OnchainError) -> ApiError {
         use crate::app::onchain::OnchainError;
@@ -286,7 +301,7 @@ fn now_i64() -> i64 {
 /// L2 authentication (SPEC §5.3–5.4): returns the API key the request is signed with.
 pub fn authenticate(state: &AppState, req: &Req) -> Result<Arc<ApiKeyRecord>, ApiError> {
     let h = l2_headers(req)?;
-    let rec = state.api_key(&h.key).ok_or_else(invalid_key)?;
+    let rec = state.keys.get(&h.key).ok_or_else(invalid_key)?;
     h.verify(req, &rec.address, &rec.passphrase, &rec.secret)?;
     served_once(state, req, &h.key, h.signature, h.timestamp)?;
     Ok(rec)
@@ -301,7 +316,7 @@ pub(crate) fn served_once(state: &AppState, req: &Req, key: &Uuid, signature: &s
         return Ok(());
     }
     let ts: i64 = ts.parse().map_err(|_| ApiError::unauthorized("L2 authentication failure"))?;
-    match state.replays.first_use(key, signature, ts, now_i64()) {
+    match state.keys.replays.first_use(key, signature, ts, now_i64()) {
         crate::app::replay::Use::First => Ok(()),
         crate::app::replay::Use::Replay => Err(ApiError::new(StatusCode::CONFLICT, "duplicate request")),
         crate::app::replay::Use::Full => {
@@ -316,7 +331,7 @@ pub(crate) fn served_once(state: &AppState, req: &Req, key: &Uuid, signature: &s
 /// 401 there.
 pub fn authenticate_read(state: &AppState, req: &Req) -> Result<Arc<ApiKeyRecord>, ApiError> {
     let h = l2_headers(req)?;
-    if let Some(rec) = state.api_key(&h.key) {
+    if let Some(rec) = state.keys.get(&h.key) {
         h.verify(req, &rec.address, &rec.passphrase, &rec.secret)?;
         served_once(state, req, &h.key, h.signature, h.timestamp)?;
         return Ok(rec);

@@ -42,12 +42,9 @@ pub fn market_route(state: Arc<AppState>) -> Routes {
         .boxed()
 }
 
-/// Runs a connection on the feed runtime when there is one.
+/// Runs a connection on the feed runtime.
 async fn on_feed_runtime(conn: impl std::future::Future<Output = ()> + Send + 'static, s: Arc<AppState>) {
-    match &s.feed_rt {
-        Some(rt) => drop(rt.spawn(conn)),
-        None => conn.await,
-    }
+    drop(s.feeds.runtime.spawn(conn));
 }
 
 #[derive(Deserialize)]
@@ -69,7 +66,7 @@ struct UserSubscription {
 fn user_key(s: &AppState, auth: Option<&Auth>) -> Option<uuid::Uuid> {
     let a = auth?;
     let key: uuid::Uuid = a.api_key.trim().parse().ok()?;
-    let rec = s.api_key(&key)?;
+    let rec = s.keys.get(&key)?;
     let ok = crate::auth::ct_eq(a.secret.as_bytes(), rec.secret.as_bytes())
         & crate::auth::ct_eq(a.passphrase.as_bytes(), rec.passphrase.as_bytes());
     ok.then_some(key)
@@ -79,8 +76,7 @@ fn user_key(s: &AppState, auth: Option<&Auth>) -> Option<uuid::Uuid> {
 /// [...], "type": "user"}` it receives that key's `order` and `trade` events (optionally
 /// only for the listed condition IDs) and nothing of anyone else's.
 async fn user(socket: WebSocket, s: Arc<AppState>) {
-    let Some(bus) = s.user_bus.clone() else { return };
-    let mut link = Link::new(socket, &s, bus);
+    let mut link = Link::new(socket, &s, s.feeds.user_bus.clone());
     let mut markets: Option<Vec<String>> = None;
     loop {
         let ok = match link.step().await {
@@ -147,8 +143,7 @@ fn error_frame(message: &str) -> Message {
 
 /// One market-channel connection.
 async fn market(socket: WebSocket, s: Arc<AppState>) {
-    let Some(bus) = s.bus.clone() else { return };
-    let mut link = Link::new(socket, &s, bus);
+    let mut link = Link::new(socket, &s, s.feeds.bus.clone());
     // (market, outcome) subscribed → sequence of the last snapshot or frame delivered.
     let mut subs: HashMap<(u32, u8), u64> = HashMap::new();
     // `custom_feature_enabled`: best_bid_ask messages too.

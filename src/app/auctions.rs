@@ -73,7 +73,7 @@ pub async fn bid(
     condition_id: &str,
     amount: u64,
 ) -> Result<(Auction, Vec<Bid>), AuctionError> {
-    let _one = s.bonds.lock().await;
+    let _one = s.resolution.changes.lock().await;
     let now = now_secs();
     let a = auction_of(s, condition_id)?.filter(|a| !a.closed && now < a.closes_at).ok_or(AuctionError::NotOpen)?;
     let mut bid =
@@ -98,7 +98,7 @@ pub async fn open(s: &AppState, condition_id: &str, duration_secs: u64) -> Resul
     if duration_secs == 0 {
         return Err(AuctionError::NoDuration);
     }
-    let _one = s.bonds.lock().await;
+    let _one = s.resolution.changes.lock().await;
     if auction_of(s, condition_id)?.is_some() {
         return Err(AuctionError::Exists);
     }

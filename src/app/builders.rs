@@ -97,7 +97,7 @@ pub fn readonly_key(s: &AppState, key: &Uuid) -> Result<Option<(ServiceKey, Arc<
     let Some(rec) = load_key(&s.store, key)?.filter(|k| k.kind == KeyKind::Readonly) else {
         return Ok(None);
     };
-    let parent = s.store.reads_for(key)?.and_then(|p| s.api_key(&p));
+    let parent = s.store.reads_for(key)?.and_then(|p| s.keys.get(&p));
     Ok(parent.map(|p| (rec, p)))
 }
 
@@ -108,7 +108,7 @@ async fn create(
     builder_id: Option<String>,
     reads_for: Option<Uuid>,
 ) -> Result<ServiceKey, BuilderError> {
-    let _one = s.key_lock.lock().await;
+    let _one = s.keys.creation.lock().await;
     if s.store.service_keys_of(address, kind).map_err(|_| BuilderError::CreateFailed)?.len()
         >= crate::app::keys::MAX_KEYS
     {
@@ -155,7 +155,7 @@ pub fn keys_of(s: &AppState, address: &str, kind: KeyKind) -> Result<Vec<Service
 
 /// Deletes `address`'s key `id` of `kind`.
 pub async fn delete_key(s: &AppState, address: &str, kind: KeyKind, id: &Uuid) -> Result<(), BuilderError> {
-    let _one = s.key_lock.lock().await;
+    let _one = s.keys.creation.lock().await;
     let rec = load_key(&s.store, id)?.filter(|k| k.kind == kind && k.address == address);
     let rec = rec.ok_or_else(|| kind.not_found())?;
     let mut batch = Batch::default();

@@ -72,7 +72,7 @@ impl ChainSettler {
     /// Applies the receipts of the transactions in flight, in nonce order, as far as they
     /// are at `confirmations`; broadcasts again what the node lost or left unmined.
     async fn outcomes(&mut self) -> anyhow::Result<(usize, usize)> {
-        let chain = self.state.chain.as_ref().expect("chain mode");
+        let chain = &self.state.chain.as_ref().expect("chain mode").link;
         let p = &chain.provider;
         let latest = p.get_block_number().await?;
         let depth = chain.settings.confirmations - 1;
@@ -164,7 +164,7 @@ impl ChainSettler {
             return Ok(0);
         }
         let state = self.state.clone();
-        let chain = state.chain.as_ref().expect("chain mode");
+        let chain = &state.chain.as_ref().expect("chain mode").link;
         let p = &chain.provider;
         // Each call's transaction, or why it cannot settle; with its trades and last sequence.
         let calls: Vec<(Result<TransactionRequest, String>, Vec<Uuid>, u64)> = matches(&trades)

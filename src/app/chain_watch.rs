@@ -40,7 +40,7 @@ impl ChainWatch {
     /// Returns how many open orders it cancelled.
     pub async fn pass(&mut self) -> anyhow::Result<usize> {
         let s = &self.state;
-        let chain = s.chain.as_ref().expect("chain mode");
+        let chain = &s.chain.as_ref().expect("chain mode").link;
         let latest = chain.provider.get_block_number().await?;
         let mut cancelled = 0;
         // A data directory's first pass starts at the head: no order of it is older.
@@ -75,7 +75,7 @@ impl ChainWatch {
 /// placed with), predex's becomes it and the maker's open orders are cancelled. Returns
 /// how many.
 pub async fn raise_nonce(s: &AppState, maker: &str, known: u64) -> anyhow::Result<usize> {
-    let chain = s.chain.as_ref().expect("chain mode");
+    let chain = &s.chain.as_ref().expect("chain mode").link;
     let onchain = chain.maker_nonce(maker.parse()?).await?;
     if onchain <= known {
         return Ok(0);

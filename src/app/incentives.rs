@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use alloy_primitives::{keccak256, U256};
+use parking_lot::{Mutex, RwLock};
 use serde::Deserialize;
 
 use crate::app::AppState;
@@ -96,9 +97,18 @@ impl RewardSpec {
     }
 }
 
-/// Every market's reward program, kept in memory (read by the sampler and the listings).
-pub fn load(store: &Store) -> Result<BTreeMap<String, RewardConfig>, StoreError> {
-    Ok(store.reward_configs()?.into_iter().map(|c| (c.condition_id.clone(), c)).collect())
+/// The rewards' state: every market's reward program, kept in memory (read by the sampler
+/// and the listings), and the lock that serialises payouts (worker and operator).
+pub struct Rewards {
+    pub programs: RwLock<BTreeMap<String, RewardConfig>>,
+    pub payouts: Mutex<()>,
+}
+
+impl Rewards {
+    pub fn load(store: &Store) -> Result<Rewards, StoreError> {
+        let programs = store.reward_configs()?.into_iter().map(|c| (c.condition_id.clone(), c)).collect();
+        Ok(Rewards { programs: RwLock::new(programs), payouts: Mutex::new(()) })
+    }
 }
 
 /// Sets (or replaces) a market's program once durable.
@@ -106,7 +116,7 @@ pub async fn set_config(s: &AppState, c: RewardConfig) -> Result<(), StoreError>
     let mut b = Batch::default();
     b.put_reward_config(&c);
     s.commit(b).await?;
-    s.rewards.write().insert(c.condition_id.clone(), c);
+    s.rewards.programs.write().insert(c.condition_id.clone(), c);
     Ok(())
 }
 
@@ -147,6 +157,7 @@ pub fn shares(pool: u64, sc: &RewardScores) -> Vec<(Arc<str>, u64)> {
 pub fn sample(s: &AppState, interval_ms: u64, now: u64) -> Result<usize, String> {
     let configs: Vec<(RewardConfig, u32)> = s
         .rewards
+        .programs
         .read()
         .values()
         .filter(|c| c.active(now))
@@ -224,7 +235,7 @@ fn first_day(s: &AppState) -> Result<Option<u32>, StoreError> {
 /// day; the operator may name today, which pays what it holds so far and closes it).
 /// Serialised: the worker and the operator never pay at once.
 pub fn pay_through(s: &AppState, last: u32) -> Result<Vec<DayPaid>, String> {
-    let _one = s.payouts.lock();
+    let _one = s.rewards.payouts.lock();
     let err = |e: StoreError| e.to_string();
     let through: Option<u32> = s.store.payouts_through().map_err(err)?;
     let start = match through {
@@ -353,7 +364,7 @@ pub fn order_scoring(s: &AppState, o: &OrderRecord, now: u64) -> bool {
     if o.status != OrderStatus::Live {
         return false;
     }
-    let Some(c) = s.rewards.read().get(&*o.token.condition_id).cloned() else {
+    let Some(c) = s.rewards.programs.read().get(&*o.token.condition_id).cloned() else {
         return false;
     };
     let Some(view) = s.registry.condition(&o.token.condition_id) else {
@@ -378,6 +389,7 @@ pub fn order_scoring(s: &AppState, o: &OrderRecord, now: u64) -> bool {
 pub async fn shares_now(s: &AppState, address: &str, now: u64) -> Result<Vec<(String, u64)>, EngineError> {
     let configs: Vec<(String, u32, u32, u64)> = s
         .rewards
+        .programs
         .read()
         .values()
         .filter(|c| c.active(now))

@@ -2,11 +2,83 @@
 //! keys an L1-verified address creates, derives, lists and deletes. The routes verify the
 //! L1 or L2 headers; the rules of what a verified address may do are here.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
-use crate::app::AppState;
+use crate::app::{replay::Replays, AppState};
 use crate::domain::{now_secs, AddressStatus, ApiKeyRecord, InviteRecord};
-use crate::store::{Batch, StoreError};
+use crate::store::{Batch, Store, StoreError};
+
+/// The keys' state: every API key, read by L2 authentication on each request without
+/// touching RocksDB (updated once a key's creation or deletion is durable), the lock that
+/// makes one key of two concurrent creations, the signatures of fresh L2 requests, and the
+/// keys enrolled in heartbeat monitoring.
+pub struct Keys {
+    records: RwLock<HashMap<Uuid, Arc<ApiKeyRecord>>>,
+    /// Serialises key creation (API, builder and relayer keys), so an invitation code is
+    /// consumed once.
+    pub creation: tokio::sync::Mutex<()>,
+    /// Signatures of the state-changing L2 requests served while they are fresh.
+    pub replays: Replays,
+    pub heartbeats: Arc<Heartbeats>,
+}
+
+impl Keys {
+    pub fn load(store: &Store) -> Result<Keys, StoreError> {
+        Ok(Keys {
+            records: RwLock::new(store.all_api_keys()?.into_iter().map(|k| (k.key, Arc::new(k))).collect()),
+            creation: Default::default(),
+            replays: Default::default(),
+            heartbeats: Default::default(),
+        })
+    }
+
+    pub fn get(&self, key: &Uuid) -> Option<Arc<ApiKeyRecord>> {
+        self.records.read().get(key).cloned()
+    }
+
+    /// Records a created (Some) or deleted (None) key once its write is durable.
+    fn set(&self, key: Uuid, rec: Option<ApiKeyRecord>) {
+        let mut m = self.records.write();
+        match rec {
+            Some(r) => m.insert(key, Arc::new(r)),
+            None => m.remove(&key),
+        };
+    }
+}
+
+/// More than this without a heartbeat cancels an enrolled key's orders (SPEC §4.2).
+pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// API keys enrolled in heartbeat monitoring, with their last heartbeat.
+#[derive(Debug, Default)]
+pub struct Heartbeats(Mutex<HashMap<Uuid, Instant>>);
+
+impl Heartbeats {
+    /// Enrols the key on its first heartbeat; later ones reset its countdown.
+    pub fn beat(&self, key: Uuid) {
+        self.0.lock().insert(key, Instant::now());
+    }
+
+    /// Removes and returns the keys silent for longer than `timeout`.
+    pub fn take_silent(&self, now: Instant, timeout: Duration) -> Vec<Uuid> {
+        let mut m = self.0.lock();
+        let silent: Vec<Uuid> =
+            m.iter().filter(|(_, t)| now.saturating_duration_since(**t) > timeout).map(|(k, _)| *k).collect();
+        for k in &silent {
+            m.remove(k);
+        }
+        silent
+    }
+
+    pub fn is_enrolled(&self, key: &Uuid) -> bool {
+        self.0.lock().contains_key(key)
+    }
+}
 
 /// The catalogued message for a bad address header or a bad invitation code (SPEC §7.2).
 pub const INVALID_ADDRESS_HEADER: &str = "invalid OPENFISH_ADDRESS style message: invalid address header";
@@ -94,7 +166,7 @@ pub async fn create(
     invitation: Option<&str>,
 ) -> Result<ApiKeyRecord, KeyError> {
     // One creation at a time: two requests for one (address, nonce) make one key.
-    let _one = s.key_lock.lock().await;
+    let _one = s.keys.creation.lock().await;
     if s.store.key_id_at(address, nonce)?.is_some() {
         return Err(KeyError::Exists);
     }
@@ -126,7 +198,7 @@ pub async fn create(
     };
     batch.add_api_key(&rec);
     s.commit(batch).await?;
-    s.set_api_key(rec.key, Some(rec.clone()));
+    s.keys.set(rec.key, Some(rec.clone()));
     Ok(rec)
 }
 
@@ -141,7 +213,7 @@ pub async fn delete(s: &AppState, key: &ApiKeyRecord) -> Result<(), KeyError> {
     let mut b = Batch::default();
     b.delete_api_key(key);
     s.commit(b).await?;
-    s.set_api_key(key.key, None);
+    s.keys.set(key.key, None);
     Ok(())
 }
 
@@ -152,5 +224,5 @@ pub fn ids_of(s: &AppState, address: &str) -> Result<Vec<Uuid>, KeyError> {
 
 /// Whether an address may only close positions.
 pub fn closed_only(s: &AppState, address: &str) -> bool {
-    s.address_status(address) == AddressStatus::ClosedOnly
+    s.access.address_status(address) == AddressStatus::ClosedOnly
 }

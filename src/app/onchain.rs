@@ -7,13 +7,17 @@
 //! as in ledger mode. An account is read from the chain the first time an order spends
 //! from it and whenever its owner asks (`GET /balance-allowance/update`).
 
-use alloy_primitives::{Address, Bytes, B256, U256};
+use std::collections::HashSet;
 
+use alloy_primitives::{Address, Bytes, B256, U256};
+use parking_lot::Mutex;
+
+use super::markets::MarketSpec;
 use super::AppState;
+use crate::chain::Chain;
 use crate::domain::{Amount, Token, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
 use crate::ledger::Account;
-use crate::MarketSpec;
 
 #[derive(Debug, thiserror::Error)]
 pub enum OnchainError {
@@ -27,6 +31,23 @@ pub enum OnchainError {
     Engine(#[from] EngineError),
 }
 
+/// Chain mode's state: the link to the chain and the (address, asset) accounts read from
+/// the chain since start.
+pub struct OnChain {
+    pub link: Chain,
+    synced: Mutex<HashSet<(String, String)>>,
+}
+
+impl OnChain {
+    pub fn new(link: Chain) -> OnChain {
+        OnChain { link, synced: Default::default() }
+    }
+}
+
+fn on_chain(s: &AppState) -> Result<&OnChain, OnchainError> {
+    s.chain.as_ref().ok_or_else(|| OnchainError::Invalid("not in chain mode".into()))
+}
+
 fn chain_err(e: anyhow::Error) -> OnchainError {
     OnchainError::Chain(format!("{e:#}"))
 }
@@ -35,7 +56,7 @@ fn chain_err(e: anyhow::Error) -> OnchainError {
 /// its YES and NO token ids and, for negative risk, the adapter market. Returns the
 /// question id. Bad input is refused before anything is sent.
 pub async fn make_market(s: &AppState, spec: &mut MarketSpec) -> Result<B256, OnchainError> {
-    let chain = s.chain.as_ref().ok_or_else(|| OnchainError::Invalid("not in chain mode".into()))?;
+    let chain = &on_chain(s)?.link;
     if !spec.condition_id.is_empty() || !spec.tokens.is_empty() {
         return Err(OnchainError::Invalid(
             "in chain mode the condition and its tokens are made on chain: leave condition_id and tokens out".into(),
@@ -89,7 +110,8 @@ pub async fn make_market(s: &AppState, spec: &mut MarketSpec) -> Result<B256, On
 /// Reads what the chain lets `address` spend of `asset` (`USDC` or a token id) and makes
 /// it the account's settled balance; returns the account after.
 pub async fn refresh(s: &AppState, address: &str, asset: &str) -> Result<Account, OnchainError> {
-    let chain = s.chain.as_ref().ok_or_else(|| OnchainError::Invalid("not in chain mode".into()))?;
+    let on = on_chain(s)?;
+    let chain = &on.link;
     let owner: Address = address.parse().map_err(|_| OnchainError::Invalid("invalid address".into()))?;
     let units = if asset == COLLATERAL {
         chain.collateral_spendable(owner).await
@@ -104,13 +126,13 @@ pub async fn refresh(s: &AppState, address: &str, asset: &str) -> Result<Account
         .engine
         .transfer(address.to_string(), vec![(asset.to_string(), LedgerChange::Set(amount))], Default::default())
         .await?;
-    s.synced.lock().insert((address.to_string(), asset.to_string()));
+    on.synced.lock().insert((address.to_string(), asset.to_string()));
     Ok(accounts[0])
 }
 
 /// [`refresh`], once per account and process: before an order first spends from it.
 pub async fn ensure(s: &AppState, address: &str, asset: &str) -> Result<(), OnchainError> {
-    if s.synced.lock().contains(&(address.to_string(), asset.to_string())) {
+    if on_chain(s)?.synced.lock().contains(&(address.to_string(), asset.to_string())) {
         return Ok(());
     }
     refresh(s, address, asset).await.map(|_| ())
@@ -120,11 +142,12 @@ pub async fn ensure(s: &AppState, address: &str, asset: &str) -> Result<(), Onch
 /// order, so an order with the nonce the exchanges hold is accepted and a stale one refused.
 pub async fn ensure_nonce(s: &AppState, maker: &str) -> Result<(), OnchainError> {
     let key = (maker.to_string(), NONCE_READ.to_string());
-    if s.synced.lock().contains(&key) {
+    let synced = &on_chain(s)?.synced;
+    if synced.lock().contains(&key) {
         return Ok(());
     }
     super::chain_watch::raise_nonce(s, maker, 0).await.map_err(chain_err)?;
-    s.synced.lock().insert(key);
+    synced.lock().insert(key);
     Ok(())
 }
 

@@ -81,7 +81,7 @@ pub struct NewOrder {
 
 /// New orders are refused outside normal mode (SPEC §1.5).
 pub fn check_new_orders(s: &AppState) -> Result<(), OrderError> {
-    match s.mode() {
+    match s.access.mode() {
         Mode::Normal => Ok(()),
         Mode::CancelOnly => Err(OrderError::CancelOnly),
         Mode::TradingDisabled => Err(OrderError::Disabled),
@@ -90,7 +90,7 @@ pub fn check_new_orders(s: &AppState) -> Result<(), OrderError> {
 
 /// Cancels are refused only when trading is disabled (SPEC §1.5).
 pub fn check_cancels(s: &AppState) -> Result<(), OrderError> {
-    match s.mode() {
+    match s.access.mode() {
         Mode::TradingDisabled => Err(OrderError::Disabled),
         _ => Ok(()),
     }
@@ -177,7 +177,7 @@ fn validate(s: &AppState, key: &ApiKeyRecord, order: NewOrder) -> Result<(OrderR
     };
     let signer_s = key.address.clone();
     for a in [&maker_s, &signer_s] {
-        match s.address_status(a) {
+        match s.access.address_status(a) {
             AddressStatus::Banned => return Err(OrderError::Banned(a.clone())),
             AddressStatus::ClosedOnly if side == Side::Buy => {
                 return Err(OrderError::ClosedOnly(a.clone()));

@@ -19,6 +19,13 @@ use crate::domain::{fmt_amount, now_secs, Amount, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
 use crate::store::{Batch, StoreError};
 
+/// The resolution's state: the lock that serialises bond and resolution changes (handlers,
+/// auctions and the resolution worker).
+#[derive(Default)]
+pub struct Resolution {
+    pub changes: tokio::sync::Mutex<()>,
+}
+
 /// What a bond or resolution service refuses (the routes give each its SPEC §7 reply).
 #[derive(Debug, thiserror::Error)]
 pub enum ResolutionError {
@@ -104,7 +111,7 @@ pub async fn post_bond(s: &AppState, agent: String, condition_id: &str, amount: 
     if is_closed(s, &view) {
         return Err(ResolutionError::Resolved);
     }
-    let _one = s.bonds.lock().await;
+    let _one = s.resolution.changes.lock().await;
     let now = now_secs();
     let mut bond = match s.store.bond(&agent, condition_id)? {
         Some(x) if x.status == BondStatus::Posted => x,
@@ -216,7 +223,7 @@ pub async fn propose(
         .iter()
         .position(|t| t.outcome.eq_ignore_ascii_case(outcome) || t.token_id == outcome)
         .ok_or(ResolutionError::NoSuchOutcome)? as u8;
-    let _one = s.bonds.lock().await;
+    let _one = s.resolution.changes.lock().await;
     let meta = crate::app::catalogue::meta_or_new(s, condition_id);
     match meta.resolution {
         Some(ResolutionStatus::Resolved) => return Err(ResolutionError::Resolved),
@@ -258,7 +265,7 @@ pub async fn propose(
 /// resolves the market.
 pub async fn dispute(s: &AppState, agent: &str, condition_id: &str) -> Result<ProposalView, ResolutionError> {
     market(s, condition_id)?;
-    let _one = s.bonds.lock().await;
+    let _one = s.resolution.changes.lock().await;
     let p = s.store.proposal(condition_id)?;
     let Some(mut p) = p.filter(|p| !p.resolved) else {
         return Err(ResolutionError::NotResolving);
@@ -301,7 +308,7 @@ pub async fn assign_cluster(s: &AppState, condition_id: &str, cluster: u64) -> R
 /// RESOLVED with the winner (redeem reads it), and settles its bonds. Safe to repeat: each
 /// step is skipped once done.
 pub fn resolve(s: &AppState, condition_id: &str, winner: u8) -> Result<(), String> {
-    let _one = s.bonds.blocking_lock();
+    let _one = s.resolution.changes.blocking_lock();
     s.engine.blocking().close_market(condition_id.to_string()).map_err(|x| format!("{x:?}"))?;
     let proposal = s.store.proposal(condition_id).map_err(|x| x.to_string())?;
     // A disputed market: whoever was wrong, proposer or disputer, forfeits its bond to
@@ -352,7 +359,7 @@ pub fn resolve(s: &AppState, condition_id: &str, winner: u8) -> Result<(), Strin
 pub fn run_due(s: &AppState) -> Result<Vec<String>, String> {
     let now = now_secs();
     {
-        let _one = s.bonds.blocking_lock();
+        let _one = s.resolution.changes.blocking_lock();
         crate::app::auctions::close_due(s, now).map_err(|e| format!("question auctions: {e}"))?;
     }
     let mut due = BTreeMap::new();

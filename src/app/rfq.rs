@@ -24,6 +24,13 @@ use crate::domain::{now_secs, Amount, ApiKeyRecord, Price, Side, COLLATERAL};
 use crate::engine::{BlockTrade, EngineError, Reject};
 use crate::store::{Batch, StoreError};
 
+/// The RFQ's state: the lock that serialises its changes (handlers and the expiration
+/// worker).
+#[derive(Default)]
+pub struct Rfq {
+    pub changes: tokio::sync::Mutex<()>,
+}
+
 /// What an RFQ service refuses (the routes give each its SPEC §7 reply).
 #[derive(Debug, thiserror::Error)]
 pub enum RfqError {
@@ -178,7 +185,7 @@ pub async fn quote(
     ttl_secs: u64,
     terms: Option<Terms>,
 ) -> Result<(RfqQuote, RfqRequest), RfqError> {
-    let _one = s.rfq.lock().await;
+    let _one = s.rfq.changes.lock().await;
     let now = now_secs();
     let req = s.store.rfq_request(&rfq)?.filter(|x| x.is_open(now)).ok_or(RfqError::NotOpen)?;
     if *req.address == *key.address {
@@ -229,7 +236,7 @@ pub async fn accept(
     want_rfq: Option<Uuid>,
     want_quote: Option<Uuid>,
 ) -> Result<Accepted, RfqError> {
-    let _one = s.rfq.lock().await;
+    let _one = s.rfq.changes.lock().await;
     let now = now_secs();
     let rfq = match (want_quote, want_rfq) {
         (Some(q), named) => {
@@ -342,7 +349,7 @@ pub async fn approve(
 /// The requester withdraws its open request `id`: it becomes CANCELLED and its pending
 /// quotes REJECTED, in one batch.
 pub async fn cancel_request(s: &AppState, key: &ApiKeyRecord, id: Uuid) -> Result<(), RfqError> {
-    let _one = s.rfq.lock().await;
+    let _one = s.rfq.changes.lock().await;
     let now = now_secs();
     let mut req = s.store.rfq_request(&id)?.filter(|x| *x.address == *key.address).ok_or(RfqError::NotOwned)?;
     if !req.is_open(now) {
@@ -357,7 +364,7 @@ pub async fn cancel_request(s: &AppState, key: &ApiKeyRecord, id: Uuid) -> Resul
 
 /// The quoter withdraws its pending quote `id`: it becomes CANCELLED.
 pub async fn cancel_quote(s: &AppState, key: &ApiKeyRecord, id: Uuid) -> Result<(), RfqError> {
-    let _one = s.rfq.lock().await;
+    let _one = s.rfq.changes.lock().await;
     let now = now_secs();
     let rfq = s.store.rfq_of_quote(&id)?.ok_or(RfqError::QuoteGone)?;
     let q = s.store.rfq_quotes(&rfq)?.into_iter().find(|q| q.id == id).ok_or(RfqError::QuoteGone)?;
@@ -410,7 +417,7 @@ pub fn own_quotes(s: &AppState, owner: &Uuid) -> Result<Vec<(RfqRequest, RfqQuot
 /// Marks requests and quotes past their TTL EXPIRED (the RFQ expiration worker, from its
 /// OS thread). Returns (requests, quotes) expired.
 pub fn expire_due(s: &AppState, now: u64) -> Result<(usize, usize), StoreError> {
-    let _one = s.rfq.blocking_lock();
+    let _one = s.rfq.changes.blocking_lock();
     let due = s.store.rfq_expiring(now)?;
     if due.is_empty() {
         return Ok((0, 0));

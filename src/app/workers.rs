@@ -14,43 +14,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use parking_lot::Mutex;
-use uuid::Uuid;
 
 use crate::app::settlement::LedgerSettlement;
 use crate::app::AppState;
 use crate::config::Config;
 use crate::engine::EngineHandle;
 use crate::metrics::Metrics;
-
-/// More than this without a heartbeat cancels an enrolled key's orders (SPEC §4.2).
-pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// API keys enrolled in heartbeat monitoring, with their last heartbeat.
-#[derive(Debug, Default)]
-pub struct Heartbeats(Mutex<std::collections::HashMap<Uuid, Instant>>);
-
-impl Heartbeats {
-    /// Enrols the key on its first heartbeat; later ones reset its countdown.
-    pub fn beat(&self, key: Uuid) {
-        self.0.lock().insert(key, Instant::now());
-    }
-
-    /// Removes and returns the keys silent for longer than `timeout`.
-    pub fn take_silent(&self, now: Instant, timeout: Duration) -> Vec<Uuid> {
-        let mut m = self.0.lock();
-        let silent: Vec<Uuid> =
-            m.iter().filter(|(_, t)| now.saturating_duration_since(**t) > timeout).map(|(k, _)| *k).collect();
-        for k in &silent {
-            m.remove(k);
-        }
-        silent
-    }
-
-    pub fn is_enrolled(&self, key: &Uuid) -> bool {
-        self.0.lock().contains_key(key)
-    }
-}
 
 pub struct Workers {
     stop: Option<Sender<()>>,
@@ -77,7 +46,7 @@ impl Workers {
             Box::new(Payouts(state.clone())),
             Box::new(Resolution(state.clone())),
             Box::new(RfqExpiration(state.clone())),
-            Box::new(HeartbeatMonitor { heartbeats: state.heartbeats.clone(), engine, stats: stats.clone() }),
+            Box::new(HeartbeatMonitor { heartbeats: state.keys.heartbeats.clone(), engine, stats: stats.clone() }),
         ];
         let (stop, rx) = crossbeam_channel::bounded::<()>(0);
         let threads = workers
@@ -242,7 +211,7 @@ impl Worker for RfqExpiration {
 
 /// Cancels the orders of keys that missed their heartbeat.
 struct HeartbeatMonitor {
-    heartbeats: Arc<Heartbeats>,
+    heartbeats: Arc<super::keys::Heartbeats>,
     engine: EngineHandle,
     stats: Arc<Metrics>,
 }
@@ -255,7 +224,7 @@ impl Worker for HeartbeatMonitor {
         c.heartbeat_check_ms
     }
     fn run(&mut self) -> Option<String> {
-        let silent = self.heartbeats.take_silent(Instant::now(), HEARTBEAT_TIMEOUT);
+        let silent = self.heartbeats.take_silent(Instant::now(), super::keys::HEARTBEAT_TIMEOUT);
         if silent.is_empty() {
             return None;
         }

@@ -163,7 +163,7 @@ async fn overview(s: &AppState) -> ApiResult {
             "closed": m.closed,
         }));
     }
-    let chain = match &s.chain {
+    let chain = match s.chain.as_ref().map(|c| &c.link) {
         None => Value::Null,
         Some(c) => {
             use alloy_provider::Provider;
@@ -184,9 +184,9 @@ async fn overview(s: &AppState) -> ApiResult {
             })
         }
     };
-    let (max, window) = s.limiter.settings();
+    let (max, window) = s.access.limiter.settings();
     Ok(warp::reply::json(&json!({
-        "mode": s.mode(),
+        "mode": s.access.mode(),
         "rateLimit": { "maxRequests": max, "windowSecs": window },
         "markets": markets,
         "settlement": {

@@ -9,12 +9,13 @@
 
 use std::path::Path;
 
+use anyhow::Context;
 use serde::Deserialize;
 
 use crate::app::AppState;
 use crate::domain::{fmt_amount, parse_decimal};
 use crate::engine::EngineError;
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 
 pub mod transfers;
 
@@ -233,9 +234,30 @@ impl AssetTable {
     }
 }
 
+/// The bridge's state: its asset table, and the lock that serialises transfer changes
+/// and numbers them.
+pub struct Bridge {
+    /// None: no table found; the bridge answers 503.
+    assets: Option<AssetTable>,
+    pub(crate) next_transfer: tokio::sync::Mutex<u64>,
+}
+
+impl Bridge {
+    /// The table at `assets` (a warning when there is none) and the next transfer's number.
+    pub fn load(store: &Store, assets: &Path) -> anyhow::Result<Bridge> {
+        let table = if assets.exists() {
+            Some(AssetTable::load(assets).with_context(|| format!("bridge assets {}", assets.display()))?)
+        } else {
+            tracing::warn!(path = %assets.display(), "no bridge asset table: the bridge answers 503");
+            None
+        };
+        Ok(Bridge { assets: table, next_transfer: tokio::sync::Mutex::new(store.last_transfer_id()? + 1) })
+    }
+}
+
 /// The asset table, or NotConfigured when the venue has none.
 pub fn table(s: &AppState) -> Result<&AssetTable, BridgeError> {
-    s.bridge.as_ref().ok_or(BridgeError::NotConfigured)
+    s.bridge.assets.as_ref().ok_or(BridgeError::NotConfigured)
 }
 
 /// `fromAmountBaseUnit`: a positive integer string.

@@ -9,7 +9,7 @@
 //!   operator completes it with the destination transaction or fails it, which refunds.
 //! - A bridge address's (or a wallet's) transfers are listed newest first.
 //!
-//! Every change of a transfer goes through [`Desk`]'s lock, so two reports of one
+//! Every change of a transfer goes through [`super::Bridge`]'s lock, so two reports of one
 //! transaction cannot both credit, and a withdrawal cannot be completed and failed.
 
 use alloy_primitives::{keccak256, Address};
@@ -20,7 +20,7 @@ use crate::app::{acts_for, AppState};
 use crate::auth::normalize_address;
 use crate::domain::{now_millis, Amount, ApiKeyRecord, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
-use crate::store::{Batch, Store, StoreError};
+use crate::store::{Batch, StoreError};
 
 pub use crate::domain::bridge::{BridgeAddress, Status, Transfer, TransferKind};
 
@@ -54,17 +54,6 @@ fn new_transfer(
         reason: None,
         created_ms: now,
         updated_ms: now,
-    }
-}
-
-/// Serialises transfer changes and numbers them.
-pub struct Desk {
-    next_id: tokio::sync::Mutex<u64>,
-}
-
-impl Desk {
-    pub fn load(store: &Store) -> Result<Desk, StoreError> {
-        Ok(Desk { next_id: tokio::sync::Mutex::new(store.last_transfer_id()? + 1) })
     }
 }
 
@@ -174,7 +163,7 @@ pub async fn withdraw(
     let addrs = derive(&s.config.exchange_address, TransferKind::Withdrawal, &owner, &route);
     let bridge_address = address_key(&addrs[0]).expect("derived addresses parse");
 
-    let mut next = s.transfers.next_id.lock().await;
+    let mut next = s.bridge.next_transfer.lock().await;
     let rec = Transfer {
         to_amount: priced.to_units.to_string(),
         recipient: Some(recipient),
@@ -248,7 +237,7 @@ pub async fn confirm_deposit(s: &AppState, b: &ArrivalReport) -> Result<Arrival,
     let to = t.collateral();
     let tx_lower = tx.to_ascii_lowercase();
 
-    let mut next = s.transfers.next_id.lock().await;
+    let mut next = s.bridge.next_transfer.lock().await;
     if let Some(id) = s.store.deposit_of_tx(&from.chain_id, &tx_lower)? {
         let rec = load(s, id)?;
         let same = rec.bridge_address == bridge_address
@@ -300,7 +289,7 @@ pub struct Outcome {
 
 /// Settles a PROCESSING withdrawal; FAILED credits the collateral back.
 pub async fn settle_withdrawal(s: &AppState, id: &str, b: Outcome) -> Result<Transfer, BridgeError> {
-    let _lock = s.transfers.next_id.lock().await;
+    let _lock = s.bridge.next_transfer.lock().await;
     let missing = || BridgeError::WithdrawalNotFound(id.to_string());
     let n: u64 = id.parse().map_err(|_| missing())?;
     let mut rec = s.store.transfer(n)?.ok_or_else(missing)?;

@@ -9,21 +9,16 @@ use serde::Deserialize;
 
 use super::reads::comment_parent;
 use super::{
-    meta_or_new, put_meta, slugify, CatalogueError, CommentRecord, EventRecord, MarketMeta, ResolutionStatus,
-    SeriesRecord,
+    meta_or_new, put_meta, slugify, CatalogueError, CommentRecord, EventRecord, ResolutionStatus, SeriesRecord,
 };
+use crate::app::markets::{opt_date, MarketSpec};
 use crate::app::AppState;
 use crate::auth::normalize_address;
 use crate::commit::views::MarketView;
 use crate::domain::catalogue::EventPage;
-use crate::domain::{now_secs, parse_date, BadDate};
+use crate::domain::now_secs;
 use crate::engine::EngineError;
 use crate::store::Batch;
-use crate::MarketSpec;
-
-fn opt_date(d: &Option<String>) -> Result<Option<u64>, BadDate> {
-    d.as_deref().map(parse_date).transpose()
-}
 
 fn slug_or_title(slug: Option<&str>, title: &str) -> Result<String, CatalogueError> {
     let slug = slug.filter(|x| !x.is_empty()).map_or_else(|| slugify(title), str::to_string);
@@ -236,27 +231,4 @@ pub async fn set_resolution(
         put_meta(s, meta).await?;
     }
     Ok(view)
-}
-
-impl MarketSpec {
-    /// The catalogue metadata this spec carries, for the event `event_id` (0: none), over
-    /// what the market already had (a field the spec leaves empty keeps its value).
-    pub fn meta(&self, event_id: u64, had: Option<&MarketMeta>) -> Result<MarketMeta, BadDate> {
-        let old = had.cloned().unwrap_or_default();
-        let text = |new: &String, old: String| if new.is_empty() { old } else { new.clone() };
-        Ok(MarketMeta {
-            condition_id: self.condition_id.clone(),
-            event_id: Some(event_id).filter(|&e| e > 0).or(old.event_id),
-            description: text(&self.description, old.description),
-            resolution_source: text(&self.resolution_source, old.resolution_source),
-            image: text(&self.image, old.image),
-            icon: text(&self.icon, old.icon),
-            group_item_title: text(&self.group_item_title, old.group_item_title),
-            start_date: opt_date(&self.start_date)?.or(old.start_date),
-            end_date: opt_date(&self.end_date)?.or(old.end_date),
-            resolution: old.resolution,
-            resolved_outcome: old.resolved_outcome,
-            created_at: if old.created_at > 0 { old.created_at } else { now_secs() },
-        })
-    }
 }

@@ -76,8 +76,10 @@ async fn bench(args: &Args, rpc: &str) -> anyhow::Result<()> {
     };
     let domains = OrderDomains::new(&config.order_domain_name, d.chain_id, d.exchange, d.neg_risk_exchange);
     let app = predex::App::start(config).await?;
-    let (clob, internal) =
-        (app.bound.clob, predex::client::Operator::new(app.bound.internal, app.state.internal_token.to_string()));
+    let (clob, internal) = (
+        app.bound.clob,
+        predex::client::Operator::new(app.bound.internal, app.state.access.internal_token.to_string()),
+    );
 
     let (st, m) = internal.call("POST", "/internal/markets", Some(json!({"question": "Chain bench?"}))).await;
     if st != 200 {
