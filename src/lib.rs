@@ -156,7 +156,7 @@ impl App {
             .build()?,
         );
         if state.chain.is_none() {
-            app::markets::load_demo(&state, &config.catalogue).await?;
+            app::demo::load(&state, &config.catalogue).await?;
         }
         let (shutdown, stop) = watch::channel(false);
         let (bound, listeners) = bind_all(&config)?;

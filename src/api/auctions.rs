@@ -1,4 +1,4 @@
-//! Question auctions' routes (`app::auctions` has the rules): `POST /auctions/bid` (L2),
+//! Question auctions' routes (`app::resolution::auctions` has the rules): `POST /auctions/bid` (L2),
 //! `GET /auctions/{condition_id}`, and the operator's `POST /internal/auctions`.
 
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use warp::http::StatusCode;
 use warp::Filter;
 
 use super::{authenticate, handle, respond, with_state, ApiError, ApiResult, Req, Routes};
-use crate::app::auctions::{self, Auction, AuctionError, Bid};
+use crate::app::resolution::auctions::{self, Auction, AuctionError, Bid};
 use crate::app::AppState;
 use crate::domain::fmt_date;
 use crate::domain::COLLATERAL;

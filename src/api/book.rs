@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use warp::Filter;
 
-use super::orders::page;
+use super::{paging, render};
 use super::{reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
 use crate::app::AppState;
 use crate::commit::views::{BookSnapshot, MarketView};
@@ -292,31 +292,6 @@ fn get_fee_rate(s: Arc<AppState>, r: Req) -> ApiResult {
     reply(&json!({ "base_fee": 0 }))
 }
 
-pub(super) fn token_prices(view: &MarketView) -> Vec<Value> {
-    let snap = view.snapshot();
-    view.market
-        .tokens
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let price = match snap.best(i as u8) {
-                (Some(b), Some(a)) => Price::midpoint(b, a),
-                _ => snap.last_trade(i as u8).map_or(Price::ZERO, |x| x.0),
-            };
-            json!({ "token_id": t.token_id, "outcome": t.outcome, "price": price.short() })
-        })
-        .collect()
-}
-
-/// [`token_prices`] with each price a JSON number, as Polymarket's market objects carry it.
-pub(super) fn token_numbers(view: &MarketView) -> Vec<Value> {
-    let mut tokens = token_prices(view);
-    for t in &mut tokens {
-        t["price"] = super::number(t["price"].as_str().unwrap_or("0"));
-    }
-    tokens
-}
-
 /// A market's reward program as SPEC §2.10 shows it (empty without one).
 fn rewards_of(s: &AppState, condition_id: &str) -> Value {
     super::incentives::rewards_json(s.rewards.programs.read().get(condition_id))
@@ -332,7 +307,7 @@ fn market_json(s: &AppState, view: &MarketView) -> Value {
     let meta = meta.as_deref();
     let closed = crate::app::resolution::is_closed(s, view);
     let winner = meta.and_then(|x| x.resolved_outcome);
-    let tokens: Vec<Value> = token_numbers(view)
+    let tokens: Vec<Value> = render::token_numbers(view)
         .into_iter()
         .enumerate()
         .map(|(i, mut t)| {
@@ -396,7 +371,7 @@ fn simplified_json(s: &AppState, v: &MarketView) -> Value {
     let closed = crate::app::resolution::is_closed(s, v);
     json!({
         "condition_id": m.condition_id,
-        "tokens": token_prices(v),
+        "tokens": render::token_prices(v),
         "rewards": rewards_of(s, &m.condition_id),
         "active": m.active,
         "closed": closed,
@@ -408,7 +383,7 @@ fn simplified_json(s: &AppState, v: &MarketView) -> Value {
 /// A page of markets in listing order, each as `row` shows it; `sampling` keeps only the
 /// markets whose reward program runs now (Polymarket's "sampling" markets).
 fn listing(s: &AppState, r: &Req, sampling: bool, row: fn(&AppState, &MarketView) -> Value) -> ApiResult {
-    let offset = super::orders::cursor_offset(&r.query_map())?;
+    let offset = paging::offset(r.query_map().get("next_cursor"))?;
     let now = now_secs();
     let views: Vec<Arc<MarketView>> = {
         // Read once and let go: a row reads the program again.
@@ -416,7 +391,7 @@ fn listing(s: &AppState, r: &Req, sampling: bool, row: fn(&AppState, &MarketView
         let running = |v: &MarketView| rewards.get(&v.market.condition_id).is_some_and(|c| c.active(now));
         s.registry.tables().list.iter().filter(|v| !sampling || running(v)).cloned().collect()
     };
-    page(views.iter().map(|v| row(s, v)).collect(), offset)
+    paging::page(views.iter().map(|v| row(s, v)).collect(), offset)
 }
 
 fn simplified(s: Arc<AppState>, r: Req) -> ApiResult {

@@ -10,9 +10,11 @@ use uuid::Uuid;
 use warp::http::StatusCode;
 use warp::Filter;
 
-use super::orders::{self, Submission};
+use super::orders::MAX_CANCEL;
 use super::rfq::json_object;
+use super::wire::{self, Submission};
 use super::{authenticate, handle, handle_now, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::{paging, render};
 use crate::app::builders::{self, BuilderError, KeyKind, ServiceKey};
 use crate::app::AppState;
 use crate::domain::fmt_date;
@@ -83,7 +85,37 @@ pub fn routes(state: Arc<AppState>) -> Routes {
         .unify()
         .boxed();
     let readonly = ro_create.or(ro_delete).unify().or(ro_list).unify().or(ro_valid).unify().boxed();
-    builder.or(readonly).unify().boxed()
+    // The builder's views of the L2 order and trade lists, for requests with builder
+    // headers; the others go on to `orders::routes`.
+    let views =
+        handle_now(warp::path!("data" / "orders").and(warp::get()).and(with_builder_headers()), &state, |s, r| {
+            builder_orders(&s, &r)
+        })
+        .or(handle_now(
+            warp::path!("data" / "trades")
+                .or(warp::path!("trades"))
+                .unify()
+                .and(warp::get())
+                .and(with_builder_headers()),
+            &state,
+            |s, r| builder_trades(&s, &r),
+        ))
+        .unify()
+        .boxed();
+    builder.or(readonly).unify().or(views).unify().boxed()
+}
+
+/// Passes a request carrying builder credentials (§5.5) rather than a user's L2 ones.
+fn with_builder_headers() -> warp::filters::BoxedFilter<()> {
+    warp::header::headers_cloned()
+        .and_then(|h: warp::http::HeaderMap| async move {
+            match h.get("SERVICE_BUILDER_API_KEY").map(|v| v.to_str()) {
+                Some(Ok(_)) => Ok(()),
+                _ => Err(warp::reject::not_found()),
+            }
+        })
+        .untuple_one()
+        .boxed()
 }
 
 /// POST /auth/builder-api-key {builderId} and POST /relayer/api-key: a new key of the
@@ -208,9 +240,9 @@ async fn builder_order(s: Arc<AppState>, r: Req) -> ApiResult {
     }
     crate::app::orders::check_new_orders(&s)?;
     let key = authenticate(&s, &r)?;
-    let sub: Submission = serde_json::from_value(Value::Object(body)).map_err(|_| orders::invalid())?;
-    let p = orders::place(&s, &key, sub, Some(&builder)).await?;
-    super::reply(&orders::result_json(&p))
+    let sub: Submission = serde_json::from_value(Value::Object(body)).map_err(|_| wire::invalid())?;
+    let p = crate::app::orders::place(&s, &key, wire::new_order(sub)?, Some(&builder)).await?;
+    super::reply(&render::result_json(&p))
 }
 
 /// POST /builder/cancel {orderID} or {orderIDs: [...]}: the user's cancel through the
@@ -221,19 +253,14 @@ async fn builder_cancel(s: Arc<AppState>, r: Req) -> ApiResult {
     crate::app::orders::check_cancels(&s)?;
     let key = authenticate(&s, &r)?;
     let ids: Vec<Uuid> = match (body.get("orderID").or_else(|| body.get("orderId")), body.get("orderIDs")) {
-        (Some(Value::String(id)), None) => vec![orders::parse_id(id)?],
-        (None, Some(Value::Array(v))) if !v.is_empty() && v.len() <= orders::MAX_CANCEL => v
+        (Some(Value::String(id)), None) => vec![wire::parse_id(id)?],
+        (None, Some(Value::Array(v))) if !v.is_empty() && v.len() <= MAX_CANCEL => v
             .iter()
-            .map(|x| x.as_str().ok_or_else(|| ApiError::bad("Invalid orderID")).and_then(orders::parse_id))
+            .map(|x| x.as_str().ok_or_else(|| ApiError::bad("Invalid orderID")).and_then(wire::parse_id))
             .collect::<Result<_, _>>()?,
         _ => return Err(ApiError::bad("Invalid orderID")),
     };
-    orders::canceled_json(&s.engine.cancel(key.key, ids).await?)
-}
-
-/// Whether a request carries builder credentials (§5.5) rather than a user's L2 ones.
-pub fn has_builder_headers(r: &Req) -> bool {
-    r.header("SERVICE_BUILDER_API_KEY").is_some()
+    render::canceled_json(&s.engine.cancel(key.key, ids).await?)
 }
 
 /// Builder HMAC authentication (§5.5): the key, its passphrase, and the L2 signature
@@ -269,10 +296,10 @@ fn builder_of(rec: &ServiceKey) -> &str {
 }
 
 /// GET /data/orders with builder headers: the open orders the builder attributed.
-pub fn builder_orders(s: &AppState, r: &Req) -> ApiResult {
+fn builder_orders(s: &AppState, r: &Req) -> ApiResult {
     let rec = authenticate_builder(s, r)?;
     let q = r.query_map();
-    let offset = orders::cursor_offset(&q)?;
+    let offset = paging::offset(q.get("next_cursor"))?;
     let f = |k: &str| q.get(k).filter(|x| !x.is_empty());
     let items = builders::attributed_orders(s, builder_of(&rec))?
         .into_iter()
@@ -282,15 +309,15 @@ pub fn builder_orders(s: &AppState, r: &Req) -> ApiResult {
                 || f("market").is_some_and(|x| **x != *o.token.condition_id)
                 || f("asset_id").is_some_and(|x| **x != *o.token.token_id))
         })
-        .map(|o| orders::order_json(&o))
+        .map(|o| render::order_json(&o))
         .collect();
-    orders::page(items, offset)
+    paging::page(items, offset)
 }
 
 /// GET /data/trades with builder headers: the trades of orders the builder attributed.
-pub fn builder_trades(s: &AppState, r: &Req) -> ApiResult {
+fn builder_trades(s: &AppState, r: &Req) -> ApiResult {
     let (_, trades, offset) = attributed_trades(s, r)?;
-    orders::page(trades.into_iter().map(|(t, _, viewer)| orders::trade_json(&t, viewer)).collect(), offset)
+    paging::page(trades.into_iter().map(|(t, _, viewer)| render::trade_json(&t, viewer)).collect(), offset)
 }
 
 /// The builder (by its headers) and the trades it attributed that the query keeps (`id`,
@@ -298,7 +325,7 @@ pub fn builder_trades(s: &AppState, r: &Req) -> ApiResult {
 fn attributed_trades(s: &AppState, r: &Req) -> Result<(ServiceKey, Vec<builders::Attributed>, usize), ApiError> {
     let rec = authenticate_builder(s, r)?;
     let q = r.query_map();
-    let offset = orders::cursor_offset(&q)?;
+    let offset = paging::offset(q.get("next_cursor"))?;
     let f = |k: &str| q.get(k).filter(|x| !x.is_empty());
     let trades = builders::attributed_trades(s, builder_of(&rec))?
         .into_iter()
@@ -354,7 +381,7 @@ fn builder_trade_rows(s: &AppState, r: &Req) -> ApiResult {
             })
         })
         .collect();
-    orders::page(items, offset)
+    paging::page(items, offset)
 }
 
 /// GET /builder/volume (builder headers; optional `market`): the builder's attributed

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use warp::Filter;
 
-use super::orders::{wire_fields, Submission};
+use super::wire::{wire_fields, Submission};
 use super::{reply, req, ApiError, ApiResult, Req};
 use crate::auth::{self, eip712::Domain};
 

@@ -11,7 +11,7 @@ use warp::Filter;
 
 use super::account::wallet;
 use super::number;
-use super::orders::{cursor_offset, page};
+use super::paging;
 use super::{authenticate_read, handle, handle_now, ApiError, ApiResult, Req, Routes};
 use crate::app::incentives::{self, day_str, DayPaid, IncentiveError, RewardConfig, RewardSpec};
 use crate::app::AppState;
@@ -110,7 +110,7 @@ fn current(s: Arc<AppState>, r: Req) -> ApiResult {
             })
         })
         .collect();
-    page(items, cursor_offset(&r.query_map())?)
+    paging::page(items, paging::offset(r.query_map().get("next_cursor"))?)
 }
 
 /// A program's `rewards_config` entries: one per asset paid (collateral), with its window
@@ -136,7 +136,7 @@ fn rewards_config(c: &RewardConfig) -> Value {
 fn market_reward(s: &AppState, c: &RewardConfig) -> Value {
     let view = s.registry.condition(&c.condition_id);
     let meta = s.catalogue.meta(&c.condition_id);
-    let tokens: Vec<Value> = view.as_deref().map(super::book::token_numbers).unwrap_or_default();
+    let tokens: Vec<Value> = view.as_deref().map(super::render::token_numbers).unwrap_or_default();
     json!({
         "condition_id": c.condition_id,
         "question": view.as_ref().map_or("", |v| v.market.question.as_str()),
@@ -153,12 +153,12 @@ fn market_reward(s: &AppState, c: &RewardConfig) -> Value {
 /// GET /rewards/markets/{condition_id}: the market's running program, in the paginated
 /// envelope (empty when it has none running); 404 for a market predex does not list.
 fn market_rewards(s: &AppState, r: &Req, condition_id: &str) -> ApiResult {
-    let offset = cursor_offset(&r.query_map())?;
+    let offset = paging::offset(r.query_map().get("next_cursor"))?;
     if s.registry.condition(condition_id).is_none() {
         return Err(ApiError::not_found("market not found"));
     }
     let c = s.rewards.programs.read().get(condition_id).filter(|c| c.active(now_secs())).cloned();
-    page(c.iter().map(|c| market_reward(s, c)).collect(), offset)
+    paging::page(c.iter().map(|c| market_reward(s, c)).collect(), offset)
 }
 
 /// GET /rewards/user/markets (`date`, `signature_type`, `next_cursor`): for each market
@@ -167,7 +167,7 @@ fn market_rewards(s: &AppState, r: &Req, condition_id: &str) -> ApiResult {
 async fn user_markets(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate_read(&s, &r)?;
     let day = date_param(&r)?;
-    let offset = cursor_offset(&r.query_map())?;
+    let offset = paging::offset(r.query_map().get("next_cursor"))?;
     let address = wallet(&s, &key, &r)?;
     let mine: BTreeMap<String, u64> = incentives::earnings(&s, &address, day)?.into_iter().collect();
     let mut all: BTreeMap<String, u64> = BTreeMap::new();
@@ -200,7 +200,7 @@ async fn user_markets(s: Arc<AppState>, r: Req) -> ApiResult {
             v
         })
         .collect();
-    page(items, offset)
+    paging::page(items, offset)
 }
 
 /// `part` of `whole` as a percentage with two decimals ("37.5"), 0 of nothing.
@@ -237,7 +237,7 @@ async fn percentages(s: Arc<AppState>, r: Req) -> ApiResult {
 /// The caller's order `id` if it exists; None for another key's or an unknown one (which
 /// score nothing, and say no more).
 fn own_order(s: &AppState, owner: uuid::Uuid, id: &str) -> Result<Option<crate::domain::OrderRecord>, ApiError> {
-    let id = super::orders::parse_id(id)?;
+    let id = super::wire::parse_id(id)?;
     Ok(s.store.get_order(&id)?.filter(|o| o.owner == owner))
 }
 
@@ -290,7 +290,7 @@ fn date_param(r: &Req) -> Result<u32, ApiError> {
 async fn user_earnings(s: Arc<AppState>, r: Req, total: bool) -> ApiResult {
     let key = authenticate_read(&s, &r)?;
     let day = date_param(&r)?;
-    let offset = cursor_offset(&r.query_map())?;
+    let offset = paging::offset(r.query_map().get("next_cursor"))?;
     let address = wallet(&s, &key, &r)?;
     let rows = incentives::earnings(&s, &address, day)?;
     let date = day_str(day);
@@ -320,7 +320,7 @@ async fn user_earnings(s: Arc<AppState>, r: Req, total: bool) -> ApiResult {
             })
         })
         .collect();
-    page(items, offset)
+    paging::page(items, offset)
 }
 
 /// GET /rebates: a wallet's maker rebates, newest day first (`date` keeps one day).

@@ -19,11 +19,14 @@ pub mod incentives;
 pub mod internal;
 pub mod keys;
 pub mod orders;
+pub mod paging;
 pub mod params;
 pub mod plain_errors;
 pub mod relay;
+pub mod render;
 pub mod resolution;
 pub mod rfq;
+pub mod wire;
 pub mod ws;
 
 use std::collections::HashMap;

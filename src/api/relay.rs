@@ -14,7 +14,7 @@ use warp::Filter;
 
 use super::ctf::receipt_json;
 use super::rfq::json_object;
-use super::{authenticate, orders, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::{authenticate, req, respond, with_state, ApiError, ApiResult, Req, Routes};
 use crate::app::ctf::{convert_for, operate_for, wallet_of, ConvertRequest, CtfRequest};
 use crate::app::AppState;
 use crate::auth::normalize_address;
@@ -129,7 +129,7 @@ async fn submit(s: Arc<AppState>, r: Req) -> ApiResult {
                 .or_else(|| body.get("orderId"))
                 .and_then(Value::as_str)
                 .ok_or_else(|| ApiError::bad("Invalid orderID"))?;
-            let id = orders::parse_id(id)?;
+            let id = super::wire::parse_id(id)?;
             let o = s
                 .store
                 .get_order(&id)?

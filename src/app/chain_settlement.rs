@@ -273,17 +273,10 @@ impl ChainSettler {
 }
 
 /// The settlement worker of chain mode.
-impl super::workers::Worker for ChainSettler {
-    fn name(&self) -> &'static str {
-        "settlement"
-    }
-    fn every_ms(&self, c: &crate::config::Config) -> u64 {
-        c.settlement_interval_ms
-    }
-
+impl ChainSettler {
     /// One pass: outcomes of the transactions in flight, then the new matches sent. A line
     /// for the log when something happened.
-    fn run(&mut self) -> Option<String> {
+    pub fn run_pass(&mut self) -> Option<String> {
         let rt = std::mem::replace(&mut self.rt, tokio::runtime::Builder::new_current_thread().build().ok()?);
         let r = rt.block_on(self.pass());
         self.rt = rt;

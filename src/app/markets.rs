@@ -1,18 +1,14 @@
 //! Markets as the operator describes them: [`MarketSpec`] (the internal API's body and the
 //! demo catalogue's entries), its checks, and [`create`], which makes the market in the
 //! engine (on chain first in chain mode) with its catalogue metadata and reward program.
-//! The demo catalogue in `data/` is loaded through it once per data directory
-//! ([`load_demo`]).
+//! The demo catalogue in `data/` is loaded through it (`app::demo`).
 
-use std::path::Path;
-
-use alloy_primitives::B256;
-use anyhow::Context;
+use alloy_primitives::{Bytes, B256};
 use serde::Deserialize;
 
-use super::catalogue::{put_meta, writes};
+use super::catalogue::put_meta;
 use super::incentives::{self, IncentiveError, RewardSpec};
-use super::onchain::{self, OnchainError};
+use super::onchain::{chain_err, on_chain, OnchainError};
 use super::AppState;
 use crate::domain::catalogue::MarketMeta;
 use crate::domain::{now_secs, parse_date, Amount, BadDate, Market, Price, Token};
@@ -156,7 +152,7 @@ pub struct Created {
 }
 
 /// Creates a market. In chain mode the condition and its tokens are made on chain first
-/// (`onchain::make_market`), and a retry with the same question id answers the market it
+/// ([`make_market`]), and a retry with the same question id answers the market it
 /// made.
 pub async fn create(s: &AppState, spec: MarketSpec) -> Result<Created, MarketError> {
     write(s, spec, s.chain.is_some()).await
@@ -165,9 +161,9 @@ pub async fn create(s: &AppState, spec: MarketSpec) -> Result<Created, MarketErr
 /// `ours`: an existing market with the spec's condition and tokens is the one this spec
 /// made before (a retried chain-mode creation, a demo catalogue loaded again after a stop
 /// before it was marked loaded); its metadata and program are written again.
-async fn write(s: &AppState, mut spec: MarketSpec, ours: bool) -> Result<Created, MarketError> {
+pub(crate) async fn write(s: &AppState, mut spec: MarketSpec, ours: bool) -> Result<Created, MarketError> {
     let question_id = match &s.chain {
-        Some(_) => Some(onchain::make_market(s, &mut spec).await?),
+        Some(_) => Some(make_market(s, &mut spec).await?),
         None => None,
     };
     let meta = spec.meta(0, s.catalogue.meta(&spec.condition_id).as_deref())?;
@@ -190,51 +186,57 @@ async fn write(s: &AppState, mut spec: MarketSpec, ours: bool) -> Result<Created
     Ok(Created { market, question_id })
 }
 
-/// Loads the demo catalogue — `catalogue` (markets) and `events.json` beside it (series
-/// and events) — once into a data directory. Ledger mode only: its tokens exist on no
-/// chain.
-pub async fn load_demo(s: &AppState, catalogue: &Path) -> anyhow::Result<()> {
-    if !s.store.demo_loaded(false)? {
-        let specs: Vec<MarketSpec> = read_or_default(catalogue, "no demo catalogue loaded")?;
-        let n = specs.len();
-        for spec in specs {
-            write(s, spec, true).await.context("catalogue")?;
-        }
-        s.store.set_demo_loaded(false)?;
-        tracing::info!(markets = n, "demo catalogue loaded");
+/// Makes `spec`'s market on chain and fills in what the chain decided: its condition id,
+/// its YES and NO token ids and, for negative risk, the adapter market. Returns the
+/// question id. Bad input is refused before anything is sent.
+pub async fn make_market(s: &AppState, spec: &mut MarketSpec) -> Result<B256, OnchainError> {
+    let chain = &on_chain(s)?.link;
+    if !spec.condition_id.is_empty() || !spec.tokens.is_empty() {
+        return Err(OnchainError::Invalid(
+            "in chain mode the condition and its tokens are made on chain: leave condition_id and tokens out".into(),
+        ));
     }
-    if !s.store.demo_loaded(true)? {
-        let file: EventsFile = read_or_default(&catalogue.with_file_name("events.json"), "no demo events loaded")?;
-        let (ns, ne) = (file.series.len(), file.events.len());
-        for series in file.series {
-            writes::add_series(s, series).await.context("catalogue series")?;
-        }
-        for event in file.events {
-            writes::add_event(s, event).await.context("catalogue event")?;
-        }
-        s.store.set_demo_loaded(true)?;
-        tracing::info!(series = ns, events = ne, "demo events loaded");
-    }
-    Ok(())
-}
+    let hash = |name: &str, v: &Option<String>| -> Result<Option<B256>, OnchainError> {
+        v.as_deref()
+            .map(|t| t.parse::<B256>().map_err(|_| OnchainError::Invalid(format!("{name} must be 32 bytes of hex"))))
+            .transpose()
+    };
+    let question_id = hash("question_id", &spec.question_id)?;
+    let market_id = hash("neg_risk_market_id", &spec.neg_risk_market_id)?;
+    // The rest of the body must make a market before the chain is touched.
+    let mut probe = spec.clone();
+    probe.condition_id = "0x00".into();
+    probe.tokens = vec![
+        Token { token_id: "1".into(), outcome: "Yes".into() },
+        Token { token_id: "2".into(), outcome: "No".into() },
+    ];
+    probe.rewards = None;
+    probe.into_market().map_err(OnchainError::Invalid)?;
 
-/// The demo catalogue's series and events.
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct EventsFile {
-    #[serde(default)]
-    series: Vec<writes::SeriesInput>,
-    #[serde(default)]
-    events: Vec<writes::EventInput>,
-}
-
-/// `path` parsed, or the default (with a warning naming `missing`) when it cannot be read.
-fn read_or_default<T: serde::de::DeserializeOwned + Default>(path: &Path, missing: &str) -> anyhow::Result<T> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => serde_json::from_str(&text).with_context(|| format!("parse {}", path.display())),
-        Err(e) => {
-            tracing::warn!(path = %path.display(), error = %e, "{missing}");
-            Ok(T::default())
+    let made = if spec.neg_risk {
+        let mut salt = [0u8; 32];
+        getrandom::getrandom(&mut salt).map_err(|e| OnchainError::Chain(e.to_string()))?;
+        let metadata = Bytes::from([spec.question.as_bytes(), &salt].concat());
+        chain.prepare_neg_risk(question_id, market_id, metadata).await.map_err(chain_err)?
+    } else {
+        if market_id.is_some() {
+            return Err(OnchainError::Invalid("neg_risk_market_id is for negative-risk markets".into()));
         }
-    }
+        let q = match question_id {
+            Some(q) => q,
+            None => {
+                let mut q = [0u8; 32];
+                getrandom::getrandom(&mut q).map_err(|e| OnchainError::Chain(e.to_string()))?;
+                B256::from(q)
+            }
+        };
+        chain.prepare_binary(q).await.map_err(chain_err)?
+    };
+    spec.condition_id = made.condition_id.to_string();
+    spec.tokens = vec![
+        Token { token_id: made.yes.to_string(), outcome: "Yes".into() },
+        Token { token_id: made.no.to_string(), outcome: "No".into() },
+    ];
+    spec.neg_risk_market_id = made.neg_risk_market_id.map(|m| m.to_string());
+    Ok(made.question_id)
 }

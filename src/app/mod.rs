@@ -5,7 +5,6 @@
 
 pub mod access;
 pub mod analytics;
-pub mod auctions;
 pub mod backup;
 pub mod bridge;
 pub mod builders;
@@ -13,6 +12,7 @@ pub mod catalogue;
 pub mod chain_settlement;
 pub mod chain_watch;
 pub mod ctf;
+pub mod demo;
 pub mod events;
 pub mod incentives;
 pub mod keys;

@@ -1,5 +1,5 @@
-//! Chain mode's rules above the chain link (`crate::chain`): markets made on chain, and
-//! the ledger's settled balances taken from the chain (docs/settlement.md).
+//! Chain mode's rules above the chain link (`crate::chain`): the ledger's settled balances
+//! taken from the chain (docs/settlement.md).
 //!
 //! In chain mode an account's settled balance is what the chain lets the exchange move:
 //! collateral within the allowances given to the exchanges, tokens once the exchange is
@@ -9,13 +9,12 @@
 
 use std::collections::HashSet;
 
-use alloy_primitives::{Address, Bytes, B256, U256};
+use alloy_primitives::{Address, U256};
 use parking_lot::Mutex;
 
-use super::markets::MarketSpec;
 use super::AppState;
 use crate::chain::Chain;
-use crate::domain::{Amount, Token, COLLATERAL};
+use crate::domain::{Amount, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
 use crate::ledger::Account;
 
@@ -44,67 +43,12 @@ impl OnChain {
     }
 }
 
-fn on_chain(s: &AppState) -> Result<&OnChain, OnchainError> {
+pub(crate) fn on_chain(s: &AppState) -> Result<&OnChain, OnchainError> {
     s.chain.as_ref().ok_or_else(|| OnchainError::Invalid("not in chain mode".into()))
 }
 
-fn chain_err(e: anyhow::Error) -> OnchainError {
+pub(crate) fn chain_err(e: anyhow::Error) -> OnchainError {
     OnchainError::Chain(format!("{e:#}"))
-}
-
-/// Makes `spec`'s market on chain and fills in what the chain decided: its condition id,
-/// its YES and NO token ids and, for negative risk, the adapter market. Returns the
-/// question id. Bad input is refused before anything is sent.
-pub async fn make_market(s: &AppState, spec: &mut MarketSpec) -> Result<B256, OnchainError> {
-    let chain = &on_chain(s)?.link;
-    if !spec.condition_id.is_empty() || !spec.tokens.is_empty() {
-        return Err(OnchainError::Invalid(
-            "in chain mode the condition and its tokens are made on chain: leave condition_id and tokens out".into(),
-        ));
-    }
-    let hash = |name: &str, v: &Option<String>| -> Result<Option<B256>, OnchainError> {
-        v.as_deref()
-            .map(|t| t.parse::<B256>().map_err(|_| OnchainError::Invalid(format!("{name} must be 32 bytes of hex"))))
-            .transpose()
-    };
-    let question_id = hash("question_id", &spec.question_id)?;
-    let market_id = hash("neg_risk_market_id", &spec.neg_risk_market_id)?;
-    // The rest of the body must make a market before the chain is touched.
-    let mut probe = spec.clone();
-    probe.condition_id = "0x00".into();
-    probe.tokens = vec![
-        Token { token_id: "1".into(), outcome: "Yes".into() },
-        Token { token_id: "2".into(), outcome: "No".into() },
-    ];
-    probe.rewards = None;
-    probe.into_market().map_err(OnchainError::Invalid)?;
-
-    let made = if spec.neg_risk {
-        let mut salt = [0u8; 32];
-        getrandom::getrandom(&mut salt).map_err(|e| OnchainError::Chain(e.to_string()))?;
-        let metadata = Bytes::from([spec.question.as_bytes(), &salt].concat());
-        chain.prepare_neg_risk(question_id, market_id, metadata).await.map_err(chain_err)?
-    } else {
-        if market_id.is_some() {
-            return Err(OnchainError::Invalid("neg_risk_market_id is for negative-risk markets".into()));
-        }
-        let q = match question_id {
-            Some(q) => q,
-            None => {
-                let mut q = [0u8; 32];
-                getrandom::getrandom(&mut q).map_err(|e| OnchainError::Chain(e.to_string()))?;
-                B256::from(q)
-            }
-        };
-        chain.prepare_binary(q).await.map_err(chain_err)?
-    };
-    spec.condition_id = made.condition_id.to_string();
-    spec.tokens = vec![
-        Token { token_id: made.yes.to_string(), outcome: "Yes".into() },
-        Token { token_id: made.no.to_string(), outcome: "No".into() },
-    ];
-    spec.neg_risk_market_id = made.neg_risk_market_id.map(|m| m.to_string());
-    Ok(made.question_id)
 }
 
 /// Reads what the chain lets `address` spend of `asset` (`USDC` or a token id) and makes

@@ -30,14 +30,9 @@ pub struct LedgerSettlement {
     pub stats: Arc<Metrics>,
 }
 
-impl crate::app::workers::Worker for LedgerSettlement {
-    fn name(&self) -> &'static str {
-        "settlement"
-    }
-    fn every_ms(&self, c: &crate::config::Config) -> u64 {
-        c.settlement_interval_ms
-    }
-    fn run(&mut self) -> Option<String> {
+impl LedgerSettlement {
+    /// One pass; a line for the log when something happened.
+    pub fn pass(&mut self) -> Option<String> {
         match settle_all(&self.engine) {
             Ok((0, 0)) => None,
             Ok((c, f)) => {

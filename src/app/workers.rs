@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
+use crate::app::chain_settlement::ChainSettler;
 use crate::app::settlement::LedgerSettlement;
 use crate::app::AppState;
 use crate::config::Config;
@@ -33,10 +34,9 @@ impl Workers {
         let (engine, stats) = (state.engine.clone(), state.exported.clone());
         // Chain mode settles on chain, never in the ledger alone.
         let settlement: Box<dyn Worker> = match state.chain {
-            Some(_) => Box::new(
-                crate::app::chain_settlement::ChainSettler::new(state.clone())
-                    .map_err(|e| e.context("chain settlement cannot start"))?,
-            ),
+            Some(_) => {
+                Box::new(ChainSettler::new(state.clone()).map_err(|e| e.context("chain settlement cannot start"))?)
+            }
             None => Box::new(LedgerSettlement { engine: engine.clone(), stats: stats.clone() }),
         };
         let workers: Vec<Box<dyn Worker>> = vec![
@@ -103,6 +103,31 @@ pub trait Worker: Send + 'static {
     fn name(&self) -> &'static str;
     fn every_ms(&self, c: &Config) -> u64;
     fn run(&mut self) -> Option<String>;
+}
+
+/// Settles matched trades: in the ledger, or on chain in chain mode.
+impl Worker for LedgerSettlement {
+    fn name(&self) -> &'static str {
+        "settlement"
+    }
+    fn every_ms(&self, c: &Config) -> u64 {
+        c.settlement_interval_ms
+    }
+    fn run(&mut self) -> Option<String> {
+        self.pass()
+    }
+}
+
+impl Worker for ChainSettler {
+    fn name(&self) -> &'static str {
+        "settlement"
+    }
+    fn every_ms(&self, c: &Config) -> u64 {
+        c.settlement_interval_ms
+    }
+    fn run(&mut self) -> Option<String> {
+        self.run_pass()
+    }
 }
 
 /// Cancels GTD orders past their expiration.

@@ -11,8 +11,9 @@ use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
 use super::{json_object, text, uuid_field};
-use crate::api::orders::{envelope, invalid, parse_cursor, wire_fields, WireOrder};
+use crate::api::paging;
 use crate::api::params::Params;
+use crate::api::wire::{invalid, wire_fields, WireOrder};
 use crate::api::{authenticate, authenticate_read, price_number, ApiError, ApiResult, Req};
 use crate::app::orders::NewOrder;
 use crate::app::rfq::{self, RfqError, RfqQuote, RfqRequest, Terms};
@@ -181,7 +182,7 @@ impl Query {
             sort_by: p.choice("sortBy", &["created", "price", "expiry", "size"], "created")?,
             descending: p.choice("sortDir", &["asc", "desc"], "desc")? == "desc",
             limit: p.int("limit", MAX_LIMIT, MAX_LIMIT)?.max(1) as usize,
-            offset: parse_cursor(p.get("offset"))?,
+            offset: paging::offset(p.get("offset"))?,
         })
     }
 
@@ -221,7 +222,7 @@ impl Query {
             }
         });
         let total = rows.len();
-        let mut page = envelope(rows.into_iter().map(|r| r.json).collect(), self.offset, self.limit);
+        let mut page = paging::envelope(rows.into_iter().map(|r| r.json).collect(), self.offset, self.limit);
         page["total_count"] = json!(total);
         crate::api::reply(&page)
     }

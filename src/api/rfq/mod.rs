@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 use uuid::Uuid;
 use warp::Filter;
 
-use super::orders::{cursor_offset, page};
+use super::paging;
 use super::{authenticate, authenticate_read, handle, handle_now, ApiError, ApiResult, Req, Routes};
 use crate::app::rfq::{self, NewRequest, RfqError, RfqQuote, RfqRequest, MAX_TTL_SECS};
 use crate::app::AppState;
@@ -267,25 +267,25 @@ async fn accept(s: Arc<AppState>, r: Req) -> ApiResult {
 /// envelope, SPEC §2.6).
 fn own_requests(s: &AppState, r: &Req) -> ApiResult {
     let key = authenticate_read(s, r)?;
-    let offset = cursor_offset(&r.query_map())?;
+    let offset = paging::offset(r.query_map().get("next_cursor"))?;
     let now = now_secs();
     let items = rfq::own_requests(s, &key.key)?;
-    page(items.iter().map(|(x, quotes)| request_json(x, now, Some(quotes))).collect(), offset)
+    paging::page(items.iter().map(|(x, quotes)| request_json(x, now, Some(quotes))).collect(), offset)
 }
 
 /// GET /rfq/requests/open: every open request a quoter may answer (any key's; quotes are
 /// not shown), oldest first.
 fn open_requests(s: &AppState, r: &Req) -> ApiResult {
     authenticate_read(s, r)?;
-    let offset = cursor_offset(&r.query_map())?;
+    let offset = paging::offset(r.query_map().get("next_cursor"))?;
     let now = now_secs();
-    page(rfq::open_requests(s, now)?.iter().map(|x| request_json(x, now, None)).collect(), offset)
+    paging::page(rfq::open_requests(s, now)?.iter().map(|x| request_json(x, now, None)).collect(), offset)
 }
 
 /// GET /rfq/quotes: the key's own quotes, newest first.
 fn own_quotes(s: &AppState, r: &Req) -> ApiResult {
     let key = authenticate_read(s, r)?;
-    let offset = cursor_offset(&r.query_map())?;
+    let offset = paging::offset(r.query_map().get("next_cursor"))?;
     let now = now_secs();
     let items = rfq::own_quotes(s, &key.key)?
         .into_iter()
@@ -296,5 +296,5 @@ fn own_quotes(s: &AppState, r: &Req) -> ApiResult {
             v
         })
         .collect();
-    page(items, offset)
+    paging::page(items, offset)
 }

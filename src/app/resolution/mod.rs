@@ -8,6 +8,9 @@
 //! RESOLVING markets to RESOLVED once the cooldown is over. Resolving a market stops its
 //! trading, cancels its open orders, makes redeem possible and returns the bonds (a
 //! disputed market's losing party forfeits its bond to the other).
+//! Question auctions ([`auctions`]) decide which agent may propose on a market.
+
+pub mod auctions;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -235,7 +238,7 @@ pub async fn propose(
     if meta.end_date.is_some_and(|end| now_secs() < end) {
         return Err(ResolutionError::NotEnded);
     }
-    if let Some(a) = crate::app::auctions::auction_of(s, condition_id)? {
+    if let Some(a) = auctions::auction_of(s, condition_id)? {
         if !a.closed {
             return Err(ResolutionError::AuctionOpen);
         }
@@ -360,7 +363,7 @@ pub fn run_due(s: &AppState) -> Result<Vec<String>, String> {
     let now = now_secs();
     {
         let _one = s.resolution.changes.blocking_lock();
-        crate::app::auctions::close_due(s, now).map_err(|e| format!("question auctions: {e}"))?;
+        auctions::close_due(s, now).map_err(|e| format!("question auctions: {e}"))?;
     }
     let mut due = BTreeMap::new();
     for p in s.store.proposals().map_err(|e| e.to_string())? {

@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::app::resolution::{post_bond_records, Bond};
+use super::{post_bond_records, Bond};
 use crate::app::AppState;
 use crate::domain::{now_secs, Amount, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
@@ -92,7 +92,7 @@ pub async fn bid(
 /// Opens a question auction on a market for `duration_secs`.
 pub async fn open(s: &AppState, condition_id: &str, duration_secs: u64) -> Result<Auction, AuctionError> {
     let view = s.registry.condition(condition_id).ok_or(AuctionError::NoMarket)?;
-    if crate::app::resolution::is_closed(s, &view) {
+    if super::is_closed(s, &view) {
         return Err(AuctionError::Resolved);
     }
     if duration_secs == 0 {
@@ -135,9 +135,9 @@ pub fn close_due(s: &AppState, now: u64) -> Result<Vec<String>, AuctionError> {
             if let Some(w) = winning(&bids).cloned() {
                 a.winner = Some(w.agent.clone());
                 a.winning_amount = w.amount;
-                let cluster = crate::app::resolution::cluster_of(s, &c)?;
+                let cluster = super::cluster_of(s, &c)?;
                 let bond = match s.store.bond(&w.agent, &c)? {
-                    Some(b) if b.status == crate::app::resolution::BondStatus::Posted => {
+                    Some(b) if b.status == super::BondStatus::Posted => {
                         Bond { amount: b.amount + w.amount, posted_at: now, ..b }
                     }
                     _ => Bond {
@@ -145,7 +145,7 @@ pub fn close_due(s: &AppState, now: u64) -> Result<Vec<String>, AuctionError> {
                         condition_id: c.clone(),
                         cluster_id: cluster,
                         amount: w.amount,
-                        status: crate::app::resolution::BondStatus::Posted,
+                        status: super::BondStatus::Posted,
                         posted_at: now,
                     },
                 };

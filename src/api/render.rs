@@ -1,0 +1,218 @@
+//! JSON shapes several routes share: orders (SPEC §2.5), trades (§2.7), the replies to a
+//! placement and a cancel, and a market's tokens with their prices.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use super::{reply, ApiResult};
+use crate::commit::views::MarketView;
+use crate::domain::*;
+use crate::engine::Placed;
+
+/// OpenOrder (SPEC §2.5).
+pub fn order_json(o: &OrderRecord) -> Value {
+    json!({
+        "id": o.id.to_string(),
+        "status": o.status.as_str(),
+        "owner": o.owner.to_string(),
+        "maker_address": o.maker,
+        "market": o.token.condition_id,
+        "asset_id": o.token.token_id,
+        "side": o.side.as_str(),
+        "original_size": o.original_size.fmt(),
+        "size_matched": o.size_matched.fmt(),
+        "price": o.price.short(),
+        "outcome": o.token.outcome,
+        "expiration": o.expiration.to_string(),
+        "order_type": o.order_type.as_str(),
+        "associate_trades": o.associate_trades.iter().map(|u| u.to_string()).collect::<Vec<_>>(),
+        "created_at": o.created_at,
+    })
+}
+
+/// Trade (SPEC §2.7) as seen by `viewer`.
+pub fn trade_json(t: &TradeRecord, viewer: Uuid) -> Value {
+    let maker_fee: Amount = t.maker_orders.iter().filter(|m| m.owner == viewer).map(|m| m.fee).sum();
+    json!({
+        "id": t.id.to_string(),
+        "taker_order_id": t.taker_order_id.to_string(),
+        "market": t.token.condition_id,
+        "asset_id": t.token.token_id,
+        "side": t.side.as_str(),
+        "size": t.size.fmt(),
+        "price": t.price.short(),
+        "fee_rate_bps": t.fee_rate_bps.to_string(),
+        "status": t.status.as_str(),
+        "match_time": t.match_time.to_string(),
+        "last_update": t.last_update.to_string(),
+        "outcome": t.token.outcome,
+        "bucket_index": t.bucket_index,
+        "owner": if t.owner == viewer { t.owner.to_string() } else { viewer.to_string() },
+        "maker_address": t.maker_address,
+        "maker_orders": t.maker_orders.iter().map(|m| json!({
+            "order_id": m.order_id.to_string(),
+            "owner": m.owner.to_string(),
+            "maker_address": m.maker_address,
+            "matched_amount": m.matched_amount.fmt(),
+            "price": m.price.short(),
+            "asset_id": m.token.token_id,
+            "outcome": m.token.outcome,
+            "side": m.side.as_str(),
+            "fee_rate_bps": m.fee_rate_bps.to_string(),
+        })).collect::<Vec<_>>(),
+        "transaction_hash": t.tx_hash(),
+        "trader_side": if t.owner == viewer { "TAKER" } else { "MAKER" },
+        "maker_fee": maker_fee.fmt(),
+        "taker_fee": t.taker_fee.fmt(),
+        "error_msg": t.error_msg,
+        "type": match t.match_type { MatchType::Complementary => "COMPLEMENTARY", MatchType::Mint => "MINT", MatchType::Merge => "MERGE" },
+    })
+}
+
+/// The reply to one placement, written straight from the result (a `serde_json::Value`
+/// costs a map node and a key string per field on the request's worker). Fields in the
+/// order a JSON object map writes them (by key).
+#[derive(serde::Serialize)]
+pub struct PlacementJson {
+    #[serde(rename = "errorMsg")]
+    error_msg: String,
+    #[serde(rename = "makingAmount")]
+    making_amount: String,
+    #[serde(rename = "orderID")]
+    order_id: String,
+    status: &'static str,
+    success: bool,
+    #[serde(rename = "takingAmount")]
+    taking_amount: String,
+    #[serde(rename = "tradeIds")]
+    trade_ids: Vec<String>,
+    #[serde(rename = "transactionsHashes")]
+    transactions_hashes: [&'static str; 0],
+}
+
+pub fn result_json(p: &Placed) -> PlacementJson {
+    PlacementJson {
+        error_msg: String::new(),
+        making_amount: p.making.fmt(),
+        order_id: p.order.id.to_string(),
+        status: p.order.status.as_str(),
+        success: true,
+        taking_amount: p.taking.fmt(),
+        trade_ids: p.trades.iter().map(|t| t.id.to_string()).collect(),
+        transactions_hashes: [],
+    }
+}
+
+pub fn rejected_json(msg: &str) -> PlacementJson {
+    PlacementJson {
+        error_msg: msg.into(),
+        making_amount: "0".into(),
+        order_id: String::new(),
+        status: "CANCELED",
+        success: false,
+        taking_amount: "0".into(),
+        trade_ids: Vec::new(),
+        transactions_hashes: [],
+    }
+}
+
+/// The reply to a cancel (SPEC §2.4).
+pub fn canceled_json(c: &crate::engine::Canceled) -> ApiResult {
+    let not: HashMap<&str, &str> = c.not_canceled.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    reply(&json!({ "canceled": c.canceled.iter().map(|u| u.to_string()).collect::<Vec<_>>(), "not_canceled": not }))
+}
+
+/// Each token of a market with its price: the midpoint, else the last trade's, else 0.
+pub fn token_prices(view: &MarketView) -> Vec<Value> {
+    let snap = view.snapshot();
+    view.market
+        .tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let price = match snap.best(i as u8) {
+                (Some(b), Some(a)) => Price::midpoint(b, a),
+                _ => snap.last_trade(i as u8).map_or(Price::ZERO, |x| x.0),
+            };
+            json!({ "token_id": t.token_id, "outcome": t.outcome, "price": price.short() })
+        })
+        .collect()
+}
+
+/// [`token_prices`] with each price a JSON number, as Polymarket's market objects carry it.
+pub fn token_numbers(view: &MarketView) -> Vec<Value> {
+    let mut tokens = token_prices(view);
+    for t in &mut tokens {
+        t["price"] = super::number(t["price"].as_str().unwrap_or("0"));
+    }
+    tokens
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A field takes a string or a number, as the untagged enum it replaced did, and
+    /// nothing else; a number reads back as `serde_json` writes it.
+    #[test]
+    fn str_or_num_takes_strings_and_numbers_only() {
+        let read = |json: &str| serde_json::from_str::<NumberText>(json).map(|v| v.text().into_owned());
+        assert_eq!(read(r#""1234""#).unwrap(), "1234");
+        assert_eq!(read(r#""a\"b""#).unwrap(), "a\"b");
+        assert_eq!(read("1234").unwrap(), "1234");
+        assert_eq!(read("18446744073709551615").unwrap(), u64::MAX.to_string());
+        // A number reads as `serde_json::Number` reads it (the old variant's type): past
+        // u64 as a float, which no salt or amount parses from.
+        for n in ["-7", "1.5", "123456789012345678901234"] {
+            assert_eq!(read(n).unwrap(), serde_json::from_str::<serde_json::Number>(n).unwrap().to_string());
+        }
+        assert_eq!(read("123456789012345678901234").unwrap(), "1.2345678901234567e+23");
+        for bad in ["true", "null", "[]", "{}", r#"{"a":1}"#] {
+            assert!(read(bad).is_err(), "{bad} was read");
+        }
+        let o: Option<NumberText> = serde_json::from_str("null").unwrap();
+        assert!(o.is_none());
+    }
+
+    /// A placement's reply is written byte for byte as the JSON object it replaced.
+    #[test]
+    fn placement_reply_bytes_as_the_object_map_wrote_them() {
+        let placed = PlacementJson {
+            error_msg: String::new(),
+            making_amount: "1.5".into(),
+            order_id: "0b6c3f0e-55f3-4d6b-9c1a-7f35c1e0e6a1".into(),
+            status: "MATCHED",
+            success: true,
+            taking_amount: "3".into(),
+            trade_ids: vec!["t1".into(), "t2".into()],
+            transactions_hashes: [],
+        };
+        let before = json!({
+            "success": true,
+            "orderID": "0b6c3f0e-55f3-4d6b-9c1a-7f35c1e0e6a1",
+            "status": "MATCHED",
+            "makingAmount": "1.5",
+            "takingAmount": "3",
+            "transactionsHashes": [],
+            "tradeIds": ["t1", "t2"],
+            "errorMsg": "",
+        });
+        assert_eq!(serde_json::to_string(&placed).unwrap(), serde_json::to_string(&before).unwrap());
+        let before = json!({
+            "success": false,
+            "orderID": "",
+            "status": "CANCELED",
+            "makingAmount": "0",
+            "takingAmount": "0",
+            "transactionsHashes": [],
+            "tradeIds": [],
+            "errorMsg": "invalid nonce",
+        });
+        assert_eq!(
+            serde_json::to_string(&rejected_json("invalid nonce")).unwrap(),
+            serde_json::to_string(&before).unwrap()
+        );
+    }
+}
