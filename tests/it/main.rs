@@ -17,6 +17,7 @@ mod dashboard;
 mod events;
 mod fixture;
 mod fuzz;
+mod house;
 mod keys;
 mod loadgen;
 mod matching;
