@@ -25,13 +25,13 @@ pub mod commit;
 pub mod config;
 pub mod domain;
 pub mod engine;
+pub mod essential;
+pub mod incremental_map;
 pub mod keyfile;
 pub mod ledger;
 pub mod metrics;
 pub mod sign;
-pub mod spread_map;
 pub mod store;
-pub mod vital;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

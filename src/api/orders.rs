@@ -134,7 +134,7 @@ impl From<OrderError> for ApiError {
 }
 
 /// Validates and places one submission.
-async fn place(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<Placed, ApiError> {
+async fn place_submission(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<Placed, ApiError> {
     Ok(orders::place(s, key, new_order(sub)?, None).await?)
 }
 
@@ -142,7 +142,7 @@ async fn post_order(s: Arc<AppState>, r: Req) -> ApiResult {
     orders::check_new_orders(&s)?;
     let key = authenticate(&s, &r)?;
     let sub: Submission = serde_json::from_slice(&r.body).map_err(|_| invalid())?;
-    let p = place(&s, &key, sub).await?;
+    let p = place_submission(&s, &key, sub).await?;
     reply(&result_json(&p))
 }
 
@@ -157,7 +157,7 @@ async fn post_orders(s: Arc<AppState>, r: Req) -> ApiResult {
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         out.push(match serde_json::from_value::<Submission>(item) {
-            Ok(sub) => match place(&s, &key, sub).await {
+            Ok(sub) => match place_submission(&s, &key, sub).await {
                 Ok(p) => result_json(&p),
                 Err(e) => rejected_json(&e.message),
             },

@@ -70,8 +70,8 @@ impl Workers {
 
 /// Runs `run` every `every` until `stop` fires or is dropped. A run that panics is logged
 /// and counted (`predex_worker_panics_total`), and the worker runs again at its next interval: unwinding would end the thread (a
-/// heartbeat monitor that silently stops cancelling), and aborting, as the vital threads
-/// do (`crate::vital`), would restart the exchange into the same panic at the worker's
+/// heartbeat monitor that silently stops cancelling), and aborting, as the essential threads
+/// do (`crate::essential`), would restart the exchange into the same panic at the worker's
 /// first run. A run changes state through engine commands and synced writes, so one cut
 /// short leaves what a crash at that point would, and later runs take up what is still due.
 fn spawn(mut worker: Box<dyn Worker>, stats: Arc<Metrics>, every: Duration, stop: Receiver<()>) -> JoinHandle<()> {

@@ -196,7 +196,7 @@ impl Feeds {
 pub fn spawn(bus: Arc<Bus>, user_bus: Arc<UserBus>) -> (Feeds, std::thread::JoinHandle<()>) {
     let (tx, rx) = crossbeam_channel::unbounded::<Published>();
     let feeds = Feeds::new(tx, bus.clone(), user_bus.clone());
-    let h = crate::vital::spawn("publisher", move || {
+    let h = crate::essential::spawn("publisher", move || {
         for p in rx {
             match &p {
                 Published::Book { view, .. } => {

@@ -10,7 +10,7 @@
 //! and handing it over would only add a thread wake-up to each request's path. Groups are
 //! still written and completed one at a time, in the order they were taken (see
 //! `prepare_groups`). A failed write aborts the process (see `write`), and so does a panic
-//! on either thread (`crate::vital`).
+//! on either thread (`crate::essential`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -108,7 +108,7 @@ pub fn spawn(store: Arc<Store>, metrics: Arc<PersistMetrics>) -> (Sender<Job>, s
     let written = Arc::new(AtomicU64::new(0));
     let writer = {
         let (store, metrics, written) = (store.clone(), metrics.clone(), written.clone());
-        crate::vital::spawn("persister", move || {
+        crate::essential::spawn("persister", move || {
             while let Ok(group) = prepared_rx.recv() {
                 write(&store, group, &metrics);
                 // Release: the preparer that reads this count sees the group complete.
@@ -116,7 +116,7 @@ pub fn spawn(store: Arc<Store>, metrics: Arc<PersistMetrics>) -> (Sender<Job>, s
             }
         })
     };
-    let h = crate::vital::spawn("persist-prepare", move || {
+    let h = crate::essential::spawn("persist-prepare", move || {
         prepare_groups(&store, rx, prepared_tx, &written, &metrics);
         let _ = writer.join();
     });

@@ -435,7 +435,7 @@ pub fn spawn(
         registry.add(v.clone());
         views.push(v);
     }
-    let h = crate::vital::spawn("engine", move || {
+    let h = crate::essential::spawn("engine", move || {
         for ms in &mut core.markets {
             // The views start from the reloaded books; later changes come as deltas.
             ms.book.take_changes();

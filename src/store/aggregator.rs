@@ -103,7 +103,7 @@ impl Aggregator {
         let applied = Arc::new(Applied { below: Mutex::new(0), changed: Condvar::new() });
         let thread = {
             let applied = applied.clone();
-            crate::vital::spawn("analytics", move || run(&db, &logs, &events_rx, &requests_rx, &applied))
+            crate::essential::spawn("analytics", move || run(&db, &logs, &events_rx, &requests_rx, &applied))
         };
         Aggregator { events, requests, sent: AtomicU64::new(0), applied, thread: Mutex::new(Some(thread)) }
     }

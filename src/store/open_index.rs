@@ -26,7 +26,7 @@ use std::collections::BTreeSet;
 use parking_lot::RwLock;
 use uuid::Uuid;
 
-use crate::spread_map::SpreadMap;
+use crate::incremental_map::IncrementalMap;
 
 /// Shards, so a reader and the persister rarely meet on one lock.
 const SHARDS: usize = 16;
@@ -44,13 +44,13 @@ pub struct OpenIndex {
 /// to `clashes` under its whole id. So a sequence found by prefix may be another order's,
 /// and a reader checks the record's id ([`OpenIndex::get`]).
 ///
-/// `by_prefix` grows a few entries a write ([`SpreadMap`]): a shard growing all at once
+/// `by_prefix` grows a few entries a write ([`IncrementalMap`]): a shard growing all at once
 /// held its write lock, and the persister's group, for 5–14 ms between half a million
 /// and two million open orders, and the shards, filled evenly, grow within a few hundred
 /// orders of one another.
 #[derive(Default)]
 struct Shard {
-    by_prefix: SpreadMap<u64, u64>,
+    by_prefix: IncrementalMap<u64, u64>,
     clashes: foldhash::HashMap<Uuid, u64>,
 }
 

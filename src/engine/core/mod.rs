@@ -155,7 +155,7 @@ pub struct Core {
     /// Open orders (LIVE resting, or DEFERRED). Shared with the persister's batches:
     /// updates go through `Arc::make_mut`, which copies only while a batch still holds the
     /// previous version.
-    /// A map that grows a few entries a command ([`SpreadMap`]), never all at once.
+    /// A map that grows a few entries a command ([`IncrementalMap`]), never all at once.
     pub orders: OpenOrders,
     pub ledger: Ledger,
     /// The ledger's number of the collateral.

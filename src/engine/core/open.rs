@@ -1,7 +1,7 @@
 //! Open orders: the map of them by id, and the ledger accounts each one moves.
 
 use super::*;
-use crate::spread_map::SpreadMap;
+use crate::incremental_map::IncrementalMap;
 
 /// An open order: its record and, while it rests, its slot in its market's book (one map
 /// entry per order, so placing, cancelling and filling hash its ID once).
@@ -29,7 +29,7 @@ const _: () = assert!(std::mem::size_of::<(u64, Open)>() == 32);
 /// as the key made it 40 and six entries in ten straddled two lines.
 /// Two ids that fold alike are two entries under one key, told apart by their records.
 #[derive(Default)]
-pub struct OpenOrders(SpreadMap<u64, Open>);
+pub struct OpenOrders(IncrementalMap<u64, Open>);
 
 /// The open-order map's key of an order id.
 pub(super) fn fold(id: &Uuid) -> u64 {
@@ -58,7 +58,7 @@ impl OpenOrders {
         self.get(id).is_some()
     }
 
-    pub(super) fn find_entry(&mut self, id: &Uuid) -> Option<crate::spread_map::Entry<'_, u64, Open>> {
+    pub(super) fn find_entry(&mut self, id: &Uuid) -> Option<crate::incremental_map::Entry<'_, u64, Open>> {
         self.0.find_entry_where(&fold(id), |o| o.rec.id == *id)
     }
 

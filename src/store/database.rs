@@ -172,7 +172,7 @@ impl Store {
         s.apply_log()?;
         if logs_ahead > 0 {
             let (db, logs) = (s.db.clone(), s.logs.clone());
-            *s.ahead.lock() = Some(crate::vital::spawn("log-ahead", move || {
+            *s.ahead.lock() = Some(crate::essential::spawn("log-ahead", move || {
                 let started = std::time::Instant::now();
                 logs.write_ahead(&db, logs_ahead)?;
                 let ms = started.elapsed().as_millis() as u64;
@@ -188,7 +188,7 @@ impl Store {
     /// it writes none, or once they are), and says whether that failed.
     pub fn wait_logs_ahead(&self) -> Result<(), StoreError> {
         match self.ahead.lock().take() {
-            Some(h) => h.join().expect("a vital thread aborts the process when it panics"),
+            Some(h) => h.join().expect("an essential thread aborts the process when it panics"),
             None => Ok(()),
         }
     }

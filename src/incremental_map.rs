@@ -24,7 +24,7 @@ const MOVES: usize = 4;
 /// Buckets of the old table looked at per insert or remove (most hold an entry).
 const SCAN: usize = 32;
 
-pub struct SpreadMap<K, V> {
+pub struct IncrementalMap<K, V> {
     cur: HashTable<(K, V)>,
     /// The table `cur` replaced, while entries remain in it.
     old: HashTable<(K, V)>,
@@ -33,13 +33,13 @@ pub struct SpreadMap<K, V> {
     hasher: foldhash::fast::RandomState,
 }
 
-impl<K: Hash + Eq, V> Default for SpreadMap<K, V> {
+impl<K: Hash + Eq, V> Default for IncrementalMap<K, V> {
     fn default() -> Self {
-        SpreadMap { cur: HashTable::new(), old: HashTable::new(), cursor: 0, hasher: Default::default() }
+        IncrementalMap { cur: HashTable::new(), old: HashTable::new(), cursor: 0, hasher: Default::default() }
     }
 }
 
-/// An entry found by [`SpreadMap::find_entry`], in whichever table holds it.
+/// An entry found by [`IncrementalMap::find_entry`], in whichever table holds it.
 pub struct Entry<'a, K, V>(OccupiedEntry<'a, (K, V)>);
 
 impl<K, V> Entry<'_, K, V> {
@@ -56,7 +56,7 @@ impl<K, V> Entry<'_, K, V> {
     }
 }
 
-impl<K: Hash + Eq, V> SpreadMap<K, V> {
+impl<K: Hash + Eq, V> IncrementalMap<K, V> {
     pub fn new() -> Self {
         Self::default()
     }
@@ -103,7 +103,7 @@ impl<K: Hash + Eq, V> SpreadMap<K, V> {
         self.find_entry_where(k, |_| true)
     }
 
-    /// The entry under `k` whose value `is` holds of (see [`SpreadMap::get_where`]).
+    /// The entry under `k` whose value `is` holds of (see [`IncrementalMap::get_where`]).
     pub fn find_entry_where(&mut self, k: &K, is: impl Fn(&V) -> bool) -> Option<Entry<'_, K, V>> {
         let h = self.hasher.hash_one(k);
         let eq = |e: &(K, V)| e.0 == *k && is(&e.1);
@@ -123,7 +123,7 @@ impl<K: Hash + Eq, V> SpreadMap<K, V> {
 
     /// Inserts `v` under `k` in place of the entry under `k` whose value `is` holds of, if
     /// there is one (returned); entries of `k` it does not hold of stay (see
-    /// [`SpreadMap::get_where`]).
+    /// [`IncrementalMap::get_where`]).
     pub fn insert_where(&mut self, k: K, v: V, is: impl Fn(&V) -> bool) -> Option<V> {
         let h = self.hasher.hash_one(&k);
         // Before the lookups, so that the entry below never grows `cur` all at once, and
@@ -148,7 +148,7 @@ impl<K: Hash + Eq, V> SpreadMap<K, V> {
 
     /// Inserts `v` under `k` without looking for an entry it replaces: the caller knows
     /// there is none (`k` has no entry, or, with keys shared as in
-    /// [`SpreadMap::get_where`], none for `v`'s id). One search for room in `cur`: no key
+    /// [`IncrementalMap::get_where`], none for `v`'s id). One search for room in `cur`: no key
     /// compared, `old` not looked at.
     pub fn insert_unique(&mut self, k: K, v: V) {
         let h = self.hasher.hash_one(&k);
@@ -184,7 +184,7 @@ impl<K: Hash + Eq, V> SpreadMap<K, V> {
     }
 
     /// Removes the entry under `k` whose value `is` holds of, in one lookup (with unique
-    /// keys: `k`'s entry if `is` says so of its value; see [`SpreadMap::get_where`]).
+    /// keys: `k`'s entry if `is` says so of its value; see [`IncrementalMap::get_where`]).
     pub fn remove_where(&mut self, k: &K, is: impl Fn(&V) -> bool) -> Option<V> {
         let v = self.find_entry_where(k, is).map(Entry::remove);
         self.step();
@@ -249,7 +249,7 @@ impl<K: Hash + Eq, V> SpreadMap<K, V> {
     }
 }
 
-impl<K: Hash + Eq, V> std::ops::Index<&K> for SpreadMap<K, V> {
+impl<K: Hash + Eq, V> std::ops::Index<&K> for IncrementalMap<K, V> {
     type Output = V;
 
     fn index(&self, k: &K) -> &V {
@@ -266,7 +266,7 @@ mod tests {
     /// Steps of a move that is under way: the old table's entries go over a few at a time.
     #[test]
     fn a_full_table_is_moved_a_few_entries_at_a_time() {
-        let mut m = SpreadMap::new();
+        let mut m = IncrementalMap::new();
         let mut i = 0u64;
         while m.cur.len() < m.cur.capacity() || m.cur.capacity() < 1_000 {
             m.insert(i, i);
@@ -335,7 +335,7 @@ mod tests {
         /// moves under way (a third of the inserts of a growing map find one).
         #[test]
         fn behaves_as_a_hash_map(ops in proptest::collection::vec(op(), 1..3_000)) {
-            let (mut m, mut model) = (SpreadMap::new(), HashMap::new());
+            let (mut m, mut model) = (IncrementalMap::new(), HashMap::new());
             for op in ops {
                 match op.clone() {
                     Op::Insert(k, v) => prop_assert_eq!(m.insert(k, v), model.insert(k, v)),
@@ -401,7 +401,7 @@ mod tests {
         ) {
             // 2,000 ids under 64 keys.
             let key = |id: u16| id % 64;
-            let (mut m, mut model) = (SpreadMap::new(), HashMap::new());
+            let (mut m, mut model) = (IncrementalMap::new(), HashMap::new());
             for (what, id, v) in ops {
                 let is = |e: &(u16, u32)| e.0 == id;
                 match what {
