@@ -23,7 +23,7 @@ where
         .spawn(move || match catch_unwind(AssertUnwindSafe(f)) {
             Ok(t) => t,
             Err(_) => {
-                tracing::error!(thread = name, "a vital thread panicked; aborting to restart from disk");
+                tracing::error!(thread = name, "an essential thread panicked; aborting to restart from disk");
                 std::process::abort();
             }
         })
@@ -37,18 +37,18 @@ mod tests {
 
     #[test]
     fn a_thread_that_returns_hands_back_its_value() {
-        assert_eq!(super::spawn("vital-ok", || 7).join().unwrap(), 7);
+        assert_eq!(super::spawn("essential-ok", || 7).join().unwrap(), 7);
     }
 
-    /// The child's side of the next test: a vital thread panics. Does nothing unless
+    /// The child's side of the next test: an essential thread panics. Does nothing unless
     /// started by that test.
     #[test]
     #[ignore = "run in a child process by a_panic_aborts_the_process"]
-    fn vital_child_panics() {
+    fn essential_child_panics() {
         if std::env::var_os(CHILD).is_none() {
             return;
         }
-        let _ = super::spawn("vital-test", || panic!("the vital test's panic")).join();
+        let _ = super::spawn("essential-test", || panic!("the essential test's panic")).join();
         // Reached only when the panic did not abort.
         std::process::exit(3);
     }
@@ -58,12 +58,12 @@ mod tests {
         use std::os::unix::process::ExitStatusExt;
         const SIGABRT: i32 = 6;
         let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--ignored", "--exact", "vital::tests::vital_child_panics", "--nocapture"])
+            .args(["--ignored", "--exact", "essential::tests::essential_child_panics", "--nocapture"])
             .env(CHILD, "1")
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.signal(), Some(SIGABRT), "{:?}; stderr: {stderr}", out.status);
-        assert!(stderr.contains("'vital-test'") && stderr.contains("the vital test's panic"), "{stderr}");
+        assert!(stderr.contains("'essential-test'") && stderr.contains("the essential test's panic"), "{stderr}");
     }
 }
