@@ -33,14 +33,14 @@ impl Workers {
     pub fn start(state: &Arc<AppState>) -> anyhow::Result<Workers> {
         let (engine, stats) = (state.engine.clone(), state.exported.clone());
         // Chain mode settles on chain, never in the ledger alone.
-        let settlement: Box<dyn Worker> = match state.chain {
-            Some(_) => {
-                Box::new(ChainSettler::new(state.clone()).map_err(|e| e.context("chain settlement cannot start"))?)
-            }
-            None => Box::new(LedgerSettlement { engine: engine.clone(), stats: stats.clone() }),
+        let settlement = match state.chain {
+            Some(_) => Settlement::Chain(Box::new(
+                ChainSettler::new(state.clone()).map_err(|e| e.context("chain settlement cannot start"))?,
+            )),
+            None => Settlement::Ledger(LedgerSettlement { engine: engine.clone(), stats: stats.clone() }),
         };
         let workers: Vec<Box<dyn Worker>> = vec![
-            settlement,
+            Box::new(settlement),
             Box::new(GtdExpiration { engine: engine.clone(), stats: stats.clone() }),
             Box::new(RewardSampler(state.clone())),
             Box::new(Payouts(state.clone())),
@@ -106,19 +106,12 @@ pub trait Worker: Send + 'static {
 }
 
 /// Settles matched trades: in the ledger, or on chain in chain mode.
-impl Worker for LedgerSettlement {
-    fn name(&self) -> &'static str {
-        "settlement"
-    }
-    fn every_ms(&self, c: &Config) -> u64 {
-        c.settlement_interval_ms
-    }
-    fn run(&mut self) -> Option<String> {
-        self.pass()
-    }
+enum Settlement {
+    Ledger(LedgerSettlement),
+    Chain(Box<ChainSettler>),
 }
 
-impl Worker for ChainSettler {
+impl Worker for Settlement {
     fn name(&self) -> &'static str {
         "settlement"
     }
@@ -126,7 +119,10 @@ impl Worker for ChainSettler {
         c.settlement_interval_ms
     }
     fn run(&mut self) -> Option<String> {
-        self.run_pass()
+        match self {
+            Settlement::Ledger(l) => l.pass(),
+            Settlement::Chain(c) => c.run_pass(),
+        }
     }
 }
 
