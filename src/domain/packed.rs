@@ -9,10 +9,8 @@
 //!   and its big-endian bytes without leading zeros;
 //! - anything else: its UTF-8 text as it is.
 //!
-//! The two tags are bytes that never occur in UTF-8, so a plain string (and every value
-//! written before this form, whose strings postcard wrote as length + UTF-8, the same wire
-//! shape as bytes) is read as itself, and every value unpacks to exactly the string it was
-//! packed from. Human-readable formats (JSON) keep the plain string.
+//! The two tags are bytes that never occur in UTF-8, so a plain string is read as itself,
+//! and every value unpacks to exactly the string it was packed from. Human-readable formats (JSON) keep the plain string.
 
 use std::borrow::Cow;
 
@@ -263,8 +261,8 @@ impl PackedStr {
     }
 }
 
-/// The stored bytes copied, not unpacked. Text written before the packed form is packed,
-/// so equal strings are equal bytes.
+/// The stored bytes copied, not unpacked; text that would pack is packed, so equal strings
+/// are equal bytes.
 impl FromStored for PackedStr {
     fn from_stored(b: &[u8]) -> Option<PackedStr> {
         match b.first() {

@@ -41,8 +41,7 @@ pub struct RfqRequest {
     pub state: RequestState,
     pub accepted_quote: Option<Uuid>,
     /// The price the requester named (the official clients' form sends one; the spec's
-    /// does not). Last, so that records written before it existed still decode (see
-    /// `store::rfq`).
+    /// does not).
     pub price: Option<Price>,
 }
 

@@ -1,5 +1,5 @@
-//! Opening the store: RocksDB's options per family, the log files written ahead, and the
-//! one-time moves of keys to newer layouts.
+//! Opening the store: RocksDB's options per family, the format check, and the log files
+//! written ahead.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -67,9 +67,6 @@ const MAX_WAL_BYTES: u64 = 128 << 20;
 /// file's previous life. Only logs retired since the open are reused: with log files written
 /// ahead ([`log_roll`]) the store keeps as many as it wrote.
 const RECYCLED_WAL_FILES: usize = 4;
-
-/// The key a key moves to in a layout change (`Store::move_keys`); None to stay.
-type NewKey = fn(&[u8]) -> Option<Vec<u8>>;
 
 impl Store {
     /// Opens (or creates) the store at `path`, with no log file written ahead.
@@ -143,16 +140,7 @@ impl Store {
             }
             ColumnFamilyDescriptor::new(*n, o)
         });
-        // A family that exists must be opened to be dropped.
-        let existing = DB::list_cf(&opts, path).unwrap_or_default();
-        let retired: Vec<&str> = cf::RETIRED.iter().copied().filter(|n| existing.iter().any(|e| e == n)).collect();
-        let cfs = cfs.chain(retired.iter().map(|n| ColumnFamilyDescriptor::new(*n, Options::default())));
-        let mut db = DB::open_cf_descriptors(&opts, path, cfs)?;
-        for name in retired {
-            db.drop_cf(name)?;
-            tracing::info!(family = name, "retired column family dropped");
-        }
-        let db = Arc::new(db);
+        let db = Arc::new(DB::open_cf_descriptors(&opts, path, cfs)?);
         let logs = Arc::new(log_roll::LogRoll::off());
         let s = Store {
             analytics: aggregator::Aggregator::spawn(db.clone(), logs.clone()),
@@ -168,7 +156,7 @@ impl Store {
         };
         s.next_order_seq.store(s.meta_u64(meta::NEXT_ORDER_SEQ)?.unwrap_or(1), Ordering::Relaxed);
         s.next_trade_seq.store(s.meta_u64(meta::NEXT_TRADE_SEQ)?.unwrap_or(1), Ordering::Relaxed);
-        s.compact_wallet_keys()?;
+        upgrade::to_current(&s)?;
         s.apply_log()?;
         if logs_ahead > 0 {
             let (db, logs) = (s.db.clone(), s.logs.clone());
@@ -222,66 +210,5 @@ impl Store {
         if cf::WRITTEN_BEHIND.contains(&family) {
             self.analytics.settle();
         }
-    }
-
-    /// Moves the keys of the ledger, of the position counters (`index::position`) and of
-    /// `trades_by_wallet` (`index::wallet_trade`) written in the text layout to the compact
-    /// one, once per store. Each moved key's value goes to its new key (merged into it for
-    /// counters) and the old key is deleted in the same write, so a crash part-way leaves
-    /// every key in exactly one place and the next start finishes the job.
-    pub(super) fn compact_wallet_keys(&self) -> Result<(), StoreError> {
-        let positions: NewKey = index::compact_position;
-        self.move_keys(
-            meta::COMPACT_WALLET_KEYS,
-            &[
-                (cf::LEDGER, 0, positions),
-                (cf::POSITIONS, 0, positions),
-                (cf::MARKET_HOLDERS, 4, positions),
-                (cf::WALLET_DAYS, 4, positions),
-            ],
-        )?;
-        self.move_keys(meta::COMPACT_WALLET_TRADES, &[(cf::TRADES_BY_WALLET, 0, index::compact_wallet_trade)])
-    }
-
-    /// Moves the keys of each (family, prefix length, new key of what follows the prefix)
-    /// whose new key differs, once: each key is written anew and deleted in one write (a
-    /// counter family's sums merged into what the new key may hold), in chunks, and `flag`
-    /// set in `meta` at the end, so an interrupted move resumes at the next start.
-    pub(super) fn move_keys(&self, flag: &[u8], families: &[(&'static str, usize, NewKey)]) -> Result<(), StoreError> {
-        if self.get_raw(cf::META, flag)?.is_some() {
-            return Ok(());
-        }
-        const CHUNK: usize = 10_000;
-        let mut moved = 0usize;
-        let mut batch = Batch::default();
-        for &(family, prefix, compact) in families {
-            // The iterator reads a snapshot: the keys written meanwhile are not seen again.
-            let mut it = self.db.raw_iterator_cf(self.handle(family));
-            it.seek_to_first();
-            while let (Some(k), Some(v)) = (it.key(), it.value()) {
-                if let Some(compact) = k.get(prefix..).and_then(compact) {
-                    let mut to = k[..prefix].to_vec();
-                    to.extend_from_slice(&compact);
-                    if cf::COUNTERS.contains(&family) {
-                        batch.merge(family, to, v.to_vec());
-                    } else {
-                        batch.put(family, to, v.to_vec());
-                    }
-                    batch.delete(family, k.to_vec());
-                    moved += 1;
-                    if batch.ops.len() >= 2 * CHUNK {
-                        self.write([&std::mem::take(&mut batch)], true)?;
-                    }
-                }
-                it.next();
-            }
-            it.status()?;
-        }
-        batch.put(cf::META, flag.to_vec(), vec![1]);
-        self.write([&batch], true)?;
-        if moved > 0 {
-            tracing::info!(keys = moved, flag = %String::from_utf8_lossy(flag), "wallet keys moved to the compact layout");
-        }
-        Ok(())
     }
 }

@@ -31,21 +31,12 @@ impl Position {
 }
 
 /// Counters: postcard's encoding of the slice (a count, then zigzag varints: a fill's
-/// position change takes 15 bytes instead of 40), with a zero byte after it when its length
-/// would be a multiple of 8. A length that is a multiple of 8 marks the first layout,
-/// big-endian i64s concatenated, which is still read: values of both layouts sum together.
+/// position change takes 15 bytes where eight bytes a counter would take 40).
 pub fn encode_counters(c: &[i64]) -> Vec<u8> {
-    let mut v = postcard::to_extend(c, Vec::new()).expect("counters serialize");
-    if v.len().is_multiple_of(8) {
-        v.push(0);
-    }
-    v
+    postcard::to_extend(c, Vec::new()).expect("counters serialize")
 }
 
 pub fn decode_counters(v: &[u8]) -> Vec<i64> {
-    if v.len().is_multiple_of(8) {
-        return v.chunks_exact(8).map(|c| i64::from_be_bytes(c.try_into().expect("8 bytes"))).collect();
-    }
     postcard::take_from_bytes::<Vec<i64>>(v).map(|(c, _)| c).unwrap_or_default()
 }
 
@@ -101,28 +92,12 @@ pub fn wallet_trade(address: &str, seq: u64, role: u8) -> Vec<u8> {
     k
 }
 
-/// The compact key of a text-layout [`wallet_trade`] key (address + `/` + seq + role)
-/// whose address has one; None for a key that is compact already or must stay text.
-pub fn compact_wallet_trade(k: &[u8]) -> Option<Vec<u8>> {
-    if k.first() == Some(&COMPACT) || k.len() < 10 {
-        return None;
-    }
-    let (text, tail) = k.split_at(k.len() - 9);
-    let address = std::str::from_utf8(text.strip_suffix(b"/")?).ok()?;
-    let mut compact = holder_prefix(address);
-    (compact[0] == COMPACT).then(|| {
-        compact.extend_from_slice(tail);
-        compact
-    })
-}
-
 /// The key of a wallet's position in a token, the part of the counter families' keys
 /// after their 4-byte prefix. A fill writes six, so they are kept short: a lowercase 0x
 /// address is its 20 bytes after a 0 tag, then a token id in decimal (as the exchange's
 /// are) is 0 and its 32 big-endian bytes, any other token 1 and its text — 54 bytes where
-/// the text was 121. Any other address keeps the text layout, address + `/` + token, in
-/// which keys written before the compact one were (text never starts with a 0 byte;
-/// [`Store::open`](super::Store::open) moves such keys to the compact one).
+/// the text was 121. Any other address is kept as text, address + `/` + token (text never
+/// starts with a 0 byte).
 pub fn position(address: &str, token: &str) -> Vec<u8> {
     let mut k = holder_prefix(address);
     if k[0] == COMPACT {
@@ -196,17 +171,6 @@ pub fn split_position(k: &[u8]) -> Option<(String, String)> {
             Some((a.to_string(), t.to_string()))
         }
     }
-}
-
-/// The compact key of a text-layout [`position`] key whose address has one; None for a
-/// key that is compact already or must stay text.
-pub fn compact_position(k: &[u8]) -> Option<Vec<u8>> {
-    if k.first() == Some(&COMPACT) {
-        return None;
-    }
-    let (address, token) = split_position(k)?;
-    let compact = position(&address, &token);
-    (compact[0] == COMPACT).then_some(compact)
 }
 
 /// Merge operands: (family, key, operand).
@@ -284,7 +248,6 @@ pub fn trade_day(t: &TradeRecord) -> u32 {
 #[cfg(test)]
 mod tests {
     use crate::domain::{Amount, Price};
-    use serde::Serialize;
     use uuid::Uuid;
 
     use super::*;
@@ -313,12 +276,7 @@ mod tests {
             assert_eq!(k, format!("{a}/{token}").into_bytes());
             assert!(k.starts_with(&holder_prefix(a)));
             assert_eq!(split_position(&k), Some((a.to_string(), token.to_string())));
-            assert_eq!(compact_position(&k), None);
         }
-        // A text-layout key moves to the compact one when its address allows.
-        assert_eq!(compact_position(format!("{addr}/{token}").as_bytes()), Some(k.clone()));
-        assert_eq!(compact_position(format!("{addr}/yes").as_bytes()), Some(position(addr, "yes")));
-        assert_eq!(compact_position(&k), None);
         // Truncated or unknown compact keys read as nothing rather than panicking.
         assert_eq!(split_position(&k[..30]), None);
         assert_eq!(split_position(&[COMPACT; 22]), None);
@@ -333,74 +291,50 @@ mod tests {
         q.add(&p.negated());
         assert_eq!(q, Position::default());
         assert_eq!(decode_counters(&encode_counters(&[i64::MIN, 0, 7])), vec![i64::MIN, 0, 7]);
-        // A fill's change is a fraction of the first layout's 40 bytes.
+        // A fill's change is a fraction of five 8-byte integers.
         let buy = Position { size: 10_000_000, bought: 10_000_000, cost: 5_000_000, ..Default::default() };
         assert_eq!(buy.encode().len(), 15);
-        // A value whose varints would fill a multiple of 8 bytes gets a pad byte.
-        let eight = [1i64 << 40, 0];
-        assert_eq!(postcard::to_extend(&eight[..], Vec::new()).unwrap().len(), 8);
-        assert_eq!(encode_counters(&eight).len(), 9);
-        assert_eq!(decode_counters(&encode_counters(&eight)), eight);
-        for c in [&[][..], &[0], &[-1, 1 << 62, i64::MAX]] {
+        for c in [&[][..], &[0], &[-1, 1 << 62, i64::MAX], &[1 << 40, 0]] {
             assert_eq!(decode_counters(&encode_counters(c)), c);
-            assert_ne!(encode_counters(c).len() % 8, 0);
         }
     }
 
-    /// Values of the first layout (big-endian i64s) still read, and sum with new ones.
+    /// RocksDB's merge operator sums what each write added.
     #[test]
-    fn counters_of_the_first_layout_read_and_sum_with_new_ones() {
-        let old = |c: &[i64]| c.iter().flat_map(|v| v.to_be_bytes()).collect::<Vec<u8>>();
-        assert_eq!(decode_counters(&old(&[5, -3])), vec![5, -3]);
-        assert_eq!(decode_counters(&[]), Vec::<i64>::new());
+    fn counters_merged_in_the_store_sum() {
         let dir = tempfile::tempdir().unwrap();
         let store = super::super::Store::open(dir.path()).unwrap();
         let cf = super::super::cf::POSITIONS;
         // One write each, so RocksDB's merge operator (not the persister's coalescing of a
         // group) sums them.
-        for (put, v) in [
-            (true, old(&[10, -4, 1, 2, 3])),
-            (false, encode_counters(&[1, 1, 1, 1, 1])),
-            (false, old(&[-1, 0, 0, 0, 0])),
-        ] {
+        for (put, v) in [(true, [10, -4, 1, 2, 3]), (false, [1, 1, 1, 1, 1]), (false, [-1, 0, 0, 0, 0])] {
             let mut b = super::super::Batch::default();
             if put {
-                b.put(cf, b"k".to_vec(), v);
+                b.put(cf, b"k".to_vec(), encode_counters(&v));
             } else {
-                b.merge(cf, b"k".to_vec(), v);
+                b.merge(cf, b"k".to_vec(), encode_counters(&v));
             }
             store.write([&b], true).unwrap();
         }
         assert_eq!(store.counters(cf, b"k").unwrap(), vec![10, -3, 2, 3, 4]);
     }
 
-    /// A tick keeps its token id as bytes; ticks written with it as text still read.
+    /// A tick keeps a decimal token id as its 32 bytes, any other as text.
     #[test]
-    fn ticks_keep_the_token_as_bytes_and_read_text_ones() {
-        #[derive(Serialize)]
-        struct TextTick<'a> {
-            id: Uuid,
-            asset_id: &'a str,
-            price: u32,
-            size: u64,
-            side: Side,
-        }
+    fn ticks_keep_the_token_as_bytes() {
         let token = "52114319501245915516055106046884209969926127482827954674443846427813813222426";
-        let t = Tick {
-            id: Uuid::from_u128(3),
-            asset_id: token.into(),
-            price: Price(4200),
-            size: Amount(7),
-            side: Side::Sell,
-        };
-        let v = super::super::encode(&t);
-        assert!(v.len() < 60, "{} bytes", v.len());
         let cf = super::super::cf::TRADES_BY_MARKET;
-        assert_eq!(super::super::Store::decode_value::<Tick>(cf, &v).unwrap(), t);
-        let text = TextTick { id: t.id, asset_id: token, price: 4200, size: 7, side: Side::Sell };
-        let mut old = vec![2];
-        old.extend(postcard::to_extend(&text, Vec::new()).unwrap());
-        assert!(old.len() > 90);
-        assert_eq!(super::super::Store::decode_value::<Tick>(cf, &old).unwrap(), t);
+        for (asset_id, most) in [(token, 60), ("yes", 40)] {
+            let t = Tick {
+                id: Uuid::from_u128(3),
+                asset_id: asset_id.into(),
+                price: Price(4200),
+                size: Amount(7),
+                side: Side::Sell,
+            };
+            let v = super::super::encode(&t);
+            assert!(v.len() < most, "{} bytes", v.len());
+            assert_eq!(super::super::Store::decode_value::<Tick>(cf, &v).unwrap(), t);
+        }
     }
 }

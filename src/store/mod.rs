@@ -29,6 +29,7 @@ mod schema;
 mod sealed;
 #[cfg(test)]
 mod tests;
+mod upgrade;
 mod write;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -184,13 +184,9 @@ impl Store {
         Ok(out)
     }
 
-    /// The signature an order was accepted with: from its record when written there (before
-    /// `order_signatures` existed), else from that family.
+    /// The signature an order was accepted with (kept in `order_signatures`).
     pub fn order_signature(&self, id: &Uuid) -> Result<Option<String>, StoreError> {
         let Some(o) = self.get_order(id)? else { return Ok(None) };
-        if !o.signature.as_bytes().is_empty() {
-            return Ok(Some(o.signature.unpack().into_owned()));
-        }
         let Some(v) = self.get_raw(cf::ORDER_SIGNATURES, &o.seq.to_be_bytes())? else { return Ok(None) };
         let corrupt = || StoreError::Corrupt { cf: cf::ORDER_SIGNATURES, msg: "not a stored string".into() };
         Ok(Some(crate::domain::packed::unpack(&v).ok_or_else(corrupt)?.into_owned()))
@@ -261,11 +257,6 @@ impl Store {
     ///
     /// Each order found is entered in the open-order index (`open_index`), which
     /// [`Store::get_order`] reads.
-    ///
-    /// Open orders of the earlier layout (the id under the priority, the record in `orders`)
-    /// are rewritten in the current one once the scan is done: a fill writes only what
-    /// changed of an open order, laid over its record under its priority, so the record
-    /// must be there.
     pub fn for_each_open_order(&self, mut each: impl FnMut(Arc<OrderRecord>)) -> Result<(), StoreError> {
         let seq_at = |it: &rocksdb::DBRawIterator<'_>| {
             it.key().and_then(|k| <[u8; 8]>::try_from(k).ok()).map(u64::from_be_bytes)
@@ -284,7 +275,7 @@ impl Store {
         };
         let (tx_a, rx_a) = crossbeam_channel::bounded::<ScanChunk>(8);
         let (tx_b, rx_b) = crossbeam_channel::unbounded::<ScanChunk>();
-        let earlier = std::thread::scope(|sc| {
+        std::thread::scope(|sc| {
             let a = sc.spawn(move || self.scan_open_orders(None, mid, tx_a, 0));
             let b = mid.map(|mid| sc.spawn(move || self.scan_open_orders(Some(mid), None, tx_b, 8)));
             let mut result = Ok(());
@@ -300,34 +291,24 @@ impl Store {
                 }
             }
             // On an error the receivers are gone, so the scans stop at their next send.
-            let mut earlier = a.join().expect("the open-order scan does not panic");
+            a.join().expect("the open-order scan does not panic");
             if let Some(b) = b {
-                earlier.extend(b.join().expect("the open-order scan does not panic"));
+                b.join().expect("the open-order scan does not panic");
             }
-            result.map(|_| earlier)
-        })?;
-        if !earlier.is_empty() {
-            tracing::info!(orders = earlier.len(), "open orders rewritten in the current layout");
-            let mut upgrade = Batch::default();
-            for o in earlier {
-                upgrade.put_order(Arc::new(o), Stored::New);
-            }
-            self.write([&upgrade], true)?;
-        }
-        Ok(())
+            result
+        })
     }
 
     /// The open orders whose sequence is in `[from, to)` (unbounded where None), decoded in
     /// chunks sent to `tx` in scan order and entered in the open-order index after each
-    /// send (from shard `first_shard` on); returns those of the earlier layout. Bypasses the
-    /// block cache: a one-time scan of every open order would only evict what readers use.
+    /// send (from shard `first_shard` on). Bypasses the block cache: a one-time scan of every open order would only evict what readers use.
     pub(super) fn scan_open_orders(
         &self,
         from: Option<[u8; 8]>,
         to: Option<[u8; 8]>,
         tx: crossbeam_channel::Sender<ScanChunk>,
         first_shard: usize,
-    ) -> Vec<OrderRecord> {
+    ) {
         const CHUNK: usize = 4096;
         let opts = || {
             let mut o = rocksdb::ReadOptions::default();
@@ -343,7 +324,6 @@ impl Store {
         };
         let mut interner = Interner::default();
         let mut chunk = Vec::with_capacity(CHUNK);
-        let mut earlier = Vec::new();
         let mut found = open_index::Found::default();
         let mut it = self.db.raw_iterator_cf_opt(self.handle(cf::LIVE_ORDERS), opts());
         seek(&mut it);
@@ -355,37 +335,25 @@ impl Store {
                 state.next();
             }
             let changed = state.key().filter(|k| *k == seq).and(state.value());
-            let r = if v.len() == 16 {
-                // Earlier layout: the index holds the id, the record is in `orders`.
-                Uuid::from_slice(v)
-                    .map_err(|e| StoreError::Corrupt { cf: cf::LIVE_ORDERS, msg: e.to_string() })
-                    .and_then(|id| self.get_raw(cf::ORDERS, id.as_bytes()))
-                    .and_then(|v| v.map(|v| decode_order(&v, &mut interner)).transpose())
-                    .inspect(|o| earlier.extend(o.clone()))
-            } else {
-                decode_order(v, &mut interner).map(Some)
-            };
-            let r = r.and_then(|o| match (o, changed) {
-                (Some(mut o), Some(c)) => {
+            let r = decode_order(v, &mut interner).and_then(|mut o| {
+                if let Some(c) = changed {
                     decode::<OpenState>(cf::OPEN_STATE, c)?.lay_over(&mut o);
-                    Ok(Some(o))
                 }
-                (o, _) => Ok(o),
+                Ok(o)
             });
             match r {
-                Ok(Some(o)) => {
+                Ok(o) => {
                     found.push(o.id, o.seq, o.owner);
                     chunk.push(Arc::new(o));
                 }
-                Ok(None) => {}
                 Err(e) => {
                     let _ = tx.send(Err(e));
-                    return earlier;
+                    return;
                 }
             }
             if chunk.len() == CHUNK {
                 if tx.send(Ok(std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK)))).is_err() {
-                    return earlier;
+                    return;
                 }
                 self.open.fill(&mut found, first_shard);
             }
@@ -394,7 +362,6 @@ impl Store {
         let r = it.status().map_err(StoreError::from).map(|_| chunk);
         let _ = tx.send(r);
         self.open.fill(&mut found, first_shard);
-        earlier
     }
 
     /// RocksDB's estimate of the open orders (to size maps; may be off either way).

@@ -6,43 +6,11 @@ use uuid::Uuid;
 
 use super::keys::rfq as key;
 use super::{cf, encode, Batch, Store, StoreError};
-use crate::domain::rfq::{RequestState, RfqQuote, RfqRequest};
-use crate::domain::{Amount, Side};
-
-/// A request as written before it had a `price`: postcard stores a struct as the tuple of
-/// its fields, so the old layout is the same fields without the trailing one.
-type RequestWithoutPrice = (Uuid, Uuid, String, String, String, Side, Amount, u64, u64, RequestState, Option<Uuid>);
-
-fn with_no_price(r: RequestWithoutPrice) -> RfqRequest {
-    let (id, owner, address, token_id, condition_id, side, size, created_at, expires_at, state, accepted_quote) = r;
-    RfqRequest {
-        id,
-        owner,
-        address,
-        token_id,
-        condition_id,
-        side,
-        size,
-        created_at,
-        expires_at,
-        state,
-        accepted_quote,
-        price: None,
-    }
-}
+use crate::domain::rfq::{RfqQuote, RfqRequest};
 
 impl Store {
     pub fn rfq_request(&self, id: &Uuid) -> Result<Option<RfqRequest>, StoreError> {
-        match self.get_raw(cf::RFQ, &key::request(id))? {
-            None => Ok(None),
-            // A record from before `price` existed has no bytes for it.
-            Some(v) => match Store::decode_value::<RfqRequest>(cf::RFQ, &v) {
-                Ok(r) => Ok(Some(r)),
-                Err(e) => Store::decode_value::<RequestWithoutPrice>(cf::RFQ, &v)
-                    .map(|r| Some(with_no_price(r)))
-                    .map_err(|_| e),
-            },
-        }
+        self.get(cf::RFQ, &key::request(id))
     }
 
     pub fn rfq_quote(&self, rfq: &Uuid, quote: &Uuid) -> Result<Option<RfqQuote>, StoreError> {
@@ -154,55 +122,5 @@ impl Batch {
 
     pub fn drop_rfq_quote_expiry(&mut self, q: &RfqQuote) {
         self.delete(cf::RFQ, key::expiry(q.expires_at, &q.rfq_id, Some(&q.id)));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A request written before `price` existed reads back with no price; a new one keeps it.
-    #[test]
-    fn requests_written_before_the_price_field_still_read() {
-        #[derive(serde::Serialize)]
-        struct Old<'a> {
-            id: Uuid,
-            owner: Uuid,
-            address: &'a str,
-            token_id: &'a str,
-            condition_id: &'a str,
-            side: Side,
-            size: Amount,
-            created_at: u64,
-            expires_at: u64,
-            state: RequestState,
-            accepted_quote: Option<Uuid>,
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let old = Old {
-            id: Uuid::new_v4(),
-            owner: Uuid::new_v4(),
-            address: "0xabc",
-            token_id: "7",
-            condition_id: "0xc",
-            side: Side::Sell,
-            size: Amount(5_000_000),
-            created_at: 10,
-            expires_at: 20,
-            state: RequestState::Open,
-            accepted_quote: None,
-        };
-        let mut b = Batch::default();
-        b.put(cf::RFQ, key::request(&old.id), encode(&old));
-        store.write([&b], true).unwrap();
-        let read = store.rfq_request(&old.id).unwrap().unwrap();
-        assert_eq!((read.side, read.size, read.expires_at, read.price), (Side::Sell, Amount(5_000_000), 20, None));
-
-        let new = RfqRequest { id: Uuid::new_v4(), price: Some(crate::domain::Price(4_200)), ..read };
-        let mut b = Batch::default();
-        b.open_rfq_request(&new);
-        store.write([&b], true).unwrap();
-        assert_eq!(store.rfq_request(&new.id).unwrap(), Some(new));
     }
 }

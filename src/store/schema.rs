@@ -6,17 +6,15 @@ pub mod cf {
     /// order id → record of an order that is no longer open (filled, cancelled, …).
     pub const ORDERS: &str = "orders";
     /// seq (u64 BE) → record of a LIVE or DEFERRED order, so the open orders are one
-    /// ordered scan in priority order at startup. (Data written before this layout holds the
-    /// order id here and the record in `orders`; both are read.)
+    /// ordered scan in priority order at startup.
     pub const LIVE_ORDERS: &str = "live_orders";
     /// seq (u64 BE) → what changed of an open order since its record was written (status,
     /// fills, reserve), so a fill rewrites a few dozen bytes instead of the order's signed
     /// fields. Deleted with the record when the order closes.
     pub const OPEN_STATE: &str = "open_state";
-    /// seq (u64 BE) → signature (its stored form) of every order accepted since this family
-    /// was added; written once with the order, never read on the request path, so an
-    /// order's record — on disk and held in memory while it is open — does not carry it
-    /// (records written before carry it themselves). See [`Store::order_signature`].
+    /// seq (u64 BE) → signature (its stored form) of every accepted order; written once
+    /// with the order, never read on the request path, so an order's record — on disk and
+    /// held in memory while it is open — does not carry it. See [`Store::order_signature`].
     pub const ORDER_SIGNATURES: &str = "order_signatures";
     /// order id → the whole salt (32 bytes, big-endian) of an order whose salt does not
     /// fit 64 bits; its record holds `u64::MAX` then. See [`Store::order_salt`].
@@ -105,13 +103,6 @@ pub mod cf {
     /// but rewrite their few keys, and are sized apart (`REWRITTEN_WRITE_BUFFER_BYTES`).
     pub const SCATTERED: &[&str] = &[ORDERS, TRADES_BY_OWNER, NOTIFICATIONS, TRADES_BY_WALLET];
 
-    /// Families of earlier layouts, dropped when a store that has them opens: `order_seq`
-    /// (order id → seq of an open order) and `open_by_owner` (owner and seq → id of an
-    /// open order), both now kept in memory (`open_index`).
-    /// (`proxies` bound a proxy wallet to the first signer naming it; makers are derived
-    /// from their signer now, `auth::wallets`.)
-    pub const RETIRED: &[&str] = &["order_seq", "open_by_owner", "proxies"];
-
     /// Written only while logs are written ahead at open (`log_roll`): its one key, written
     /// into the first of them and unflushed, keeps every log from that one on alive until
     /// the family is flushed, so each log written ahead retires to the reuse list at the
@@ -175,11 +166,8 @@ pub mod meta {
     pub const SECRETS_CHECK: &[u8] = b"secrets_check";
     pub const CATALOGUE_LOADED: &[u8] = b"catalogue_loaded";
     pub const EVENTS_LOADED: &[u8] = b"events_loaded";
-    /// Set once the ledger's and the position counters' keys of the text layout were moved
-    /// to the compact one (see `index::position`).
-    pub const COMPACT_WALLET_KEYS: &[u8] = b"compact_wallet_keys";
-    /// Set once `trades_by_wallet` keys of the text layout have moved to compact ones.
-    pub const COMPACT_WALLET_TRADES: &[u8] = b"compact_wallet_trades";
+    /// The store's format (u64 BE; see `upgrade`).
+    pub const FORMAT_VERSION: &[u8] = b"format_version";
     /// The last UTC day (u32) whose rewards and rebates were paid.
     pub const PAYOUTS_THROUGH: &[u8] = b"payouts_through";
     /// The ids the next catalogue series, event and comment get (u64 BE).

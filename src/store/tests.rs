@@ -1,18 +1,15 @@
 //! The store's unit tests: records through the codec and the store, the analytics
 //! indexes a trade writes, and the coalescing of a group's writes.
 
-use super::codec::{VERSION_JSON, VERSION_TEXT};
 use super::*;
 use crate::domain::{Amount, Price};
-use rocksdb::Options;
 
 pub(in crate::store) mod records {
-    use super::codec::OrderOut;
     use super::*;
     use crate::domain::{AddressStatus, Mode, OrderStatus, OrderToken};
 
     #[test]
-    fn codec_round_trips_and_reads_json_records() {
+    fn codec_round_trips_records_and_refuses_unknown_tags() {
         for v in [Mode::Normal, Mode::CancelOnly, Mode::TradingDisabled] {
             assert_eq!(decode::<Mode>("meta", &encode(&v)).unwrap(), v);
         }
@@ -20,11 +17,11 @@ pub(in crate::store) mod records {
         assert_eq!(decode::<AddressStatus>("addresses", &encode(&st)).unwrap(), st);
         let some: crate::domain::LastTrade = Some((Price(5500), crate::domain::Side::Sell));
         assert_eq!(decode::<crate::domain::LastTrade>("meta", &encode(&some)).unwrap(), some);
-        // Version-1 (JSON) values still decode.
-        let mut v1 = vec![VERSION_JSON];
-        v1.extend_from_slice(br#""LIVE""#);
-        assert_eq!(decode::<OrderStatus>("orders", &v1).unwrap(), OrderStatus::Live);
-        assert!(decode::<OrderStatus>("orders", &[9, 0]).is_err());
+        let mut live = encode(&OrderStatus::Live);
+        assert_eq!(decode::<OrderStatus>("orders", &live).unwrap(), OrderStatus::Live);
+        live[0] = 1;
+        assert!(decode::<OrderStatus>("orders", &live).is_err());
+        assert!(decode::<OrderStatus>("orders", &[]).is_err());
     }
 
     pub(in crate::store) fn sample_order() -> OrderRecord {
@@ -105,10 +102,9 @@ pub(in crate::store) mod records {
     }
 
     /// The engine writes an accepted order's signature apart, keyed by its sequence, and
-    /// keeps it out of the open order; the store finds it there, and in a record written
-    /// before (which carries it), open or closed.
+    /// keeps it out of the open order; the store finds it there, open or closed.
     #[test]
-    fn an_orders_signature_is_written_once_apart_and_found_either_way() {
+    fn an_orders_signature_is_written_once_apart_and_found_open_or_closed() {
         use crate::domain::{Market, Token};
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
@@ -138,17 +134,6 @@ pub(in crate::store) mod records {
         store.write([&b], true).unwrap();
         assert_eq!(store.get_order(&o.id).unwrap().unwrap().status, OrderStatus::Canceled);
         assert_eq!(store.order_signature(&o.id).unwrap(), Some(signature.clone()));
-        // Records written before the family carry the signature themselves.
-        let mut b = Batch::default();
-        let legacy =
-            |n: u128, status| Arc::new(OrderRecord { id: Uuid::from_u128(n), seq: n as u64, status, ..real_order() });
-        let (open, closed) = (legacy(100, OrderStatus::Live), legacy(101, OrderStatus::Canceled));
-        b.put_order(open.clone(), Stored::New);
-        b.put_order(closed.clone(), Stored::New);
-        store.write([&b], true).unwrap();
-        for id in [open.id, closed.id] {
-            assert_eq!(store.order_signature(&id).unwrap(), Some(signature.clone()));
-        }
         assert_eq!(store.order_signature(&Uuid::from_u128(102)).unwrap(), None);
     }
 
@@ -216,19 +201,10 @@ pub(in crate::store) mod records {
         assert_eq!(scan(&store), vec![b.clone()]);
         assert_eq!(store.get_order(&d.id).unwrap(), Some(d.clone()));
         assert!(store.get_raw(cf::LIVE_ORDERS, &d.seq.to_be_bytes()).unwrap().is_none());
-        // The earlier layout (id in `live_orders`, record in `orders`) is read, and the
-        // scan rewrites it in the current one, so later fills find its index entries.
         let mut c = b.clone();
         c.id = Uuid::from_u128(44);
         c.seq = 10;
-        let mut batch = Batch::default();
-        batch.put(cf::ORDERS, c.id.as_bytes().to_vec(), encode(&c));
-        batch.put(cf::LIVE_ORDERS, c.seq.to_be_bytes().to_vec(), c.id.as_bytes().to_vec());
-        store.write([&batch], true).unwrap();
-        assert_eq!(scan(&store), vec![b.clone(), c.clone()]);
-        assert_eq!(store.get_order(&c.id).unwrap(), Some(c.clone()));
-        let live = store.get_raw(cf::LIVE_ORDERS, &c.seq.to_be_bytes()).unwrap().unwrap();
-        assert_eq!(decode::<OrderRecord>(cf::LIVE_ORDERS, &live).unwrap(), c, "the scan upgraded it");
+        put(&store, &[&c], Stored::New);
         c.size_matched += Amount(1_000_000);
         put(&store, &[&c], Stored::Open);
         assert_eq!(scan(&store), vec![b.clone(), c.clone()]);
@@ -369,27 +345,6 @@ pub(in crate::store) mod records {
         assert_eq!(store.get_order(&b.id).unwrap(), Some(b));
     }
 
-    /// A store written by an earlier layout keeps a family this one no longer has: it
-    /// opens, and the family is gone after.
-    #[test]
-    fn a_retired_family_is_dropped_when_the_store_opens() {
-        let dir = tempfile::tempdir().unwrap();
-        drop(Store::open(dir.path()).unwrap());
-        {
-            let mut opts = Options::default();
-            opts.create_missing_column_families(true);
-            let names = cf::ALL.iter().chain(cf::RETIRED).copied();
-            let db = DB::open_cf(&opts, dir.path(), names).unwrap();
-            db.put_cf(db.cf_handle("order_seq").unwrap(), [7u8; 16], 1u64.to_be_bytes()).unwrap();
-        }
-        let store = Store::open(dir.path()).unwrap();
-        assert!(store.db.cf_handle("order_seq").is_none());
-        drop(store);
-        let families = DB::list_cf(&Options::default(), dir.path()).unwrap();
-        assert!(!families.iter().any(|f| f == "order_seq"), "{families:?}");
-        drop(Store::open(dir.path()).unwrap());
-    }
-
     /// [`sample_order`] with strings shaped like real ones, which the store packs.
     fn real_order() -> OrderRecord {
         OrderRecord {
@@ -444,23 +399,7 @@ pub(in crate::store) mod records {
             // A second decode shares the repeated strings.
             let b = decode_order(&bytes, &mut i).unwrap();
             assert!(Arc::ptr_eq(&a.maker, &b.maker) && Arc::ptr_eq(&a.token, &b.token));
-            // Version-1 JSON records (flat) still decode through the same entry point.
-            let mut v1 = vec![VERSION_JSON];
-            v1.extend_from_slice(&serde_json::to_vec(&OrderOut::from(&o)).unwrap());
-            assert_eq!(decode_order(&v1, &mut i).unwrap(), o);
         }
-        // An order none of whose strings packs encodes as version 2 did: such values still
-        // read.
-        let token = OrderToken {
-            condition_id: "0xC0FFEE".into(),
-            token_id: "tok-1001".into(),
-            ..(*sample_order().token).clone()
-        };
-        let text = OrderRecord { token: Arc::new(token), ..sample_order() };
-        let mut v2 = encode(&text);
-        v2[0] = VERSION_TEXT;
-        assert_eq!(decode_order(&v2, &mut Interner::default()).unwrap(), text);
-        assert_eq!(decode::<OrderRecord>(cf::ORDERS, &v2).unwrap(), text);
         // The real order's six ids take 195 bytes where their text took 401: the whole
         // value is 319 bytes, 525 as text.
         assert_eq!(encode(&real_order()).len(), 319);
@@ -554,7 +493,7 @@ pub(in crate::store) mod indexes {
 
     /// A trade holds each side's token shared; it encodes with their fields in line, as
     /// its own fields were stored, and decodes to an equal record (a maker of the same
-    /// token sharing the taker's), from version-1 JSON too.
+    /// token sharing the taker's).
     #[test]
     fn trades_encode_their_tokens_in_line() {
         let same = trade(1, TradeStatus::Pending);
@@ -569,9 +508,6 @@ pub(in crate::store) mod indexes {
             assert_eq!(back, t);
             let shared = Arc::ptr_eq(&back.token, &back.maker_orders[0].token);
             assert_eq!(shared, t.match_type == MatchType::Complementary);
-            let mut v1 = vec![VERSION_JSON];
-            v1.extend_from_slice(&serde_json::to_vec(&t).unwrap());
-            assert_eq!(decode::<TradeRecord>(cf::TRADES, &v1).unwrap(), t);
         }
     }
 
@@ -807,107 +743,6 @@ pub(in crate::store) mod indexes {
         drop((tx, acked));
         handle.join().unwrap();
         assert_eq!(reader.join().unwrap(), N);
-    }
-
-    /// Balances and position counters written under text keys (address + `/` + asset,
-    /// before the compact layout) move to compact keys at the next start, values intact,
-    /// and later writes go to the same keys.
-    #[test]
-    fn text_wallet_keys_move_to_compact_ones_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let (addr, token) = (
-            "0x9d84ce0306f8551e02efef1680475fc0f1dc1344",
-            "2533125062127029072497033382062890715058177690830198673817386145166809525645",
-        );
-        let text = format!("{addr}/{token}").into_bytes();
-        let with = |prefix: &[u8], rest: &[u8]| [prefix, rest].concat();
-        let day = 19_700u32.to_be_bytes();
-        let p = index::Position { size: 5, bought: 5, cost: 2, sold: 0, proceeds: 0 };
-        // A trade's seq ending in `/`, which the text layout's parse must not split at.
-        let seq_role = [&0x2f2f_u64.to_be_bytes()[..], &[1]].concat();
-        let trade_id = *Uuid::from_u128(77).as_bytes();
-        let old = |b: &mut Batch| {
-            // As an earlier version wrote them: the text layout, under each prefix, as
-            // merges; one key whose address stays text.
-            b.delete(cf::META, meta::COMPACT_WALLET_KEYS.to_vec());
-            b.merge(cf::POSITIONS, text.clone(), p.encode());
-            b.merge(cf::MARKET_HOLDERS, with(&2u32.to_be_bytes(), &text), p.encode());
-            b.merge(cf::WALLET_DAYS, with(&day, &text), p.encode());
-            b.merge(cf::POSITIONS, b"0xtaker/11".to_vec(), p.encode());
-            b.put(cf::LEDGER, format!("{addr}/USDC").into_bytes(), 7u64.to_be_bytes().to_vec());
-            b.put(cf::LEDGER, text.clone(), 8u64.to_be_bytes().to_vec());
-            b.put(cf::LEDGER, b"0xtaker/USDC".to_vec(), 9u64.to_be_bytes().to_vec());
-            b.delete(cf::META, meta::COMPACT_WALLET_TRADES.to_vec());
-            b.put(cf::TRADES_BY_WALLET, with(format!("{addr}/").as_bytes(), &seq_role), trade_id.to_vec());
-            b.put(cf::TRADES_BY_WALLET, with(b"0xtaker/", &seq_role), trade_id.to_vec());
-        };
-        let mut b = Batch::default();
-        old(&mut b);
-        old(&mut b);
-        store.write([&b], true).unwrap();
-        drop(store);
-        let store = Store::open(dir.path()).unwrap();
-        let get =
-            |s: &Store, cf: &'static str, k: &[u8]| s.get_raw(cf, k).unwrap().map(|v| index::Position::decode(&v));
-        let twice = index::Position { size: 10, bought: 10, cost: 4, sold: 0, proceeds: 0 };
-        let compact = index::position(addr, token);
-        assert_eq!(compact.len(), 54);
-        assert_eq!(get(&store, cf::POSITIONS, &compact), Some(twice));
-        assert_eq!(get(&store, cf::MARKET_HOLDERS, &index::market_holder(2, addr, token)), Some(twice));
-        assert_eq!(get(&store, cf::WALLET_DAYS, &index::wallet_day(19_700, addr, token)), Some(twice));
-        assert_eq!(get(&store, cf::POSITIONS, &text), None);
-        assert_eq!(get(&store, cf::MARKET_HOLDERS, &with(&2u32.to_be_bytes(), &text)), None);
-        assert_eq!(get(&store, cf::WALLET_DAYS, &with(&day, &text)), None);
-        assert_eq!(get(&store, cf::POSITIONS, b"0xtaker/11"), Some(twice));
-        let mut balances = store.balances().unwrap();
-        balances.sort();
-        let want = [(addr, token, 8), (addr, "USDC", 7), ("0xtaker", "USDC", 9)];
-        assert_eq!(balances, want.map(|(a, t, v)| (a.to_string(), t.to_string(), Amount(v))));
-        assert_eq!(
-            store.get_raw(cf::LEDGER, &index::position(addr, "USDC")).unwrap(),
-            Some(7u64.to_be_bytes().to_vec())
-        );
-        assert_eq!(index::position(addr, "USDC").len(), 26);
-        assert_eq!(store.get_raw(cf::LEDGER, &text).unwrap(), None);
-        let wallet_trades = |s: &Store, address: &str| {
-            let mut v = Vec::new();
-            s.walk(cf::TRADES_BY_WALLET, &index::holder_prefix(address), None, false, |k, id| {
-                v.push((k.to_vec(), id.to_vec()));
-                ControlFlow::Continue(())
-            })
-            .unwrap();
-            v
-        };
-        let moved = index::wallet_trade(addr, 0x2f2f, 1);
-        assert_eq!(moved.len(), 30);
-        assert_eq!(wallet_trades(&store, addr), vec![(moved, trade_id.to_vec())]);
-        assert_eq!(wallet_trades(&store, "0xtaker").len(), 1);
-        assert_eq!(store.get_raw(cf::TRADES_BY_WALLET, &with(format!("{addr}/").as_bytes(), &seq_role)).unwrap(), None);
-        // New sums land on the compact key; the move is not made twice.
-        let mut ops = Vec::new();
-        index::position_ops(2, 19_700, addr, token, &p, &mut ops);
-        let mut b = Batch::default();
-        for (c, k, v) in ops {
-            b.merge(c, k, v);
-        }
-        b.put_balance(addr.into(), "USDC".into(), Amount(10));
-        store.write([&b], true).unwrap();
-        drop(store);
-        let store = Store::open(dir.path()).unwrap();
-        let thrice = index::Position { size: 15, bought: 15, cost: 6, sold: 0, proceeds: 0 };
-        assert!(store.balances().unwrap().contains(&(addr.to_string(), "USDC".to_string(), Amount(10))));
-        assert_eq!(store.balances().unwrap().len(), 3);
-        assert_eq!(get(&store, cf::POSITIONS, &compact), Some(thrice));
-        assert_eq!(get(&store, cf::WALLET_DAYS, &index::wallet_day(19_700, addr, token)), Some(thrice));
-        let mut seen = Vec::new();
-        store
-            .walk(cf::POSITIONS, &index::holder_prefix(addr), None, false, |k, _| {
-                seen.push(index::split_position(k).unwrap());
-                ControlFlow::Continue(())
-            })
-            .unwrap();
-        assert_eq!(seen, vec![(addr.to_string(), token.to_string())]);
     }
 }
 mod coalescing {

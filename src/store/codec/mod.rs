@@ -1,4 +1,4 @@
-//! Values as stored: a version byte, then postcard (JSON for the first version, still read).
+//! Values as stored: the format's tag byte, then postcard.
 
 mod order;
 mod trade;
@@ -9,19 +9,13 @@ use super::cf;
 use crate::domain::packed::{self, FromStored};
 use crate::domain::OrderRecord;
 pub use order::Interner;
-#[cfg(test)]
-pub(super) use order::OrderOut;
 use order::OrderRef;
 
-/// Value format versions: 1 = JSON (the first format, still read), 2 = postcard, a compact
-/// binary serde format: about a third of the bytes, and the WAL is what bounds durable
-/// throughput; 3 = postcard with records' hex and decimal strings as bytes
-/// ([`crate::domain::packed`]). Version 2 values read through the same code (their strings
-/// are plain text, which the packed form reads as itself); the new number makes an earlier
-/// binary refuse version 3 values rather than misread them.
-pub(super) const VERSION_JSON: u8 = 1;
-pub(super) const VERSION_TEXT: u8 = 2;
-const VERSION: u8 = 3;
+/// The byte every value starts with: postcard, a compact binary serde format (the WAL's
+/// bytes bound durable throughput), with records' hex and decimal strings as bytes
+/// ([`crate::domain::packed`]). A value that does not start with it is corrupt; the store's
+/// format as a whole is `meta`'s `format_version` ([`super::upgrade`]).
+pub(super) const TAG: u8 = 3;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -32,32 +26,34 @@ pub enum StoreError {
     /// The persister did not make a write durable (it failed, or it is gone).
     #[error("the write was not made durable")]
     NotDurable,
+    #[error("the data directory holds store format {found}, newer than this build reads ({reads}); run the predex that wrote it")]
+    NewerFormat { found: u64, reads: u64 },
 }
 
-/// Encodes a record: version byte + postcard.
+/// Encodes a record: tag byte + postcard.
 pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
-    out.push(VERSION);
+    out.push(TAG);
     postcard::to_extend(v, out).expect("records serialize")
 }
 
 pub(super) fn decode<T: DeserializeOwned>(cf: &'static str, bytes: &[u8]) -> Result<T, StoreError> {
     let corrupt = |msg: String| StoreError::Corrupt { cf, msg };
     match bytes.split_first() {
-        Some((&(VERSION | VERSION_TEXT), rest)) => postcard::from_bytes(rest).map_err(|e| corrupt(e.to_string())),
-        Some((&VERSION_JSON, rest)) => serde_json::from_slice(rest).map_err(|e| corrupt(e.to_string())),
-        _ => Err(corrupt("unknown version".into())),
+        Some((&TAG, rest)) => postcard::from_bytes(rest).map_err(|e| corrupt(e.to_string())),
+        _ => Err(corrupt("unknown tag".into())),
     }
 }
 
-/// An order record, its repeated strings shared through `interner` (postcard values decode
-/// without allocating them; version-1 JSON goes the ordinary way).
+/// An order record, its repeated strings shared through `interner` (decoded without
+/// allocating them).
 pub fn decode_order(bytes: &[u8], interner: &mut Interner) -> Result<OrderRecord, StoreError> {
+    let corrupt = |msg: String| StoreError::Corrupt { cf: cf::ORDERS, msg };
     match bytes.split_first() {
-        Some((&(VERSION | VERSION_TEXT), rest)) => postcard::from_bytes::<OrderRef>(rest)
+        Some((&TAG, rest)) => postcard::from_bytes::<OrderRef>(rest)
             .map(|r| r.into_shared_record(interner))
-            .map_err(|e| StoreError::Corrupt { cf: cf::ORDERS, msg: e.to_string() }),
-        _ => decode(cf::ORDERS, bytes),
+            .map_err(|e| corrupt(e.to_string())),
+        _ => Err(corrupt("unknown tag".into())),
     }
 }
 

@@ -1,5 +1,5 @@
 //! How an order record is stored: one field list, held three ways — borrowed from the
-//! record to write it, owned to read it (version-1 JSON too), and borrowed from the
+//! record to write it, owned to read it, and borrowed from the
 //! encoded bytes to read a million of them at startup through an [`Interner`].
 //!
 //! The record's own field order is its memory layout ([`OrderRecord`]); the stored order is

@@ -1,5 +1,5 @@
 //! How a trade record is stored: one field list, held two ways — borrowed from the record
-//! to write it, owned to read it (version-1 JSON too) — with each side's token in line.
+//! to write it, owned to read it — with each side's token in line.
 
 use std::sync::Arc;
 
