@@ -270,7 +270,7 @@ impl Lob for PredexEngine {
         debug_assert_eq!(o.id, Uuid::from_u64_pair(0, id));
         let now = self.now();
         let mut batch = Batch::for_command();
-        let r = self.core.place(o, false, now, &mut batch);
+        let r = self.core.execute(o, false, now, &mut batch);
         self.done.push(r.expect("accepted"));
         self.sent.push(batch);
         self.publish();
@@ -288,7 +288,7 @@ impl Lob for PredexEngine {
         debug_assert_eq!(o.id, Uuid::from_u64_pair(0, id));
         let now = self.now();
         let mut batch = Batch::for_command();
-        let r = self.core.place(o, false, now, &mut batch);
+        let r = self.core.execute(o, false, now, &mut batch);
         self.done.push(r.expect("accepted"));
         self.sent.push(batch);
         self.publish();

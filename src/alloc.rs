@@ -60,8 +60,8 @@ unsafe impl GlobalAlloc for Mimalloc {
 /// Turns transparent huge pages off for this process, unless `MIMALLOC_ALLOW_THP` is set
 /// (mimalloc's own switch; `1` keeps them). mimalloc asks the kernel for huge pages on its
 /// arenas, so whichever thread first touches a fresh 2 MB region waits while the kernel
-/// zeroes all of it — on the build machine's VM ≈ 1.8 ms, on the matching thread, a worker
-/// or the persister, a few dozen times a minute while the heap grows. Without them the
+/// zeroes all of it — on the matching thread, a worker or the persister, many times a minute
+/// while the heap grows (the wait is in docs/internals/performance.md). Without them the
 /// same memory is backed 4 KB at a time, and those waits leave the open loop's tail. Call
 /// it first thing in `main`: it applies to pages touched afterwards.
 pub fn no_transparent_huge_pages() {

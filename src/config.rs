@@ -31,7 +31,7 @@ pub struct Config {
     /// set.
     #[arg(long, default_value = "var")]
     pub data_dir: PathBuf,
-    /// Write-ahead log files of 16 MB written at each start (≈ 0.2 s), so the log's syncs
+    /// Write-ahead log files of 16 MB written at each start, so the log's syncs
     /// overwrite files in place from the first write instead of growing them; 0 turns it
     /// off, else 2 to 64.
     #[arg(long, default_value_t = 8)]
@@ -41,10 +41,10 @@ pub struct Config {
     pub clob_addr: SocketAddr,
     /// Catalogue server.
     #[arg(long, default_value = "0.0.0.0:8081")]
-    pub gamma_addr: SocketAddr,
+    pub catalogue_addr: SocketAddr,
     /// Analytics server.
     #[arg(long, default_value = "0.0.0.0:8082")]
-    pub data_addr: SocketAddr,
+    pub analytics_addr: SocketAddr,
     /// Bridge server.
     #[arg(long, default_value = "0.0.0.0:8083")]
     pub bridge_addr: SocketAddr,
@@ -78,7 +78,7 @@ pub struct Config {
     #[arg(long, default_value = wallets::POLYGON_SAFE_INIT_CODE_HASH)]
     pub safe_init_code_hash: String,
     /// Where matched trades settle: `ledger` (the embedded ledger) or `chain` (matchOrders
-    /// on the exchange contracts; docs/settlement.md).
+    /// on the exchange contracts; docs/operating/settlement.md).
     #[arg(long, value_enum, default_value_t = Settlement::Ledger)]
     pub settlement: Settlement,
     /// Chain mode: the node's JSON-RPC endpoint (http://). Logged and shown as its host
@@ -173,7 +173,7 @@ pub struct Config {
     pub ws_threads: usize,
     /// The event stream: the NATS servers (`nats://HOST:PORT`, comma-separated) whose
     /// JetStream receives every durable order, trade, settlement and market event
-    /// (docs/operating.md). Unset: off.
+    /// (docs/operating/event-stream.md). Unset: off.
     #[arg(long, value_name = "SERVERS")]
     pub events_to: Option<String>,
     /// The JetStream stream the events go to, created if missing (subjects `predex.>`).
@@ -183,7 +183,7 @@ pub struct Config {
     #[arg(long, default_value_t = 1)]
     pub events_replicas: usize,
     /// Liquidity-reward sampling period (ms): each sample pays its share of the day's rate
-    /// to the resting orders that qualify then (docs/rewards.md).
+    /// to the resting orders that qualify then (docs/reference/rewards.md).
     #[arg(long, default_value_t = 60_000)]
     pub reward_sample_ms: u64,
     /// How often the payout worker looks for finished UTC days to pay rewards and rebates

@@ -3,8 +3,8 @@
 //!
 //! A hash table grows by doubling, and the insert that crosses its load limit moves every
 //! entry into the new table at once. On the matching thread that insert is a command every
-//! queued command waits behind: at two million resting orders that insert took ≈ 0.4 s,
-//! half of it the kernel zeroing the new table's pages.
+//! queued command waits behind, at millions of resting orders a pause of a large part of
+//! a second, much of it the kernel zeroing the new table's pages.
 //!
 //! Here the full table is kept, as `old`, beside a new one twice its size; every insert and
 //! remove then moves a few of `old`'s entries into the new table, walking its buckets by

@@ -6,9 +6,9 @@
 
 /// mimalloc for every Rust allocation of every binary, test and bench built on this crate:
 /// the request path allocates many small, short-lived objects, many of them freed on
-/// another thread than the one that made them, where glibc's malloc spent ≈ 10% of a
-/// loaded server's CPU. Entered as [`alloc`] says; RocksDB's C++ allocations keep the
-/// system's.
+/// another thread than the one that made them, which glibc's malloc handles slowly (the
+/// figure is in docs/internals/performance.md). Entered as [`alloc`] says; RocksDB's C++ allocations
+/// keep the system's.
 #[global_allocator]
 static ALLOC: alloc::Mimalloc = alloc::Mimalloc;
 
@@ -47,8 +47,8 @@ use crate::store::Store;
 #[derive(Debug, Clone, Copy)]
 pub struct Bound {
     pub clob: SocketAddr,
-    pub gamma: SocketAddr,
-    pub data: SocketAddr,
+    pub catalogue: SocketAddr,
+    pub analytics: SocketAddr,
     pub bridge: SocketAddr,
     pub internal: SocketAddr,
 }
@@ -91,9 +91,8 @@ impl App {
     ///
     /// Boxed and never inlined (as is [`App::shutdown`]): a small `async fn` is inlined
     /// across crates, and its caller — the `predex` binary, predex-loadgen, the
-    /// integration tests — then compiled the servers' whole warp filter trees again
-    /// (≈ 50 s of monomorphization and 40 s of LLVM per binary, measured with
-    /// `-Ztime-passes`). Behind a `dyn Future` the body is compiled here once.
+    /// integration tests — would then compile the servers' whole warp filter trees again.
+    /// Behind a `dyn Future` the body is compiled here once.
     #[inline(never)]
     pub fn start(config: Config) -> BoxFuture<'static, anyhow::Result<App>> {
         Box::pin(Self::start_inner(config))
@@ -212,18 +211,18 @@ pub fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
 }
 
 /// Serves `routes` on `listener` until `stop` turns true, within `server`'s limits (see
-/// [`api::front::serve`]).
+/// [`api::connections::serve`]).
 pub fn serve<F>(
     listener: tokio::net::TcpListener,
     routes: F,
-    server: api::front::Server,
+    server: api::connections::Server,
     stop: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()>
 where
     F: warp::Filter + Clone + Send + Sync + 'static,
     F::Extract: warp::Reply,
 {
-    api::front::serve(listener, routes, server, stop)
+    api::connections::serve(listener, routes, server, stop)
 }
 
 /// Chain mode's link, checked against the chain it is configured for
@@ -260,7 +259,7 @@ fn open_store(config: &Config) -> anyhow::Result<(Arc<Store>, Arc<str>)> {
     }
     if !sealing {
         tracing::warn!(
-            "API-key, builder and relayer secrets are stored unsealed: set --secrets-key-file (docs/operating.md)"
+            "API-key, builder and relayer secrets are stored unsealed: set --secrets-key-file (docs/operating/running.md)"
         );
     }
     Ok((Arc::new(store), internal_token))
@@ -295,11 +294,14 @@ fn bind_all(config: &Config) -> anyhow::Result<(Bound, Listeners)> {
         anyhow::Ok((l, a))
     };
     let (clob_l, clob) = bind(config.clob_addr, "clob")?;
-    let (gamma_l, gamma) = bind(config.gamma_addr, "gamma")?;
-    let (data_l, data) = bind(config.data_addr, "data")?;
+    let (catalogue_l, catalogue) = bind(config.catalogue_addr, "catalogue")?;
+    let (analytics_l, analytics) = bind(config.analytics_addr, "analytics")?;
     let (bridge_l, bridge) = bind(config.bridge_addr, "bridge")?;
     let (internal_l, internal) = bind(config.internal_addr, "internal")?;
-    Ok((Bound { clob, gamma, data, bridge, internal }, [clob_l, gamma_l, data_l, bridge_l, internal_l]))
+    Ok((
+        Bound { clob, catalogue, analytics, bridge, internal },
+        [clob_l, catalogue_l, analytics_l, bridge_l, internal_l],
+    ))
 }
 
 /// Serves each server's routes on its listener until `stop`.
@@ -309,34 +311,34 @@ fn serve_all(
     listeners: Listeners,
     stop: watch::Receiver<bool>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
-    use api::front::Role;
+    use api::connections::Role;
     let config = &state.config;
     // Each server its own budget of bodies in flight and its own count of clients, so no
-    // server's clients can spend another's (`api::front`).
-    let public = |role| api::front::Server {
+    // server's clients can spend another's (`api::connections`).
+    let public = |role| api::connections::Server {
         bodies: api::body::Bodies::new(config.body_bytes_in_flight),
         clients: Some(api::clients::Clients::new(config.max_connections_per_ip, &config.trusted_proxies)),
         role,
     };
     // The operator's server, on loopback behind its token: its clients are not counted.
-    let operator = api::front::Server {
+    let operator = api::connections::Server {
         bodies: api::body::Bodies::new(config.body_bytes_in_flight),
         clients: None,
         role: Role::Unlimited,
     };
-    let [clob, gamma, data, bridge, internal] = listeners;
+    let [clob, catalogue, analytics, bridge, internal] = listeners;
     let s = || state.clone();
     vec![
         serve(clob, api::clob_routes(s()), public(Role::OrderBook(s())), stop.clone()),
         serve(
-            gamma,
-            api::with_openapi(api::openapi::GAMMA, api::catalogue::routes(s())),
+            catalogue,
+            api::with_openapi(api::openapi::CATALOGUE, api::catalogue::routes(s())),
             public(Role::Unlimited),
             stop.clone(),
         ),
         serve(
-            data,
-            api::with_openapi(api::openapi::DATA, api::analytics::routes(s())),
+            analytics,
+            api::with_openapi(api::openapi::ANALYTICS, api::analytics::routes(s())),
             public(Role::Unlimited),
             stop.clone(),
         ),

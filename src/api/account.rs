@@ -15,7 +15,7 @@ use crate::domain::{
 pub fn routes(state: Arc<AppState>) -> Routes {
     let hb = handle_now(warp::path!("v1" / "heartbeats").and(warp::post()), &state, |s, r| {
         // The id the official clients send with their next heartbeat (Polymarket returns
-        // one); a fresh one each time, not checked when it comes back (docs/decisions.md).
+        // one); a fresh one each time, not checked when it comes back (docs/reference/spec-choices.md).
         heartbeat(&s, &r)
             .and_then(|_| reply(&json!({ "status": "ok", "heartbeat_id": uuid::Uuid::new_v4().to_string() })))
     });

@@ -294,7 +294,7 @@ fn get_fee_rate(s: Arc<AppState>, r: Req) -> ApiResult {
 
 /// A market's reward program as SPEC §2.10 shows it (empty without one).
 fn rewards_of(s: &AppState, condition_id: &str) -> Value {
-    super::incentives::rewards_json(s.rewards.programs.read().get(condition_id))
+    super::rewards::rewards_json(s.rewards.programs.read().get(condition_id))
 }
 
 /// A market as Polymarket's CLOB lists it (`GET /markets`, `/markets/{condition_id}`,

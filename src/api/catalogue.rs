@@ -1,4 +1,4 @@
-//! The gamma server's routes (SPEC §4.6, §2.17; Polymarket's Gamma API where the spec shows
+//! The catalogue server's routes ({gamma_url}, SPEC §4.6, §2.17; Polymarket's Gamma API where the spec shows
 //! no shape) and the operator's catalogue writes on the internal server.
 //!
 //! Shapes follow Gamma: ids are numeric strings; a market's `outcomes`, `outcomePrices` and

@@ -1,4 +1,4 @@
-//! Conditional tokens in ledger mode (SPEC §1.6, docs/ctf.md): `POST /ctf/split`,
+//! Conditional tokens in ledger mode (SPEC §1.6, docs/reference/ctf.md): `POST /ctf/split`,
 //! `/ctf/merge`, `/ctf/redeem` and `/ctf/convert`, L2-signed. The operations are
 //! `app::ctf`.
 
@@ -66,7 +66,7 @@ async fn operate(s: Arc<AppState>, kind: CtfKind, r: Req) -> ApiResult {
 /// amount) in ledger mode. For each question in `indexSet` it burns `amount` NO tokens;
 /// for each other question of the market it mints `amount` YES tokens; and it pays
 /// (|indexSet| − 1) · `amount` collateral. Value is conserved whichever question wins.
-/// A market's questions are its binary markets in creation order (docs/ctf.md).
+/// A market's questions are its binary markets in creation order (docs/reference/ctf.md).
 async fn convert(s: Arc<AppState>, r: Req) -> ApiResult {
     super::ledger_only(&s)?;
     let key = authenticate(&s, &r)?;

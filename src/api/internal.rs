@@ -13,8 +13,8 @@ use warp::Filter;
 use super::auctions::open as open_auction;
 use super::bridge::{confirm_deposit, open_withdrawals, settle_withdrawal};
 use super::catalogue::{create_comment, create_event, create_series, set_resolution};
-use super::incentives::{run_payouts, set_program};
 use super::resolution::assign_cluster;
+use super::rewards::{run_payouts, set_program};
 use super::{handle, recover, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
 use crate::app::markets::{Created, MarketSpec};
 use crate::app::AppState;
@@ -127,7 +127,7 @@ pub fn routes(state: Arc<AppState>, bound: std::net::SocketAddr) -> Routes {
         .or(post!("auctions", open_auction))
         .unify()
         .boxed();
-    // The bridge's operator side (docs/bridge.md).
+    // The bridge's operator side (docs/reference/bridge.md).
     let bridge = post!("bridge" / "deposits", confirm_deposit)
         .or(warp::path!("internal" / "bridge" / "withdrawals" / String)
             .and(warp::post())

@@ -12,10 +12,9 @@ pub mod builders;
 pub mod catalogue;
 pub mod ceiling;
 pub mod clients;
+pub mod connections;
 pub mod ctf;
 pub mod dashboard;
-pub mod front;
-pub mod incentives;
 pub mod internal;
 pub mod keys;
 pub mod orders;
@@ -25,6 +24,7 @@ pub mod plain_errors;
 pub mod relay;
 pub mod render;
 pub mod resolution;
+pub mod rewards;
 pub mod rfq;
 pub mod wire;
 pub mod ws;
@@ -74,7 +74,7 @@ impl ApiError {
 }
 
 /// 409 in chain mode for what moves ledger balances the chain does not hold — the bridge,
-/// bonds, CTF operations and the relay — until they run on chain (docs/settlement.md).
+/// bonds, CTF operations and the relay — until they run on chain (docs/operating/settlement.md).
 pub fn ledger_only(s: &AppState) -> Result<(), ApiError> {
     match s.chain {
         Some(_) => Err(ApiError::new(StatusCode::CONFLICT, "not available in chain mode")),
@@ -202,15 +202,15 @@ impl Req {
 
 /// A server's or a module's routes, behind one `dyn` call.
 ///
-/// warp's combinators nest their types: a chain of twenty `.or()` over routes that each
-/// take [`req()`] made type names of up to 200 KB, and monomorphizing them was most of this
-/// crate's compile time (≈ 150 s of the collector under `-Ztime-passes`). Boxing
-/// each module's routes, and `req()`, keeps the types small; a request pays one allocation
-/// per boxed layer it enters, outside the trading path (`front` serves it without the tree).
+/// warp's combinators nest their types, and a chain of `.or()` over routes that each take
+/// [`req()`] makes huge type names whose monomorphization is most of the compile time
+/// (docs/internals/performance.md, "Build time"). Boxing each module's routes, and `req()`, keeps
+/// the types small; a request pays one allocation per boxed layer it enters, outside the
+/// trading path (`connections` serves it without the tree).
 pub type Routes = warp::filters::BoxedFilter<(Response,)>;
 
 /// Captures method, path, query, headers and body (read whole and bounded by the server's
-/// front, [`front`]).
+/// dispatch, [`connections`]).
 pub fn req() -> warp::filters::BoxedFilter<(Req,)> {
     warp::method()
         .and(warp::path::full())
@@ -454,12 +454,12 @@ pub async fn recover(r: warp::Rejection) -> Result<Response, Infallible> {
     Ok(e.into_response())
 }
 
-/// The public servers' OpenAPI documents (docs/openapi/, written by its build.py).
+/// The public servers' OpenAPI documents (docs/reference/openapi/, written by its build.py).
 pub mod openapi {
-    pub const CLOB: &str = include_str!("../../docs/openapi/clob.json");
-    pub const GAMMA: &str = include_str!("../../docs/openapi/gamma.json");
-    pub const DATA: &str = include_str!("../../docs/openapi/data.json");
-    pub const BRIDGE: &str = include_str!("../../docs/openapi/bridge.json");
+    pub const CLOB: &str = include_str!("../../docs/reference/openapi/clob.json");
+    pub const CATALOGUE: &str = include_str!("../../docs/reference/openapi/catalogue.json");
+    pub const ANALYTICS: &str = include_str!("../../docs/reference/openapi/analytics.json");
+    pub const BRIDGE: &str = include_str!("../../docs/reference/openapi/bridge.json");
 }
 
 /// GET /openapi.json: the server's OpenAPI document; like the health probe, outside the
@@ -496,7 +496,7 @@ pub fn clob_routes(state: Arc<AppState>) -> Routes {
         .unify()
         .or(ctf::routes(state.clone()))
         .unify()
-        .or(incentives::routes(state.clone()))
+        .or(rewards::routes(state.clone()))
         .unify()
         .or(resolution::routes(state.clone()))
         .unify()
@@ -516,7 +516,7 @@ pub fn clob_routes(state: Arc<AppState>) -> Routes {
         .unify()
         .or(analytics::clob_routes(state.clone()))
         .unify();
-    // The rate limit is the front's (`front::Role::OrderBook`): it is applied before a body
+    // The rate limit is the connection loop's (`connections::Role::OrderBook`): it is applied before a body
     // is read, and the health probe is not counted (SPEC §8).
     let m = state.exported.clone();
     let count = warp::log::custom(move |info: warp::log::Info<'_>| {

@@ -1,4 +1,4 @@
-//! The gasless relay (SPEC §5.6; docs/relay.md): `POST /submit` executes a wallet's
+//! The gasless relay (SPEC §5.6; docs/reference/relay.md): `POST /submit` executes a wallet's
 //! operation without the wallet paying gas. In ledger mode each operation runs at once
 //! through the same path as its own endpoint, and the reply is the transaction record.
 //!

@@ -163,7 +163,7 @@ mod tests {
         assert_eq!(read(r#""a\"b""#).unwrap(), "a\"b");
         assert_eq!(read("1234").unwrap(), "1234");
         assert_eq!(read("18446744073709551615").unwrap(), u64::MAX.to_string());
-        // A number reads as `serde_json::Number` reads it (the old variant's type): past
+        // A number reads as `serde_json::Number` reads it: past
         // u64 as a float, which no salt or amount parses from.
         for n in ["-7", "1.5", "123456789012345678901234"] {
             assert_eq!(read(n).unwrap(), serde_json::from_str::<serde_json::Number>(n).unwrap().to_string());

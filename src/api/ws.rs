@@ -1,5 +1,5 @@
 //! The market feed, `/ws/market`, in the protocol of Polymarket's CLOB market channel
-//! (docs/websocket.md): subscribe with `{"assets_ids": [...], "type": "market"}`, change
+//! (docs/reference/websocket.md): subscribe with `{"assets_ids": [...], "type": "market"}`, change
 //! later with `{"assets_ids": [...], "operation": "subscribe" | "unsubscribe"}`; a `book`
 //! snapshot per asset on subscribe, then `price_change` and `last_trade_price` frames (and
 //! `best_bid_ask` with `custom_feature_enabled`) from the event bus ([`crate::events`]);

@@ -4,7 +4,7 @@
 //!
 //! Every query is a range scan over the indexes and counters each trade writes with itself
 //! (`store::index`): a wallet's trades, a market's trades in time order, positions per
-//! wallet and per market, per-day sums for leaderboards. Definitions (docs/catalogue-analytics.md):
+//! wallet and per market, per-day sums for leaderboards. Definitions (docs/reference/catalogue-analytics.md):
 //! - average price = collateral paid for the tokens bought ÷ tokens bought (fees included);
 //! - current price = 1/0 once resolved, else the midpoint of a two-sided book, else the
 //!   last trade, else 0;

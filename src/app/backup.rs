@@ -1,4 +1,4 @@
-//! Online backup (docs/operating.md): a RocksDB checkpoint taken at one point of the
+//! Online backup (docs/operating/backups.md): a RocksDB checkpoint taken at one point of the
 //! persister's queue while trading goes on.
 //!
 //! The checkpoint rides an empty job whose completion is a barrier ([`After::Barrier`]):

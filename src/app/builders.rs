@@ -1,5 +1,5 @@
 //! Builders and service keys (SPEC §2.1, §4.1, §4.4, §5.5–5.6, §7.2, §7.5;
-//! docs/builders.md).
+//! docs/reference/builders.md).
 //!
 //! A builder is an application that routes its users' orders: it names itself with the
 //! `SERVICE_BUILDER_ID` header on `POST /builder/order` and `/builder/cancel`, and the

@@ -1,4 +1,4 @@
-//! Chain mode's settlement worker (docs/settlement.md): each PENDING match — a taker and
+//! Chain mode's settlement worker (docs/operating/settlement.md): each PENDING match — a taker and
 //! the makers it met, one trade each — becomes one `matchOrders` transaction carrying the
 //! orders as they were signed, sent by the operator with consecutive nonces.
 //!
@@ -225,7 +225,7 @@ impl ChainSettler {
             tx.set_nonce(nonce);
             // A block is packed by its transactions' gas limits: a margin over the estimate
             // for what the transactions before it in the block change (a balance emptied
-            // and filled again), no more (docs/settlement.md, Throughput).
+            // and filled again), no more (docs/operating/settlement.md, Throughput).
             tx.set_gas_limit(gas + gas / 10 + 30_000);
             tx.set_max_fee_per_gas(fees.max_fee_per_gas);
             tx.set_max_priority_fee_per_gas(fees.max_priority_fee_per_gas);

@@ -1,4 +1,4 @@
-//! Chain mode's watch on what makers do on the exchanges themselves (docs/settlement.md):
+//! Chain mode's watch on what makers do on the exchanges themselves (docs/operating/settlement.md):
 //! an order cancelled with `cancelOrder` (its `OrderCancelled` log) and every order signed
 //! with a nonce the maker has moved past with `incrementNonce` can no longer settle, so
 //! predex cancels them, within a pass or two of the settlement worker, and refuses them

@@ -1,4 +1,4 @@
-//! Conditional tokens in ledger mode (SPEC §1.6, docs/ctf.md): split, merge, redeem and
+//! Conditional tokens in ledger mode (SPEC §1.6, docs/reference/ctf.md): split, merge, redeem and
 //! the negative-risk conversion, for the `/ctf/*` routes and the relay.
 //!
 //! - split: `amount` collateral → `amount` of each outcome token;
@@ -247,7 +247,7 @@ pub struct ConvertRequest {
 /// `indexSet` it burns `amount` NO tokens; for each other question of the market it mints
 /// `amount` YES tokens; and it pays (|indexSet| − 1) · `amount` collateral. Value is
 /// conserved whichever question wins. A market's questions are its binary markets in
-/// creation order (docs/ctf.md).
+/// creation order (docs/reference/ctf.md).
 pub async fn convert_for(s: &AppState, wallet: &str, b: ConvertRequest) -> Result<Receipt, CtfError> {
     let questions: Vec<_> = s
         .registry

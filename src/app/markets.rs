@@ -7,8 +7,8 @@ use alloy_primitives::{Bytes, B256};
 use serde::Deserialize;
 
 use super::catalogue::put_meta;
-use super::incentives::{self, IncentiveError, RewardSpec};
 use super::onchain::{chain_err, on_chain, OnchainError};
+use super::rewards::{self, RewardSpec, RewardsError};
 use super::AppState;
 use crate::domain::catalogue::MarketMeta;
 use crate::domain::{now_secs, parse_date, Amount, BadDate, Market, Price, Token};
@@ -58,7 +58,7 @@ pub struct MarketSpec {
     pub start_date: Option<String>,
     #[serde(default)]
     pub end_date: Option<String>,
-    /// A liquidity-reward program (docs/rewards.md).
+    /// A liquidity-reward program (docs/reference/rewards.md).
     #[serde(default)]
     pub rewards: Option<RewardSpec>,
 }
@@ -135,7 +135,7 @@ pub enum MarketError {
     #[error(transparent)]
     BadDate(#[from] BadDate),
     #[error(transparent)]
-    Rewards(#[from] IncentiveError),
+    Rewards(#[from] RewardsError),
     #[error(transparent)]
     Onchain(#[from] OnchainError),
     #[error(transparent)]
@@ -181,7 +181,7 @@ pub(crate) async fn write(s: &AppState, mut spec: MarketSpec, ours: bool) -> Res
     };
     put_meta(s, meta).await?;
     if let Some(c) = program {
-        incentives::set_config(s, c).await?;
+        rewards::set_config(s, c).await?;
     }
     Ok(Created { market, question_id })
 }

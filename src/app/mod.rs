@@ -14,7 +14,6 @@ pub mod chain_watch;
 pub mod ctf;
 pub mod demo;
 pub mod events;
-pub mod incentives;
 pub mod keys;
 pub mod markets;
 pub mod onchain;
@@ -23,6 +22,7 @@ pub mod overview;
 pub mod ratelimit;
 pub mod replay;
 pub mod resolution;
+pub mod rewards;
 pub mod rfq;
 pub mod settlement;
 pub mod workers;
@@ -63,7 +63,7 @@ pub struct AppState {
     pub feeds: Feeds,
     pub catalogue: catalogue::Catalogue,
     pub bridge: bridge::Bridge,
-    pub rewards: incentives::Rewards,
+    pub rewards: rewards::Rewards,
     pub resolution: resolution::Resolution,
     pub rfq: rfq::Rfq,
     /// Chain mode's link to the chain, checked at start (None: ledger mode).
@@ -113,7 +113,7 @@ impl Parts {
             feeds,
             catalogue: catalogue::Catalogue::load(&store)?,
             bridge: bridge::Bridge::load(&store, &config.catalogue.with_file_name("bridge-assets.json"))?,
-            rewards: incentives::Rewards::load(&store)?,
+            rewards: rewards::Rewards::load(&store)?,
             resolution: Default::default(),
             rfq: Default::default(),
             chain: chain.map(onchain::OnChain::new),

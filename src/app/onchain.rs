@@ -1,5 +1,5 @@
 //! Chain mode's rules above the chain link (`crate::chain`): the ledger's settled balances
-//! taken from the chain (docs/settlement.md).
+//! taken from the chain (docs/operating/settlement.md).
 //!
 //! In chain mode an account's settled balance is what the chain lets the exchange move:
 //! collateral within the allowances given to the exchanges, tokens once the exchange is

@@ -121,7 +121,7 @@ pub async fn place(
         records.put_order_salt(&id, salt.to_be_bytes());
     }
     let _t = s.time_command("place");
-    match s.engine.place_with(order, defer, records).await {
+    match s.engine.submit_with(order, defer, records).await {
         Ok(p) => Ok(p),
         Err(EngineError::Rejected(reject)) => Err(OrderError::Rejected { reject, id }),
         Err(e) => Err(e.into()),

@@ -1,4 +1,4 @@
-//! Request for quote (SPEC §3.3, §4.4, §7.5; docs/rfq.md).
+//! Request for quote (SPEC §3.3, §4.4, §7.5; docs/reference/rfq.md).
 //!
 //! A trader asks for a price on `size` tokens (`POST /rfq/request`); other traders answer
 //! with quotes (`POST /rfq/quote`); the requester accepts one (`POST /rfq/accept`), by its

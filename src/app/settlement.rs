@@ -7,7 +7,7 @@ use crate::engine::{EngineError, EngineHandle};
 use crate::metrics::Metrics;
 
 /// Trades settled per engine command: bounds how long one settlement command holds the
-/// engine, so its group commit stays light beside the order flow (docs/performance.md);
+/// engine, so its group commit stays light beside the order flow (docs/internals/performance.md);
 /// a pass repeats until the queue is empty.
 pub const SETTLE_CHUNK: usize = 128;
 

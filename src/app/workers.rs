@@ -163,7 +163,7 @@ impl Worker for RewardSampler {
     }
     fn run(&mut self) -> Option<String> {
         let every = self.0.config.reward_sample_ms;
-        crate::app::incentives::sample(&self.0, every, crate::domain::now_secs())
+        crate::app::rewards::sample(&self.0, every, crate::domain::now_secs())
             .err()
             .map(|e| format!("reward sample failed: {e}"))
     }
@@ -180,12 +180,12 @@ impl Worker for Payouts {
         c.payout_check_ms
     }
     fn run(&mut self) -> Option<String> {
-        match crate::app::incentives::run_due(&self.0) {
+        match crate::app::rewards::run_due(&self.0) {
             Ok(days) if days.is_empty() => None,
             Ok(days) => Some(format!(
                 "paid rewards and rebates for {} days through {}",
                 days.len(),
-                crate::app::incentives::day_str(days[days.len() - 1].day)
+                crate::app::rewards::day_str(days[days.len() - 1].day)
             )),
             Err(e) => Some(format!("payout failed: {e}")),
         }

@@ -1,4 +1,4 @@
-//! Chain mode's link to the chain (docs/settlement.md): the operator's account on an EVM
+//! Chain mode's link to the chain (docs/operating/settlement.md): the operator's account on an EVM
 //! node over JSON-RPC, the contracts settlement goes through, the checks made before the
 //! exchange starts, and `predex chain deploy`.
 

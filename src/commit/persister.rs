@@ -21,11 +21,10 @@ use crossbeam_channel::{Receiver, Sender};
 use super::After;
 use crate::store::{Batch, Prepared, Store};
 
-/// A synced write at least this slow is counted apart ([`PersistMetrics::slow_syncs`]): on
-/// a healthy disk a sync takes ≈ 0.2 ms and its p99.9 stays under 2 ms, while a shared
-/// host's disk now and then takes hundreds of milliseconds over one, holding every request
-/// behind it. Counting those tells a tail
-/// the disk caused from one predex caused.
+/// A synced write at least this slow is counted apart ([`PersistMetrics::slow_syncs`]): far
+/// beyond a healthy disk's sync, and what a shared host's disk now and then takes, holding
+/// every request behind it. Counting those tells a tail the disk caused from one predex
+/// caused.
 pub const SLOW_SYNC_MICROS: u64 = 10_000;
 
 /// A batch to write, and what follows once it is durable.
@@ -136,7 +135,7 @@ struct Group {
 /// so none can be handed meanwhile, and the groups are written and completed in the order
 /// they were taken either way. A queue that filled up while a group was written here
 /// goes to the writer, so this thread is free to take the jobs that arrive during that
-/// write: under load the two stages overlap as before.
+/// write: under load the two stages overlap.
 fn prepare_groups(store: &Store, rx: Receiver<Job>, out: Sender<Group>, written: &AtomicU64, metrics: &PersistMetrics) {
     let mut jobs: Vec<Job> = Vec::with_capacity(256);
     let mut handed = 0u64;

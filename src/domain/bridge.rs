@@ -1,4 +1,4 @@
-//! Bridge records (SPEC §2.18, docs/bridge.md): deposits and withdrawals, and what a
+//! Bridge records (SPEC §2.18, docs/reference/bridge.md): deposits and withdrawals, and what a
 //! registered bridge address stands for.
 
 use serde::{Deserialize, Serialize};

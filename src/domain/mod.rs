@@ -4,7 +4,6 @@
 //! prices are [`Price`]s in 1e-4 units (`Price::ONE` = 1.0). Nothing here does I/O.
 
 pub mod analytics;
-pub mod bonds;
 pub mod bridge;
 pub mod builders;
 pub mod catalogue;
@@ -13,6 +12,7 @@ pub mod fees;
 pub mod num;
 pub mod packed;
 pub mod records;
+pub mod resolution;
 pub mod rewards;
 pub mod rfq;
 pub mod time;

@@ -251,7 +251,7 @@ pub fn parse_u64(s: &str) -> Result<u64, ParseNumError> {
 
 /// `a * b / c` rounded down, never overflowing for u64 inputs: in 64 bits when the
 /// product fits (every fill's amount: size × price), else in 128 (a 128-bit division is a
-/// call into compiler-builtins, ≈ 20 instructions against one `div`).
+/// call into compiler-builtins, many instructions against one `div`).
 #[inline]
 pub fn mul_div_floor(a: u64, b: u64, c: u64) -> u64 {
     match a.checked_mul(b) {

@@ -82,8 +82,7 @@ thread_local! {
 /// The long numbers a thread parsed last, by a hash of their last digits, each slot
 /// holding the digits and what they parse to (None included). The persister packs the
 /// same few token ids many times per group — six position keys per fill, the trade's
-/// assets — and parsing one (≈ 5% of the persister's preparing CPU in `store/commit`) costs
-/// far more than comparing its digits.
+/// assets — and parsing one costs far more than comparing its digits.
 struct DecimalMemo {
     slots: [(u8, [u8; MAX_DIGITS], Option<[u8; 32]>); MEMO_SLOTS],
 }
@@ -117,7 +116,7 @@ fn parse_decimal_u256(s: &str) -> Option<[u8; 32]> {
     }
     // Nineteen digits at a time into a u64, then one 256-bit multiply-add per chunk: the
     // persister packs a dozen token ids per fill, and digit-by-digit parsing (ruint's
-    // `from_str_radix`) was 6% of its CPU.
+    // `from_str_radix`) costs several times more.
     let digits = s.as_bytes();
     let first = match digits.len() % 19 {
         0 => 19,

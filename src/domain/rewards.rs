@@ -1,4 +1,4 @@
-//! Incentive records (docs/rewards.md): a market's reward program, a maker's paid rewards
+//! Reward records (docs/reference/rewards.md): a market's reward program, a maker's paid rewards
 //! and its maker rebate for a day.
 
 use serde::{Deserialize, Serialize};

@@ -133,7 +133,7 @@ proptest! {
                     let nonce = c.nonce_of(USERS[user]);
                     let (o, defer) = order(n as u64, user, no, buy, ticks, size, ty, fee, nonce);
                     let (id, owner) = (o.id, o.owner);
-                    if let Ok(p) = c.place(Arc::new(o), defer, 0, &mut b) {
+                    if let Ok(p) = c.execute(Arc::new(o), defer, 0, &mut b) {
                         prop_assert!(p.order.size_matched <= p.order.original_size);
                         let filled: Amount = p.trades.iter().map(|t| t.size).sum();
                         prop_assert_eq!(filled, p.order.size_matched);
@@ -214,8 +214,8 @@ fn funded() -> (Core, Batch) {
 /// 0xa (100 USDC) buys 10 YES at 0.60 from 0xb's resting sell: one PENDING trade.
 fn one_fill() -> (Core, Batch, super::core::Placed) {
     let (mut c, mut b) = funded();
-    c.place(Arc::new(ten_at_60(1, 1, false)), false, 0, &mut b).unwrap();
-    let p = c.place(Arc::new(ten_at_60(2, 0, true)), false, 0, &mut b).unwrap();
+    c.execute(Arc::new(ten_at_60(1, 1, false)), false, 0, &mut b).unwrap();
+    let p = c.execute(Arc::new(ten_at_60(2, 0, true)), false, 0, &mut b).unwrap();
     (c, b, p)
 }
 
@@ -283,11 +283,11 @@ fn settlement_confirms_and_fails() {
 
     // Second fill: 0xa resells the YES it is about to receive, then 0xb invalidates its
     // nonce before settlement.
-    c.place(Arc::new(ten_at_60(3, 1, false)), false, 0, &mut b).unwrap();
-    c.place(Arc::new(ten_at_60(4, 0, true)), false, 0, &mut b).unwrap();
+    c.execute(Arc::new(ten_at_60(3, 1, false)), false, 0, &mut b).unwrap();
+    c.execute(Arc::new(ten_at_60(4, 0, true)), false, 0, &mut b).unwrap();
     let resell = order(5, 0, false, false, 90, 80, 0, 0, 0).0; // 20 YES at 0.90: rests
     let resell_id = resell.id;
-    c.place(Arc::new(resell), false, 0, &mut b).unwrap();
+    c.execute(Arc::new(resell), false, 0, &mut b).unwrap();
     assert_eq!(c.ledger.account("0xa", "1").reserved, Amount(20 * AMOUNT_ONE));
     let (nonce, canceled) = c.increment_nonce("0xb", &mut b);
     assert_eq!((nonce, canceled.len()), (1, 0), "both fills were whole: no open order of 0xb");
@@ -363,19 +363,19 @@ fn the_handle_refuses_an_order_sent_twice_and_gives_back_refused_ones() {
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     rt.block_on(async {
         let fak = |n: u64, ticks: u32| order(n, 0, false, true, ticks, 8, 3, 0, 0).0;
-        h.place(ten_at_60(1, 1, false), false).await.unwrap();
-        let filled = h.place(fak(2, 60), false).await.unwrap();
+        h.submit(ten_at_60(1, 1, false), false).await.unwrap();
+        let filled = h.submit(fak(2, 60), false).await.unwrap();
         assert_eq!((filled.order.status, filled.trades.len()), (OrderStatus::Matched, 1));
-        assert_eq!(h.place(fak(2, 60), false).await.unwrap_err(), EngineError::Rejected(Reject::Duplicated));
+        assert_eq!(h.submit(fak(2, 60), false).await.unwrap_err(), EngineError::Rejected(Reject::Duplicated));
         // The resting order, too.
         assert_eq!(
-            h.place(ten_at_60(1, 1, false), false).await.unwrap_err(),
+            h.submit(ten_at_60(1, 1, false), false).await.unwrap_err(),
             EngineError::Rejected(Reject::Duplicated)
         );
         // Nothing to take at 0.50 yet: refused, and accepted once something rests there.
-        assert_eq!(h.place(fak(3, 50), false).await.unwrap_err(), EngineError::Rejected(Reject::FakNoMatch));
-        h.place(order(4, 1, false, false, 50, 40, 0, 0, 0).0, false).await.unwrap();
-        assert_eq!(h.place(fak(3, 50), false).await.unwrap().trades.len(), 1);
+        assert_eq!(h.submit(fak(3, 50), false).await.unwrap_err(), EngineError::Rejected(Reject::FakNoMatch));
+        h.submit(order(4, 1, false, false, 50, 40, 0, 0, 0).0, false).await.unwrap();
+        assert_eq!(h.submit(fak(3, 50), false).await.unwrap().trades.len(), 1);
     });
 }
 
@@ -388,7 +388,7 @@ fn the_publisher_is_handed_only_what_someone_follows() {
     let (bus, user_bus) = topics();
     let (h, _engine, published) = spawned((bus.clone(), user_bus.clone()));
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    let place = |n: u64| rt.block_on(h.place(order(n, 1, false, false, 60 + n as u32, 4, 0, 0, 0).0, false)).unwrap();
+    let place = |n: u64| rt.block_on(h.submit(order(n, 1, false, false, 60 + n as u32, 4, 0, 0, 0).0, false)).unwrap();
     // Each resting sell changes the book and writes its order.
     place(1);
     assert!(published.try_recv().is_err(), "nobody listens");
@@ -416,19 +416,19 @@ fn orders_find_their_market_by_shared_token_or_by_token_id() {
     let shared = c.markets[0].order_tokens[0].clone();
     let mut by_pointer = ten_at_60(1, 0, true);
     by_pointer.token = shared.clone();
-    let p = c.place(Arc::new(by_pointer), false, 0, &mut b).unwrap();
+    let p = c.execute(Arc::new(by_pointer), false, 0, &mut b).unwrap();
     assert!(Arc::ptr_eq(&p.order.token, &shared));
     // A copy (as `ten_at_60` builds) is placed on the same market and given the shared token.
     let copy = ten_at_60(2, 0, true);
     assert!(!Arc::ptr_eq(&copy.token, &shared));
-    let p = c.place(Arc::new(copy), false, 0, &mut b).unwrap();
+    let p = c.execute(Arc::new(copy), false, 0, &mut b).unwrap();
     assert!(Arc::ptr_eq(&p.order.token, &shared));
     let mut unknown = ten_at_60(3, 0, true);
     let mut t = (*unknown.token).clone();
     t.token_id = "3".into();
     unknown.token = Arc::new(t);
     let before = c.orders.len();
-    assert_eq!(c.place(Arc::new(unknown), false, 0, &mut b).unwrap_err(), Reject::UnknownMarket);
+    assert_eq!(c.execute(Arc::new(unknown), false, 0, &mut b).unwrap_err(), Reject::UnknownMarket);
     assert_eq!(c.orders.len(), before);
     assert_eq!(c.markets[0].book.len(), 2);
 }

@@ -1,5 +1,5 @@
 //! Online backups: a RocksDB checkpoint of the open store, and a data directory made from
-//! one (docs/operating.md).
+//! one (docs/operating/running.md).
 
 use std::path::Path;
 

@@ -22,15 +22,15 @@ const SCATTERED_WRITE_BUFFER_BYTES: usize = 16 << 20;
 /// Memtable size of the counter families and the ledger, whose few keys (a wallet's balance
 /// of an asset, a position) are rewritten or merged with every fill: a memtable holds every
 /// version, a flush keeps one, so small memtables cost little compaction and keep the skip
-/// list shallow — ≈ 10% more durable fills than 16 MB, spread or hot (same section).
+/// list shallow (docs/internals/performance.md, "The levers that matter").
 const REWRITTEN_WRITE_BUFFER_BYTES: usize = 4 << 20;
 
 /// Memtable sizes of the two families every new resting order writes, by sequence: its
 /// record (≈ 200 bytes) and its signature (≈ 65). A start after kill -9 reads the log back
 /// to the oldest write any memtable still held, inserts again what the unflushed memtables
 /// held, and flushes them before the store opens: at RocksDB's default of 64 MB each these
-/// two were most of that work, and the signatures' (three times as many orders as the
-/// records' at the same size) reached furthest back. Sized to hold about as many orders as
+/// two would be most of that work, and the signatures' (three times as many orders as the
+/// records' at the same size) would reach furthest back. Sized to hold about as many orders as
 /// each other, the first start after kill -9 replays less and holds less memory, at no cost
 /// to durable throughput.
 const LIVE_ORDERS_WRITE_BUFFER_BYTES: usize = 32 << 20;
@@ -48,18 +48,17 @@ const SMALL_MEMTABLES: i32 = 3;
 
 /// Bound on the write-ahead log kept on disk. A log file is deleted only once every family
 /// with writes in it has flushed them, and RocksDB's default bound (four times the sum of
-/// every family's write buffers: ≈ 14 GB here) lets a rarely written family pin every log
-/// since its last write, all of which a start after kill -9 reads back (≈ 7 ms per MB on
-/// the build machine). Past this size RocksDB flushes the families that hold the oldest
-/// log. Under steady writes the log stays between about half the bound and the bound, and
-/// a start after kill -9 replays it at 3–5 ms per MB: 128 MB keeps that replay near half a
-/// second at worst. A smaller bound forces flushes that cost the durable writes more than
+/// every family's write buffers, gigabytes here) lets a rarely written family pin every
+/// log since its last write, all of which a start after kill -9 reads back. Past this size
+/// RocksDB flushes the families that hold the oldest log. Under steady writes the log
+/// stays between about half the bound and the bound, which keeps the replay after kill -9
+/// short (docs/internals/performance.md). A smaller bound forces flushes that cost the durable writes more than
 /// the shorter replay saves.
 const MAX_WAL_BYTES: u64 = 128 << 20;
 
 /// Obsolete write-ahead log files kept for reuse. A sync of a log that grows must also
-/// journal the file's new size (ext4 here: ≈ 120 µs per 600-byte `fdatasync` against ≈ 82
-/// µs for the same write inside a file's existing size); a recycled log is overwritten in
+/// journal the file's new size (on ext4 about half as dear again as the same write inside
+/// a file's existing size); a recycled log is overwritten in
 /// place, so most syncs write data only. Logs become obsolete often enough for this since
 /// [`MAX_WAL_BYTES`] bounds them. The
 /// bundled RocksDB (10.4) recovers recycled logs in point-in-time mode, the mode used here:
@@ -77,8 +76,8 @@ impl Store {
     /// Opens the store with `logs_ahead` log files written ahead, so the log's syncs
     /// overwrite files in place from the first write (0, or at least 2; see [`log_roll`]).
     ///
-    /// The files are written on a thread of their own, started once the open is done
-    /// (≈ 0.2 s of writes, mostly the disk's, where the engine's recovery after it is the
+    /// The files are written on a thread of their own, started once the open is done (the
+    /// writes are mostly the disk's work, where the engine's recovery after it is the
     /// CPU's): reads may go on meanwhile, but nothing should be written before
     /// [`Store::wait_logs_ahead`] returns — a write would be correct, but its family's
     /// memtable would keep the files from retiring together, so that some syncs appended.
@@ -104,9 +103,8 @@ impl Store {
         let cfs = cf::ALL.iter().map(|n| {
             let mut o = Options::default();
             o.set_block_based_table_factory(&table);
-            // Tables compressed (LZ4: records repeat their market's ids, ≈ 1 KB of values a
-            // fill): a flush writes fewer bytes on the disk the log's syncs wait on, which
-            // is most of `store/commit`'s p99.
+            // Tables compressed (LZ4: records repeat their market's ids): a flush writes
+            // fewer bytes on the disk the log's syncs wait on.
             o.set_compression_type(rocksdb::DBCompressionType::Lz4);
             // The same for the memtable of the family a fresh order's duplicate check
             // reads (a point read that misses, which would otherwise walk a skip list).

@@ -210,7 +210,7 @@ pub(super) mod builders {
 
 /// The `bonds` family: bonds by agent and by market, proposals, cluster assignments,
 /// question auctions and their bids, each under a one-letter tag.
-pub(super) mod bonds {
+pub(super) mod resolution {
     /// agent + market → the bond.
     pub fn bond(agent: &str, condition_id: &str) -> Vec<u8> {
         format!("b/{agent}/{condition_id}").into_bytes()

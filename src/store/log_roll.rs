@@ -1,8 +1,8 @@
 //! Write-ahead log files overwritten in place from the first write.
 //!
 //! A synced write that makes its log file grow also commits the file's new size through the
-//! filesystem's journal; one inside the file's existing size writes data only, about a
-//! third faster on ext4. RocksDB reuses retired log files ([`RECYCLED_WAL_FILES`](super::RECYCLED_WAL_FILES)),
+//! filesystem's journal; one inside the file's existing size writes data only, which is
+//! faster. RocksDB reuses retired log files ([`RECYCLED_WAL_FILES`](super::RECYCLED_WAL_FILES)),
 //! but only those retired since the database was opened, and under load the first log
 //! retires after ≈ 128 MB of writes: until then every group commit appends. So at open,
 //! with `logs` > 0, the store writes that many log files of [`LOG_BYTES`] ahead and leaves a
@@ -10,8 +10,7 @@
 //! time [`SWITCH_BYTES`] more were written, before the live one outgrows its file — if the
 //! log took [`MIN_SYNCS`] synced writes meanwhile.
 //!
-//! Writing ahead costs each start `logs` × 16 MB of writes (≈ 0.2 s for eight on the build
-//! machine) and keeps that much disk in reused log files. The store writes them on a thread
+//! Writing ahead costs each start `logs` × 16 MB of writes and keeps that much disk in reused log files. The store writes them on a thread
 //! of their own once it is open, while the engine's recovery reads it back (see
 //! [`Store::open_with`](super::Store::open_with)). A log written ahead holds only
 //! log-data records (`WriteBatch::put_log_data`, which no replay applies) and is synced
@@ -120,11 +119,11 @@ impl LogRoll {
     }
 }
 
-/// Synced writes a log must take in [`SWITCH_BYTES`] for a switch to pay (groups of under
-/// ≈ 7.5 KB on average). A switch (a flush of `meta`: a table, a manifest write, a
-/// compaction now and then, and the writer's wait to switch) costs more than the syncs of
-/// large groups save in place: `store/commit`'s groups of ≈ 33 KB take ≈ 450 syncs a log,
-/// the open loop's of ≈ 1 KB ≈ 15,000. Past its file, a log that does not switch appends.
+/// Synced writes a log must take in [`SWITCH_BYTES`] for a switch to pay (small groups on
+/// average). A switch (a flush of `meta`: a table, a manifest write, a compaction now and
+/// then, and the writer's wait to switch) costs more than the syncs of large groups save in
+/// place, and large groups take few syncs a log. Past its file, a log that does not switch
+/// appends.
 pub const MIN_SYNCS: u64 = 2_000;
 
 /// `meta`'s level-0 files at which a switch waits for their compaction: well below

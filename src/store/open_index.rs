@@ -1,11 +1,11 @@
 //! Where each open order's record is: order id → sequence, in memory.
 //!
 //! An open order's record lives in `live_orders` under its sequence (its priority), so the
-//! open orders are one ordered scan at startup; a read by id needs the sequence. That map
-//! was a column family (`order_seq`) written when an order opened and deleted when it
-//! closed: a key scattered over the key space by the order's hashed id, the dearest write
+//! open orders are one ordered scan at startup; a read by id needs the sequence. Kept in a
+//! column family, that map would be a key scattered over the key space by the order's
+//! hashed id, written when an order opens and deleted when it closes: the dearest write
 //! of a fill. Every start reads all open orders anyway, so the map is built by that scan
-//! and kept here instead, for ≈ 55 bytes of memory an open order.
+//! and kept here, for a few dozen bytes of memory an open order.
 //!
 //! The open orders of each owner (API key) are kept here too, by sequence, for the list
 //! of a key's open orders: they were a column family (`open_by_owner`) written when an
@@ -39,7 +39,7 @@ pub struct OpenIndex {
 }
 
 /// An open order is kept under its id's first 8 bytes (16 bytes an entry with its seq,
-/// where the whole id would take 24: ≈ 35 MB of table for a million orders against ≈ 52).
+/// where the whole id would take 24).
 /// Two open orders rarely share those bytes (ids are hashes), but may: the later one goes
 /// to `clashes` under its whole id. So a sequence found by prefix may be another order's,
 /// and a reader checks the record's id ([`OpenIndex::get`]).

@@ -70,7 +70,7 @@ pub mod cf {
     /// A wallet's splits, merges and redeems: address + `/` + time (8) + tx hash (32) →
     /// record (trades have their own index).
     pub const ACTIVITY: &str = "activity";
-    /// Liquidity rewards (see `incentives`): `c/` + condition id → a market's reward
+    /// Liquidity rewards (see `app::rewards`): `c/` + condition id → a market's reward
     /// config; `e/` + day (4) + address + `/` + market (4) → earnings counters (merged);
     /// `p/` + address + `/` + day (4) → the day's payout.
     pub const REWARDS: &str = "rewards";

@@ -1,4 +1,4 @@
-//! Secrets sealed at rest (docs/operating.md, "Secrets"): with a key, the records that hold
+//! Secrets sealed at rest (docs/operating/running.md, "Secrets"): with a key, the records that hold
 //! credentials — API keys (secret, passphrase) and builder, relayer and read-only keys —
 //! are stored encrypted with XChaCha20-Poly1305, each bound to its family and key (the
 //! AEAD's associated data) so a sealed value cannot be moved to another record.

@@ -120,7 +120,7 @@ pub(in crate::store) mod records {
         (o.status, o.size_matched, o.reserved, o.nonce) = (OrderStatus::Live, Amount::ZERO, Amount::ZERO, 0);
         o.associate_trades.clear();
         let signature = o.signature.unpack().into_owned();
-        let placed = core.place(Arc::new(o.clone()), false, 1_700_000_000, &mut b).unwrap();
+        let placed = core.execute(Arc::new(o.clone()), false, 1_700_000_000, &mut b).unwrap();
         assert!(placed.order.signature.as_bytes().is_empty(), "the open order does not hold it");
         store.write([&b], true).unwrap();
         let stored = store.get_order(&o.id).unwrap().unwrap();

@@ -27,7 +27,7 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis import checks
 from schemathesis.generation import GenerationMode
 
-SERVERS = {name: os.environ[f"PREDEX_{name.upper()}"] for name in ("clob", "gamma", "data", "bridge")}
+SERVERS = {name: os.environ[f"PREDEX_{name.upper()}"] for name in ("clob", "catalogue", "analytics", "bridge")}
 ADDRESS = os.environ["PREDEX_FUZZ_ADDRESS"]
 KEY = os.environ["PREDEX_FUZZ_KEY"]
 SECRET = os.environ["PREDEX_FUZZ_SECRET"]

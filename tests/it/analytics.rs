@@ -47,7 +47,7 @@ fn session() -> Session {
 #[test]
 fn trades_follow_every_parameter_of_the_spec() {
     let Session { s, alice, bob, carol } = session();
-    let all = ok(s.data_get(&format!("/trades?market={COND}")));
+    let all = ok(s.analytics_get(&format!("/trades?market={COND}")));
     assert_eq!(col(&all, "size"), vec!["5", "5", "10"], "takers, newest first: {all}");
     assert_eq!(col(&all, "proxyWallet"), vec![&json!(carol.address), &json!(carol.address), &json!(alice.address)]);
     let t = &all[0];
@@ -62,20 +62,20 @@ fn trades_follow_every_parameter_of_the_spec() {
     );
     assert!(t["timestamp"].as_u64().unwrap() > 1_700_000_000);
     // Defaults: all markets, takerOnly=true, limit 100.
-    assert_eq!(ok(s.data_get("/trades")), all);
-    let both = ok(s.data_get(&format!("/trades?market={COND}&takerOnly=false")));
+    assert_eq!(ok(s.analytics_get("/trades")), all);
+    let both = ok(s.analytics_get(&format!("/trades?market={COND}&takerOnly=false")));
     assert_eq!(col(&both, "side"), vec!["BUY", "SELL", "BUY", "SELL", "BUY", "SELL"]);
     assert_eq!(both[1]["proxyWallet"], alice.address.as_str());
-    assert_eq!(ok(s.data_get(&format!("/trades?user={}", alice.address))).as_array().unwrap().len(), 1);
-    let mine = ok(s.data_get(&format!("/trades?user={}&takerOnly=false", alice.address)));
+    assert_eq!(ok(s.analytics_get(&format!("/trades?user={}", alice.address))).as_array().unwrap().len(), 1);
+    let mine = ok(s.analytics_get(&format!("/trades?user={}&takerOnly=false", alice.address)));
     assert_eq!(col(&mine, "side"), vec!["SELL", "BUY"]);
-    let sells = ok(s.data_get("/trades?takerOnly=false&side=SELL"));
+    let sells = ok(s.analytics_get("/trades?takerOnly=false&side=SELL"));
     assert_eq!(col(&sells, "proxyWallet"), vec![&json!(alice.address), &json!(bob.address), &json!(bob.address)]);
-    assert_eq!(col(&ok(s.data_get("/trades?filterType=CASH&filterAmount=2.5")), "size"), vec!["5", "10"]);
-    assert_eq!(col(&ok(s.data_get("/trades?filterType=TOKENS&filterAmount=10")), "size"), vec!["10"]);
-    assert_eq!(col(&ok(s.data_get("/trades?eventId=1")), "size"), vec!["5", "5", "10"]);
-    assert_eq!(col(&ok(s.data_get("/trades?limit=1&offset=1")), "size"), vec!["5"]);
-    assert_eq!(ok(s.data_get("/trades?limit=0")), json!([]));
+    assert_eq!(col(&ok(s.analytics_get("/trades?filterType=CASH&filterAmount=2.5")), "size"), vec!["5", "10"]);
+    assert_eq!(col(&ok(s.analytics_get("/trades?filterType=TOKENS&filterAmount=10")), "size"), vec!["10"]);
+    assert_eq!(col(&ok(s.analytics_get("/trades?eventId=1")), "size"), vec!["5", "5", "10"]);
+    assert_eq!(col(&ok(s.analytics_get("/trades?limit=1&offset=1")), "size"), vec!["5"]);
+    assert_eq!(ok(s.analytics_get("/trades?limit=0")), json!([]));
 
     for (q, msg) in [
         ("filterType=CASH", "filterType and filterAmount must be used together"),
@@ -90,15 +90,15 @@ fn trades_follow_every_parameter_of_the_spec() {
         ("user=bob", "user must be a 0x address"),
         ("market=0xdead", "unknown market: 0xdead"),
     ] {
-        assert_eq!(err(s.data_get(&format!("/trades?{q}"))), (400, msg.to_string()), "{q}");
+        assert_eq!(err(s.analytics_get(&format!("/trades?{q}"))), (400, msg.to_string()), "{q}");
     }
-    assert_eq!(ok(s.data_get("/trades?limit=10000")).as_array().unwrap().len(), 3);
+    assert_eq!(ok(s.analytics_get("/trades?limit=10000")).as_array().unwrap().len(), 3);
 }
 
 #[test]
 fn positions_pnl_and_holders_agree_with_the_trades() {
     let Session { s, alice, bob, carol } = session();
-    let mp = ok(s.data_get(&format!("/v1/market-positions?market={COND}")));
+    let mp = ok(s.analytics_get(&format!("/v1/market-positions?market={COND}")));
     assert_eq!(col(&mp, "proxyWallet"), vec![&json!(carol.address), &json!(alice.address)], "by size: {mp}");
     assert_eq!(col(&mp, "size"), vec!["10", "5"]);
     assert_eq!(col(&mp, "avgPrice"), vec!["0.475", "0.4"]);
@@ -110,13 +110,13 @@ fn positions_pnl_and_holders_agree_with_the_trades() {
         (json!(YES), json!("Yes"), json!(0))
     );
     assert!(mp[0].get("name").is_none() && mp[0].get("profileImage").is_none(), "null fields omitted");
-    let asc = ok(s.data_get(&format!("/v1/market-positions?market={COND}&sortBy=AVGPRICE&sortDirection=ASC")));
+    let asc = ok(s.analytics_get(&format!("/v1/market-positions?market={COND}&sortBy=AVGPRICE&sortDirection=ASC")));
     assert_eq!(col(&asc, "size"), vec!["5", "10"]);
-    let one = ok(s.data_get(&format!("/v1/market-positions?market={COND}&user={}", alice.address)));
+    let one = ok(s.analytics_get(&format!("/v1/market-positions?market={COND}&user={}", alice.address)));
     assert_eq!(col(&one, "size"), vec!["5"]);
-    let closed = ok(s.data_get(&format!("/v1/market-positions?market={COND}&status=closed")));
+    let closed = ok(s.analytics_get(&format!("/v1/market-positions?market={COND}&status=closed")));
     assert_eq!(col(&closed, "proxyWallet"), vec![&json!(bob.address)]);
-    assert_eq!(ok(s.data_get(&format!("/v1/market-positions?market={COND}&limit=1&offset=1")))[0]["size"], "5");
+    assert_eq!(ok(s.analytics_get(&format!("/v1/market-positions?market={COND}&limit=1&offset=1")))[0]["size"], "5");
     for (q, status) in
         [("", 400), ("&limit=501", 400), ("&sortBy=PRICE", 400), ("&status=all", 400), ("&sortDirection=UP", 400)]
     {
@@ -125,10 +125,10 @@ fn positions_pnl_and_holders_agree_with_the_trades() {
         } else {
             format!("/v1/market-positions?market={COND}{q}")
         };
-        assert_eq!(s.data_get(&path).0, status, "{path}");
+        assert_eq!(s.analytics_get(&path).0, status, "{path}");
     }
 
-    let pos = ok(s.data_get(&format!("/positions?user={}", carol.address)));
+    let pos = ok(s.analytics_get(&format!("/positions?user={}", carol.address)));
     assert_eq!(pos.as_array().unwrap().len(), 1);
     let p = &pos[0];
     assert_eq!(
@@ -140,42 +140,49 @@ fn positions_pnl_and_holders_agree_with_the_trades() {
         (p["totalBought"].clone(), p["oppositeAsset"].clone(), p["eventSlug"].clone()),
         (json!(10), json!(NO), json!("e-slug"))
     );
-    let a = &ok(s.data_get(&format!("/positions?user={}", alice.address)))[0];
+    let a = &ok(s.analytics_get(&format!("/positions?user={}", alice.address)))[0];
     assert_eq!(
         (a["realizedPnl"].clone(), a["cashPnl"].clone(), a["percentPnl"].clone()),
         (json!(0.75), json!(1), json!(50))
     );
-    assert_eq!(ok(s.data_get(&format!("/positions?user={}", bob.address))), json!([]), "bob sold what he was credited");
-    assert_eq!(s.data_get("/positions").0, 400);
-    assert_eq!(ok(s.data_get(&format!("/value?user={}", alice.address))), json!([{"user": alice.address, "value": 3}]));
+    assert_eq!(
+        ok(s.analytics_get(&format!("/positions?user={}", bob.address))),
+        json!([]),
+        "bob sold what he was credited"
+    );
+    assert_eq!(s.analytics_get("/positions").0, 400);
+    assert_eq!(
+        ok(s.analytics_get(&format!("/value?user={}", alice.address))),
+        json!([{"user": alice.address, "value": 3}])
+    );
 
-    let h = ok(s.data_get(&format!("/holders?market={COND}")));
+    let h = ok(s.analytics_get(&format!("/holders?market={COND}")));
     assert_eq!(h[0]["token"], YES);
     assert_eq!(col(&h[0]["holders"], "amount"), vec![&json!(10), &json!(5)]);
     assert_eq!(h[1]["holders"], json!([]));
     assert_eq!(
-        col(&ok(s.data_get(&format!("/holders?market={COND}&limit=1")))[0]["holders"], "amount"),
+        col(&ok(s.analytics_get(&format!("/holders?market={COND}&limit=1")))[0]["holders"], "amount"),
         vec![&json!(10)]
     );
 
-    let act = ok(s.data_get(&format!("/activity?user={}", alice.address)));
+    let act = ok(s.analytics_get(&format!("/activity?user={}", alice.address)));
     assert_eq!(col(&act, "type"), vec!["TRADE", "TRADE"]);
     assert_eq!(col(&act, "usdcSize"), vec![&json!(2.75), &json!(4)]);
-    assert_eq!(ok(s.data_get(&format!("/activity?user={}&type=REDEEM", alice.address))), json!([]));
-    assert_eq!(s.data_get(&format!("/activity?user={}&type=GIFT", alice.address)).0, 400);
+    assert_eq!(ok(s.analytics_get(&format!("/activity?user={}&type=REDEEM", alice.address))), json!([]));
+    assert_eq!(s.analytics_get(&format!("/activity?user={}&type=GIFT", alice.address)).0, 400);
 
-    let by_pnl = ok(s.data_get("/v1/leaderboard?timePeriod=ALL"));
+    let by_pnl = ok(s.analytics_get("/v1/leaderboard?timePeriod=ALL"));
     assert_eq!(col(&by_pnl, "proxyWallet"), vec![&json!(alice.address), &json!(carol.address), &json!(bob.address)]);
     // alice: 2.75 − 4 + 5 × 0.6; carol: −4.75 + 10 × 0.6; bob: 6 − 15 × 0.6.
     assert_eq!(col(&by_pnl, "pnl"), vec![&json!(1.75), &json!(1.25), &json!(-3)]);
     assert_eq!(col(&by_pnl, "rank"), vec!["1", "2", "3"]);
-    let by_vol = ok(s.data_get("/v1/leaderboard?orderBy=VOL&timePeriod=WEEK"));
+    let by_vol = ok(s.analytics_get("/v1/leaderboard?orderBy=VOL&timePeriod=WEEK"));
     assert_eq!(col(&by_vol, "vol"), vec![&json!(6.75), &json!(6), &json!(4.75)]);
-    assert_eq!(s.data_get("/v1/leaderboard?timePeriod=YEAR").0, 400);
+    assert_eq!(s.analytics_get("/v1/leaderboard?timePeriod=YEAR").0, 400);
 
     // Settlement changes none of it.
     s.settle();
-    assert_eq!(ok(s.data_get(&format!("/v1/market-positions?market={COND}"))), mp);
+    assert_eq!(ok(s.analytics_get(&format!("/v1/market-positions?market={COND}"))), mp);
 }
 
 #[test]
@@ -201,7 +208,7 @@ fn price_history_and_candles_come_from_the_trades() {
 
     // Candles of an hour (the session may straddle an hour's end: combine them).
     let combined = |token: &str| {
-        let c = ok(s.data_get(&format!("/ohlc?market={token}&resolution=1h")));
+        let c = ok(s.analytics_get(&format!("/ohlc?market={token}&resolution=1h")));
         let k = c["candles"].as_array().unwrap().clone();
         assert!(!k.is_empty() && k.len() <= 2, "{c}");
         let f = |x: &Value, f: &str| x[f].as_f64().unwrap();
@@ -213,7 +220,7 @@ fn price_history_and_candles_come_from_the_trades() {
     };
     assert_eq!(combined(YES), (0.4, 0.55, 0.4, 0.55, 20.0, 3));
     assert_eq!(combined(NO), (0.6, 0.6, 0.45, 0.45, 20.0, 3));
-    let k = &ok(s.data_get(&format!("/ohlc?market={YES}&resolution=1d&limit=1")))["candles"];
+    let k = &ok(s.analytics_get(&format!("/ohlc?market={YES}&resolution=1d&limit=1")))["candles"];
     assert_eq!(k.as_array().unwrap().len(), 1);
-    assert_eq!(s.data_get(&format!("/ohlc?market={YES}&resolution=2m")).0, 400);
+    assert_eq!(s.analytics_get(&format!("/ohlc?market={YES}&resolution=2m")).0, 400);
 }

@@ -1,4 +1,4 @@
-//! Online backup and restore (docs/operating.md): `predex admin backup --to DIR` while
+//! Online backup and restore (docs/operating/backups.md): `predex admin backup --to DIR` while
 //! trading goes on, `predex restore --from DIR --data-dir D`, and a server started on D
 //! holds every order and trade acknowledged before the backup and the books the backup
 //! reported.

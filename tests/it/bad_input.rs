@@ -70,8 +70,8 @@ fn a_chunked_body_over_the_limit_is_cut_off_on_every_server() {
     let s = Server::start();
     for (base, path) in [
         (&s.clob, "/waitlist"),
-        (&s.gamma, "/events"),
-        (&s.data, "/trades"),
+        (&s.catalogue, "/events"),
+        (&s.analytics, "/trades"),
         (&s.bridge, "/quote"),
         (&s.internal, "/internal/rate-limit"),
     ] {
@@ -305,11 +305,11 @@ fn http_level_refusals_carry_the_json_error() {
     many_headers.push_str("\r\n");
     for (base, request, status) in [
         (&s.clob, long_url.as_str(), 431),
-        (&s.gamma, long_url.as_str(), 431),
+        (&s.catalogue, long_url.as_str(), 431),
         (&s.clob, many_headers.as_str(), 431),
         (&s.internal, many_headers.as_str(), 431),
         (&s.clob, "\x01\x02 garbage \x7f\r\n\r\n", 400),
-        (&s.data, "GET / HTTP/1.1 extra\r\n\r\n", 400),
+        (&s.analytics, "GET / HTTP/1.1 extra\r\n\r\n", 400),
         (&s.clob, "POST /waitlist HTTP/1.1\r\nHost: predex\r\nContent-Length: abc\r\n\r\n", 400),
         (&s.bridge, "POST /quote HTTP/1.1\r\nHost: predex\r\nContent-Length: abc\r\n\r\n", 400),
     ] {

@@ -51,7 +51,7 @@ fn seed(s: &Server) {
 fn events_series_and_markets_read_as_gamma_shows_them() {
     let s = Server::start();
     seed(&s);
-    let e = ok(s.gamma_get("/events/1"));
+    let e = ok(s.catalogue_get("/events/1"));
     assert_eq!((e["slug"].clone(), e["title"].clone()), (json!("btc-weekly"), json!("Bitcoin weekly close")));
     assert_eq!(e["series"][0]["slug"], "weekly-crypto");
     assert_eq!(e["tags"][0], json!({"label": "Crypto", "slug": "crypto"}));
@@ -66,51 +66,51 @@ fn events_series_and_markets_read_as_gamma_shows_them() {
     assert_eq!(outcomes, vec!["Yes", "No"]);
     assert_eq!((m["orderPriceMinTickSize"].clone(), m["orderMinSize"].clone()), (json!(0.01), json!(5)));
     assert_eq!(m["events"][0]["id"], "1");
-    assert_eq!(ok(s.gamma_get("/events/slug/btc-weekly"))["id"], "1");
+    assert_eq!(ok(s.catalogue_get("/events/slug/btc-weekly"))["id"], "1");
 
     // 404s are JSON errors (SPEC §7.6), for unknown and malformed ids alike.
-    assert_eq!(err(s.gamma_get("/events/99")), (404, "event not found".into()));
-    assert_eq!(err(s.gamma_get("/events/abc")), (404, "event not found".into()));
-    assert_eq!(err(s.gamma_get("/events/slug/nope")).0, 404);
-    assert_eq!(err(s.gamma_get("/markets/999")), (404, "market not found".into()));
-    assert_eq!(err(s.gamma_get("/series/7")), (404, "series not found".into()));
+    assert_eq!(err(s.catalogue_get("/events/99")), (404, "event not found".into()));
+    assert_eq!(err(s.catalogue_get("/events/abc")), (404, "event not found".into()));
+    assert_eq!(err(s.catalogue_get("/events/slug/nope")).0, 404);
+    assert_eq!(err(s.catalogue_get("/markets/999")), (404, "market not found".into()));
+    assert_eq!(err(s.catalogue_get("/series/7")), (404, "series not found".into()));
 
     // Markets by Gamma id, slug, condition ids, token ids.
-    let eth = ok(s.gamma_get("/markets/slug/eth-flip"));
+    let eth = ok(s.catalogue_get("/markets/slug/eth-flip"));
     assert_eq!(eth["conditionId"], "0xbeef");
     assert_eq!(eth["description"], "About Will ETH flip BTC?");
-    assert_eq!(ok(s.gamma_get(&format!("/markets/{}", eth["id"].as_str().unwrap())))["slug"], "eth-flip");
-    let by_cond = ok(s.gamma_get("/markets?condition_ids=0xbeef,0xcafe"));
+    assert_eq!(ok(s.catalogue_get(&format!("/markets/{}", eth["id"].as_str().unwrap())))["slug"], "eth-flip");
+    let by_cond = ok(s.catalogue_get("/markets?condition_ids=0xbeef,0xcafe"));
     assert_eq!(by_cond.as_array().unwrap().len(), 2);
-    let by_tok = ok(s.gamma_get("/markets?clob_token_ids=3002"));
+    let by_tok = ok(s.catalogue_get("/markets?clob_token_ids=3002"));
     assert_eq!(by_tok[0]["conditionId"], "0xcafe");
-    assert_eq!(ok(s.gamma_get("/markets?tag=etf")).as_array().unwrap().len(), 1);
+    assert_eq!(ok(s.catalogue_get("/markets?tag=etf")).as_array().unwrap().len(), 1);
 
     // Events: filters.
-    assert_eq!(ids(&ok(s.gamma_get("/events"))), vec!["1", "2", "3"]);
-    assert_eq!(ids(&ok(s.gamma_get("/events?closed=false"))), vec!["1", "2"]);
-    assert_eq!(ids(&ok(s.gamma_get("/events?tag=crypto"))), vec!["1", "3"]);
-    assert_eq!(ids(&ok(s.gamma_get("/events?slug=btc-weekly&slug=ethereum-etf"))), vec!["1", "3"]);
-    assert_eq!(ids(&ok(s.gamma_get("/events?id=2,3&order=id"))), vec!["3", "2"], "order given: descending");
-    assert_eq!(ids(&ok(s.gamma_get("/events?series_id=2"))), vec!["2"]);
-    assert_eq!(err(s.gamma_get("/events?closed=maybe")), (400, "closed must be true or false".into()));
-    assert_eq!(err(s.gamma_get("/events?order=colour")).0, 400);
+    assert_eq!(ids(&ok(s.catalogue_get("/events"))), vec!["1", "2", "3"]);
+    assert_eq!(ids(&ok(s.catalogue_get("/events?closed=false"))), vec!["1", "2"]);
+    assert_eq!(ids(&ok(s.catalogue_get("/events?tag=crypto"))), vec!["1", "3"]);
+    assert_eq!(ids(&ok(s.catalogue_get("/events?slug=btc-weekly&slug=ethereum-etf"))), vec!["1", "3"]);
+    assert_eq!(ids(&ok(s.catalogue_get("/events?id=2,3&order=id"))), vec!["3", "2"], "order given: descending");
+    assert_eq!(ids(&ok(s.catalogue_get("/events?series_id=2"))), vec!["2"]);
+    assert_eq!(err(s.catalogue_get("/events?closed=maybe")), (400, "closed must be true or false".into()));
+    assert_eq!(err(s.catalogue_get("/events?order=colour")).0, 400);
 
     // Series: every parameter of §4.6.
-    let all = ok(s.gamma_get("/series"));
+    let all = ok(s.catalogue_get("/series"));
     assert_eq!(all.as_array().unwrap().len(), 2);
     assert_eq!(all[0]["events"][0]["slug"], "btc-weekly");
-    assert_eq!(ids(&ok(s.gamma_get("/series?closed=true"))), vec!["2"]);
-    assert_eq!(ids(&ok(s.gamma_get("/series?slug=weekly-crypto"))), vec!["1"]);
-    assert_eq!(ids(&ok(s.gamma_get("/series?recurrence=annual"))), vec!["2"]);
-    assert_eq!(ids(&ok(s.gamma_get("/series?order=start_date&ascending=true"))), vec!["2", "1"]);
-    assert_eq!(ids(&ok(s.gamma_get("/series?order=start_date"))), vec!["1", "2"]);
-    assert_eq!(ids(&ok(s.gamma_get("/series?limit=1&offset=1&order=created_at&ascending=true"))), vec!["2"]);
-    assert_eq!(ok(s.gamma_get("/series?limit=500")).as_array().unwrap().len(), 2);
-    assert_eq!(err(s.gamma_get("/series?limit=501")), (400, "limit must be an integer between 0 and 500".into()));
-    assert_eq!(err(s.gamma_get("/series?offset=-1")).0, 400);
-    assert_eq!(err(s.gamma_get("/series?order=name")).0, 400);
-    let one = ok(s.gamma_get("/series/1"));
+    assert_eq!(ids(&ok(s.catalogue_get("/series?closed=true"))), vec!["2"]);
+    assert_eq!(ids(&ok(s.catalogue_get("/series?slug=weekly-crypto"))), vec!["1"]);
+    assert_eq!(ids(&ok(s.catalogue_get("/series?recurrence=annual"))), vec!["2"]);
+    assert_eq!(ids(&ok(s.catalogue_get("/series?order=start_date&ascending=true"))), vec!["2", "1"]);
+    assert_eq!(ids(&ok(s.catalogue_get("/series?order=start_date"))), vec!["1", "2"]);
+    assert_eq!(ids(&ok(s.catalogue_get("/series?limit=1&offset=1&order=created_at&ascending=true"))), vec!["2"]);
+    assert_eq!(ok(s.catalogue_get("/series?limit=500")).as_array().unwrap().len(), 2);
+    assert_eq!(err(s.catalogue_get("/series?limit=501")), (400, "limit must be an integer between 0 and 500".into()));
+    assert_eq!(err(s.catalogue_get("/series?offset=-1")).0, 400);
+    assert_eq!(err(s.catalogue_get("/series?order=name")).0, 400);
+    let one = ok(s.catalogue_get("/series/1"));
     assert_eq!((one["seriesType"].clone(), one["recurrence"].clone()), (json!("single"), json!("weekly")));
 }
 
@@ -118,7 +118,7 @@ fn events_series_and_markets_read_as_gamma_shows_them() {
 fn bad_catalogue_writes_are_refused_and_change_nothing() {
     let s = Server::start();
     seed(&s);
-    let before = ok(s.gamma_get("/events"));
+    let before = ok(s.catalogue_get("/events"));
     let refused = [
         ("/internal/events", json!({"title": "Again", "slug": "btc-weekly"}), 409),
         ("/internal/events", json!({"title": "Orphan", "series_id": 42}), 400),
@@ -135,8 +135,8 @@ fn bad_catalogue_writes_are_refused_and_change_nothing() {
         assert_eq!(st, status, "{body}: {b}");
         assert!(b["error"].is_string(), "{b}");
     }
-    assert_eq!(ok(s.gamma_get("/events")), before);
-    assert_eq!(ok(s.gamma_get("/markets?condition_ids=0xdead")), json!([]));
+    assert_eq!(ok(s.catalogue_get("/events")), before);
+    assert_eq!(ok(s.catalogue_get("/markets?condition_ids=0xdead")), json!([]));
 }
 
 #[test]
@@ -147,12 +147,12 @@ fn pages_of_events_cover_every_event_once() {
     }
     let mut seen = Vec::new();
     for offset in (0..30).step_by(7) {
-        seen.extend(ids(&ok(s.gamma_get(&format!("/events?limit=7&offset={offset}")))));
+        seen.extend(ids(&ok(s.catalogue_get(&format!("/events?limit=7&offset={offset}")))));
     }
     let want: Vec<String> = (1..=23).map(|i| i.to_string()).collect();
     assert_eq!(seen, want);
     // Default page: 25; ordered by volume (all equal), ties by id.
-    assert_eq!(ids(&ok(s.gamma_get("/events?order=volume"))), want);
+    assert_eq!(ids(&ok(s.catalogue_get("/events?order=volume"))), want);
 }
 
 #[test]
@@ -165,7 +165,7 @@ fn volume_and_liquidity_follow_the_trades_and_the_book() {
     seller.place(&s, YES, "SELL", "0.40", "20");
     buyer.place(&s, YES, "BUY", "0.40", "10");
     buyer.place(&s, YES, "BUY", "0.30", "10");
-    let mk = ok(s.gamma_get("/markets/slug/will-it"));
+    let mk = ok(s.catalogue_get("/markets/slug/will-it"));
     // Volume: 10 × 0.40; liquidity: asks 10 × 0.40 + bids 10 × 0.30.
     assert_eq!((mk["volume"].clone(), mk["volumeNum"].clone()), (json!("4"), json!(4)));
     assert_eq!((mk["liquidity"].clone(), mk["liquidityNum"].clone()), (json!("7"), json!(7)));
@@ -175,11 +175,11 @@ fn volume_and_liquidity_follow_the_trades_and_the_book() {
     );
     let prices: Vec<String> = serde_json::from_str(mk["outcomePrices"].as_str().unwrap()).unwrap();
     assert_eq!(prices, vec!["0.35", "0.65"]);
-    let e = ok(s.gamma_get("/events/1"));
+    let e = ok(s.catalogue_get("/events/1"));
     assert_eq!((e["volume"].clone(), e["liquidity"].clone()), (json!(4), json!(7)));
-    assert_eq!(ok(s.gamma_get("/series/1"))["volume"], json!(4));
+    assert_eq!(ok(s.catalogue_get("/series/1"))["volume"], json!(4));
     // Order by volume puts the traded event first.
-    assert_eq!(ids(&ok(s.gamma_get("/events?order=volume")))[0], "1");
+    assert_eq!(ids(&ok(s.catalogue_get("/events?order=volume")))[0], "1");
 
     // Resolution metadata.
     let r = ok(
@@ -207,19 +207,19 @@ fn comments_page_newest_first_and_search_ranks_matches() {
         &json!({"parent_entity_type": "market", "parent_entity_id": "0xbeef", "body": "on a market", "user_address": user.address}),
     ));
     assert_eq!(c["parentEntityType"], "market");
-    let page = ok(s.gamma_get("/comments?parent_entity_type=Event&parent_entity_id=1&limit=2&offset=1"));
+    let page = ok(s.catalogue_get("/comments?parent_entity_type=Event&parent_entity_id=1&limit=2&offset=1"));
     let bodies: Vec<&str> = page.as_array().unwrap().iter().map(|c| c["body"].as_str().unwrap()).collect();
     assert_eq!(bodies, vec!["comment 3", "comment 2"]);
-    let asc = ok(s.gamma_get("/comments?parent_entity_type=Event&parent_entity_id=1&ascending=true&limit=1"));
+    let asc = ok(s.catalogue_get("/comments?parent_entity_type=Event&parent_entity_id=1&ascending=true&limit=1"));
     assert_eq!(asc[0]["body"], "comment 0");
     assert_eq!(asc[0]["userAddress"], user.address.as_str());
     let on_market =
-        ok(s.gamma_get(&format!("/comments?parent_entity_type=market&parent_entity_id={}", c["parentEntityID"])));
+        ok(s.catalogue_get(&format!("/comments?parent_entity_type=market&parent_entity_id={}", c["parentEntityID"])));
     assert_eq!(on_market.as_array().unwrap().len(), 1);
-    assert_eq!(err(s.gamma_get("/comments?parent_entity_type=Event")).0, 400);
-    assert_eq!(err(s.gamma_get("/comments?parent_entity_type=Blog&parent_entity_id=1")).0, 400);
+    assert_eq!(err(s.catalogue_get("/comments?parent_entity_type=Event")).0, 400);
+    assert_eq!(err(s.catalogue_get("/comments?parent_entity_type=Blog&parent_entity_id=1")).0, 400);
     assert_eq!(
-        err(s.gamma_get("/comments?parent_entity_type=Event&parent_entity_id=9")),
+        err(s.catalogue_get("/comments?parent_entity_type=Event&parent_entity_id=9")),
         (404, "event not found".into())
     );
     let bad = s.internal_post(
@@ -229,26 +229,26 @@ fn comments_page_newest_first_and_search_ranks_matches() {
     assert_eq!(bad.0, 400);
 
     // Search: title and slug, case-insensitive, best match first.
-    let r = ok(s.gamma_get("/public-search?q=ETH"));
+    let r = ok(s.catalogue_get("/public-search?q=ETH"));
     let titles: Vec<&str> = r["events"].as_array().unwrap().iter().map(|e| e["title"].as_str().unwrap()).collect();
     assert_eq!(titles, vec!["Ethereum ETF"], "prefix of a title word");
     let markets: Vec<&str> = r["markets"].as_array().unwrap().iter().map(|m| m["slug"].as_str().unwrap()).collect();
     assert_eq!(markets, vec!["eth-flip", "eth-etf-stake"], "same score: by id");
-    let r = ok(s.gamma_get("/public-search?q=crypto&limit_per_type=1"));
+    let r = ok(s.catalogue_get("/public-search?q=crypto&limit_per_type=1"));
     assert_eq!(r["series"][0]["slug"], "weekly-crypto");
     assert_eq!(r["pagination"]["totalResults"], 1);
-    assert_eq!(err(s.gamma_get("/public-search")), (400, "q is required".into()));
-    assert_eq!(err(s.gamma_get("/public-search?q=x&limit_per_type=101")).0, 400);
+    assert_eq!(err(s.catalogue_get("/public-search")), (400, "q is required".into()));
+    assert_eq!(err(s.catalogue_get("/public-search?q=x&limit_per_type=101")).0, 400);
 }
 
 #[test]
 fn the_catalogue_survives_a_restart() {
     let s = Server::start();
     seed(&s);
-    let before = ok(s.gamma_get("/events"));
+    let before = ok(s.catalogue_get("/events"));
     let (config, dir) = s.stop();
     let s = Server::start_with(config);
-    assert_eq!(ok(s.gamma_get("/events")), before);
+    assert_eq!(ok(s.catalogue_get("/events")), before);
     // Ids continue after the stored ones.
     assert_eq!(ok(s.internal_post("/internal/events", &json!({"title": "After restart"})))["id"], "4");
     drop(dir);

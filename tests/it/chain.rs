@@ -792,7 +792,7 @@ fn spawn_predex(data: &Path, deployed: &Config, key: &Path, rpc: &str) -> (crate
     let p = crate::crash::spawn_with(data, &env);
     let mut server =
         Server::external(p.server.clob.clone(), p.server.internal.clone(), chain_config(data, deployed, key.into()));
-    server.data = p.server.data.clone();
+    server.analytics = p.server.analytics.clone();
     (p, server)
 }
 

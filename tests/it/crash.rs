@@ -37,7 +37,7 @@ pub(crate) fn spawn_with(dir: &std::path::Path, env: &[(&str, String)]) -> Proc 
         .args(["serve", "--log-json", "--catalogue", "/nonexistent"])
         .arg("--data-dir")
         .arg(dir)
-        .args(["--clob-addr", "127.0.0.1:0", "--gamma-addr", "127.0.0.1:0", "--data-addr", "127.0.0.1:0"])
+        .args(["--clob-addr", "127.0.0.1:0", "--catalogue-addr", "127.0.0.1:0", "--analytics-addr", "127.0.0.1:0"])
         // Some settings through their PREDEX_* environment twins rather than flags.
         .env("PREDEX_BRIDGE_ADDR", "127.0.0.1:0")
         .env("PREDEX_RATE_LIMIT_MAX", "0")
@@ -69,7 +69,7 @@ pub(crate) fn spawn_with(dir: &std::path::Path, env: &[(&str, String)]) -> Proc 
     config.clob_addr = addrs["clob"].parse().unwrap();
     let mut server =
         Server::external(format!("http://{}", addrs["clob"]), format!("http://{}", addrs["internal"]), config);
-    server.data = format!("http://{}", addrs["data"]);
+    server.analytics = format!("http://{}", addrs["analytics"]);
     Proc { child, server, logs_ahead }
 }
 
@@ -193,7 +193,7 @@ fn stop_under_load(sigterm: bool) {
     // before the kill included.
     let trades = trades_now();
     for t in &traders {
-        let (st, rows) = s.data_get(&format!("/trades?user={}&takerOnly=false&limit=10000", t.address));
+        let (st, rows) = s.analytics_get(&format!("/trades?user={}&takerOnly=false&limit=10000", t.address));
         assert_eq!(st, 200, "{rows}");
         let history: std::collections::BTreeSet<&str> =
             rows.as_array().unwrap().iter().map(|r| r["transactionHash"].as_str().unwrap()).collect();

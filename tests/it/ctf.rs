@@ -31,7 +31,7 @@ fn split_merge_and_redeem_conserve_value_and_show_in_activity() {
     assert_eq!(r["transactionHash"].as_str().unwrap().len(), 66);
     assert_eq!(holdings(&t, &s), [m("70"), m("30"), m("30")]);
     // Positions: a complete set costs one, half to each side.
-    let (_, pos) = s.data_get(&format!("/positions?user={}", t.address));
+    let (_, pos) = s.analytics_get(&format!("/positions?user={}", t.address));
     let yes = pos.as_array().unwrap().iter().find(|p| p["asset"] == YES).expect("YES position").clone();
     assert_eq!((yes["size"].clone(), yes["avgPrice"].clone()), (json!(30), json!(0.5)), "{pos}");
 
@@ -99,7 +99,7 @@ fn split_merge_and_redeem_conserve_value_and_show_in_activity() {
     // Activity: newest first, filtered by type, paged; a side filter keeps trades only.
     let user = &t.address;
     let kinds = |q: &str| -> Vec<Value> {
-        let (st, a) = s.data_get(&format!("/activity?user={user}{q}"));
+        let (st, a) = s.analytics_get(&format!("/activity?user={user}{q}"));
         assert_eq!(st, 200, "{a}");
         a.as_array().unwrap().iter().map(|r| r["type"].clone()).collect()
     };
@@ -108,7 +108,7 @@ fn split_merge_and_redeem_conserve_value_and_show_in_activity() {
     assert_eq!(kinds("&limit=1&offset=1"), vec![json!("MERGE")]);
     assert_eq!(kinds("&type=TRADE"), Vec::<Value>::new());
     assert_eq!(kinds("&side=BUY"), Vec::<Value>::new());
-    let (_, a) = s.data_get(&format!("/activity?user={user}&type=REDEEM"));
+    let (_, a) = s.analytics_get(&format!("/activity?user={user}&type=REDEEM"));
     let row = &a[0];
     assert_eq!(
         (row["size"].clone(), row["usdcSize"].clone(), row["outcomeIndex"].clone()),
@@ -117,7 +117,7 @@ fn split_merge_and_redeem_conserve_value_and_show_in_activity() {
     assert_eq!((row["conditionId"].clone(), row["proxyWallet"].clone()), (json!(COND), json!(user)));
     assert_eq!(row["transactionHash"], r["transactionHash"]);
     // Positions closed out: nothing held.
-    let (_, pos) = s.data_get(&format!("/positions?user={user}"));
+    let (_, pos) = s.analytics_get(&format!("/positions?user={user}"));
     assert_eq!(pos, json!([]), "{pos}");
 }
 
@@ -132,13 +132,13 @@ fn activity_merges_trades_and_token_operations_by_time() {
     std::thread::sleep(std::time::Duration::from_millis(1100));
     buyer.place(&s, YES, "BUY", "0.50", "10");
     assert_eq!(seller.place(&s, YES, "SELL", "0.50", "10")["status"], "MATCHED");
-    let (_, a) = s.data_get(&format!("/activity?user={}", seller.address));
+    let (_, a) = s.analytics_get(&format!("/activity?user={}", seller.address));
     let kinds: Vec<_> = a.as_array().unwrap().iter().map(|r| r["type"].clone()).collect();
     assert_eq!(kinds, vec![json!("TRADE"), json!("SPLIT")], "{a}");
     assert_eq!(a[0]["side"], "SELL");
-    let (_, a) = s.data_get(&format!("/activity?user={}&limit=1&offset=1", seller.address));
+    let (_, a) = s.analytics_get(&format!("/activity?user={}&limit=1&offset=1", seller.address));
     assert_eq!(a[0]["type"], "SPLIT");
-    assert_eq!(s.data_get(&format!("/activity?user={}&limit=1", seller.address)).1[0]["type"], "TRADE");
+    assert_eq!(s.analytics_get(&format!("/activity?user={}&limit=1", seller.address)).1[0]["type"], "TRADE");
     // The split's YES went out by the trade; its NO stays.
     assert_eq!([seller.available(&s, YES), seller.available(&s, NO)], [0, m("10")]);
 }
@@ -204,7 +204,7 @@ fn convert_positions_conserves_value_whichever_question_wins() {
     assert_eq!((0..3).map(worth).collect::<Vec<_>>(), before, "value conserved for every winner");
     s.check();
 
-    let (_, a) = s.data_get(&format!("/activity?user={}&type=CONVERSION", t.address));
+    let (_, a) = s.analytics_get(&format!("/activity?user={}&type=CONVERSION", t.address));
     let rows = a.as_array().unwrap();
     let mut conds: Vec<_> = rows.iter().map(|r| r["conditionId"].as_str().unwrap()).collect();
     conds.sort();

@@ -157,7 +157,7 @@ fn the_dashboard_in_a_real_browser() {
     let mut last = String::new();
     let agreed = (0..40).any(|_| {
         let rows = b.cmd(json!({"cmd": "rows"}));
-        let (st, gamma) = s.gamma_get("/markets?limit=100");
+        let (st, gamma) = s.catalogue_get("/markets?limit=100");
         assert_eq!(st, 200);
         match table_differs(&rows, &gamma) {
             None => true,

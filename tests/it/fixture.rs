@@ -21,8 +21,8 @@ pub struct Server {
     pub clob: String,
     pub internal: String,
     /// Catalogue, analytics and bridge servers.
-    pub gamma: String,
-    pub data: String,
+    pub catalogue: String,
+    pub analytics: String,
     pub bridge: String,
     pub config: Config,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -37,8 +37,8 @@ pub fn test_config(dir: &Path) -> Config {
         // the binary with its defaults, keep them.
         wal_logs_ahead: 0,
         clob_addr: "127.0.0.1:0".parse().unwrap(),
-        gamma_addr: "127.0.0.1:0".parse().unwrap(),
-        data_addr: "127.0.0.1:0".parse().unwrap(),
+        catalogue_addr: "127.0.0.1:0".parse().unwrap(),
+        analytics_addr: "127.0.0.1:0".parse().unwrap(),
         bridge_addr: "127.0.0.1:0".parse().unwrap(),
         internal_addr: "127.0.0.1:0".parse().unwrap(),
         catalogue: PathBuf::from("/nonexistent"),
@@ -74,8 +74,8 @@ impl Server {
         Server {
             clob,
             internal,
-            gamma: none.clone(),
-            data: none.clone(),
+            catalogue: none.clone(),
+            analytics: none.clone(),
             bridge: none,
             config,
             stop: None,
@@ -101,8 +101,8 @@ impl Server {
         Server {
             clob: format!("http://{}", bound.clob),
             internal: format!("http://{}", bound.internal),
-            gamma: format!("http://{}", bound.gamma),
-            data: format!("http://{}", bound.data),
+            catalogue: format!("http://{}", bound.catalogue),
+            analytics: format!("http://{}", bound.analytics),
             bridge: format!("http://{}", bound.bridge),
             config,
             stop: Some(stop_tx),
@@ -155,12 +155,12 @@ impl Server {
         send(self.internal_request("GET", path), None)
     }
 
-    pub fn gamma_get(&self, path: &str) -> (u16, Value) {
-        send(ureq::get(&format!("{}{}", self.gamma, path)), None)
+    pub fn catalogue_get(&self, path: &str) -> (u16, Value) {
+        send(ureq::get(&format!("{}{}", self.catalogue, path)), None)
     }
 
-    pub fn data_get(&self, path: &str) -> (u16, Value) {
-        send(ureq::get(&format!("{}{}", self.data, path)), None)
+    pub fn analytics_get(&self, path: &str) -> (u16, Value) {
+        send(ureq::get(&format!("{}{}", self.analytics, path)), None)
     }
 
     pub fn bridge_get(&self, path: &str) -> (u16, Value) {

@@ -37,8 +37,8 @@ fn schemathesis_finds_nothing() {
     let out = Command::new(&python)
         .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz/schemathesis_run.py"))
         .env("PREDEX_CLOB", &s.clob)
-        .env("PREDEX_GAMMA", &s.gamma)
-        .env("PREDEX_DATA", &s.data)
+        .env("PREDEX_CATALOGUE", &s.catalogue)
+        .env("PREDEX_ANALYTICS", &s.analytics)
         .env("PREDEX_BRIDGE", &s.bridge)
         .env("PREDEX_FUZZ_ADDRESS", &fuzzer.address)
         .env("PREDEX_FUZZ_KEY", &fuzzer.key)
@@ -67,7 +67,7 @@ fn what_the_fuzzing_found_is_refused() {
     let t = s.trader(m("100"));
     t.place(&s, YES, "BUY", "0.40", "10");
     let open = |t: &Trader| t.l2(&s, "GET", "/data/orders", None).1["count"].clone();
-    // A filter that is not text no longer widens the cancel to every order.
+    // A filter that is not text does not widen the cancel to every order.
     for body in [r#"{"market": 5}"#, r#"{"asset_id": ["x"]}"#, "7", "[]"] {
         let (st, b) = l2_with(&t, &s, "DELETE", "/cancel-market-orders", body, &[]);
         assert_eq!((st, b), (400, serde_json::json!({"error": "Invalid payload"})), "{body}");
@@ -93,11 +93,11 @@ fn what_the_fuzzing_found_is_refused() {
     );
     assert_eq!(err(t.l2(&s, "GET", "/notifications?signature_type=x", None)), (400, "Invalid signature_type".into()));
     // An empty typed parameter on the catalogue and analytics servers is malformed.
-    assert_eq!(err(s.gamma_get("/markets?limit=")).0, 400);
-    assert_eq!(err(s.gamma_get("/markets?archived=true&limit=x")).0, 400);
-    assert_eq!(err(s.data_get("/trades?side=")), (400, "side must be BUY or SELL".into()));
+    assert_eq!(err(s.catalogue_get("/markets?limit=")).0, 400);
+    assert_eq!(err(s.catalogue_get("/markets?archived=true&limit=x")).0, 400);
+    assert_eq!(err(s.analytics_get("/trades?side=")), (400, "side must be BUY or SELL".into()));
     assert_eq!(
-        err(s.data_get("/trades?filterAmount=")),
+        err(s.analytics_get("/trades?filterAmount=")),
         (400, "filterType and filterAmount must be used together".into())
     );
     assert_eq!(open(&t), 1, "refusals change nothing");

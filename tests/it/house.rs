@@ -1,5 +1,6 @@
 //! The crate's shape, checked from its source: no module imports one that imports it
-//! back (docs/architecture.md).
+//! back, and the architecture map names every column family and worker
+//! (docs/internals/architecture.md).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -161,4 +162,79 @@ fn reach<'a>(
         }
     }
     None
+}
+
+/// The names in the first cell of each row of the first table after `heading` in `doc`
+/// (each name in backticks; a cell may name several).
+fn table_names(doc: &str, heading: &str) -> BTreeSet<String> {
+    let start = doc.find(heading).unwrap_or_else(|| panic!("{heading} in the architecture"));
+    let rows = doc[start..].lines().skip_while(|l| !l.starts_with('|')).take_while(|l| l.starts_with('|'));
+    let mut names = BTreeSet::new();
+    for row in rows.skip(2) {
+        let cell = row.split('|').nth(1).unwrap_or_default();
+        names.extend(cell.split('`').skip(1).step_by(2).map(str::to_string));
+    }
+    names
+}
+
+/// The string constants of `mod cf` in the schema: every column family's name.
+fn column_families(schema: &syn::File) -> BTreeSet<String> {
+    let cf = schema.items.iter().find_map(|i| match i {
+        syn::Item::Mod(m) if m.ident == "cf" => m.content.as_ref().map(|(_, items)| items),
+        _ => None,
+    });
+    let mut names = BTreeSet::new();
+    for item in cf.expect("mod cf in store/schema.rs") {
+        if let syn::Item::Const(c) = item {
+            if let syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) = &*c.expr {
+                names.insert(s.value());
+            }
+        }
+    }
+    names
+}
+
+/// The names of the workers: each `impl Worker for …` outside tests, by what its `name`
+/// returns.
+fn workers(file: &syn::File) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for item in &file.items {
+        let syn::Item::Impl(i) = item else { continue };
+        let is_worker =
+            i.trait_.as_ref().is_some_and(|(_, p, _)| p.segments.last().is_some_and(|s| s.ident == "Worker"));
+        if !is_worker {
+            continue;
+        }
+        for f in &i.items {
+            let syn::ImplItem::Fn(f) = f else { continue };
+            if f.sig.ident != "name" {
+                continue;
+            }
+            if let Some(syn::Stmt::Expr(syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }), None)) =
+                f.block.stmts.last()
+            {
+                names.insert(s.value());
+            }
+        }
+    }
+    names
+}
+
+/// The architecture's map names every column family and every worker the code has, and
+/// nothing else, as the OpenAPI test holds the documents to the routes.
+#[test]
+fn the_architecture_names_every_column_family_and_worker() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let parse = |p: &str| syn::parse_file(&std::fs::read_to_string(root.join(p)).unwrap()).unwrap();
+    let doc = std::fs::read_to_string(root.join("docs/internals/architecture.md")).unwrap();
+    let families = column_families(&parse("src/store/schema.rs"));
+    assert!(families.len() > 30 && families.contains("live_orders"), "{families:?}");
+    assert_eq!(
+        table_names(&doc, "### Column families"),
+        families,
+        "the column families of docs/internals/architecture.md"
+    );
+    let workers = workers(&parse("src/app/workers.rs"));
+    assert!(workers.len() >= 7 && workers.contains("settlement"), "{workers:?}");
+    assert_eq!(table_names(&doc, "## Background workers"), workers, "the workers of docs/internals/architecture.md");
 }

@@ -1,4 +1,4 @@
-//! The OpenAPI documents (docs/openapi/): each public server serves its own at
+//! The OpenAPI documents (docs/reference/openapi/): each public server serves its own at
 //! `GET /openapi.json`, outside the rate limit; every operation a document names is
 //! answered by a route; and every route the server answers — probed with every path the
 //! project's tests, docs and the official clients' endpoint tables name — is in it.
@@ -151,7 +151,7 @@ fn document_matches_routes(name: &str, base: &str, doc: &Value, corpus: &BTreeSe
 }
 
 fn committed(name: &str) -> Value {
-    let text = std::fs::read_to_string(root().join(format!("docs/openapi/{name}.json"))).unwrap();
+    let text = std::fs::read_to_string(root().join(format!("docs/reference/openapi/{name}.json"))).unwrap();
     serde_json::from_str(&text).unwrap()
 }
 
@@ -159,7 +159,7 @@ fn committed(name: &str) -> Value {
 fn each_server_serves_its_document_and_answers_exactly_its_paths() {
     // The committed documents are what their source writes.
     let out = std::process::Command::new("python3")
-        .arg(root().join("docs/openapi/build.py"))
+        .arg(root().join("docs/reference/openapi/build.py"))
         .arg("--check")
         .output()
         .expect("python3");
@@ -171,7 +171,12 @@ fn each_server_serves_its_document_and_answers_exactly_its_paths() {
         c.rate_limit_window_secs = 60;
     });
     let servers = |s: &Server| {
-        [("clob", s.clob.clone()), ("gamma", s.gamma.clone()), ("data", s.data.clone()), ("bridge", s.bridge.clone())]
+        [
+            ("clob", s.clob.clone()),
+            ("catalogue", s.catalogue.clone()),
+            ("analytics", s.analytics.clone()),
+            ("bridge", s.bridge.clone()),
+        ]
     };
     for (name, base) in servers(&limited) {
         for _ in 0..3 {

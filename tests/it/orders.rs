@@ -288,7 +288,7 @@ fn raw(s: &Server, head: &str) -> (u16, Value) {
 
 #[test]
 fn trading_routes_answer_like_the_rest_of_the_server() {
-    // The trading routes are dispatched before warp's filter tree (api::front): what the
+    // The trading routes are dispatched before warp's filter tree (api::connections): what the
     // tree does around a route must happen there too.
     let s = Server::start();
     for (method, path) in

@@ -92,11 +92,11 @@ fn demo_catalogue_loads_once() {
     });
     assert_eq!(nr.count(), 3);
     // The demo events (data/events.json) group every demo market, once.
-    let events = s.gamma_get("/events").1;
+    let events = s.catalogue_get("/events").1;
     let grouped: usize = events.as_array().unwrap().iter().map(|e| e["markets"].as_array().unwrap().len()).sum();
     assert_eq!(grouped as u64, n, "{events}");
     drop(s);
     let s = Server::start_with(c);
     assert_eq!(s.get("/simplified-markets").1["count"].as_u64().unwrap(), n);
-    assert_eq!(s.gamma_get("/events").1, events);
+    assert_eq!(s.catalogue_get("/events").1, events);
 }

@@ -25,7 +25,7 @@ fn rewards_accrue_to_qualifying_makers_and_pay_once_with_rebates() {
         c.reward_sample_ms = 100;
         c.rebate_tiers = vec![RebateTier { min_volume: 1, bps: 10 }];
     });
-    let today = predex::app::incentives::day_str((now() / 86_400) as u32);
+    let today = predex::app::rewards::day_str((now() / 86_400) as u32);
 
     // The operator's program: 86,400 USDC a day (0.1 per 100 ms sample), orders of at
     // least 10 shares within 5 cents of the midpoint.
@@ -204,14 +204,14 @@ fn rewards_accrue_to_qualifying_makers_and_pay_once_with_rebates() {
     );
     let (_, none) = taker.l2(&s, "GET", &format!("/rebates?date={today}"), None);
     assert_eq!(none, json!([]));
-    let (_, act) = s.data_get(&format!("/activity?user={}&type=REWARD", a.address));
+    let (_, act) = s.analytics_get(&format!("/activity?user={}&type=REWARD", a.address));
     let rows = act.as_array().unwrap();
     assert_eq!(rows.len(), 1, "{act}");
     assert_eq!(
         (rows[0]["type"].clone(), rows[0]["conditionId"].clone(), rows[0]["usdcSize"].clone()),
         (json!("REWARD"), json!(COND), serde_json::from_str::<Value>(&predex::domain::fmt_amount(ea)).unwrap())
     );
-    let (_, all) = s.data_get(&format!("/activity?user={}", a.address));
+    let (_, all) = s.analytics_get(&format!("/activity?user={}", a.address));
     assert_eq!(all[0]["type"], json!("REWARD"), "the payout is the newest activity: {all}");
     s.check();
 

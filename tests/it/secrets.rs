@@ -1,4 +1,4 @@
-//! Secrets sealed at rest (`--secrets-key-file`, docs/operating.md): no secret or
+//! Secrets sealed at rest (`--secrets-key-file`, docs/operating/running.md): no secret or
 //! passphrase in any file of the data directory or of a backup; HMAC verification across a
 //! restart; a wrong key or none refused at start; records written before the key sealed at
 //! the first start that has it.

@@ -350,7 +350,9 @@ fn idle_connections_cannot_stall_the_others() {
     let t = s.trader(1_000_000_000);
     let order = t.order(&s, YES, "BUY", "0.50", "10");
     let mut held = Vec::new();
-    for (base, path) in [(&s.clob, "/order"), (&s.gamma, "/markets"), (&s.data, "/trades"), (&s.bridge, "/deposit")] {
+    for (base, path) in
+        [(&s.clob, "/order"), (&s.catalogue, "/markets"), (&s.analytics, "/trades"), (&s.bridge, "/deposit")]
+    {
         let (mut refused, mut busy) = (0, 0);
         for _ in 0..70 {
             let mut c = connect_from([127, 0, 0, 2], base).unwrap();
@@ -399,7 +401,7 @@ fn a_slow_head_and_an_idle_connection_are_closed() {
     let s = Server::start();
     let mut half = connect_from([127, 0, 0, 4], &s.clob).unwrap();
     half.write_all(b"POST /order HTTP/1.1\r\nHost: predex\r\nContent-Ty").unwrap();
-    let mut idle = connect_from([127, 0, 0, 4], &s.gamma).unwrap();
+    let mut idle = connect_from([127, 0, 0, 4], &s.catalogue).unwrap();
     idle.write_all(b"GET /markets HTTP/1.1\r\nHost: predex\r\n\r\n").unwrap();
     assert_eq!(read_reply(&mut idle).map(|r| r.0), Some(200));
     let started = std::time::Instant::now();
@@ -438,7 +440,7 @@ fn connections_per_address_are_capped_websockets_included() {
     assert_eq!(read_reply(&mut third).map(err), Some((429, TOO_MANY_CONNECTIONS.into())));
     // Another address is not affected; nor are other servers.
     assert!(ws([127, 0, 0, 6]).is_some());
-    let mut gamma = connect_from([127, 0, 0, 5], &s.gamma).unwrap();
+    let mut gamma = connect_from([127, 0, 0, 5], &s.catalogue).unwrap();
     gamma.write_all(b"GET /markets HTTP/1.1\r\nHost: predex\r\n\r\n").unwrap();
     assert_eq!(read_reply(&mut gamma).map(|r| r.0), Some(200));
     // A WebSocket closed gives its place back.
@@ -512,7 +514,7 @@ fn what_one_address_can_store_is_bounded() {
     // An analytics page skips at most 10,000 rows.
     for path in ["/trades", "/v1/leaderboard", &format!("/activity?user={}", t.address)] {
         let sep = if path.contains('?') { '&' } else { '?' };
-        let r = err(s.data_get(&format!("{path}{sep}offset=10001")));
+        let r = err(s.analytics_get(&format!("{path}{sep}offset=10001")));
         assert_eq!(r, (400, "offset must be an integer between 0 and 10000".into()), "{path}");
     }
 }

@@ -1,4 +1,4 @@
-// predex operator console: the page served by the internal server (docs/operating.md,
+// predex operator console: the page served by the internal server (docs/operating/running.md,
 // "Dashboard"). Plain script, no build step and nothing fetched from elsewhere: the
 // overview and the metrics are polled from this server, and the book and trades of the
 // chosen market come live from its market feed (/ws/market).

@@ -1,4 +1,4 @@
-//! The operator's dashboard (docs/operating.md, "Dashboard"), on the internal server: one
+//! The operator's dashboard (docs/operating/running.md, "Dashboard"), on the internal server: one
 //! static page with its own script and style sheet (no build step, nothing fetched from
 //! elsewhere), `GET /internal/overview` for what it shows that the metrics do not, and the
 //! market feed at `/ws/market` for the live book and trades. The page reads `GET /metrics`

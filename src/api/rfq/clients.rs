@@ -1,4 +1,4 @@
-//! The official clients' side of RFQ (docs/rfq.md "The official clients' form"), over the
+//! The official clients' side of RFQ (docs/reference/rfq.md "The official clients' form"), over the
 //! same requests and quotes as the spec's routes: the asset form of a request or quote,
 //! `GET /rfq/data/requests`, `/rfq/data/requester/quotes`, `/rfq/data/quoter/quotes`,
 //! `/rfq/data/best-quote`, and `POST /rfq/request/accept` and `/rfq/quote/approve` with a

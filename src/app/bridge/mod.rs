@@ -1,5 +1,5 @@
 //! The bridge's rules (SPEC §2.18, §4.7): the supported assets and the pricing of a move,
-//! from the asset table `bridge-assets.json` beside the demo catalogue (docs/bridge.md);
+//! from the asset table `bridge-assets.json` beside the demo catalogue (docs/reference/bridge.md);
 //! deposits and withdrawals in [`transfers`]. The routes are `api::bridge`.
 //!
 //! A quote is computed in integers: the input's USD value (base units × the asset's USD

@@ -1,4 +1,4 @@
-//! Deposits and withdrawals in ledger mode (docs/bridge.md).
+//! Deposits and withdrawals in ledger mode (docs/reference/bridge.md).
 //!
 //! - A wallet's bridge addresses (EVM, Solana, Bitcoin) are derived deterministically from
 //!   the wallet and registered at its first `POST /deposit`.

@@ -5,7 +5,7 @@
 //! through the persister first, then published to the in-memory copy. Comments stay in
 //! RocksDB only, keyed (parent kind, parent id, comment id) so a page is one range scan.
 //! Volume and liquidity are never stored here: they come from the trade counters and the
-//! books at read time ([`live`]). The gamma routes are `api::catalogue`; what they read is
+//! books at read time ([`live`]). The catalogue server's routes are `api::catalogue`; what they read is
 //! in [`reads`], the operator's writes in [`writes`].
 
 pub mod reads;
@@ -85,7 +85,7 @@ struct Inner {
     next_comment: u64,
 }
 
-/// The catalogue as read by the gamma server.
+/// The catalogue as its server reads it.
 #[derive(Debug, Default)]
 pub struct Catalogue {
     inner: RwLock<Inner>,

@@ -1,4 +1,4 @@
-//! What the gamma routes read: markets, events and series with their live numbers summed
+//! What the catalogue server reads: markets, events and series with their live numbers summed
 //! (for nesting, ordering and totals), lookups by Gamma id, and a parent's comments.
 
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! Question auctions (SPEC §1 names them without a shape; docs/resolution.md): agents bid
+//! Question auctions (SPEC §1 names them without a shape; docs/reference/resolution.md): agents bid
 //! bonds to become the resolver of a new question.
 //!
 //! The operator opens an auction on a market (`POST /internal/auctions`). Until it closes,
@@ -45,7 +45,7 @@ pub enum AuctionError {
     Engine(#[from] EngineError),
 }
 
-pub use crate::domain::bonds::{Auction, Bid};
+pub use crate::domain::resolution::{Auction, Bid};
 
 pub fn auction_of(s: &AppState, condition_id: &str) -> Result<Option<Auction>, StoreError> {
     s.store.auction(condition_id)

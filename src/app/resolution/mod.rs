@@ -1,4 +1,4 @@
-//! Bonds and agent resolution (SPEC §1.4, §2.13, §3.4–3.5, §4.4; docs/resolution.md).
+//! Bonds and agent resolution (SPEC §1.4, §2.13, §3.4–3.5, §4.4; docs/reference/resolution.md).
 //!
 //! An agent escrows collateral as a bond on a market (`POST /bonds/post`, adding up per
 //! market). With a bond that meets its cluster's requirement it may propose the market's
@@ -68,7 +68,7 @@ pub enum ResolutionError {
     Engine(#[from] EngineError),
 }
 
-pub use crate::domain::bonds::{Bond, BondStatus, Proposal};
+pub use crate::domain::resolution::{Bond, BondStatus, Proposal};
 
 /// The cluster a market belongs to (the first configured one unless the operator
 /// assigned another).

@@ -17,8 +17,8 @@ pub(crate) fn local_config(dir: PathBuf) -> anyhow::Result<Config> {
     Ok(Config {
         data_dir: dir,
         clob_addr: "127.0.0.1:0".parse()?,
-        gamma_addr: "127.0.0.1:0".parse()?,
-        data_addr: "127.0.0.1:0".parse()?,
+        catalogue_addr: "127.0.0.1:0".parse()?,
+        analytics_addr: "127.0.0.1:0".parse()?,
         bridge_addr: "127.0.0.1:0".parse()?,
         internal_addr: "127.0.0.1:0".parse()?,
         catalogue: PathBuf::from("/nonexistent"),
@@ -251,10 +251,10 @@ pub(crate) fn ceilings(
             // Bodies read within the budget `predex serve` gives a server by default; one
             // client IP sends everything, as to the local predex (whose loopback is a
             // trusted proxy, so its connections are not counted either).
-            let server = || predex::api::front::Server {
+            let server = || predex::api::connections::Server {
                 bodies: predex::api::body::Bodies::new(predex::config::Config::default().body_bytes_in_flight),
                 clients: None,
-                role: predex::api::front::Role::Unlimited,
+                role: predex::api::connections::Role::Unlimited,
             };
             let parse = ceiling::routes(Ceiling::Parse, secrets.clone(), domain.clone());
             let p = predex::serve(pl, parse, server(), rx.clone());

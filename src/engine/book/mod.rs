@@ -123,11 +123,12 @@ const PUSHES_PER_TOUCH: usize = NODES_PER_PAGE / 8;
 
 /// A book's nodes, by slot, in one array. A `Vec` doubles when full and copies every node
 /// into memory nobody has touched yet, and backing fresh pages costs more than the copy:
-/// at a million orders in one book that push stalled the matching thread for ≈ 0.1 s. So
+/// at a million orders in one book that push would stall the matching thread. So
 /// once the array is half full (and large), its successor is allocated beside it and its
 /// pages are touched a few at a time by the pushes that fill the second half; the push
 /// that finds the array full copies into memory already backed. A lookup stays one plain
-/// index: storage in chunks that never move cost every book operation more instructions.
+/// index: storage in chunks that never move would cost every book operation more
+/// instructions.
 ///
 /// Free slots are listed through their own `next` link (`free`, `NIL` when none), so
 /// freeing and reusing a slot touches only the node, which the caller holds anyway.

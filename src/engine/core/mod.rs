@@ -119,7 +119,7 @@ pub struct RewardScores {
 }
 
 /// Writes a crossing order's batch has room for before its first write (see
-/// [`Core::place`]).
+/// [`Core::execute`]).
 const CROSSING_WRITES: usize = 9;
 
 /// What a taker's pass over the book produced: its trades, and what it gave and received.
@@ -369,7 +369,7 @@ impl Core {
     /// Room for `n` more open orders, so startup does not rehash its maps as it restores;
     /// and in each book room for its share of them, so the books' node arrays do not grow
     /// by doubling (at startup all books grow together, so every smaller array they leave
-    /// behind stays touched: ≈ 2× the nodes' memory).
+    /// behind stays touched, about twice the nodes' memory).
     pub fn reserve(&mut self, n: usize) {
         self.orders.reserve(n);
         let share = n / self.markets.len().max(1);
@@ -399,12 +399,12 @@ impl Core {
         self.orders.insert(Open::new(o, slot, accounts));
     }
 
-    /// Places an order: checks what only the engine can (an open order with its id, nonce,
+    /// Executes an order: checks what only the engine can (an open order with its id, nonce,
     /// proxy binding, balance), then matches and rests the remainder. On acceptance,
     /// `batch` holds every write of the command. The record arrives allocated (by the
     /// request's handler) and unshared, so the engine thread updates it in place and never
     /// copies it.
-    pub fn place(
+    pub fn execute(
         &mut self,
         mut order: Arc<OrderRecord>,
         defer: bool,
@@ -569,7 +569,7 @@ impl Core {
             };
             // An expired GTD order never trades: it leaves the book here, before the expiry
             // sweep gets to it. Nor does an order of the taker's own maker (self-trade
-            // prevention, docs/decisions.md): the resting one is cancelled and the taker
+            // prevention, docs/reference/spec-choices.md): the resting one is cancelled and the taker
             // goes on to the orders behind it.
             if entry.get().rec.expired(now) || *entry.get().rec.maker == *t.maker {
                 let Open { rec: mut m_arc, pay, .. } = entry.remove();

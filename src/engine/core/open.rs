@@ -68,7 +68,7 @@ impl OpenOrders {
         self.0.insert_where(fold(&id), open, |o| o.rec.id == id)
     }
 
-    /// Enters `open`, whose id has no entry (`place` refused it otherwise): without
+    /// Enters `open`, whose id has no entry (`Core::execute` refused it otherwise): without
     /// looking for one to replace.
     pub(super) fn insert_new(&mut self, open: Open) {
         debug_assert!(!self.contains_key(&open.rec.id), "an open order entered twice");

@@ -23,7 +23,7 @@ impl Core {
         }
     }
 
-    /// Liquidity-reward scores of one market's resting orders (docs/rewards.md): for each
+    /// Liquidity-reward scores of one market's resting orders (docs/reference/rewards.md): for each
     /// maker address, per book side (bids, asks), the sum over its orders of at least
     /// `min_size` resting within `max_spread` of the midpoint of (v − s)² · size, with v
     /// the max spread and s the order's distance from the midpoint, both in half price

@@ -179,7 +179,7 @@ fn placements_write_into_the_room_their_batch_has() {
     // Three makers offer one token at 0.40 twice each.
     for n in 0..6 {
         let mut batch = Batch::for_command();
-        let placed = core.place(order(&core, n, n % 3, Side::Sell, 1_000_000), false, 1, &mut batch).unwrap();
+        let placed = core.execute(order(&core, n, n % 3, Side::Sell, 1_000_000), false, 1, &mut batch).unwrap();
         assert!(placed.trades.is_empty());
         assert!(batch.ops.len() <= 4, "a resting order wrote {}", batch.ops.len());
         assert_eq!(batch.ops.capacity(), Batch::for_command().ops.capacity());
@@ -187,7 +187,7 @@ fn placements_write_into_the_room_their_batch_has() {
     // Takers of one fill, two and three (the largest sweep the room is for).
     for (n, w, size, fills) in [(10, 3, 1_000_000, 1), (11, 4, 2_000_000, 2), (12, 3, 3_000_000, 3)] {
         let mut batch = Batch::for_command();
-        let placed = core.place(order(&core, n, w, Side::Buy, size), false, 1, &mut batch).unwrap();
+        let placed = core.execute(order(&core, n, w, Side::Buy, size), false, 1, &mut batch).unwrap();
         assert_eq!(placed.trades.len(), fills);
         // The taker lists every trade it took part in, in match order.
         let ids: Vec<Uuid> = placed.trades.iter().map(|t| t.id).collect();
@@ -211,11 +211,11 @@ fn a_sweep_passes_an_expired_order_in_the_middle_of_a_level() {
         let mut o = order_of(&core, &wallets, n, w, Side::Sell, 1_000_000);
         Arc::make_mut(&mut o).expiration = expiration;
         ids.push(o.id);
-        core.place(o, false, 1, &mut batch).unwrap();
+        core.execute(o, false, 1, &mut batch).unwrap();
     }
     let reserved = |core: &Core, w: usize| core.ledger.account(&wallets[w], "1").reserved;
     assert_eq!(reserved(&core, 1), Amount(1_000_000));
-    let placed = core.place(order_of(&core, &wallets, 10, 3, Side::Buy, 2_500_000), false, 10, &mut batch).unwrap();
+    let placed = core.execute(order_of(&core, &wallets, 10, 3, Side::Buy, 2_500_000), false, 10, &mut batch).unwrap();
     let fills: Vec<(Uuid, Amount)> =
         placed.trades.iter().map(|t| (t.maker_orders[0].order_id, t.maker_orders[0].matched_amount)).collect();
     assert_eq!(fills, [(ids[0], Amount(1_000_000)), (ids[2], Amount(1_000_000)), (ids[3], Amount(500_000))]);
@@ -243,7 +243,7 @@ fn a_raised_nonce_refuses_the_next_order_of_a_shared_maker_string() {
         Arc::make_mut(&mut o).nonce = nonce;
         o
     };
-    let mut place = |core: &mut Core, n, nonce| core.place(signed(core, n, nonce), false, 1, &mut batch).map(|_| ());
+    let mut place = |core: &mut Core, n, nonce| core.execute(signed(core, n, nonce), false, 1, &mut batch).map(|_| ());
     place(&mut core, 1, 0).unwrap();
     assert_eq!(place(&mut core, 2, 1), Err(Reject::InvalidNonce));
     core.increment_nonce(&wallets[0], &mut Batch::default());
@@ -261,8 +261,8 @@ fn a_raised_nonce_refuses_the_next_order_of_a_shared_maker_string() {
 fn trades_share_their_markets_tokens_and_get_them_back_at_startup() {
     let (mut core, wallets) = market_and_wallets();
     let mut batch = Batch::default();
-    core.place(order_of(&core, &wallets, 0, 0, Side::Sell, 1_000_000), false, 1, &mut batch).unwrap();
-    let placed = core.place(order_of(&core, &wallets, 1, 1, Side::Buy, 1_000_000), false, 1, &mut batch).unwrap();
+    core.execute(order_of(&core, &wallets, 0, 0, Side::Sell, 1_000_000), false, 1, &mut batch).unwrap();
+    let placed = core.execute(order_of(&core, &wallets, 1, 1, Side::Buy, 1_000_000), false, 1, &mut batch).unwrap();
     let trade = &placed.trades[0];
     let shared = &core.markets[0].trade_tokens[0];
     assert!(Arc::ptr_eq(&trade.token, shared) && Arc::ptr_eq(&trade.maker_orders[0].token, shared));
@@ -307,27 +307,27 @@ fn a_taker_cancels_its_own_makers_resting_orders_instead_of_filling_them() {
     let order = |core: &Core, n, w, side, size| order_of(core, &wallets, n, w, side, size);
     let mut batch = Batch::default();
     // Wallet 0 offers first, wallet 1 behind it, at one price.
-    let own = core.place(order(&core, 0, 0, Side::Sell, 1_000_000), false, 1, &mut batch).unwrap().order.id;
-    core.place(order(&core, 1, 1, Side::Sell, 1_000_000), false, 1, &mut batch).unwrap();
+    let own = core.execute(order(&core, 0, 0, Side::Sell, 1_000_000), false, 1, &mut batch).unwrap().order.id;
+    core.execute(order(&core, 1, 1, Side::Sell, 1_000_000), false, 1, &mut batch).unwrap();
     let tokens_held = |core: &Core| core.ledger.account(&wallets[0], "1").reserved;
     assert_eq!(tokens_held(&core), Amount(1_000_000));
     // A FOK by wallet 0 for both: only wallet 1's counts.
     let mut fok = order(&core, 2, 0, Side::Buy, 2_000_000);
     Arc::make_mut(&mut fok).order_type = OrderType::Fok;
-    assert_eq!(core.place(fok, false, 1, &mut batch).err(), Some(Reject::FokNotFilled));
+    assert_eq!(core.execute(fok, false, 1, &mut batch).err(), Some(Reject::FokNotFilled));
     assert_eq!(core.markets[0].book.len(), 2, "a refused FOK changes nothing");
     // A GTC buy by wallet 0: its own offer is cancelled, wallet 1's fills it.
-    let placed = core.place(order(&core, 3, 0, Side::Buy, 1_000_000), false, 1, &mut batch).unwrap();
+    let placed = core.execute(order(&core, 3, 0, Side::Buy, 1_000_000), false, 1, &mut batch).unwrap();
     assert_eq!(placed.trades.len(), 1);
     assert_eq!(&*placed.trades[0].maker_orders[0].maker_address, &*wallets[1]);
     assert!(core.orders.get(&own).is_none(), "its own resting order left the book");
     assert_eq!(core.markets[0].book.len(), 0);
     assert_eq!(tokens_held(&core), Amount::ZERO, "the cancelled offer's tokens are free again");
     // A FAK by wallet 2 meeting only wallet 2's own offer: no match, and the offer stays.
-    core.place(order(&core, 4, 2, Side::Sell, 1_000_000), false, 1, &mut batch).unwrap();
+    core.execute(order(&core, 4, 2, Side::Sell, 1_000_000), false, 1, &mut batch).unwrap();
     let mut fak = order(&core, 5, 2, Side::Buy, 1_000_000);
     Arc::make_mut(&mut fak).order_type = OrderType::Fak;
-    assert_eq!(core.place(fak, false, 1, &mut batch).err(), Some(Reject::FakNoMatch));
+    assert_eq!(core.execute(fak, false, 1, &mut batch).err(), Some(Reject::FakNoMatch));
     assert_eq!(core.markets[0].book.len(), 1);
     assert_eq!(core.check(), Ok(()));
 }

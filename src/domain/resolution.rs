@@ -1,4 +1,4 @@
-//! Bond records (docs/resolution.md): agents' bonds, a market's proposed resolution, and
+//! Bond records (docs/reference/resolution.md): agents' bonds, a market's proposed resolution, and
 //! question auctions with their bids.
 
 use serde::{Deserialize, Serialize};

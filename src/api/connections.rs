@@ -1,4 +1,4 @@
-//! The HTTP servers' connection loop, and the order-book server's front: the trading routes
+//! The HTTP servers' connection loop, and the order-book server's dispatch: the trading routes
 //! ([`Trading`]) dispatched on method and path before warp's filter tree.
 //!
 //! What a client can hold is bounded here, before any route sees a request ([`Server`]):
@@ -9,12 +9,12 @@
 //! in flight ([`super::body`]). Each connection's stream gives hyper's own parse-error
 //! answers a JSON body ([`super::plain_errors`]).
 //!
-//! warp routes a request by trying its filters in turn: `POST /order` went through about
-//! 35 routes that reject it, header copies and a chain of nested futures polled again on
-//! every wake-up. The front takes the request apart itself (its headers moved, not
+//! warp routes a request by trying its filters in turn: `POST /order` would go through
+//! about 35 routes that reject it, header copies and a chain of nested futures polled again
+//! on every wake-up. The dispatch takes the request apart itself (its headers moved, not
 //! copied), applies the rate limit and request counter, and calls the handler. Every other
 //! request, and a trading path with another method, goes to the filter tree, which still
-//! holds the trading routes, so the front changes no reply: the integration tests' trading
+//! holds the trading routes, so the dispatch changes no reply: the integration tests' trading
 //! requests all pass through it.
 
 use std::convert::Infallible;
@@ -142,12 +142,12 @@ where
                 None => clients::Place::uncounted(),
             };
             let conn = Conn { server: server.clone(), client: place.client().cloned(), peer: Peer(addr) };
-            let front = Front { tree: tree.clone(), conn };
+            let dispatch = Dispatch { tree: tree.clone(), conn };
             let watcher = graceful.watcher();
             let builder = builder.clone();
             tokio::spawn(async move {
                 let io = TokioIo::new(JsonErrors::new(Counted::new(stream, place)));
-                let conn = builder.serve_connection_with_upgrades(io, front);
+                let conn = builder.serve_connection_with_upgrades(io, dispatch);
                 if let Err(e) = watcher.watch(conn).await {
                     tracing::debug!(error = %e, "connection ended with an error");
                 }
@@ -200,7 +200,7 @@ async fn accept_failed(e: std::io::Error) {
 
 /// One connection's service.
 #[derive(Clone)]
-struct Front<T> {
+struct Dispatch<T> {
     tree: T,
     conn: Conn,
 }
@@ -216,7 +216,7 @@ struct Conn {
 
 type Replying = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
 
-impl<T> Service<Request<Incoming>> for Front<T>
+impl<T> Service<Request<Incoming>> for Dispatch<T>
 where
     T: Service<Request<Full<Bytes>>, Response = Response, Error = Infallible> + Clone + Send + 'static,
     T::Future: Send + 'static,
@@ -235,7 +235,7 @@ where
     }
 }
 
-impl<T> Front<T>
+impl<T> Dispatch<T>
 where
     T: Service<Request<Full<Bytes>>, Response = Response, Error = Infallible>,
 {

@@ -5,9 +5,9 @@ use std::ops::ControlFlow;
 
 use serde::de::DeserializeOwned;
 
-use super::keys::bonds as key;
+use super::keys::resolution as key;
 use super::{cf, encode, Batch, Store, StoreError};
-use crate::domain::bonds::{Auction, Bid, Bond, Proposal};
+use crate::domain::resolution::{Auction, Bid, Bond, Proposal};
 
 impl Store {
     pub fn bond(&self, agent: &str, condition_id: &str) -> Result<Option<Bond>, StoreError> {

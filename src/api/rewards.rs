@@ -1,4 +1,4 @@
-//! Rewards' and rebates' routes (SPEC §1.4, §2.10; `app::incentives` has the rules): `GET
+//! Rewards' and rebates' routes (SPEC §1.4, §2.10; `app::rewards` has the rules): `GET
 //! /rewards/markets/current`, `/rewards/user`, `/rewards/user/total`, `/rebates`, and the
 //! operator's `POST /internal/rewards` and `/internal/payouts`.
 
@@ -13,14 +13,14 @@ use super::account::wallet;
 use super::number;
 use super::paging;
 use super::{authenticate_read, handle, handle_now, ApiError, ApiResult, Req, Routes};
-use crate::app::incentives::{self, day_str, DayPaid, IncentiveError, RewardConfig, RewardSpec};
+use crate::app::rewards::{self, day_str, DayPaid, RewardConfig, RewardSpec, RewardsError};
 use crate::app::AppState;
 use crate::domain::analytics::DAY;
 use crate::domain::{fmt_amount, fmt_date, now_secs, COLLATERAL};
 
-impl From<IncentiveError> for ApiError {
-    fn from(e: IncentiveError) -> ApiError {
-        use IncentiveError as E;
+impl From<RewardsError> for ApiError {
+    fn from(e: RewardsError) -> ApiError {
+        use RewardsError as E;
         match e {
             E::Store(e) => e.into(),
             E::NoMarket => ApiError::not_found(e.to_string()),
@@ -169,7 +169,7 @@ async fn user_markets(s: Arc<AppState>, r: Req) -> ApiResult {
     let day = date_param(&r)?;
     let offset = paging::offset(r.query_map().get("next_cursor"))?;
     let address = wallet(&s, &key, &r)?;
-    let mine: BTreeMap<String, u64> = incentives::earnings(&s, &address, day)?.into_iter().collect();
+    let mine: BTreeMap<String, u64> = rewards::earnings(&s, &address, day)?.into_iter().collect();
     let mut all: BTreeMap<String, u64> = BTreeMap::new();
     for (_, c, n) in s.store.earnings_on(day)? {
         *all.entry(c).or_default() += n.max(0) as u64;
@@ -229,7 +229,7 @@ fn hundredths(bp: u64) -> String {
 async fn percentages(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate_read(&s, &r)?;
     let address = wallet(&s, &key, &r)?;
-    let shares = incentives::shares_now(&s, &address, now_secs()).await.map_err(ApiError::from)?;
+    let shares = rewards::shares_now(&s, &address, now_secs()).await.map_err(ApiError::from)?;
     let out: serde_json::Map<String, Value> = shares.into_iter().map(|(c, bp)| (c, number(&hundredths(bp)))).collect();
     super::reply(&out)
 }
@@ -248,7 +248,7 @@ fn order_scoring(s: &AppState, r: &Req) -> ApiResult {
     let q = r.query_map();
     let id = q.get("order_id").filter(|x| !x.is_empty()).ok_or_else(|| ApiError::bad("order_id required"))?;
     let now = now_secs();
-    let scoring = own_order(s, key.key, id)?.is_some_and(|o| incentives::order_scoring(s, &o, now));
+    let scoring = own_order(s, key.key, id)?.is_some_and(|o| rewards::order_scoring(s, &o, now));
     super::reply(&json!({ "scoring": scoring }))
 }
 
@@ -271,7 +271,7 @@ fn orders_scoring(s: &AppState, r: &Req) -> ApiResult {
     let mut out = serde_json::Map::new();
     for id in ids {
         let id = id.as_str().ok_or_else(|| ApiError::bad("Invalid orderID"))?;
-        let scoring = own_order(s, key.key, id)?.is_some_and(|o| incentives::order_scoring(s, &o, now));
+        let scoring = own_order(s, key.key, id)?.is_some_and(|o| rewards::order_scoring(s, &o, now));
         out.insert(id.to_string(), json!(scoring));
     }
     super::reply(&out)
@@ -279,7 +279,7 @@ fn orders_scoring(s: &AppState, r: &Req) -> ApiResult {
 
 fn date_param(r: &Req) -> Result<u32, ApiError> {
     match r.query_map().get("date").filter(|d| !d.is_empty()) {
-        Some(d) => Ok(incentives::parse_day(d)?),
+        Some(d) => Ok(rewards::parse_day(d)?),
         None => Ok((now_secs() / DAY) as u32),
     }
 }
@@ -292,7 +292,7 @@ async fn user_earnings(s: Arc<AppState>, r: Req, total: bool) -> ApiResult {
     let day = date_param(&r)?;
     let offset = paging::offset(r.query_map().get("next_cursor"))?;
     let address = wallet(&s, &key, &r)?;
-    let rows = incentives::earnings(&s, &address, day)?;
+    let rows = rewards::earnings(&s, &address, day)?;
     let date = day_str(day);
     if total {
         let sum: u64 = rows.iter().map(|(_, n)| n).sum();
@@ -327,11 +327,11 @@ async fn user_earnings(s: Arc<AppState>, r: Req, total: bool) -> ApiResult {
 async fn rebates(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate_read(&s, &r)?;
     let only = match r.query_map().get("date").filter(|d| !d.is_empty()) {
-        Some(d) => Some(incentives::parse_day(d)?),
+        Some(d) => Some(rewards::parse_day(d)?),
         None => None,
     };
     let address = wallet(&s, &key, &r)?;
-    let out: Vec<Value> = incentives::rebates(&s, &address, only)?
+    let out: Vec<Value> = rewards::rebates(&s, &address, only)?
         .iter()
         .map(|rb| {
             json!({
@@ -360,7 +360,7 @@ pub async fn set_program(s: Arc<AppState>, r: Req) -> ApiResult {
     let mut rest = b.clone();
     rest.as_object_mut().map(|o| o.remove("condition_id"));
     let spec: RewardSpec = serde_json::from_value(rest).map_err(|e| ApiError::bad(format!("Invalid payload: {e}")))?;
-    let c = incentives::set_program(&s, &condition_id, &spec).await?;
+    let c = rewards::set_program(&s, &condition_id, &spec).await?;
     super::reply(&json!({ "condition_id": c.condition_id, "rewards": rewards_json(Some(&c)) }))
 }
 
@@ -375,8 +375,8 @@ struct PayoutBody {
 /// pending.
 pub async fn run_payouts(s: Arc<AppState>, r: Req) -> ApiResult {
     let b: PayoutBody = if r.body.is_empty() { PayoutBody::default() } else { r.json()? };
-    let through = b.through.as_deref().map(incentives::parse_day).transpose()?;
-    let (last, paid) = incentives::payouts(s, through).await?;
+    let through = b.through.as_deref().map(rewards::parse_day).transpose()?;
+    let (last, paid) = rewards::payouts(s, through).await?;
     super::reply(&json!({ "through": day_str(last), "days": paid.iter().map(day_paid_json).collect::<Vec<_>>() }))
 }
 

@@ -1,4 +1,4 @@
-//! Liquidity rewards and maker rebates (SPEC §1, §1.4; docs/rewards.md).
+//! Liquidity rewards and maker rebates (SPEC §1, §1.4; docs/reference/rewards.md).
 //!
 //! - Rewards: a market may carry a reward program (daily rate, min size, max spread). The
 //!   sampler scores the resting orders that qualify (Polymarket's quadratic curve, two-sided
@@ -31,7 +31,7 @@ use crate::store::{Batch, Store, StoreError};
 
 /// What a rewards or rebates service refuses (the routes give each its SPEC §7 reply).
 #[derive(Debug, thiserror::Error)]
-pub enum IncentiveError {
+pub enum RewardsError {
     #[error("invalid {0}")]
     Invalid(&'static str),
     #[error("max_spread must be more than 0 and at most 50 (cents)")]
@@ -71,19 +71,19 @@ pub struct RewardSpec {
 }
 
 impl RewardSpec {
-    pub fn config(&self, condition_id: &str) -> Result<RewardConfig, IncentiveError> {
+    pub fn config(&self, condition_id: &str) -> Result<RewardConfig, RewardsError> {
         let dec = |v: &NumberText, places: u32, what: &'static str| {
-            parse_decimal(&v.text(), places).map_err(|_| IncentiveError::Invalid(what))
+            parse_decimal(&v.text(), places).map_err(|_| RewardsError::Invalid(what))
         };
         let max_spread = dec(&self.max_spread, 2, "max_spread")?;
         if max_spread == 0 || max_spread > 5_000 {
-            return Err(IncentiveError::MaxSpread);
+            return Err(RewardsError::MaxSpread);
         }
         let date = |d: &Option<String>| d.as_deref().map(parse_date).transpose();
         let (start, end) = (date(&self.start_date)?, date(&self.end_date)?);
         if let (Some(s), Some(e)) = (start, end) {
             if e <= s {
-                return Err(IncentiveError::EndBeforeStart);
+                return Err(RewardsError::EndBeforeStart);
             }
         }
         Ok(RewardConfig {
@@ -209,11 +209,11 @@ pub fn day_str(day: u32) -> String {
 }
 
 /// A YYYY-MM-DD day as days since the epoch.
-pub fn parse_day(s: &str) -> Result<u32, IncentiveError> {
+pub fn parse_day(s: &str) -> Result<u32, RewardsError> {
     if s.len() != 10 {
-        return Err(IncentiveError::BadDay);
+        return Err(RewardsError::BadDay);
     }
-    parse_date(s).map(|t| (t / DAY) as u32).map_err(|_| IncentiveError::BadDay)
+    parse_date(s).map(|t| (t / DAY) as u32).map_err(|_| RewardsError::BadDay)
 }
 
 /// The first day anything could be paid for: the earliest accrued reward or trade.
@@ -422,9 +422,9 @@ pub fn rebates(s: &AppState, address: &str, only: Option<u32>) -> Result<Vec<Reb
 }
 
 /// Sets a market's reward program (rate 0 ends it).
-pub async fn set_program(s: &AppState, condition_id: &str, spec: &RewardSpec) -> Result<RewardConfig, IncentiveError> {
+pub async fn set_program(s: &AppState, condition_id: &str, spec: &RewardSpec) -> Result<RewardConfig, RewardsError> {
     if s.registry.condition(condition_id).is_none() {
-        return Err(IncentiveError::NoMarket);
+        return Err(RewardsError::NoMarket);
     }
     let c = spec.config(condition_id)?;
     set_config(s, c.clone()).await?;
@@ -434,19 +434,19 @@ pub async fn set_program(s: &AppState, condition_id: &str, spec: &RewardSpec) ->
 /// Pays rewards and rebates for every unpaid day through `through` (default yesterday;
 /// today closes today early), after settling what is pending. Returns the last day paid
 /// for and what each day paid.
-pub async fn payouts(s: Arc<AppState>, through: Option<u32>) -> Result<(u32, Vec<DayPaid>), IncentiveError> {
+pub async fn payouts(s: Arc<AppState>, through: Option<u32>) -> Result<(u32, Vec<DayPaid>), RewardsError> {
     let today = (now_secs() / DAY) as u32;
     let last = through.unwrap_or(today - 1);
     if last > today {
-        return Err(IncentiveError::AfterToday);
+        return Err(RewardsError::AfterToday);
     }
     let paid = tokio::task::spawn_blocking(move || {
         crate::app::settlement::settle_all(&s.engine).map_err(|e| format!("{e:?}"))?;
         pay_through(&s, last)
     })
     .await
-    .map_err(|e| IncentiveError::PayoutFailed(e.to_string()))?
-    .map_err(IncentiveError::PayoutFailed)?;
+    .map_err(|e| RewardsError::PayoutFailed(e.to_string()))?
+    .map_err(RewardsError::PayoutFailed)?;
     Ok((last, paid))
 }
 
