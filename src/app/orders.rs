@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use crate::app::AppState;
 use crate::auth::{self, SignedOrderFields};
+use crate::commit::views::MarketView;
 use crate::domain::*;
 use crate::engine::{EngineError, Placed, Reject};
 use crate::store::StoreError;
@@ -162,19 +163,7 @@ fn validate(s: &AppState, key: &ApiKeyRecord, order: NewOrder) -> Result<(OrderR
     if !is_lower_hex(&signer, &key.address) || (sig_type == 0 && maker != signer) {
         return Err(OrderError::NotOwner);
     }
-    // A proxy (1) or Safe (2) maker is the signer's own, derived by CREATE2 as the exchange
-    // checks it; never a wallet the signer merely names.
-    let maker_s = match sig_type {
-        0 => key.address.clone(),
-        1 | 2 => {
-            let (bytes, text) = &crate::app::derived_wallets(s, key)[sig_type as usize - 1];
-            if *bytes != maker.into_array() {
-                return Err(OrderError::BadSignature);
-            }
-            text.clone()
-        }
-        _ => return Err(OrderError::BadSignature),
-    };
+    let maker_s = maker_wallet(s, key, sig_type, maker)?;
     let signer_s = key.address.clone();
     for a in [&maker_s, &signer_s] {
         match s.access.address_status(a) {
@@ -191,33 +180,7 @@ fn validate(s: &AppState, key: &ApiKeyRecord, order: NewOrder) -> Result<(OrderR
     if (expiration != 0 && expiration <= now) || (order_type == OrderType::Gtd && expiration == 0) {
         return Err(OrderError::BadExpiration);
     }
-    // Price of the order's own token: BUY maker/taker, SELL taker/maker. Rounded against the
-    // order (never better than signed) when it is not exact.
-    let (price, exact, size) = match side {
-        Side::Buy => {
-            let num = maker_amount as u128 * PRICE_ONE as u128;
-            ((num / taker_amount as u128) as u64, num.is_multiple_of(taker_amount as u128), taker_amount)
-        }
-        Side::Sell => {
-            let num = taker_amount as u128 * PRICE_ONE as u128;
-            (num.div_ceil(maker_amount as u128) as u64, num.is_multiple_of(maker_amount as u128), maker_amount)
-        }
-    };
-    let tick = view.tick();
-    let on_tick = exact && price % tick.units() as u64 == 0;
-    let in_range = price > 0 && price < PRICE_ONE as u64;
-    if !in_range || (order_type.rests() && !on_tick) {
-        let shown = if price > PRICE_ONE as u64 {
-            format!("{}", maker_amount as f64 / taker_amount as f64)
-        } else {
-            fmt_price(price as u32)
-        };
-        return Err(OrderError::OffTick { id, shown, tick });
-    }
-    let size = Amount(size);
-    if order_type.rests() && size < market.min_order_size {
-        return Err(OrderError::BelowMinimum { id, size, min: market.min_order_size });
-    }
+    let (price, size) = priced(&view, order_type, side, (maker_amount, taker_amount), id)?;
     if s.store.get_order(&id)?.is_some() {
         return Err(OrderError::Duplicated(id));
     }
@@ -254,6 +217,62 @@ fn validate(s: &AppState, key: &ApiKeyRecord, order: NewOrder) -> Result<(OrderR
         },
         defer,
     ))
+}
+
+/// The maker an order of signature type `sig_type` may name: the key's own address (0),
+/// or its proxy wallet (1) or Safe (2), derived by CREATE2 as the exchange checks it —
+/// never a wallet the signer merely names.
+fn maker_wallet(s: &AppState, key: &ApiKeyRecord, sig_type: u64, maker: Address) -> Result<Arc<str>, OrderError> {
+    Ok(match sig_type {
+        0 => key.address.clone(),
+        1 | 2 => {
+            let (bytes, text) = &crate::app::derived_wallets(s, key)[sig_type as usize - 1];
+            if *bytes != maker.into_array() {
+                return Err(OrderError::BadSignature);
+            }
+            text.clone()
+        }
+        _ => return Err(OrderError::BadSignature),
+    })
+}
+
+/// The price of an order's own token (BUY maker/taker, SELL taker/maker, rounded against
+/// the order — never better than signed — when it is not exact) and its size, checked
+/// against the market's tick and, for an order that rests, its minimum size.
+fn priced(
+    view: &MarketView,
+    order_type: OrderType,
+    side: Side,
+    (maker_amount, taker_amount): (u64, u64),
+    id: Uuid,
+) -> Result<(u64, Amount), OrderError> {
+    let market = &view.market;
+    let (price, exact, size) = match side {
+        Side::Buy => {
+            let num = maker_amount as u128 * PRICE_ONE as u128;
+            ((num / taker_amount as u128) as u64, num.is_multiple_of(taker_amount as u128), taker_amount)
+        }
+        Side::Sell => {
+            let num = taker_amount as u128 * PRICE_ONE as u128;
+            (num.div_ceil(maker_amount as u128) as u64, num.is_multiple_of(maker_amount as u128), maker_amount)
+        }
+    };
+    let tick = view.tick();
+    let on_tick = exact && price % tick.units() as u64 == 0;
+    let in_range = price > 0 && price < PRICE_ONE as u64;
+    if !in_range || (order_type.rests() && !on_tick) {
+        let shown = if price > PRICE_ONE as u64 {
+            format!("{}", maker_amount as f64 / taker_amount as f64)
+        } else {
+            fmt_price(price as u32)
+        };
+        return Err(OrderError::OffTick { id, shown, tick });
+    }
+    let size = Amount(size);
+    if order_type.rests() && size < market.min_order_size {
+        return Err(OrderError::BelowMinimum { id, size, min: market.min_order_size });
+    }
+    Ok((price, size))
 }
 
 /// What the engine's refusal of order `id` says (SPEC §7.4).

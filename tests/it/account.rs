@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::fixture::*;
+use crate::support::*;
 
 #[test]
 fn balance_allowance_counts_fills_at_once_and_reconciles_after_settlement() {
@@ -39,7 +39,7 @@ fn balance_allowance_counts_fills_at_once_and_reconciles_after_settlement() {
     let safe = buyer.derived(&s, 2);
     s.credit(&format!("{safe:#x}"), "USDC", m("50"));
     assert_eq!(ba(&buyer, "?signature_type=2")["balance"], "50000000");
-    let o = buyer.order_full(&s, YES, "BUY", m("2"), m("10"), 0, 0, 0, false, Some((safe, 2)));
+    let o = buyer.signed(YES, "BUY", m("2"), m("10")).maker(safe, 2).sign(&s);
     assert_eq!(buyer.submit(&s, o, "GTC").0, 200);
     assert_eq!(ba(&buyer, "?signature_type=2")["balance"], "48000000");
     assert_eq!(ba(&buyer, "?signature_type=1")["balance"], "0");

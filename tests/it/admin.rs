@@ -4,7 +4,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::fixture::*;
+use crate::support::*;
 
 /// Runs `predex admin …` against the server: (success, stdout as JSON, stderr).
 pub fn admin(s: &Server, args: &[&str]) -> (bool, Value, String) {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::fixture::*;
+use crate::support::*;
 
 fn predex(args: &[&str]) -> (bool, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_predex")).args(args).output().unwrap();

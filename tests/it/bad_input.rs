@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::fixture::*;
+use crate::support::*;
 
 const MAX_BODY: usize = predex::api::body::MAX_BODY;
 const BUSY: &str = "server busy: too many request bodies in flight, retry shortly";

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::fixture::*;
+use crate::support::*;
 
 #[test]
 fn book_prices_and_mirror() {

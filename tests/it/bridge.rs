@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::fixture::*;
+use crate::support::*;
 
 const ETH_USDC: &str = "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48";
 const POLY_USDC: &str = "0x2791bca1f2de4661ed88a30c99a7a9449aa84174";

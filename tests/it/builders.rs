@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::fixture::{l2_with as with, *};
+use crate::support::{l2_with as with, *};
 
 /// A request signed with builder credentials only (SPEC §5.5).
 fn as_builder(s: &Server, creds: &Value, path: &str) -> (u16, Value) {
@@ -27,22 +27,33 @@ fn builder_keys_attribution_and_what_a_builder_sees() {
     let builder = s.trader(0);
     let (alice, bob) = (s.trader(m("100")), s.trader(0));
     s.credit(&bob.address, YES, m("50"));
+    let (creds, second) = a_builder_manages_its_keys(&s, &builder, &alice);
+    builder_orders_are_refused_without_a_valid_builder(&s, &alice, &second, &creds);
+    let (alice_order, rest) = orders_placed_through_a_builder_are_attributed(&s, &alice, &bob, &creds);
+    the_builder_sees_its_orders_trades_and_volume(&s, &bob, &creds, &second, (&alice_order, &rest));
+    a_builder_cancel_cancels_only_the_owners_order(&s, (&alice, &bob), &creds, &alice_order);
+    let (cfg, _dir) = s.stop();
+    let s = Server::start_with(cfg);
+    assert_eq!(as_builder(&s, &creds, "/data/trades").1["count"], 1, "attribution survives a restart");
+}
 
-    // Builder API keys.
+/// Creating, listing and deleting builder API keys; returns the two keys made (the
+/// second deleted).
+fn a_builder_manages_its_keys(s: &Server, builder: &Trader, alice: &Trader) -> (Value, Value) {
     let path = "/auth/builder-api-key";
-    assert_eq!(err(builder.l2(&s, "POST", path, Some(&json!({})))), (400, "builderId required".into()));
-    assert_eq!(err(builder.l2(&s, "POST", path, None)), (400, "builderId required".into()));
+    assert_eq!(err(builder.l2(s, "POST", path, Some(&json!({})))), (400, "builderId required".into()));
+    assert_eq!(err(builder.l2(s, "POST", path, None)), (400, "builderId required".into()));
     assert_eq!(err(s.post(path, &json!({"builderId": "acme"}))), (401, "L2 authentication failure".into()));
-    let (st, creds) = builder.l2(&s, "POST", path, Some(&json!({"builderId": "acme"})));
+    let (st, creds) = builder.l2(s, "POST", path, Some(&json!({"builderId": "acme"})));
     assert_eq!(st, 200, "{creds}");
     assert_eq!(creds["builderId"], "acme");
     assert!(creds["secret"].is_string() && creds["passphrase"].is_string());
-    let (_, second) = builder.l2(&s, "POST", path, Some(&json!({"builderId": "acme"})));
+    let (_, second) = builder.l2(s, "POST", path, Some(&json!({"builderId": "acme"})));
     assert_eq!(
-        err(alice.l2(&s, "POST", path, Some(&json!({"builderId": "acme"})))),
+        err(alice.l2(s, "POST", path, Some(&json!({"builderId": "acme"})))),
         (409, "builderId belongs to another address".into())
     );
-    let (_, list) = builder.l2(&s, "GET", path, None);
+    let (_, list) = builder.l2(s, "GET", path, None);
     let mut keys: Vec<&str> =
         list["apiKeys"].as_array().unwrap().iter().map(|k| k["apiKey"].as_str().unwrap()).collect();
     let mut want = vec![creds["apiKey"].as_str().unwrap(), second["apiKey"].as_str().unwrap()];
@@ -50,66 +61,85 @@ fn builder_keys_attribution_and_what_a_builder_sees() {
     want.sort();
     assert_eq!(keys, want);
     assert!(list["apiKeys"][0].get("secret").is_none());
-    assert_eq!(alice.l2(&s, "GET", path, None).1, json!({"apiKeys": []}));
-    assert_eq!(err(builder.l2(&s, "DELETE", &format!("{path}?apiKey=nope"), None)), (400, "invalid apiKey".into()));
+    assert_eq!(alice.l2(s, "GET", path, None).1, json!({"apiKeys": []}));
+    assert_eq!(err(builder.l2(s, "DELETE", &format!("{path}?apiKey=nope"), None)), (400, "invalid apiKey".into()));
     let del_second = format!("{path}?apiKey={}", second["apiKey"].as_str().unwrap());
-    assert_eq!(err(alice.l2(&s, "DELETE", &del_second, None)), (404, "builder API key not found".into()));
-    assert_eq!(builder.l2(&s, "DELETE", &del_second, None), (200, json!({})), "SPEC §4.1: an empty object");
-    assert_eq!(err(builder.l2(&s, "DELETE", &del_second, None)), (404, "builder API key not found".into()));
-    assert_eq!(builder.l2(&s, "GET", path, None).1["apiKeys"].as_array().unwrap().len(), 1);
+    assert_eq!(err(alice.l2(s, "DELETE", &del_second, None)), (404, "builder API key not found".into()));
+    assert_eq!(builder.l2(s, "DELETE", &del_second, None), (200, json!({})), "SPEC §4.1: an empty object");
+    assert_eq!(err(builder.l2(s, "DELETE", &del_second, None)), (404, "builder API key not found".into()));
+    assert_eq!(builder.l2(s, "GET", path, None).1["apiKeys"].as_array().unwrap().len(), 1);
 
-    // POST /builder/order refusals.
-    let o = alice.order(&s, YES, "BUY", "0.50", "10");
-    let body = submission(&alice, o.clone());
+    (creds, second)
+}
+
+fn builder_orders_are_refused_without_a_valid_builder(s: &Server, alice: &Trader, second: &Value, creds: &Value) {
+    let o = alice.order(s, YES, "BUY", "0.50", "10");
+    let body = submission(alice, o.clone());
     let id = [("SERVICE_BUILDER_ID", "acme")];
     assert_eq!(
-        err(with(&alice, &s, "POST", "/builder/order", &body, &[])),
+        err(with(alice, s, "POST", "/builder/order", &body, &[])),
         (400, "OPENFISH_BUILDER_ID header required (header SERVICE_BUILDER_ID)".into())
     );
     assert_eq!(
-        err(with(&alice, &s, "POST", "/builder/order", &body, &[("SERVICE_BUILDER_ID", " ")])).0,
+        err(with(alice, s, "POST", "/builder/order", &body, &[("SERVICE_BUILDER_ID", " ")])).0,
         400,
         "an empty builder ID is missing"
     );
-    let (st, b) = with(&alice, &s, "POST", "/builder/order", "{oops", &id);
+    let (st, b) = with(alice, s, "POST", "/builder/order", "{oops", &id);
     assert!(st == 400 && b["error"].as_str().unwrap().starts_with("invalid JSON: "), "{b}");
     assert_eq!(
-        err(with(&alice, &s, "POST", "/builder/order", r#"{"owner":"x"}"#, &id)),
+        err(with(alice, s, "POST", "/builder/order", r#"{"owner":"x"}"#, &id)),
         (400, "missing 'order' field".into())
     );
     let bad_key = [("SERVICE_BUILDER_ID", "acme"), ("SERVICE_BUILDER_API_KEY", second["apiKey"].as_str().unwrap())];
-    assert_eq!(
-        err(with(&alice, &s, "POST", "/builder/order", &body, &bad_key)),
-        (401, "invalid builder API key".into())
-    );
+    assert_eq!(err(with(alice, s, "POST", "/builder/order", &body, &bad_key)), (401, "invalid builder API key".into()));
     let other_id = [("SERVICE_BUILDER_ID", "other"), ("SERVICE_BUILDER_API_KEY", creds["apiKey"].as_str().unwrap())];
     assert_eq!(
-        err(with(&alice, &s, "POST", "/builder/order", &body, &other_id)),
+        err(with(alice, s, "POST", "/builder/order", &body, &other_id)),
         (401, "invalid builder API key".into())
     );
-    assert_eq!(alice.l2(&s, "GET", "/data/orders", None).1["count"], 0, "refusals place nothing");
+    assert_eq!(alice.l2(s, "GET", "/data/orders", None).1["count"], 0, "refusals place nothing");
+}
 
-    // Attributed orders: alice's BUY through acme (with its key), bob's SELL through acme
-    // (no key), and one of bob's outside it.
+/// Alice's BUY through acme (with its key), bob's SELL through acme (no key), and one of
+/// bob's outside it; returns alice's order and bob's resting one.
+fn orders_placed_through_a_builder_are_attributed(
+    s: &Server,
+    alice: &Trader,
+    bob: &Trader,
+    creds: &Value,
+) -> (String, String) {
+    let id = [("SERVICE_BUILDER_ID", "acme")];
+    let body = submission(alice, alice.order(s, YES, "BUY", "0.50", "10"));
     let verified = [("SERVICE_BUILDER_ID", "acme"), ("SERVICE_BUILDER_API_KEY", creds["apiKey"].as_str().unwrap())];
-    let (st, placed) = with(&alice, &s, "POST", "/builder/order", &body, &verified);
+    let (st, placed) = with(alice, s, "POST", "/builder/order", &body, &verified);
     assert_eq!((st, placed["status"].as_str()), (200, Some("LIVE")), "{placed}");
     let alice_order = placed["orderID"].as_str().unwrap().to_string();
-    let rest = bob.place(&s, YES, "SELL", "0.70", "5")["orderID"].as_str().unwrap().to_string();
-    let sell = submission(&bob, bob.order(&s, YES, "SELL", "0.50", "6"));
-    let (st, filled) = with(&bob, &s, "POST", "/builder/order", &sell, &id);
+    let rest = bob.place(s, YES, "SELL", "0.70", "5")["orderID"].as_str().unwrap().to_string();
+    let sell = submission(bob, bob.order(s, YES, "SELL", "0.50", "6"));
+    let (st, filled) = with(bob, s, "POST", "/builder/order", &sell, &id);
     assert_eq!((st, filled["status"].as_str()), (200, Some("MATCHED")), "{filled}");
 
-    // The builder sees its attributed open orders and their trades, nothing else.
-    let (st, orders) = as_builder(&s, &creds, "/data/orders");
+    (alice_order, rest)
+}
+
+/// The builder sees its attributed open orders and their trades, nothing else.
+fn the_builder_sees_its_orders_trades_and_volume(
+    s: &Server,
+    bob: &Trader,
+    creds: &Value,
+    second: &Value,
+    (alice_order, rest): (&str, &str),
+) {
+    let (st, orders) = as_builder(s, creds, "/data/orders");
     assert_eq!(st, 200, "{orders}");
     let ids: Vec<&str> = orders["data"].as_array().unwrap().iter().map(|o| o["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, vec![alice_order.as_str()], "bob's resting order is not acme's");
-    let (_, trades) = as_builder(&s, &creds, "/data/trades");
+    assert_eq!(ids, vec![alice_order], "bob's resting order is not acme's");
+    let (_, trades) = as_builder(s, creds, "/data/trades");
     assert_eq!(trades["count"], 1);
     assert_eq!((trades["data"][0]["size"].as_str(), trades["data"][0]["price"].as_str()), (Some("6"), Some("0.5")));
     // The clients' get_builder_trades: the same trade as a BuilderTrade.
-    let (st, bt) = as_builder(&s, &creds, "/builder/trades");
+    let (st, bt) = as_builder(s, creds, "/builder/trades");
     assert_eq!(st, 200, "{bt}");
     let row = &bt["data"][0];
     assert_eq!(bt["count"], 1);
@@ -123,7 +153,7 @@ fn builder_keys_attribution_and_what_a_builder_sees() {
         (Some("0.5"), Some("6"), Some(COND))
     );
     assert_eq!((row["assetId"].as_str(), row["outcomeIndex"].as_u64()), (Some(YES), Some(0)));
-    assert_eq!(as_builder(&s, &creds, "/builder/trades?market=0xother").1["count"], 0);
+    assert_eq!(as_builder(s, creds, "/builder/trades?market=0xother").1["count"], 0);
     assert_eq!(err(s.get("/builder/trades")), (401, "L2 authentication failure".into()));
     // The market's live activity (the clients' get_market_trades_events): the trade from
     // its taker's side.
@@ -140,41 +170,43 @@ fn builder_keys_attribution_and_what_a_builder_sees() {
     );
     assert_eq!(err(s.get("/live-activity/events/0xnope")), (404, "market not found".into()));
     // Volume: both sides of the one trade were attributed: 3 USDC each.
-    let (_, v) = as_builder(&s, &creds, "/builder/volume");
+    let (_, v) = as_builder(s, creds, "/builder/volume");
     assert_eq!(v, json!({"builderId": "acme", "orders": 2, "trades": 1, "volume": "6"}));
-    assert_eq!(as_builder(&s, &creds, "/builder/volume?market=0xother").1["volume"], "0");
+    assert_eq!(as_builder(s, creds, "/builder/volume?market=0xother").1["volume"], "0");
     // Bad builder credentials.
     let mut forged = creds.clone();
     forged["secret"] = json!("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=");
-    assert_eq!(err(as_builder(&s, &forged, "/data/orders")), (401, "L2 authentication failure".into()));
+    assert_eq!(err(as_builder(s, &forged, "/data/orders")), (401, "L2 authentication failure".into()));
     let mut gone = creds.clone();
     gone["apiKey"] = second["apiKey"].clone();
-    assert_eq!(err(as_builder(&s, &gone, "/data/trades")), (401, "Unauthorized/Invalid api key".into()));
+    assert_eq!(err(as_builder(s, &gone, "/data/trades")), (401, "Unauthorized/Invalid api key".into()));
     // The user's own view is unchanged by attribution.
-    assert_eq!(bob.l2(&s, "GET", "/data/orders", None).1["data"][0]["id"], rest.as_str());
+    assert_eq!(bob.l2(s, "GET", "/data/orders", None).1["data"][0]["id"], rest);
+}
 
-    // POST /builder/cancel.
+fn a_builder_cancel_cancels_only_the_owners_order(
+    s: &Server,
+    (alice, bob): (&Trader, &Trader),
+    creds: &Value,
+    alice_order: &str,
+) {
+    let id = [("SERVICE_BUILDER_ID", "acme")];
     let cancel = json!({"orderID": alice_order}).to_string();
     assert_eq!(
-        err(with(&alice, &s, "POST", "/builder/cancel", &cancel, &[])),
+        err(with(alice, s, "POST", "/builder/cancel", &cancel, &[])),
         (400, "OPENFISH_BUILDER_ID header required (header SERVICE_BUILDER_ID)".into())
     );
     assert_eq!(
-        err(with(&alice, &s, "POST", "/builder/cancel", "{\"orderID\": \"x\"}", &id)),
+        err(with(alice, s, "POST", "/builder/cancel", "{\"orderID\": \"x\"}", &id)),
         (400, "Invalid orderID".into())
     );
-    let (_, c) = with(&bob, &s, "POST", "/builder/cancel", &cancel, &id);
+    let (_, c) = with(bob, s, "POST", "/builder/cancel", &cancel, &id);
     assert_eq!(c["canceled"], json!([]), "only the owner cancels");
-    let (st, c) = with(&alice, &s, "POST", "/builder/cancel", &cancel, &id);
+    let (st, c) = with(alice, s, "POST", "/builder/cancel", &cancel, &id);
     assert_eq!((st, c["canceled"].clone()), (200, json!([alice_order])));
-    assert_eq!(as_builder(&s, &creds, "/data/orders").1["count"], 0);
+    assert_eq!(as_builder(s, creds, "/data/orders").1["count"], 0);
     s.settle();
-    assert_eq!(as_builder(&s, &creds, "/builder/volume").1["volume"], "6", "confirmed trades still count");
-
-    // Attribution survives a restart.
-    let (cfg, _dir) = s.stop();
-    let s = Server::start_with(cfg);
-    assert_eq!(as_builder(&s, &creds, "/data/trades").1["count"], 1);
+    assert_eq!(as_builder(s, creds, "/builder/volume").1["volume"], "6", "confirmed trades still count");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::fixture::*;
+use crate::support::*;
 
 fn ok(r: (u16, Value)) -> Value {
     assert_eq!(r.0, 200, "{}", r.1);

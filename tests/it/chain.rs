@@ -2,8 +2,8 @@
 //! scripts/setup.sh; a test fails when it is missing), deploys the contracts with
 //! `predex chain deploy`, and starts predex against them.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -11,106 +11,8 @@ use predex::chain::wallet_provider;
 use predex::config::{Config, Settlement};
 use serde_json::{json, Value};
 
-use crate::fixture::{test_config, Server};
-
-/// anvil's first development account: deployer and operator unless a test says otherwise.
-pub const DEPLOYER_KEY: &str = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
-/// anvil's second development account.
-pub const OTHER_KEY: &str = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
-/// anvil's chain id.
-pub const ANVIL_CHAIN_ID: u64 = 31337;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// A local EVM node on a free port, killed (by its own pid) when dropped.
-pub struct Anvil {
-    pub url: String,
-    child: Child,
-}
-
-impl Anvil {
-    pub fn start() -> Anvil {
-        Anvil::start_with(&[])
-    }
-
-    pub fn start_with(args: &[&str]) -> Anvil {
-        let bin = root().join("tools/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil");
-        assert!(bin.exists(), "anvil is missing at {}: run scripts/setup.sh", bin.display());
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new(bin)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--silent"])
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start anvil");
-        let anvil = Anvil { url: format!("http://127.0.0.1:{port}"), child };
-        crate::fixture::wait_for(30, || anvil.rpc("eth_chainId", json!([])).ok());
-        anvil
-    }
-
-    /// One JSON-RPC call: its result, or its error object.
-    pub fn rpc(&self, method: &str, params: Value) -> Result<Value, Value> {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let r =
-            ureq::post(&self.url).timeout(Duration::from_secs(10)).send_json(body).map_err(|e| json!(e.to_string()))?;
-        let v: Value = r.into_json().map_err(|e| json!(e.to_string()))?;
-        match v.get("error") {
-            Some(e) => Err(e.clone()),
-            None => Ok(v["result"].clone()),
-        }
-    }
-}
-
-impl Drop for Anvil {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A key file in `dir`.
-/// A key file in `dir`, readable by its owner only (predex refuses any other).
-pub fn key_file(dir: &Path, name: &str, key: &str) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let p = dir.join(name);
-    std::fs::write(&p, format!("{key}\n")).unwrap();
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
-    p
-}
-
-/// Runs `predex chain deploy` and returns the settings it printed, parsed as a config.
-pub fn deploy(anvil: &Anvil, key: &Path, contracts: &Path, extra: &[&str]) -> Config {
-    let out = Command::new(env!("CARGO_BIN_EXE_predex"))
-        .args(["chain", "deploy", "--rpc-url", &anvil.url, "--key-file"])
-        .arg(key)
-        .arg("--contracts-dir")
-        .arg(contracts)
-        .args(extra)
-        .output()
-        .expect("run predex chain deploy");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "deploy failed: {}{}", stdout, String::from_utf8_lossy(&out.stderr));
-    Config::from_toml(&stdout).unwrap_or_else(|e| panic!("deploy printed no config ({e}): {stdout}"))
-}
-
-/// A test configuration in `dir` pointed at what `deployed` names, settling with `key`.
-pub fn chain_config(dir: &Path, deployed: &Config, key: PathBuf) -> Config {
-    Config {
-        settlement: deployed.settlement,
-        chain_id: deployed.chain_id,
-        rpc_url: deployed.rpc_url.clone(),
-        operator_key_file: Some(key),
-        collateral_address: deployed.collateral_address.clone(),
-        ctf_address: deployed.ctf_address.clone(),
-        neg_risk_adapter_address: deployed.neg_risk_adapter_address.clone(),
-        exchange_address: deployed.exchange_address.clone(),
-        neg_risk_exchange_address: deployed.neg_risk_exchange_address.clone(),
-        ..test_config(dir)
-    }
-}
+use crate::support::chain::*;
+use crate::support::Server;
 
 /// Starts predex and returns why it refused to (the error's whole chain, one line).
 fn refusal(c: Config) -> String {
@@ -239,108 +141,6 @@ fn the_exchanges_built_under_polymarkets_domain_name_check_with_that_setting() {
     refused_match_fails(&v, OwnCall::CancelOrder, "OrderFilledOrCancelled");
 }
 
-/// A chain-mode venue: its own anvil, the contracts deployed, predex started against them.
-pub struct Venue {
-    pub server: Server,
-    pub deployed: Config,
-    pub anvil: Anvil,
-    _dir: tempfile::TempDir,
-    rt: tokio::runtime::Runtime,
-}
-
-impl Venue {
-    pub fn start() -> Venue {
-        Venue::start_from(&root().join("contracts"), predex::config::DEFAULT_ORDER_DOMAIN_NAME)
-    }
-
-    /// A venue on the contracts in `contracts`, whose exchanges were built with the order
-    /// domain `domain_name`.
-    pub fn start_from(contracts: &Path, domain_name: &str) -> Venue {
-        let anvil = Anvil::start();
-        let dir = tempfile::tempdir().unwrap();
-        let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
-        let deployed = deploy(&anvil, &key, contracts, &[]);
-        let data = dir.path().join("data");
-        let server = Server::start_with(Config {
-            settlement_interval_ms: 200,
-            order_domain_name: domain_name.into(),
-            ..chain_config(&data, &deployed, key)
-        });
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        Venue { server, deployed, anvil, _dir: dir, rt }
-    }
-
-    fn address(v: &Option<String>) -> alloy_primitives::Address {
-        v.as_deref().unwrap().parse().unwrap()
-    }
-
-    pub fn exchange(&self) -> alloy_primitives::Address {
-        self.deployed.exchange_address.parse().unwrap()
-    }
-
-    pub fn neg_risk_exchange(&self) -> alloy_primitives::Address {
-        self.deployed.neg_risk_exchange_address.parse().unwrap()
-    }
-
-    /// A trader with an API key, gas, `usdc` collateral minted on chain, and, when
-    /// `approve`, the approvals the exchanges need (collateral and positions, both
-    /// exchanges and the adapter).
-    pub fn trader(&self, usdc: u64, approve: bool) -> crate::fixture::Trader {
-        use predex::chain::{ICollateral, IConditionalTokens};
-        let t = self.server.trader(0);
-        self.anvil.rpc("anvil_setBalance", json!([t.address, "0x3635C9ADC5DEA00000"])).unwrap();
-        let collateral = Venue::address(&self.deployed.collateral_address);
-        let ctf = Venue::address(&self.deployed.ctf_address);
-        let adapter = Venue::address(&self.deployed.neg_risk_adapter_address);
-        let (exchange, nre) = (self.exchange(), self.neg_risk_exchange());
-        let url = self.anvil.url.clone();
-        let wallet = t.wallet.clone();
-        let me = wallet.address();
-        self.rt.block_on(async move {
-            let deployer = wallet_provider(&url, DEPLOYER_KEY.parse().unwrap()).unwrap();
-            let c = ICollateral::new(collateral, &deployer);
-            assert!(c
-                .mint(me, alloy_primitives::U256::from(usdc))
-                .send()
-                .await
-                .unwrap()
-                .get_receipt()
-                .await
-                .unwrap()
-                .status());
-            if approve {
-                let p = wallet_provider(&url, wallet).unwrap();
-                let c = ICollateral::new(collateral, &p);
-                let ctf = IConditionalTokens::new(ctf, &p);
-                for x in [exchange, nre] {
-                    let r =
-                        c.approve(x, alloy_primitives::U256::MAX).send().await.unwrap().get_receipt().await.unwrap();
-                    assert!(r.status());
-                }
-                for x in [exchange, nre, adapter] {
-                    let r = ctf.setApprovalForAll(x, true).send().await.unwrap().get_receipt().await.unwrap();
-                    assert!(r.status());
-                }
-            }
-        });
-        t
-    }
-
-    /// The exchange's condition id for a token (zero when unregistered).
-    pub fn registered(&self, exchange: alloy_primitives::Address, token: &str) -> String {
-        let url = self.anvil.url.clone();
-        let token = alloy_primitives::U256::from_str_radix(token, 10).unwrap();
-        self.rt.block_on(async move {
-            let p = wallet_provider_ro(&url);
-            predex::chain::IExchange::new(exchange, &p).getConditionId(token).call().await.unwrap().to_string()
-        })
-    }
-}
-
-fn wallet_provider_ro(url: &str) -> alloy_provider::DynProvider {
-    wallet_provider(url, OTHER_KEY.parse().unwrap()).unwrap()
-}
-
 #[test]
 fn markets_are_made_on_chain_and_balances_come_from_it() {
     let v = Venue::start();
@@ -408,9 +208,8 @@ fn markets_are_made_on_chain_and_balances_come_from_it() {
     // Issue 93: a stranger's order naming Alice as its proxy or Safe maker is refused, and
     // its balance reads are its own derived wallets' (empty), never Alice's.
     for t in [1u8, 2] {
-        let o =
-            carol.order_full(s, &yes, "BUY", 5_000_000, 10_000_000, 0, 0, 0, false, Some((alice.wallet.address(), t)));
-        assert_eq!(crate::fixture::err(carol.submit(s, o, "GTC")), (400, "invalid signature".into()));
+        let o = carol.signed(&yes, "BUY", 5_000_000, 10_000_000).maker(alice.wallet.address(), t).sign(s);
+        assert_eq!(crate::support::err(carol.submit(s, o, "GTC")), (400, "invalid signature".into()));
         for path in ["/balance-allowance", "/balance-allowance/update"] {
             let (st, b) = carol.l2(s, "GET", &format!("{path}?signature_type={t}"), None);
             assert_eq!((st, b["balance"].as_str().unwrap()), (200, "0"), "{path} {t}: {b}");
@@ -456,51 +255,13 @@ fn markets_are_made_on_chain_and_balances_come_from_it() {
 }
 
 /// Waits until the trader's newest trade is no longer PENDING; returns it.
-fn settled(v: &Venue, t: &crate::fixture::Trader) -> Value {
-    crate::fixture::wait_for(60, || {
+fn settled(v: &Venue, t: &crate::support::Trader) -> Value {
+    crate::support::wait_for(60, || {
         let (st, b) = t.l2(&v.server, "GET", "/data/trades", None);
         let newest = b["data"][0].clone();
         let settling = ["PENDING", "MINED"].iter().any(|x| newest["status"] == *x);
         (st == 200 && newest.is_object() && !settling).then_some(newest)
     })
-}
-
-impl Venue {
-    /// A binary market made on chain: (condition id, YES, NO).
-    fn market(&self) -> (String, String, String) {
-        let (st, m) = self.server.internal_post("/internal/markets", &json!({"question": "Will it?"}));
-        assert_eq!(st, 200, "{m}");
-        let token = |i: usize| m["tokens"][i]["token_id"].as_str().unwrap().to_string();
-        (m["condition_id"].as_str().unwrap().to_string(), token(0), token(1))
-    }
-
-    /// On-chain balances of a trader: (collateral, each token asked).
-    fn holdings(&self, t: &crate::fixture::Trader, tokens: &[&str]) -> (u64, Vec<u64>) {
-        self.holdings_of(t.wallet.address(), tokens)
-    }
-
-    fn holdings_of(&self, me: alloy_primitives::Address, tokens: &[&str]) -> (u64, Vec<u64>) {
-        use predex::chain::{ICollateral, IConditionalTokens};
-        let p = wallet_provider_ro(&self.anvil.url);
-        let collateral = Venue::address(&self.deployed.collateral_address);
-        let ctf = Venue::address(&self.deployed.ctf_address);
-        let tokens: Vec<alloy_primitives::U256> =
-            tokens.iter().map(|x| alloy_primitives::U256::from_str_radix(x, 10).unwrap()).collect();
-        self.rt.block_on(async move {
-            let usdc: u64 = ICollateral::new(collateral, &p).balanceOf(me).call().await.unwrap().to();
-            let mut held = Vec::new();
-            for id in tokens {
-                held.push(IConditionalTokens::new(ctf, &p).balanceOf(me, id).call().await.unwrap().to());
-            }
-            (usdc, held)
-        })
-    }
-
-    /// The receipt status of a transaction (1 succeeded).
-    fn receipt_status(&self, hash: &str) -> u64 {
-        let r = self.anvil.rpc("eth_getTransactionReceipt", json!([hash])).unwrap();
-        u64::from_str_radix(r["status"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
-    }
 }
 
 #[test]
@@ -511,7 +272,7 @@ fn matches_settle_on_chain_through_the_exchange() {
     let alice = v.trader(100_000_000, true);
     let bob = v.trader(100_000_000, true);
     let carol = v.trader(100_000_000, true);
-    let mut feed = crate::ws::user_channel(s, &bob, json!([]));
+    let mut feed = crate::support::user_channel(s, &bob, json!([]));
     std::thread::sleep(Duration::from_millis(100));
 
     // A mint: BUY YES against BUY NO. Both pay 50 USDC, each gets 100 tokens.
@@ -533,28 +294,13 @@ fn matches_settle_on_chain_through_the_exchange() {
     // A plain match: Carol buys 40 YES from Alice at 0.60 (the maker's price). Their salts
     // are wider than 64 bits, up to 2²⁵⁶−1: the exchange checks each signature over the
     // salt it is given, so the match settles only with the salts kept whole (issue 93).
-    let sell = alice.order_salted(
-        s,
-        &yes,
-        "SELL",
-        (40_000_000, 24_000_000),
-        (0, 0, 0),
-        false,
-        None,
-        alloy_primitives::U256::from(u64::MAX) + alloy_primitives::U256::from(1),
-    );
+    let sell = alice
+        .signed(&yes, "SELL", 40_000_000, 24_000_000)
+        .salt(alloy_primitives::U256::from(u64::MAX) + alloy_primitives::U256::from(1))
+        .sign(s);
     let (st, b) = alice.submit(s, sell, "GTC");
     assert_eq!((st, &b["success"]), (200, &json!(true)), "{b}");
-    let buy = carol.order_salted(
-        s,
-        &yes,
-        "BUY",
-        (26_000_000, 40_000_000),
-        (0, 0, 0),
-        false,
-        None,
-        alloy_primitives::U256::MAX,
-    );
+    let buy = carol.signed(&yes, "BUY", 26_000_000, 40_000_000).salt(alloy_primitives::U256::MAX).sign(s);
     let (st, b) = carol.submit(s, buy, "GTC");
     assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{b}");
     let t = settled(&v, &carol);
@@ -584,63 +330,6 @@ fn matches_settle_on_chain_through_the_exchange() {
     // predex's balances are the chain's once settled.
     let (_, b) = carol.l2(s, "GET", "/balance-allowance", None);
     assert_eq!(b["balance"], "88000000", "{b}");
-}
-
-/// An order as the exchange takes it, from the JSON the client signed.
-fn onchain_order(o: &Value) -> predex::chain::IExchange::Order {
-    let u = |k: &str| alloy_primitives::U256::from_str_radix(o[k].as_str().unwrap(), 10).unwrap();
-    let a = |k: &str| o[k].as_str().unwrap().parse().unwrap();
-    predex::chain::IExchange::Order {
-        salt: alloy_primitives::U256::from(o["salt"].as_u64().unwrap()),
-        maker: a("maker"),
-        signer: a("signer"),
-        taker: a("taker"),
-        tokenId: u("tokenId"),
-        makerAmount: u("makerAmount"),
-        takerAmount: u("takerAmount"),
-        expiration: u("expiration"),
-        nonce: u("nonce"),
-        feeRateBps: u("feeRateBps"),
-        side: if o["side"] == "BUY" { 0 } else { 1 },
-        signatureType: o["signatureType"].as_u64().unwrap() as u8,
-        signature: alloy_primitives::hex::decode(o["signature"].as_str().unwrap()).unwrap().into(),
-    }
-}
-
-/// What a maker does on the exchange itself.
-#[derive(Debug, Clone, Copy)]
-enum OwnCall {
-    CancelOrder,
-    IncrementNonce,
-}
-
-impl Venue {
-    /// The trader's own call to the exchange, sent and mined (`pending` false), or sent
-    /// with a high tip to wait in the pool (automine off) and be mined first in its block.
-    fn own_call(&self, t: &crate::fixture::Trader, call: OwnCall, order: &Value, pending: bool) {
-        let exchange = self.exchange();
-        let (url, wallet, order) = (self.anvil.url.clone(), t.wallet.clone(), onchain_order(order));
-        self.rt.block_on(async move {
-            let p = wallet_provider(&url, wallet).unwrap();
-            let x = predex::chain::IExchange::new(exchange, &p);
-            let tx = match call {
-                OwnCall::CancelOrder => x.cancelOrder(order).into_transaction_request(),
-                OwnCall::IncrementNonce => x.incrementNonce().into_transaction_request(),
-            };
-            let tx = if pending {
-                // A gas limit of its own: estimated on the pending state, a cancel of an
-                // order the pending settlement fills would revert.
-                tx.max_priority_fee_per_gas(50_000_000_000).max_fee_per_gas(200_000_000_000).gas_limit(300_000)
-            } else {
-                tx
-            };
-            use alloy_provider::Provider;
-            let sent = p.send_transaction(tx).await.unwrap();
-            if !pending {
-                assert!(sent.get_receipt().await.unwrap().status());
-            }
-        });
-    }
 }
 
 /// A match that the exchange refuses is FAILED with its reason and gives everyone back
@@ -693,7 +382,7 @@ fn refused_match_fails(v: &Venue, call: OwnCall, why: &str) {
     assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{call:?}: {b}");
     // The settlement waits in the pool; Alice's call, with a higher tip, goes before it in
     // the block that holds both.
-    crate::fixture::wait_for(30, || (operator_nonce(&v.anvil, "pending") == before + 1).then_some(()));
+    crate::support::wait_for(30, || (operator_nonce(&v.anvil, "pending") == before + 1).then_some(()));
     v.own_call(&alice, call, &order, true);
     v.anvil.rpc("evm_mine", json!([])).unwrap();
     v.anvil.rpc("evm_setAutomine", json!([true])).unwrap();
@@ -705,7 +394,7 @@ fn refused_match_fails(v: &Venue, call: OwnCall, why: &str) {
 }
 
 /// Nothing moved on chain for the taker, and what its trade held is its own again.
-fn gave_back(v: &Venue, bob: &crate::fixture::Trader, yes: &str, no: &str) {
+fn gave_back(v: &Venue, bob: &crate::support::Trader, yes: &str, no: &str) {
     assert_eq!(v.holdings(bob, &[yes, no]), (100_000_000, vec![0, 0]));
     let (_, b) = bob.l2(&v.server, "GET", "/balance-allowance", None);
     assert_eq!(b["balance"], "100000000", "{b}");
@@ -714,7 +403,7 @@ fn gave_back(v: &Venue, bob: &crate::fixture::Trader, yes: &str, no: &str) {
 }
 
 /// Open orders of the trader.
-fn open_orders(v: &Venue, t: &crate::fixture::Trader) -> Vec<Value> {
+fn open_orders(v: &Venue, t: &crate::support::Trader) -> Vec<Value> {
     let (st, b) = t.l2(&v.server, "GET", "/data/orders", None);
     assert_eq!(st, 200, "{b}");
     b["data"].as_array().cloned().unwrap_or_default()
@@ -736,7 +425,7 @@ fn makers_cancelling_on_the_exchange_cancel_their_orders() {
     assert_eq!(alice.submit(s, b.clone(), "GTC").0, 200);
 
     v.own_call(&alice, OwnCall::CancelOrder, &a, false);
-    let left = crate::fixture::wait_for(10, || {
+    let left = crate::support::wait_for(10, || {
         let open = open_orders(&v, &alice);
         (open.len() == 1).then_some(open)
     });
@@ -748,13 +437,12 @@ fn makers_cancelling_on_the_exchange_cancel_their_orders() {
     assert_eq!(bal["balance"], "97000000", "{bal}");
 
     v.own_call(&alice, OwnCall::IncrementNonce, &b, false);
-    crate::fixture::wait_for(10, || open_orders(&v, &alice).is_empty().then_some(()));
+    crate::support::wait_for(10, || open_orders(&v, &alice).is_empty().then_some(()));
     let (st, r) = alice.submit(s, b, "GTC");
     assert_eq!(st, 400, "{r}");
     let (st, r) = alice.submit(s, alice.order(s, &yes, "BUY", "0.30", "10"), "GTC");
     assert_eq!((st, r["error"].as_str().unwrap_or_default()), (400, "invalid nonce"), "{r}");
-    let with_nonce =
-        |t: &crate::fixture::Trader, n| t.order_full(s, &yes, "BUY", 3_000_000, 10_000_000, 0, n, 0, false, None);
+    let with_nonce = |t: &crate::support::Trader, n| t.signed(&yes, "BUY", 3_000_000, 10_000_000).nonce(n).sign(s);
     let (st, r) = alice.submit(s, with_nonce(&alice, 1), "GTC");
     assert_eq!(st, 200, "{r}");
 
@@ -772,28 +460,6 @@ fn operator_nonce(anvil: &Anvil, tag: &str) -> u64 {
     let operator = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
     let n = anvil.rpc("eth_getTransactionCount", json!([operator, tag])).unwrap();
     u64::from_str_radix(n.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
-}
-
-/// predex as its binary, a child process to `kill -9`, in chain mode against what
-/// `deployed` names, reaching the node at `rpc`; and a handle on its servers.
-fn spawn_predex(data: &Path, deployed: &Config, key: &Path, rpc: &str) -> (crate::crash::Proc, Server) {
-    let s = |x: &Option<String>| x.clone().unwrap();
-    let env = [
-        ("PREDEX_SETTLEMENT", "chain".to_string()),
-        ("PREDEX_CHAIN_ID", deployed.chain_id.to_string()),
-        ("PREDEX_RPC_URL", rpc.to_string()),
-        ("PREDEX_OPERATOR_KEY_FILE", key.display().to_string()),
-        ("PREDEX_COLLATERAL_ADDRESS", s(&deployed.collateral_address)),
-        ("PREDEX_CTF_ADDRESS", s(&deployed.ctf_address)),
-        ("PREDEX_NEG_RISK_ADAPTER_ADDRESS", s(&deployed.neg_risk_adapter_address)),
-        ("PREDEX_EXCHANGE_ADDRESS", deployed.exchange_address.clone()),
-        ("PREDEX_NEG_RISK_EXCHANGE_ADDRESS", deployed.neg_risk_exchange_address.clone()),
-    ];
-    let p = crate::crash::spawn_with(data, &env);
-    let mut server =
-        Server::external(p.server.clob.clone(), p.server.internal.clone(), chain_config(data, deployed, key.into()));
-    server.analytics = p.server.analytics.clone();
-    (p, server)
 }
 
 /// A JSON-RPC proxy in front of the node that forwards every call; once `holding`, it keeps
@@ -907,12 +573,12 @@ fn kill_9_on_either_side_of_the_broadcast_settles_each_match_once() {
         assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{point:?}: {b}");
         let sent = if point == KillPoint::Recorded {
             // The node never got it.
-            let raw = crate::fixture::wait_for(30, || proxy.held.lock().unwrap().first().cloned());
+            let raw = crate::support::wait_for(30, || proxy.held.lock().unwrap().first().cloned());
             let raw = alloy_primitives::hex::decode(raw).unwrap();
             assert_eq!(operator_nonce(&v.anvil, "pending"), before, "{point:?}");
             json!(format!("{}", alloy_primitives::keccak256(raw)))
         } else {
-            crate::fixture::wait_for(30, || (operator_nonce(&v.anvil, "pending") == before + 1).then_some(()));
+            crate::support::wait_for(30, || (operator_nonce(&v.anvil, "pending") == before + 1).then_some(()));
             let pool = v.anvil.rpc("txpool_content", json!([])).unwrap();
             pool["pending"].as_object().unwrap().values().next().unwrap()[before.to_string()]["hash"].clone()
         };
@@ -930,7 +596,7 @@ fn kill_9_on_either_side_of_the_broadcast_settles_each_match_once() {
         drop(server);
         let (_child, server) = spawn_predex(&data, &deployed, &key, &anvil.url);
         if point != KillPoint::Recorded {
-            crate::fixture::wait_for(30, || (operator_nonce(&anvil, "pending") == before + 1).then_some(()));
+            crate::support::wait_for(30, || (operator_nonce(&anvil, "pending") == before + 1).then_some(()));
             anvil.rpc("evm_mine", json!([])).unwrap();
         }
         let v = Venue { server, deployed, anvil, _dir, rt };
@@ -964,17 +630,17 @@ fn a_negative_risk_match_settles_through_the_adapter() {
     let bob = v.trader(100_000_000, true);
     let carol = v.trader(100_000_000, true);
     // A mint through the adapter, then a plain match: orders signed for the negative-risk exchange.
-    let (st, b) = alice.submit(s, alice.order_raw(s, &yes, "BUY", 30_000_000, 100_000_000, 0, true), "GTC");
+    let (st, b) = alice.submit(s, alice.signed(&yes, "BUY", 30_000_000, 100_000_000).neg_risk().sign(s), "GTC");
     assert_eq!(st, 200, "{b}");
-    let (st, b) = bob.submit(s, bob.order_raw(s, &no, "BUY", 70_000_000, 100_000_000, 0, true), "GTC");
+    let (st, b) = bob.submit(s, bob.signed(&no, "BUY", 70_000_000, 100_000_000).neg_risk().sign(s), "GTC");
     assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{b}");
     let t = settled(&v, &bob);
     assert_eq!(t["status"], "CONFIRMED", "{t}");
     assert_eq!(v.holdings(&alice, &[&yes]), (70_000_000, vec![100_000_000]));
     assert_eq!(v.holdings(&bob, &[&no]), (30_000_000, vec![100_000_000]));
-    let (st, b) = alice.submit(s, alice.order_raw(s, &yes, "SELL", 50_000_000, 20_000_000, 0, true), "GTC");
+    let (st, b) = alice.submit(s, alice.signed(&yes, "SELL", 50_000_000, 20_000_000).neg_risk().sign(s), "GTC");
     assert_eq!(st, 200, "{b}");
-    let (st, b) = carol.submit(s, carol.order_raw(s, &yes, "BUY", 20_000_000, 50_000_000, 0, true), "GTC");
+    let (st, b) = carol.submit(s, carol.signed(&yes, "BUY", 20_000_000, 50_000_000).neg_risk().sign(s), "GTC");
     assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{b}");
     assert_eq!(settled(&v, &carol)["status"], "CONFIRMED");
     assert_eq!(v.holdings(&alice, &[&yes]), (90_000_000, vec![50_000_000]));
@@ -984,7 +650,7 @@ fn a_negative_risk_match_settles_through_the_adapter() {
 /// A signed order at `price` (1e-4) for `size` tokens (1e-6) paying `fee_bps`.
 fn with_fee(
     s: &Server,
-    t: &crate::fixture::Trader,
+    t: &crate::support::Trader,
     token: &str,
     side: &str,
     price: u64,
@@ -993,12 +659,12 @@ fn with_fee(
 ) -> Value {
     let cost = size * price / 10_000;
     let (maker, taker) = if side == "BUY" { (cost, size) } else { (size, cost) };
-    t.order_full(s, token, side, maker, taker, 0, 0, fee_bps, false, None)
+    t.signed(token, side, maker, taker).fee_bps(fee_bps).sign(s)
 }
 
 /// The trader's trades (newest first) once none is PENDING.
-fn all_settled(v: &Venue, t: &crate::fixture::Trader, n: usize) -> Vec<Value> {
-    crate::fixture::wait_for(60, || {
+fn all_settled(v: &Venue, t: &crate::support::Trader, n: usize) -> Vec<Value> {
+    crate::support::wait_for(60, || {
         let (st, b) = t.l2(&v.server, "GET", "/data/trades", None);
         let all = b["data"].as_array().cloned().unwrap_or_default();
         let settled = |t: &Value| t["status"] != "PENDING" && t["status"] != "MINED";
@@ -1011,7 +677,7 @@ fn all_settled(v: &Venue, t: &crate::fixture::Trader, n: usize) -> Vec<Value> {
 /// otherwise on the whole call than on each trade is settled in several calls.
 #[test]
 fn a_taker_meets_three_makers_and_pays_the_contracts_fee() {
-    use crate::fixture::m;
+    use crate::support::m;
     let v = Venue::start();
     let s = &v.server;
     let (_, yes, no) = v.market();

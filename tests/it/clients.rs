@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::fixture::*;
+use crate::support::*;
 
 fn client_server() -> Server {
     Server::start_tuned(|c| {

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::fixture::*;
+use crate::support::*;
 
 fn op(t: &Trader, s: &Server, name: &str, body: Value) -> (u16, Value) {
     t.l2(s, "POST", &format!("/ctf/{name}"), Some(&body))

@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::crash::{all_trades, spawn_with, Load, Proc};
-use crate::fixture::*;
+use crate::support::*;
+use crate::support::{all_trades, spawn_with, Load, Proc};
 
 /// A `nats-server` with JetStream on loopback, its store in `dir`.
 struct Nats {

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::fixture::*;
+use crate::support::*;
 
 fn held(s: &Server, t: &Trader) -> [(&'static str, u64); 3] {
     [("USDC", t.balance(s, "USDC")), (YES, t.balance(s, YES)), (NO, t.balance(s, NO))]

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::fixture::*;
+use crate::support::*;
 
 const BAD_ADDR: &str = "invalid OPENFISH_ADDRESS style message: invalid address header";
 

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::fixture::*;
+use crate::support::*;
 
 #[test]
 fn crossing_orders_trade_at_maker_price() {
@@ -201,7 +201,7 @@ fn fok_fak_and_post_only() {
 
     // A market BUY as the clients build it: $3 at worst price 0.55 → taker = 3/0.55 =
     // 5.4545 tokens (4 decimals for tick 0.01), an implied price between ticks. Accepted.
-    let o = t.order_raw(&s, YES, "BUY", m("3"), 5_454_500, 0, false);
+    let o = t.signed(YES, "BUY", m("3"), 5_454_500).sign(&s);
     let (st, r) = t.submit(&s, o, "FAK");
     assert_eq!(st, 200, "{r}");
     assert_eq!(r["status"], "MATCHED");
@@ -226,7 +226,7 @@ fn expired_gtd_orders_never_trade() {
     let s = Server::start();
     let maker = s.trader(m("100"));
     let exp = (now() + 2) as u64;
-    let o = maker.order_raw(&s, YES, "BUY", m("5"), m("10"), exp, false);
+    let o = maker.signed(YES, "BUY", m("5"), m("10")).expiration(exp).sign(&s);
     let (st, r) = maker.submit(&s, o, "GTD");
     assert_eq!(st, 200, "{r}");
     let id = r["orderID"].as_str().unwrap().to_string();
@@ -251,9 +251,9 @@ fn fees_follow_the_exchange_formula() {
     s.credit(&seller.address, YES, m("100"));
     let buyer = s.trader(m("100"));
     // Maker SELL with 100 bps, taker BUY with 100 bps, 100 tokens at 0.50.
-    let o = seller.order_full(&s, YES, "SELL", m("100"), m("50"), 0, 0, 100, false, None);
+    let o = seller.signed(YES, "SELL", m("100"), m("50")).fee_bps(100).sign(&s);
     assert_eq!(seller.submit(&s, o, "GTC").0, 200);
-    let o = buyer.order_full(&s, YES, "BUY", m("50"), m("100"), 0, 0, 100, false, None);
+    let o = buyer.signed(YES, "BUY", m("50"), m("100")).fee_bps(100).sign(&s);
     let (st, r) = buyer.submit(&s, o, "GTC");
     assert_eq!(st, 200, "{r}");
     // SELL pays 0.01·min(0.5,0.5)·100 = 0.5 USDC; BUY pays 0.01·0.5·100/0.5 = 1 token.
@@ -266,7 +266,7 @@ fn fees_follow_the_exchange_formula() {
     let mt = &seller.l2(&s, "GET", "/data/trades", None).1["data"][0];
     assert_eq!(mt["maker_fee"], "0.5");
     // Fee over the exchange's limit is refused.
-    let o = buyer.order_full(&s, YES, "BUY", m("5"), m("10"), 0, 0, 1001, false, None);
+    let o = buyer.signed(YES, "BUY", m("5"), m("10")).fee_bps(1001).sign(&s);
     assert_eq!(err(buyer.submit(&s, o, "GTC")), (400, "Invalid order payload".into()));
     s.check();
 }
@@ -276,11 +276,11 @@ fn neg_risk_orders_use_the_neg_risk_exchange_domain() {
     let s = Server::start();
     s.create_market("0xnr1", "3001", "3002", "0.001", true);
     let t = s.trader(m("100"));
-    let o = t.order_raw(&s, "3001", "BUY", m("1.23"), m("10"), 0, true);
+    let o = t.signed("3001", "BUY", m("1.23"), m("10")).neg_risk().sign(&s);
     let (st, r) = t.submit(&s, o, "GTC");
     assert_eq!(st, 200, "{r}");
     // Signed against the standard exchange: refused.
-    let o = t.order_raw(&s, "3001", "BUY", m("1.24"), m("10"), 0, false);
+    let o = t.signed("3001", "BUY", m("1.24"), m("10")).sign(&s);
     assert_eq!(err(t.submit(&s, o, "GTC")), (400, "invalid signature".into()));
     assert_eq!(s.get("/neg-risk?token_id=3001").1, json!({"neg_risk": true}));
     assert_eq!(s.get("/tick-size?token_id=3002").1, json!({"minimum_tick_size": 0.001}));

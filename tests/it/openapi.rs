@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::fixture::*;
+use crate::support::*;
 
 const METHODS: [&str; 5] = ["GET", "POST", "DELETE", "PUT", "PATCH"];
 

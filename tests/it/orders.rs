@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::fixture::*;
+use crate::support::*;
 
 #[test]
 fn resting_order_lifecycle_and_queries() {
@@ -136,15 +136,15 @@ fn validation_messages() {
     assert_eq!(sub(t.order(&s, YES, "SELL", "0.50", "10"), "GTC"), (400, "not enough balance / allowance".into()));
 
     // Expiration in the past; GTD without one.
-    let o = t.order_raw(&s, YES, "BUY", m("5"), m("10"), (now() - 10) as u64, false);
+    let o = t.signed(YES, "BUY", m("5"), m("10")).expiration((now() - 10) as u64).sign(&s);
     assert_eq!(sub(o, "GTD"), (400, "invalid expiration".into()));
-    let o = t.order_raw(&s, YES, "BUY", m("5"), m("10"), 0, false);
+    let o = t.signed(YES, "BUY", m("5"), m("10")).sign(&s);
     assert_eq!(sub(o, "GTD"), (400, "invalid expiration".into()));
-    let o = t.order_raw(&s, YES, "BUY", m("5"), m("10"), (now() + 3600) as u64, false);
+    let o = t.signed(YES, "BUY", m("5"), m("10")).expiration((now() + 3600) as u64).sign(&s);
     assert_eq!(t.submit(&s, o, "GTD").0, 200);
 
     // Nonce other than the maker's current one.
-    let o = t.order_full(&s, YES, "BUY", m("1"), m("10"), 0, 5, 0, false, None);
+    let o = t.signed(YES, "BUY", m("1"), m("10")).nonce(5).sign(&s);
     assert_eq!(sub(o, "GTC"), (400, "invalid nonce".into()));
 
     // Duplicate: the same signed order twice.
@@ -165,7 +165,7 @@ fn validation_messages() {
     let mut o = t.order(&s, YES, "BUY", "0.01", "20");
     o["takerAmount"] = json!(m("21").to_string());
     assert_eq!(sub(o, "GTC"), (400, "invalid signature".into()));
-    let o = t.order_raw(&s, YES, "BUY", m("0.1"), m("10"), 0, true);
+    let o = t.signed(YES, "BUY", m("0.1"), m("10")).neg_risk().sign(&s);
     assert_eq!(sub(o, "GTC"), (400, "invalid signature".into()));
 
     // Owner: another key's UUID, or an order signed by another wallet.

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::fixture::*;
+use crate::support::*;
 use predex::config::BondCluster;
 
 fn bond(t: &Trader, s: &Server, cond: &str, amount: &str) -> (u16, Value) {

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::fixture::*;
+use crate::support::*;
 
 #[test]
 fn restart_restores_books_orders_trades_and_balances() {

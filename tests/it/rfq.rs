@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::fixture::*;
+use crate::support::*;
 
 fn request(t: &Trader, s: &Server, side: &str, size: &str, ttl: u64) -> String {
     let (st, b) =

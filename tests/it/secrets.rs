@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::fixture::*;
+use crate::support::*;
 
 /// Every file under `dir`, raw.
 fn files(dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {

@@ -5,7 +5,7 @@
 use alloy_primitives::{Address, U256};
 use serde_json::{json, Value};
 
-use crate::fixture::*;
+use crate::support::*;
 
 const POLY_USDC: &str = "0x2791bca1f2de4661ed88a30c99a7a9449aa84174";
 
@@ -23,20 +23,20 @@ fn a_stranger_cannot_act_for_another_users_wallet() {
 
     // 1. Orders whose maker is the victim, signed by the attacker as proxy and as Safe.
     for t in [1u8, 2] {
-        let o = attacker.order_full(&s, YES, "BUY", m("5"), m("10"), 0, 0, 0, false, Some((victim_addr, t)));
+        let o = attacker.signed(YES, "BUY", m("5"), m("10")).maker(victim_addr, t).sign(&s);
         assert_eq!(err(attacker.submit(&s, o, "GTC")), (400, "invalid signature".into()), "type {t}");
     }
     // An address that is neither of the attacker's derived wallets, and an unknown type.
     let other: Address = "0x00000000000000000000000000000000000000aa".parse().unwrap();
-    let o = attacker.order_full(&s, YES, "BUY", m("5"), m("10"), 0, 0, 0, false, Some((other, 2)));
+    let o = attacker.signed(YES, "BUY", m("5"), m("10")).maker(other, 2).sign(&s);
     assert_eq!(err(attacker.submit(&s, o, "GTC")), (400, "invalid signature".into()));
     // The attacker's proxy named as its Safe (the right wallet, the wrong type).
-    let o = attacker.order_full(&s, YES, "BUY", m("5"), m("10"), 0, 0, 0, false, Some((attacker.derived(&s, 1), 2)));
+    let o = attacker.signed(YES, "BUY", m("5"), m("10")).maker(attacker.derived(&s, 1), 2).sign(&s);
     assert_eq!(err(attacker.submit(&s, o, "GTC")), (400, "invalid signature".into()));
-    let o = attacker.order_full(&s, YES, "BUY", m("5"), m("10"), 0, 0, 0, false, Some((victim_addr, 3)));
+    let o = attacker.signed(YES, "BUY", m("5"), m("10")).maker(victim_addr, 3).sign(&s);
     assert_eq!(err(attacker.submit(&s, o, "GTC")), (400, "Invalid order payload".into()));
     // An EOA order naming the victim.
-    let o = attacker.order_full(&s, YES, "BUY", m("5"), m("10"), 0, 0, 0, false, Some((victim_addr, 0)));
+    let o = attacker.signed(YES, "BUY", m("5"), m("10")).maker(victim_addr, 0).sign(&s);
     assert_eq!(err(attacker.submit(&s, o, "GTC")), (400, "the order owner has to be the owner of the API KEY".into()));
     assert_eq!(s.get(&format!("/book?token_id={YES}")).1["bids"], json!([]), "nothing rests");
 
@@ -84,13 +84,13 @@ fn a_signers_derived_proxy_and_safe_trade_with_their_own_funds() {
     assert_ne!(proxy, safe);
     s.credit(&format!("{safe:#x}"), "USDC", m("50"));
     s.credit(&seller.address, YES, m("20"));
-    let o = t.order_full(&s, YES, "BUY", m("5"), m("10"), 0, 0, 0, false, Some((safe, 2)));
+    let o = t.signed(YES, "BUY", m("5"), m("10")).maker(safe, 2).sign(&s);
     let (st, r) = t.submit(&s, o, "GTC");
     assert_eq!((st, r["success"].clone()), (200, json!(true)), "{r}");
     let ba = |q: &str| t.l2(&s, "GET", &format!("/balance-allowance?signature_type={q}"), None).1["balance"].clone();
     assert_eq!((ba("2"), ba("1"), ba("0")), (json!("45000000"), json!("0"), json!("10000000")));
     // The proxy without funds: refused for balance, not for who it is.
-    let o = t.order_full(&s, YES, "BUY", m("5"), m("10"), 0, 0, 0, false, Some((proxy, 1)));
+    let o = t.signed(YES, "BUY", m("5"), m("10")).maker(proxy, 1).sign(&s);
     assert_eq!(err(t.submit(&s, o, "GTC")), (400, "not enough balance / allowance".into()));
     // A fill: the Safe receives the tokens, and the trade names it.
     seller.place(&s, YES, "SELL", "0.50", "10");
@@ -117,14 +117,14 @@ fn salts_are_whole_uint256() {
     let (seller, buyer) = (s.trader(0), s.trader(m("100")));
     s.credit(&seller.address, YES, m("100"));
     let two64 = U256::from(u64::MAX) + U256::from(1);
-    let sell = |salt: U256| seller.order_salted(&s, YES, "SELL", (m("10"), m("5")), (0, 0, 0), false, None, salt);
+    let sell = |salt: U256| seller.signed(YES, "SELL", m("10"), m("5")).salt(salt).sign(&s);
     let (st, a) = seller.submit(&s, sell(two64), "GTC");
     assert_eq!((st, &a["success"]), (200, &json!(true)), "{a}");
     // The same order but for a bit above the 64th of its salt: another order, not a duplicate.
     let (st, b) = seller.submit(&s, sell(two64 + two64), "GTC");
     assert_eq!((st, &b["success"]), (200, &json!(true)), "{b}");
     assert_ne!(a["orderID"], b["orderID"]);
-    let buy = buyer.order_salted(&s, YES, "BUY", (m("10"), m("20")), (0, 0, 0), false, None, U256::MAX);
+    let buy = buyer.signed(YES, "BUY", m("10"), m("20")).salt(U256::MAX).sign(&s);
     let (st, t) = buyer.submit(&s, buy, "GTC");
     assert_eq!((st, &t["status"]), (200, &json!("MATCHED")), "{t}");
     assert_eq!(s.settle(), (2, 0));

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::fixture::*;
+use crate::support::*;
 
 fn trade_status(t: &Trader, s: &Server, id: &str) -> String {
     let p = t.l2(s, "GET", &format!("/data/trades?id={id}"), None).1;
@@ -101,7 +101,7 @@ fn gtd_orders_are_cancelled_when_they_expire() {
     let s = Server::start_tuned(|c| c.gtd_interval_ms = 100);
     let t = s.trader(m("100"));
     let exp = (now() + 2) as u64;
-    let o = t.order_raw(&s, YES, "BUY", m("5"), m("10"), exp, false);
+    let o = t.signed(YES, "BUY", m("5"), m("10")).expiration(exp).sign(&s);
     let (st, r) = t.submit(&s, o, "GTD");
     assert_eq!(st, 200, "{r}");
     let id = r["orderID"].as_str().unwrap().to_string();
