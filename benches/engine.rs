@@ -188,7 +188,9 @@ impl PredexEngine {
     }
 
     fn order(&self, id: u64, side: Side, price: u32, size: u64, ty: OrderType) -> OrderRecord {
-        let user = (id % USERS) as usize;
+        // Takers are a user of their own, which never rests: a sweep never meets its own
+        // maker's orders, which self-trade prevention would cancel instead of filling.
+        let user = if ty == OrderType::Fak { USERS as usize } else { (id % USERS) as usize };
         let cost = size * price as u64 / PRICE_ONE as u64;
         let (who, signer) = (self.addrs[user].clone(), self.signers[user].clone());
         let signature_type = if Arc::ptr_eq(&who, &signer) { 0 } else { 2 };
@@ -237,8 +239,8 @@ impl Lob for PredexEngine {
             Amount::ZERO,
         ));
         let mut batch = Batch::default();
-        let addrs: Vec<Arc<str>> = (0..USERS).map(|u| format!("0x{:040x}", u + 1).into()).collect();
-        let signers: Vec<Arc<str>> = (0..USERS)
+        let addrs: Vec<Arc<str>> = (0..=USERS).map(|u| format!("0x{:040x}", u + 1).into()).collect();
+        let signers: Vec<Arc<str>> = (0..=USERS)
             .map(|u| if u < USERS / 2 { addrs[u as usize].clone() } else { format!("0x{:040x}", 0x5167 + u).into() })
             .collect();
         for a in &addrs {
