@@ -27,7 +27,7 @@ use uuid::Uuid;
 
 use super::AppState;
 use crate::auth::SignedOrderFields;
-use crate::chain::{exchange_order, revert_reason, IExchange, LastTx};
+use crate::chain::{exchange_order, revert_reason, Chain, IExchange, LastTx};
 use crate::domain::chain::ChainTx;
 use crate::domain::{exchange_fee, now_secs, Amount, OrderRecord, Side, TradeRecord};
 use crate::engine::Verdict;
@@ -166,21 +166,7 @@ impl ChainSettler {
         let state = self.state.clone();
         let chain = &state.chain.as_ref().expect("chain mode").link;
         let p = &chain.provider;
-        // Each call's transaction, or why it cannot settle; with its trades and last sequence.
-        let calls: Vec<(Result<TransactionRequest, String>, Vec<Uuid>, u64)> = matches(&trades)
-            .into_iter()
-            .map(|group| {
-                let tx = match_call(&state, group).map(|(call, neg_risk)| {
-                    let exchange = if neg_risk { chain.settings.neg_risk_exchange } else { chain.settings.exchange };
-                    TransactionRequest::default()
-                        .with_from(chain.operator)
-                        .with_to(exchange)
-                        .with_input(Bytes::from(call.abi_encode()))
-                        .with_chain_id(state.config.chain_id)
-                });
-                (tx, group.iter().map(|t| t.id).collect(), group.last().expect("a match has a trade").seq)
-            })
-            .collect();
+        let calls = settlement_calls(&state, chain, &trades);
         let mut sender = chain.sending.lock().await;
         // Once per pass: the node's count of the operator's transactions, and the fees.
         sender.forget();
@@ -250,13 +236,7 @@ impl ChainSettler {
                 return Err(e.into());
             }
         }
-        for r in &records {
-            *chain.last_tx.lock() = Some(LastTx { hash: B256::from(r.hash), at: r.sent_at, status: "sent" });
-            if let Err(e) = p.send_raw_transaction(&r.raw).await {
-                // Recorded: the next passes send it again.
-                tracing::warn!(nonce = r.nonce, hash = %B256::from(r.hash), error = %e, "settlement transaction not broadcast");
-            }
-        }
+        broadcast(chain, &records).await;
         drop(sender);
         let sent = records.len();
         for r in records {
@@ -269,6 +249,41 @@ impl ChainSettler {
             self.refresh_parties(&ids).await;
         }
         Ok(sent)
+    }
+}
+
+/// A match's `matchOrders` transaction, or why it cannot settle; with its trades and its
+/// last trade sequence.
+type Call = (Result<TransactionRequest, String>, Vec<Uuid>, u64);
+
+/// Each match's [`Call`].
+fn settlement_calls(state: &AppState, chain: &Chain, trades: &[Arc<TradeRecord>]) -> Vec<Call> {
+    matches(trades)
+        .into_iter()
+        .map(|group| {
+            let tx = match_call(state, group).map(|(call, neg_risk)| {
+                let exchange = if neg_risk { chain.settings.neg_risk_exchange } else { chain.settings.exchange };
+                TransactionRequest::default()
+                    .with_from(chain.operator)
+                    .with_to(exchange)
+                    .with_input(Bytes::from(call.abi_encode()))
+                    .with_chain_id(state.config.chain_id)
+            });
+            (tx, group.iter().map(|t| t.id).collect(), group.last().expect("a match has a trade").seq)
+        })
+        .collect()
+}
+
+/// Broadcasts recorded transactions; one the node does not take is sent again by later
+/// passes.
+async fn broadcast(chain: &Chain, records: &[ChainTx]) {
+    let p = &chain.provider;
+    for r in records {
+        *chain.last_tx.lock() = Some(LastTx { hash: B256::from(r.hash), at: r.sent_at, status: "sent" });
+        if let Err(e) = p.send_raw_transaction(&r.raw).await {
+            // Recorded: the next passes send it again.
+            tracing::warn!(nonce = r.nonce, hash = %B256::from(r.hash), error = %e, "settlement transaction not broadcast");
+        }
     }
 }
 
