@@ -42,22 +42,53 @@ fn quote_status(r: &Value, quote: &str) -> String {
         .to_string()
 }
 
+/// The requester and three quoters, each holding 50 YES.
+struct Desk {
+    requester: Trader,
+    q1: Trader,
+    q2: Trader,
+    q3: Trader,
+}
+
+/// An accept naming a quote that is not there.
+fn gone() -> (u16, String) {
+    (404, "quote not found, expired, or already processed".to_string())
+}
+
+/// A request already filled.
+fn filled() -> (u16, String) {
+    (400, "RFQ not found, expired, or already filled".to_string())
+}
+
 #[test]
 fn rfq_best_quote_both_ways_acceptance_settlement_and_refusals() {
     let s = Server::start();
-    let requester = s.trader(m("100"));
-    let (q1, q2, q3) = (s.trader(m("100")), s.trader(m("100")), s.trader(m("100")));
-    for q in [&q1, &q2, &q3] {
+    let d =
+        Desk { requester: s.trader(m("100")), q1: s.trader(m("100")), q2: s.trader(m("100")), q3: s.trader(m("100")) };
+    for q in [&d.q1, &d.q2, &d.q3] {
         s.credit(&q.address, YES, m("50"));
     }
-    let all = [&requester, &q1, &q2, &q3];
+    let all = [&d.requester, &d.q1, &d.q2, &d.q3];
     let total = |asset: &str| -> u64 { all.iter().map(|t| t.balance(&s, asset)).sum() };
     let (usdc0, yes0) = (total("USDC"), total(YES));
+    requests_are_refused_unless_well_formed(&s, &d.requester);
+    let (rfq, quotes) = quotes_are_refused_until_well_formed_then_three_quote(&s, &d);
+    accepts_are_refused_and_change_nothing(&s, &d, &rfq);
+    accepting_a_buy_takes_the_lowest_quote_and_settles(&s, &d, &rfq, &quotes);
+    accepting_a_sell_takes_the_highest_quote(&s, &d);
+    accepting_by_quote_id_takes_that_quote(&s, &d, &rfq);
+    let sink = a_quoter_that_spent_what_it_pays_is_not_accepted(&s, &d);
+    s.settle();
+    s.check();
+    let all = [&d.requester, &d.q1, &d.q2, &d.q3, &sink];
+    let sum = |asset: &str| -> u64 { all.iter().map(|t| t.balance(&s, asset)).sum() };
+    assert_eq!((sum("USDC"), sum(YES)), (usdc0 + m("100"), yes0), "RFQ trades conserve collateral and tokens");
+}
 
-    // POST /rfq/request refusals.
-    let post = |body: Value| requester.l2(&s, "POST", "/rfq/request", Some(&body));
+fn requests_are_refused_unless_well_formed(s: &Server, requester: &Trader) {
+    let post = |body: Value| requester.l2(s, "POST", "/rfq/request", Some(&body));
     assert_eq!(err(s.post("/rfq/request", &json!({}))), (401, "L2 authentication failure".into()));
-    let (st, b) = requester.l2_raw(&s, "POST", "/rfq/request", "{nope");
+    let (st, b) = requester.l2_raw(s, "POST", "/rfq/request", "{nope");
     assert_eq!(st, 400);
     assert!(b["error"].as_str().unwrap().starts_with("invalid JSON: "), "{b}");
     for body in [
@@ -82,9 +113,13 @@ fn rfq_best_quote_both_ways_acceptance_settlement_and_refusals() {
         err(post(json!({"tokenId": YES, "side": "BUY", "size": "10", "ttl": 0}))).1,
         "ttl must be a whole number of seconds from 1 to 86400"
     );
+}
 
-    // A BUY request for 10 YES; three quotes, the lowest wins.
-    let rfq = request(&requester, &s, "BUY", "10", 300);
+/// A BUY request for 10 YES and its refused quotes; then three quotes. Returns the request
+/// and the quotes (0.60, 0.55 — the best —, 0.58).
+fn quotes_are_refused_until_well_formed_then_three_quote(s: &Server, d: &Desk) -> (String, [String; 3]) {
+    let Desk { requester, q1, q2, q3 } = d;
+    let rfq = request(requester, s, "BUY", "10", 300);
     let refusals = [
         (json!({"price": "0.5"}), "valid rfqId required"),
         (json!({"rfqId": "abc", "price": "0.5"}), "valid rfqId required"),
@@ -98,101 +133,115 @@ fn rfq_best_quote_both_ways_acceptance_settlement_and_refusals() {
         (json!({"rfqId": rfq, "price": "1"}), "Price (1) breaks minimum tick size rule: 0.01"),
     ];
     for (body, msg) in refusals {
-        assert_eq!(err(q1.l2(&s, "POST", "/rfq/quote", Some(&body))), (400, msg.into()), "{body}");
+        assert_eq!(err(q1.l2(s, "POST", "/rfq/quote", Some(&body))), (400, msg.into()), "{body}");
     }
-    assert_eq!(err(quote(&requester, &s, &rfq, "0.50")), (400, "cannot quote your own RFQ".into()));
+    assert_eq!(err(quote(requester, s, &rfq, "0.50")), (400, "cannot quote your own RFQ".into()));
     let broke = s.trader(0);
-    assert_eq!(err(quote(&broke, &s, &rfq, "0.50")), (400, "not enough balance / allowance".into()));
-    let a = quote_id(&q1, &s, &rfq, "0.60");
-    let best = quote_id(&q2, &s, &rfq, "0.55");
-    let c = quote_id(&q3, &s, &rfq, "0.58");
-    let (_, open) = q1.l2(&s, "GET", "/rfq/requests/open", None);
+    assert_eq!(err(quote(&broke, s, &rfq, "0.50")), (400, "not enough balance / allowance".into()));
+    let a = quote_id(q1, s, &rfq, "0.60");
+    let best = quote_id(q2, s, &rfq, "0.55");
+    let c = quote_id(q3, s, &rfq, "0.58");
+    let (_, open) = q1.l2(s, "GET", "/rfq/requests/open", None);
     assert!(open["data"].as_array().unwrap().iter().any(|r| r["rfqId"] == rfq.as_str() && r.get("quotes").is_none()));
 
-    // POST /rfq/accept refusals.
+    (rfq, [a, best, c])
+}
+
+fn accepts_are_refused_and_change_nothing(s: &Server, d: &Desk, rfq: &str) {
+    let Desk { requester, q1, .. } = d;
     assert_eq!(err(s.post("/rfq/accept", &json!({"rfqId": rfq}))), (401, "invalid authorization".into()));
-    let (st, b) = requester.l2_raw(&s, "POST", "/rfq/accept", "[1,");
+    let (st, b) = requester.l2_raw(s, "POST", "/rfq/accept", "[1,");
     assert!(st == 400 && b["error"].as_str().unwrap().starts_with("invalid JSON: "), "{b}");
-    assert_eq!(err(accept(&requester, &s, json!({}))), (400, "rfqId or quoteId required".into()));
-    assert_eq!(err(accept(&requester, &s, json!({"rfqId": "x"}))), (400, "valid rfqId required".into()));
-    assert_eq!(err(accept(&q1, &s, json!({"rfqId": rfq}))), (400, "RFQ not found or not owned by you".into()));
+    assert_eq!(err(accept(requester, s, json!({}))), (400, "rfqId or quoteId required".into()));
+    assert_eq!(err(accept(requester, s, json!({"rfqId": "x"}))), (400, "valid rfqId required".into()));
+    assert_eq!(err(accept(q1, s, json!({"rfqId": rfq}))), (400, "RFQ not found or not owned by you".into()));
     assert_eq!(
-        err(accept(&requester, &s, json!({"rfqId": uuid::Uuid::new_v4().to_string()}))),
+        err(accept(requester, s, json!({"rfqId": uuid::Uuid::new_v4().to_string()}))),
         (400, "RFQ not found or not owned by you".into())
     );
-    let gone = (404, "quote not found, expired, or already processed".to_string());
-    assert_eq!(err(accept(&requester, &s, json!({"quoteId": uuid::Uuid::new_v4().to_string()}))), gone);
-    assert_eq!(err(accept(&requester, &s, json!({"quoteId": "nope"}))), gone);
-    assert_eq!(mine(&requester, &s, &rfq)["status"], "OPEN", "refusals change nothing");
+    let gone = gone();
+    assert_eq!(err(accept(requester, s, json!({"quoteId": uuid::Uuid::new_v4().to_string()}))), gone);
+    assert_eq!(err(accept(requester, s, json!({"quoteId": "nope"}))), gone);
+    assert_eq!(mine(requester, s, rfq)["status"], "OPEN", "refusals change nothing");
+}
 
-    // Accept by rfqId: the lowest price for a BUY.
-    let (st, r) = accept(&requester, &s, json!({"rfqId": rfq}));
+/// Accepted by rfqId: the lowest price for a BUY; the trade settles like a book match.
+fn accepting_a_buy_takes_the_lowest_quote_and_settles(s: &Server, d: &Desk, rfq: &str, [a, best, c]: &[String; 3]) {
+    let Desk { requester, q1, q2, .. } = d;
+    let (a, best, c) = (a.as_str(), best.as_str(), c.as_str());
+    let (st, r) = accept(requester, s, json!({"rfqId": rfq}));
     assert_eq!(st, 200, "{r}");
     assert_eq!(
         (r["quoteId"].as_str(), r["rfqId"].as_str(), r["status"].as_str()),
-        (Some(&*best), Some(&*rfq), Some("ACCEPTED"))
+        (Some(best), Some(rfq), Some("ACCEPTED"))
     );
-    let view = mine(&requester, &s, &rfq);
-    assert_eq!((view["status"].as_str(), view["acceptedQuoteId"].as_str()), (Some("FILLED"), Some(&*best)));
-    assert_eq!(quote_status(&view, &best), "ACCEPTED");
-    assert_eq!((quote_status(&view, &a), quote_status(&view, &c)), ("REJECTED".into(), "REJECTED".into()));
-    let (_, mq) = q1.l2(&s, "GET", "/rfq/quotes", None);
-    assert_eq!((mq["data"][0]["quoteId"].as_str(), mq["data"][0]["status"].as_str()), (Some(&*a), Some("REJECTED")));
+    let view = mine(requester, s, rfq);
+    assert_eq!((view["status"].as_str(), view["acceptedQuoteId"].as_str()), (Some("FILLED"), Some(best)));
+    assert_eq!(quote_status(&view, best), "ACCEPTED");
+    assert_eq!((quote_status(&view, a), quote_status(&view, c)), ("REJECTED".into(), "REJECTED".into()));
+    let (_, mq) = q1.l2(s, "GET", "/rfq/quotes", None);
+    assert_eq!((mq["data"][0]["quoteId"].as_str(), mq["data"][0]["status"].as_str()), (Some(a), Some("REJECTED")));
     // The trade is PENDING and holds both payments, like a book match.
-    assert_eq!(requester.available(&s, "USDC"), m("94.5"));
-    assert_eq!(q2.available(&s, YES), m("40"));
-    let t = &requester.l2(&s, "GET", "/data/trades", None).1["data"][0];
+    assert_eq!(requester.available(s, "USDC"), m("94.5"));
+    assert_eq!(q2.available(s, YES), m("40"));
+    let t = &requester.l2(s, "GET", "/data/trades", None).1["data"][0];
     assert_eq!(
         (t["status"].as_str(), t["price"].as_str(), t["size"].as_str()),
         (Some("PENDING"), Some("0.55"), Some("10"))
     );
-    assert_eq!((t["taker_order_id"].as_str(), t["maker_orders"][0]["order_id"].as_str()), (Some(&*rfq), Some(&*best)));
-    assert_eq!(q2.l2(&s, "GET", "/data/trades", None).1["data"][0]["trader_side"], "MAKER");
+    assert_eq!((t["taker_order_id"].as_str(), t["maker_orders"][0]["order_id"].as_str()), (Some(rfq), Some(best)));
+    assert_eq!(q2.l2(s, "GET", "/data/trades", None).1["data"][0]["trader_side"], "MAKER");
     assert_eq!(s.settle(), (1, 0));
-    assert_eq!((requester.balance(&s, "USDC"), requester.balance(&s, YES)), (m("94.5"), m("10")));
-    assert_eq!((q2.balance(&s, "USDC"), q2.balance(&s, YES)), (m("105.5"), m("40")));
-    assert_eq!(requester.l2(&s, "GET", "/data/trades", None).1["data"][0]["status"], "CONFIRMED");
+    assert_eq!((requester.balance(s, "USDC"), requester.balance(s, YES)), (m("94.5"), m("10")));
+    assert_eq!((q2.balance(s, "USDC"), q2.balance(s, YES)), (m("105.5"), m("40")));
+    assert_eq!(requester.l2(s, "GET", "/data/trades", None).1["data"][0]["status"], "CONFIRMED");
     // Filled: no second acceptance, no more quotes.
-    let filled = (400, "RFQ not found, expired, or already filled".to_string());
-    assert_eq!(err(accept(&requester, &s, json!({"rfqId": rfq}))), filled);
-    assert_eq!(err(quote(&q1, &s, &rfq, "0.50")), filled);
+    assert_eq!(err(accept(requester, s, json!({"rfqId": rfq}))), filled());
+    assert_eq!(err(quote(q1, s, rfq, "0.50")), filled());
+}
 
-    // A SELL request: the highest price wins.
-    let sell = request(&requester, &s, "SELL", "10", 300);
-    let low = quote_id(&q1, &s, &sell, "0.40");
-    let high = quote_id(&q3, &s, &sell, "0.45");
-    quote_id(&q2, &s, &sell, "0.42");
-    assert_eq!(accept(&requester, &s, json!({"rfqId": sell})).1["quoteId"], high.as_str());
-    assert_eq!(quote_status(&mine(&requester, &s, &sell), &low), "REJECTED");
+/// A SELL request: the highest price wins.
+fn accepting_a_sell_takes_the_highest_quote(s: &Server, d: &Desk) {
+    let Desk { requester, q1, q2, q3 } = d;
+    let sell = request(requester, s, "SELL", "10", 300);
+    let low = quote_id(q1, s, &sell, "0.40");
+    let high = quote_id(q3, s, &sell, "0.45");
+    quote_id(q2, s, &sell, "0.42");
+    assert_eq!(accept(requester, s, json!({"rfqId": sell})).1["quoteId"], high.as_str());
+    assert_eq!(quote_status(&mine(requester, s, &sell), &low), "REJECTED");
     assert_eq!(s.settle(), (1, 0));
-    assert_eq!((requester.balance(&s, "USDC"), requester.balance(&s, YES)), (m("99"), 0));
+    assert_eq!((requester.balance(s, "USDC"), requester.balance(s, YES)), (m("99"), 0));
+}
 
-    // Accept by quoteId: that quote, even when it is not the best.
-    let third = request(&requester, &s, "BUY", "5", 300);
-    let cheap = quote_id(&q1, &s, &third, "0.50");
-    let dear = quote_id(&q3, &s, &third, "0.52");
-    assert_eq!(err(accept(&requester, &s, json!({"rfqId": rfq, "quoteId": dear}))), gone, "a quote of another request");
-    let (st, r) = accept(&requester, &s, json!({"quoteId": dear}));
+/// Accepted by quoteId: that quote, even when it is not the best.
+fn accepting_by_quote_id_takes_that_quote(s: &Server, d: &Desk, rfq: &str) {
+    let Desk { requester, q1, q3, .. } = d;
+    let gone = gone();
+    let third = request(requester, s, "BUY", "5", 300);
+    let cheap = quote_id(q1, s, &third, "0.50");
+    let dear = quote_id(q3, s, &third, "0.52");
+    assert_eq!(err(accept(requester, s, json!({"rfqId": rfq, "quoteId": dear}))), gone, "a quote of another request");
+    let (st, r) = accept(requester, s, json!({"quoteId": dear}));
     assert_eq!((st, r["quoteId"].as_str()), (200, Some(&*dear)));
-    assert_eq!(quote_status(&mine(&requester, &s, &third), &cheap), "REJECTED");
-    assert_eq!(err(accept(&requester, &s, json!({"quoteId": cheap}))), filled);
+    assert_eq!(quote_status(&mine(requester, s, &third), &cheap), "REJECTED");
+    assert_eq!(err(accept(requester, s, json!({"quoteId": cheap}))), filled());
+}
 
-    // A quoter that no longer holds what it pays: the accept is refused and changes nothing.
-    let fourth = request(&requester, &s, "BUY", "5", 300);
-    let empty = quote_id(&q1, &s, &fourth, "0.50");
-    let spend = q1.balance(&s, YES);
+/// A quoter that no longer holds what it pays: the accept is refused and changes nothing.
+/// Returns the trader that bought the quoter's tokens.
+fn a_quoter_that_spent_what_it_pays_is_not_accepted(s: &Server, d: &Desk) -> Trader {
+    let Desk { requester, q1, .. } = d;
+    let fourth = request(requester, s, "BUY", "5", 300);
+    let empty = quote_id(q1, s, &fourth, "0.50");
+    let spend = q1.balance(s, YES);
     let sink = s.trader(m("100"));
-    q1.place(&s, YES, "SELL", "0.50", &predex::domain::fmt_amount(spend));
-    sink.place(&s, YES, "BUY", "0.50", &predex::domain::fmt_amount(spend));
-    assert_eq!(err(accept(&requester, &s, json!({"quoteId": empty}))), (400, "not enough balance / allowance".into()));
-    assert_eq!(mine(&requester, &s, &fourth)["status"], "OPEN");
-    assert_eq!(quote_status(&mine(&requester, &s, &fourth), &empty), "PENDING");
+    q1.place(s, YES, "SELL", "0.50", &predex::domain::fmt_amount(spend));
+    sink.place(s, YES, "BUY", "0.50", &predex::domain::fmt_amount(spend));
+    assert_eq!(err(accept(requester, s, json!({"quoteId": empty}))), (400, "not enough balance / allowance".into()));
+    assert_eq!(mine(requester, s, &fourth)["status"], "OPEN");
+    assert_eq!(quote_status(&mine(requester, s, &fourth), &empty), "PENDING");
 
-    s.settle();
-    s.check();
-    let all = [&requester, &q1, &q2, &q3, &sink];
-    let sum = |asset: &str| -> u64 { all.iter().map(|t| t.balance(&s, asset)).sum() };
-    assert_eq!((sum("USDC"), sum(YES)), (usdc0 + m("100"), yes0), "RFQ trades conserve collateral and tokens");
+    sink
 }
 
 #[test]
