@@ -16,7 +16,7 @@ use crate::commit::bus::Feeds;
 use crate::commit::persister::Job;
 use crate::commit::views::{BookDelta, BookSnapshot, MarketView, Registry};
 use crate::commit::{After, Visible};
-use crate::domain::{now_millis, now_secs, LastTrade};
+use crate::domain::{now_millis, now_secs, LastTrade, Market};
 use crate::store::Batch;
 
 /// Starts the engine thread over a recovered core.
@@ -144,18 +144,132 @@ fn run(
     metrics: &crate::metrics::Metrics,
 ) {
     while let Ok(cmd) = rx.recv() {
+        let mut batch = Batch::for_command();
         match cmd {
-            c @ (Command::Place { .. }
-            | Command::Cancel { .. }
-            | Command::CancelWhere { .. }
-            | Command::ReleaseDeferred { .. }
-            | Command::CloseMarket { .. }
-            | Command::BlockTrade { .. }
-            | Command::Expire { .. }
-            | Command::IncrementNonce { .. }
-            | Command::RaiseNonce { .. }
-            | Command::CancelSigned { .. }) => order_command(core, c, out, metrics),
-            c => other_command(core, c, &registry, out),
+            Command::Place { order, defer, records, reply } => match core.execute(order, defer, now_secs(), &mut batch)
+            {
+                Ok(placed) => {
+                    batch.ops.extend(records.ops);
+                    metrics.matches.inc_by(placed.trades.len() as u64);
+                    let idx = placed.order.token.market_idx;
+                    let (trades, id) = (placed.trades.clone(), placed.order.id);
+                    finish(core, out, batch, &[idx], trades, Some(id), reply, placed);
+                }
+                Err(r) => {
+                    let _ = reply.send(Err(EngineError::Rejected(r)));
+                }
+            },
+            Command::Cancel { owner, ids, reply } => {
+                let markets = touched(core, &ids);
+                let canceled = core.cancel(owner, &ids, &mut batch);
+                finish(core, out, batch, &markets, Vec::new(), None, reply, canceled);
+            }
+            Command::CancelWhere { owner, market, asset, reply } => {
+                let ids = core.open_ids(owner, market.as_deref(), asset.as_deref());
+                let markets = touched(core, &ids);
+                let canceled = core.cancel(owner, &ids, &mut batch);
+                finish(core, out, batch, &markets, Vec::new(), None, reply, canceled);
+            }
+            Command::ReleaseDeferred { ids, reply } => {
+                let placed = core.release_deferred(ids.as_deref(), now_secs(), &mut batch);
+                metrics.matches.inc_by(placed.iter().map(|p| p.trades.len() as u64).sum());
+                let markets: Vec<u32> = placed.iter().map(|p| p.order.token.market_idx).collect();
+                let trades = placed.iter().flat_map(|p| p.trades.iter().cloned()).collect();
+                finish(core, out, batch, &markets, trades, None, reply, placed);
+            }
+            Command::CloseMarket { condition_id, reply } => {
+                let Some(idx) = core.market_idx(&condition_id) else {
+                    let _ = reply.send(Err(EngineError::Rejected(Reject::UnknownMarket)));
+                    continue;
+                };
+                let gone = core.close_market(idx, &mut batch);
+                let (ids, _) = split_touched(gone);
+                finish(core, out, batch, &[idx], Vec::new(), None, reply, ids);
+            }
+            Command::BlockTrade { trade, records, reply } => match core.block_trade(&trade, now_secs(), &mut batch) {
+                Ok(t) => {
+                    batch.ops.extend(records.ops);
+                    metrics.matches.inc();
+                    let idx = t.token.market_idx;
+                    finish(core, out, batch, &[idx], vec![t.clone()], None, reply, t);
+                }
+                Err(r) => {
+                    let _ = reply.send(Err(EngineError::Rejected(r)));
+                }
+            },
+            Command::Expire { reply } => {
+                let gone = core.expire(now_secs(), &mut batch);
+                let (ids, markets) = split_touched(gone);
+                finish(core, out, batch, &markets, Vec::new(), None, reply, ids);
+            }
+            Command::IncrementNonce { address, reply } => {
+                let (nonce, gone) = core.increment_nonce(&address, &mut batch);
+                let (ids, markets) = split_touched(gone);
+                finish(core, out, batch, &markets, Vec::new(), None, reply, (nonce, ids));
+            }
+            Command::RaiseNonce { address, nonce, reply } => {
+                let (nonce, gone) = core.raise_nonce(&address, nonce, &mut batch);
+                let (ids, markets) = split_touched(gone);
+                finish(core, out, batch, &markets, Vec::new(), None, reply, (nonce, ids));
+            }
+            Command::CancelSigned { ids, reply } => {
+                let gone = core.cancel_signed(&ids, &mut batch);
+                let (ids, markets) = split_touched(gone);
+                finish(core, out, batch, &markets, Vec::new(), None, reply, ids);
+            }
+            Command::CreateMarket { market, reply } => create_market(core, *market, &registry, out, batch, reply),
+            Command::Transfer { address, changes, records, reply } => {
+                if let Err(r) = core.transfer(&address, &changes, &mut batch) {
+                    let _ = reply.send(Err(EngineError::Rejected(r)));
+                    continue;
+                }
+                batch.ops.extend(records.ops);
+                let accounts = changes.iter().map(|(asset, _)| core.ledger.account(&address, asset)).collect();
+                finish(core, out, batch, &[], Vec::new(), None, reply, accounts);
+            }
+            Command::Accounts { address, reply } => {
+                let _ = reply.send(Ok(core.ledger.accounts_of(&address)));
+            }
+            Command::RewardScores { queries, reply } => {
+                let _ = reply.send(Ok(queries.iter().map(|&(m, v, min)| core.reward_scores(m, v, min)).collect()));
+            }
+            Command::Overview { reply } => {
+                let _ = reply.send(Ok(core.overview()));
+            }
+            Command::Check { reply } => {
+                let _ = reply.send(Ok(core.check()));
+            }
+            Command::Ping { reply } => {
+                let _ = reply.send(Ok(()));
+            }
+            Command::Settle { max, reply } => {
+                let s = core.settle(now_secs(), max, &mut batch);
+                let (_, markets) = split_touched(s.canceled);
+                finish(core, out, batch, &markets, Vec::new(), None, reply, (s.confirmed, s.failed.len()));
+            }
+            Command::SettleDecided { decided, records, reply } => {
+                let s = core.settle_decided(now_secs(), &decided, &mut batch);
+                batch.ops.extend(records.ops);
+                let (_, markets) = split_touched(s.canceled);
+                finish(core, out, batch, &markets, Vec::new(), None, reply, (s.confirmed, s.failed.len()));
+            }
+            Command::PendingAfter { seq, max, reply } => {
+                // Answered behind every earlier write: a trade the engine holds may still be
+                // in a group the persister has not synced, and a reader of the list (the chain
+                // settler) reads its orders from the store.
+                let trades = core.pending_after(seq, max);
+                let after = After::Reply(reply_with(reply, trades));
+                if let Err(e) = out.persist.send(Job { batch: Batch::default(), after }) {
+                    e.into_inner().after.run(false);
+                }
+            }
+            Command::MarkMined { ids, hash, reply } => {
+                let n = core.mark_mined(now_secs(), &ids, &hash, &mut batch);
+                finish(core, out, batch, &[], Vec::new(), None, reply, n);
+            }
+            Command::OpenMakers { reply } => {
+                let _ = reply.send(Ok(core.open_makers()));
+            }
         }
         // Gauges are atomics: no lock is shared with the handlers that render them.
         metrics.open_orders.set(core.orders.len() as i64);
@@ -164,168 +278,37 @@ fn run(
     }
 }
 
-/// The commands that place, cancel or fill orders.
-fn order_command(core: &mut Core, cmd: Command, out: &mut Downstream, metrics: &crate::metrics::Metrics) {
-    let mut batch = Batch::for_command();
-    match cmd {
-        Command::Place { order, defer, records, reply } => match core.execute(order, defer, now_secs(), &mut batch) {
-            Ok(placed) => {
-                batch.ops.extend(records.ops);
-                metrics.matches.inc_by(placed.trades.len() as u64);
-                let idx = placed.order.token.market_idx;
-                let (trades, id) = (placed.trades.clone(), placed.order.id);
-                finish(core, out, batch, &[idx], trades, Some(id), reply, placed);
-            }
-            Err(r) => {
-                let _ = reply.send(Err(EngineError::Rejected(r)));
-            }
-        },
-        Command::Cancel { owner, ids, reply } => {
-            let markets = touched(core, &ids);
-            let canceled = core.cancel(owner, &ids, &mut batch);
-            finish(core, out, batch, &markets, Vec::new(), None, reply, canceled);
-        }
-        Command::CancelWhere { owner, market, asset, reply } => {
-            let ids = core.open_ids(owner, market.as_deref(), asset.as_deref());
-            let markets = touched(core, &ids);
-            let canceled = core.cancel(owner, &ids, &mut batch);
-            finish(core, out, batch, &markets, Vec::new(), None, reply, canceled);
-        }
-        Command::ReleaseDeferred { ids, reply } => {
-            let placed = core.release_deferred(ids.as_deref(), now_secs(), &mut batch);
-            metrics.matches.inc_by(placed.iter().map(|p| p.trades.len() as u64).sum());
-            let markets: Vec<u32> = placed.iter().map(|p| p.order.token.market_idx).collect();
-            let trades = placed.iter().flat_map(|p| p.trades.iter().cloned()).collect();
-            finish(core, out, batch, &markets, trades, None, reply, placed);
-        }
-        Command::CloseMarket { condition_id, reply } => {
-            let Some(idx) = core.market_idx(&condition_id) else {
-                let _ = reply.send(Err(EngineError::Rejected(Reject::UnknownMarket)));
-                return;
-            };
-            let gone = core.close_market(idx, &mut batch);
-            let (ids, _) = split_touched(gone);
-            finish(core, out, batch, &[idx], Vec::new(), None, reply, ids);
-        }
-        Command::BlockTrade { trade, records, reply } => match core.block_trade(&trade, now_secs(), &mut batch) {
-            Ok(t) => {
-                batch.ops.extend(records.ops);
-                metrics.matches.inc();
-                let idx = t.token.market_idx;
-                finish(core, out, batch, &[idx], vec![t.clone()], None, reply, t);
-            }
-            Err(r) => {
-                let _ = reply.send(Err(EngineError::Rejected(r)));
-            }
-        },
-        Command::Expire { reply } => {
-            let gone = core.expire(now_secs(), &mut batch);
-            let (ids, markets) = split_touched(gone);
-            finish(core, out, batch, &markets, Vec::new(), None, reply, ids);
-        }
-        Command::IncrementNonce { address, reply } => {
-            let (nonce, gone) = core.increment_nonce(&address, &mut batch);
-            let (ids, markets) = split_touched(gone);
-            finish(core, out, batch, &markets, Vec::new(), None, reply, (nonce, ids));
-        }
-        Command::RaiseNonce { address, nonce, reply } => {
-            let (nonce, gone) = core.raise_nonce(&address, nonce, &mut batch);
-            let (ids, markets) = split_touched(gone);
-            finish(core, out, batch, &markets, Vec::new(), None, reply, (nonce, ids));
-        }
-        Command::CancelSigned { ids, reply } => {
-            let gone = core.cancel_signed(&ids, &mut batch);
-            let (ids, markets) = split_touched(gone);
-            finish(core, out, batch, &markets, Vec::new(), None, reply, ids);
-        }
-        _ => unreachable!("run sends only order commands here"),
+/// Adds a market unless its condition or a token of it exists; the readers and the feeds
+/// see it once it is durable.
+fn create_market(
+    core: &mut Core,
+    mut m: Market,
+    registry: &Arc<Registry>,
+    out: &mut Downstream,
+    mut batch: Batch,
+    reply: Reply<Market>,
+) {
+    if core.has_condition(&m.condition_id) || m.tokens.iter().any(|t| core.market_of_token(&t.token_id).is_some()) {
+        let _ = reply.send(Err(EngineError::Exists));
+        return;
     }
-}
-
-/// Markets, the ledger, settlement and the read-only commands.
-fn other_command(core: &mut Core, cmd: Command, registry: &Arc<Registry>, out: &mut Downstream) {
-    let mut batch = Batch::for_command();
-    match cmd {
-        Command::CreateMarket { market, reply } => {
-            let mut m = *market;
-            if core.has_condition(&m.condition_id)
-                || m.tokens.iter().any(|t| core.market_of_token(&t.token_id).is_some())
-            {
-                let _ = reply.send(Err(EngineError::Exists));
-                return;
-            }
-            m.idx = core.markets.len() as u32;
-            batch.put_market(&m);
-            core.add_market(m.clone());
-            let view = view_of(core, m.idx);
-            out.views.push(view.clone());
-            out.seqs.push(0);
-            out.last_trade.push(None);
-            let visible = Visible {
-                books: Vec::new(),
-                trades: Vec::new(),
-                taker: None,
-                orders: Vec::new(),
-                written: Vec::new(),
-                listed: Some((registry.clone(), view)),
-                bus: out.events.clone(),
-            };
-            commit(&out.persist, batch, After::Command(visible, reply_with(reply, m)));
-        }
-        Command::Transfer { address, changes, records, reply } => {
-            if let Err(r) = core.transfer(&address, &changes, &mut batch) {
-                let _ = reply.send(Err(EngineError::Rejected(r)));
-                return;
-            }
-            batch.ops.extend(records.ops);
-            let accounts = changes.iter().map(|(asset, _)| core.ledger.account(&address, asset)).collect();
-            finish(core, out, batch, &[], Vec::new(), None, reply, accounts);
-        }
-        Command::Accounts { address, reply } => {
-            let _ = reply.send(Ok(core.ledger.accounts_of(&address)));
-        }
-        Command::RewardScores { queries, reply } => {
-            let _ = reply.send(Ok(queries.iter().map(|&(m, v, min)| core.reward_scores(m, v, min)).collect()));
-        }
-        Command::Overview { reply } => {
-            let _ = reply.send(Ok(core.overview()));
-        }
-        Command::Check { reply } => {
-            let _ = reply.send(Ok(core.check()));
-        }
-        Command::Ping { reply } => {
-            let _ = reply.send(Ok(()));
-        }
-        Command::Settle { max, reply } => {
-            let s = core.settle(now_secs(), max, &mut batch);
-            let (_, markets) = split_touched(s.canceled);
-            finish(core, out, batch, &markets, Vec::new(), None, reply, (s.confirmed, s.failed.len()));
-        }
-        Command::SettleDecided { decided, records, reply } => {
-            let s = core.settle_decided(now_secs(), &decided, &mut batch);
-            batch.ops.extend(records.ops);
-            let (_, markets) = split_touched(s.canceled);
-            finish(core, out, batch, &markets, Vec::new(), None, reply, (s.confirmed, s.failed.len()));
-        }
-        Command::PendingAfter { seq, max, reply } => {
-            // Answered behind every earlier write: a trade the engine holds may still be
-            // in a group the persister has not synced, and a reader of the list (the chain
-            // settler) reads its orders from the store.
-            let trades = core.pending_after(seq, max);
-            let after = After::Reply(reply_with(reply, trades));
-            if let Err(e) = out.persist.send(Job { batch: Batch::default(), after }) {
-                e.into_inner().after.run(false);
-            }
-        }
-        Command::MarkMined { ids, hash, reply } => {
-            let n = core.mark_mined(now_secs(), &ids, &hash, &mut batch);
-            finish(core, out, batch, &[], Vec::new(), None, reply, n);
-        }
-        Command::OpenMakers { reply } => {
-            let _ = reply.send(Ok(core.open_makers()));
-        }
-        _ => unreachable!("run sends order commands elsewhere"),
-    }
+    m.idx = core.markets.len() as u32;
+    batch.put_market(&m);
+    core.add_market(m.clone());
+    let view = view_of(core, m.idx);
+    out.views.push(view.clone());
+    out.seqs.push(0);
+    out.last_trade.push(None);
+    let visible = Visible {
+        books: Vec::new(),
+        trades: Vec::new(),
+        taker: None,
+        orders: Vec::new(),
+        written: Vec::new(),
+        listed: Some((registry.clone(), view)),
+        bus: out.events.clone(),
+    };
+    commit(&out.persist, batch, After::Command(visible, reply_with(reply, m)));
 }
 
 /// Order IDs, and the markets they were in (sorted, once each).

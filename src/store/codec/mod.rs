@@ -37,24 +37,24 @@ pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {
     postcard::to_extend(v, out).expect("records serialize")
 }
 
-pub(super) fn decode<T: DeserializeOwned>(cf: &'static str, bytes: &[u8]) -> Result<T, StoreError> {
-    let corrupt = |msg: String| StoreError::Corrupt { cf, msg };
+/// What follows a value's tag byte; corrupt without it.
+fn untag<'a>(cf: &'static str, bytes: &'a [u8]) -> Result<&'a [u8], StoreError> {
     match bytes.split_first() {
-        Some((&TAG, rest)) => postcard::from_bytes(rest).map_err(|e| corrupt(e.to_string())),
-        _ => Err(corrupt("unknown tag".into())),
+        Some((&TAG, rest)) => Ok(rest),
+        _ => Err(StoreError::Corrupt { cf, msg: "unknown tag".into() }),
     }
+}
+
+pub(super) fn decode<T: DeserializeOwned>(cf: &'static str, bytes: &[u8]) -> Result<T, StoreError> {
+    postcard::from_bytes(untag(cf, bytes)?).map_err(|e| StoreError::Corrupt { cf, msg: e.to_string() })
 }
 
 /// An order record, its repeated strings shared through `interner` (decoded without
 /// allocating them).
 pub fn decode_order(bytes: &[u8], interner: &mut Interner) -> Result<OrderRecord, StoreError> {
-    let corrupt = |msg: String| StoreError::Corrupt { cf: cf::ORDERS, msg };
-    match bytes.split_first() {
-        Some((&TAG, rest)) => postcard::from_bytes::<OrderRef>(rest)
-            .map(|r| r.into_shared_record(interner))
-            .map_err(|e| corrupt(e.to_string())),
-        _ => Err(corrupt("unknown tag".into())),
-    }
+    postcard::from_bytes::<OrderRef>(untag(cf::ORDERS, bytes)?)
+        .map(|r| r.into_shared_record(interner))
+        .map_err(|e| StoreError::Corrupt { cf: cf::ORDERS, msg: e.to_string() })
 }
 
 /// A value as it reads back from the store, for tests of what survives a restart.

@@ -224,47 +224,49 @@ impl OrderBuilder<'_> {
 
     /// The order signed under `s`'s domains, as a client sends it.
     pub fn sign(self, s: &Server) -> Value {
-        let random = self.salt.is_none().then(rand_salt);
-        let salt = self.salt.unwrap_or_else(|| U256::from(random.unwrap_or_default()));
+        let this = self.trader;
+        let (salt, random) = match self.salt {
+            Some(salt) => (salt, None),
+            None => {
+                let n = rand_salt();
+                (U256::from(n), Some(n))
+            }
+        };
         let (token, side, (maker_amount, taker_amount)) = (self.token.as_str(), self.side.as_str(), self.amounts);
         let (expiration, nonce, fee_bps) = (self.expiration, self.nonce, self.fee_bps);
-        let (neg_risk, maker) = (self.neg_risk, self.maker);
-        let mut o = {
-            let this = self.trader;
-            let (maker_addr, sig_type) = maker.unwrap_or((this.wallet.address(), 0));
-            let f = SignedOrderFields {
-                salt,
-                maker: maker_addr,
-                signer: this.wallet.address(),
-                taker: Address::ZERO,
-                token_id: U256::from_str_radix(token, 10).unwrap(),
-                maker_amount: U256::from(maker_amount),
-                taker_amount: U256::from(taker_amount),
-                expiration: U256::from(expiration),
-                nonce: U256::from(nonce),
-                fee_rate_bps: U256::from(fee_bps),
-                side: if side == "BUY" { 0 } else { 1 },
-                signature_type: sig_type,
-            };
-            let d = s.domains();
-            let h = auth::order_hash(&f, if neg_risk { &d.neg_risk } else { &d.standard });
-            let sig = this.wallet.sign_hash_sync(&h).unwrap();
-            json!({
-                "salt": salt.to_string(),
-                "maker": format!("{maker_addr:#x}"),
-                "signer": this.address,
-                "taker": format!("{:#x}", Address::ZERO),
-                "tokenId": token,
-                "makerAmount": maker_amount.to_string(),
-                "takerAmount": taker_amount.to_string(),
-                "expiration": expiration.to_string(),
-                "nonce": nonce.to_string(),
-                "feeRateBps": fee_bps.to_string(),
-                "side": side,
-                "signatureType": sig_type,
-                "signature": format!("0x{}", alloy_primitives::hex::encode(sig.as_bytes())),
-            })
+        let (maker_addr, sig_type) = self.maker.unwrap_or((this.wallet.address(), 0));
+        let f = SignedOrderFields {
+            salt,
+            maker: maker_addr,
+            signer: this.wallet.address(),
+            taker: Address::ZERO,
+            token_id: U256::from_str_radix(token, 10).unwrap(),
+            maker_amount: U256::from(maker_amount),
+            taker_amount: U256::from(taker_amount),
+            expiration: U256::from(expiration),
+            nonce: U256::from(nonce),
+            fee_rate_bps: U256::from(fee_bps),
+            side: if side == "BUY" { 0 } else { 1 },
+            signature_type: sig_type,
         };
+        let d = s.domains();
+        let h = auth::order_hash(&f, if self.neg_risk { &d.neg_risk } else { &d.standard });
+        let sig = this.wallet.sign_hash_sync(&h).unwrap();
+        let mut o = json!({
+            "salt": salt.to_string(),
+            "maker": format!("{maker_addr:#x}"),
+            "signer": this.address,
+            "taker": format!("{:#x}", Address::ZERO),
+            "tokenId": token,
+            "makerAmount": maker_amount.to_string(),
+            "takerAmount": taker_amount.to_string(),
+            "expiration": expiration.to_string(),
+            "nonce": nonce.to_string(),
+            "feeRateBps": fee_bps.to_string(),
+            "side": side,
+            "signatureType": sig_type,
+            "signature": format!("0x{}", alloy_primitives::hex::encode(sig.as_bytes())),
+        });
         if let Some(n) = random {
             o["salt"] = json!(n);
         }
