@@ -224,6 +224,47 @@ impl Drop for Watchdog {
     }
 }
 
+/// `predex serve`: the settings read and checked, then the venue until SIGTERM or ^C.
+fn serve(args: &ServeArgs, m: &clap::ArgMatches) -> anyhow::Result<ExitCode> {
+    let (config, json) = match args.settings(m) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("predex: cannot start: {e:#}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    if args.print_config {
+        print!("{}", config.shown()?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    predex::init_logging(json);
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async move {
+        // A refusal to start is one line (the unit's journal, the operator's terminal).
+        let app = match predex::App::start(config).await {
+            Ok(app) => app,
+            Err(e) => {
+                eprintln!("predex: cannot start: {e:#}");
+                return Ok(ExitCode::FAILURE);
+            }
+        };
+        // Every listener is bound and every book reloaded: tell systemd (Type=notify).
+        let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
+        let dog = watchdog(app.state.engine.clone());
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r?,
+            _ = term.recv() => {}
+        }
+        tracing::info!("shutting down: draining requests, then the engine and the persister");
+        let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
+        drop(dog);
+        app.shutdown().await;
+        tracing::info!("stopped cleanly");
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
 fn main() -> anyhow::Result<ExitCode> {
     predex::no_transparent_huge_pages();
     let matches = Cli::command().mut_subcommand("serve", predex::config::add_arguments).get_matches();
@@ -233,47 +274,7 @@ fn main() -> anyhow::Result<ExitCode> {
             print!("{}", predex::config::example(kind));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Serve(args) => {
-            let m = matches.subcommand_matches("serve").expect("the serve command");
-            let (config, json) = match args.settings(m) {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!("predex: cannot start: {e:#}");
-                    return Ok(ExitCode::FAILURE);
-                }
-            };
-            if args.print_config {
-                print!("{}", config.shown()?);
-                return Ok(ExitCode::SUCCESS);
-            }
-            predex::init_logging(json);
-            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-            let code = rt.block_on(async move {
-                // A refusal to start is one line (the unit's journal, the operator's terminal).
-                let app = match predex::App::start(config).await {
-                    Ok(app) => app,
-                    Err(e) => {
-                        eprintln!("predex: cannot start: {e:#}");
-                        return anyhow::Ok(ExitCode::FAILURE);
-                    }
-                };
-                // Every listener is bound and every book reloaded: tell systemd (Type=notify).
-                let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
-                let dog = watchdog(app.state.engine.clone());
-                let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-                tokio::select! {
-                    r = tokio::signal::ctrl_c() => r?,
-                    _ = term.recv() => {}
-                }
-                tracing::info!("shutting down: draining requests, then the engine and the persister");
-                let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
-                drop(dog);
-                app.shutdown().await;
-                tracing::info!("stopped cleanly");
-                anyhow::Ok(ExitCode::SUCCESS)
-            })?;
-            Ok(code)
-        }
+        Command::Serve(args) => serve(&args, matches.subcommand_matches("serve").expect("the serve command")),
         Command::Admin(args) => match predex::admin::run(args) {
             Ok(reply) => {
                 println!("{}", serde_json::to_string_pretty(&reply)?);

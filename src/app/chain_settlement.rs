@@ -27,7 +27,7 @@ use uuid::Uuid;
 
 use super::AppState;
 use crate::auth::SignedOrderFields;
-use crate::chain::{exchange_order, revert_reason, Chain, IExchange, LastTx};
+use crate::chain::{exchange_order, revert_reason, Chain, IExchange, LastTx, Sender};
 use crate::domain::chain::ChainTx;
 use crate::domain::{exchange_fee, now_secs, Amount, OrderRecord, Side, TradeRecord};
 use crate::engine::Verdict;
@@ -165,91 +165,108 @@ impl ChainSettler {
         }
         let state = self.state.clone();
         let chain = &state.chain.as_ref().expect("chain mode").link;
-        let p = &chain.provider;
         let calls = settlement_calls(&state, chain, &trades);
         let mut sender = chain.sending.lock().await;
-        // Once per pass: the node's count of the operator's transactions, and the fees.
+        // Once per pass: the node's count of the operator's transactions.
         sender.forget();
-        let fees = p.estimate_eip1559_fees().await?;
-        let mut estimates = futures_util::future::join_all(
-            calls
-                .iter()
-                .filter_map(|(tx, _, _)| tx.as_ref().ok())
-                .map(|tx| std::future::IntoFuture::into_future(p.estimate_gas(tx.clone()))),
-        )
-        .await
-        .into_iter();
-        let (mut records, mut failed, mut batch) = (Vec::new(), Vec::new(), Batch::default());
-        // The last trade sequence recorded or failed, in order: what the next pass starts after.
-        let mut through = self.sent_through;
-        for (tx, ids, seq) in calls {
-            let (mut tx, gas) = match tx {
-                Err(why) => {
-                    failed.extend(ids.into_iter().map(|id| (id, Verdict::Failed(why.clone()))));
-                    through = seq;
-                    continue;
-                }
-                Ok(tx) => (tx, estimates.next().expect("an estimate per call")),
-            };
-            let gas = match gas {
-                Ok(g) => g,
-                // The node's answer that the call reverts: FAILED, nothing sent.
-                Err(e) if e.as_error_resp().is_some() => {
-                    let why = revert_reason(&e);
-                    failed.extend(ids.into_iter().map(|id| (id, Verdict::Failed(why.clone()))));
-                    through = seq;
-                    continue;
-                }
-                // The node unreachable, a connection dropped: what was signed so far is
-                // recorded and sent; this call and the rest wait for the next pass.
-                Err(e) => {
-                    tracing::warn!(error = %e, "settlement gas not estimated");
-                    break;
-                }
-            };
-            let nonce = sender.nonce(chain).await?;
-            tx.set_nonce(nonce);
-            // A block is packed by its transactions' gas limits: a margin over the estimate
-            // for what the transactions before it in the block change (a balance emptied
-            // and filled again), no more (docs/operating/settlement.md, Throughput).
-            tx.set_gas_limit(gas + gas / 10 + 30_000);
-            tx.set_max_fee_per_gas(fees.max_fee_per_gas);
-            tx.set_max_priority_fee_per_gas(fees.max_priority_fee_per_gas);
-            let envelope = tx.build(&chain.wallet).await.map_err(|e| anyhow::anyhow!("sign: {e}"))?;
-            let record = ChainTx {
-                nonce,
-                hash: envelope.tx_hash().0,
-                raw: envelope.encoded_2718(),
-                trades: ids,
-                last_seq: seq,
-                sent_at: now_secs(),
-            };
-            batch.put_chain_tx(&record);
-            sender.used(nonce);
-            records.push(record);
-            through = seq;
-        }
+        let pass = sign_pass(chain, &mut sender, calls, self.sent_through).await?;
         // Durable before any can be mined.
-        if !records.is_empty() {
-            if let Err(e) = state.commit(batch).await {
+        if !pass.records.is_empty() {
+            if let Err(e) = state.commit(pass.batch).await {
                 sender.forget();
                 return Err(e.into());
             }
         }
-        broadcast(chain, &records).await;
+        broadcast(chain, &pass.records).await;
         drop(sender);
-        let sent = records.len();
-        for r in records {
+        let sent = pass.records.len();
+        for r in pass.records {
             self.in_flight.insert(r.nonce, r);
         }
-        self.sent_through = through;
-        if !failed.is_empty() {
-            let ids: Vec<Uuid> = failed.iter().map(|(id, _)| *id).collect();
-            self.state.engine.settle_decided(failed, Batch::default()).await?;
+        self.sent_through = pass.through;
+        if !pass.failed.is_empty() {
+            let ids: Vec<Uuid> = pass.failed.iter().map(|(id, _)| *id).collect();
+            self.state.engine.settle_decided(pass.failed, Batch::default()).await?;
             self.refresh_parties(&ids).await;
         }
         Ok(sent)
     }
+}
+
+/// What a pass signed and recorded, and what it found cannot settle.
+struct Pass {
+    /// The signed transactions, in nonce order, all in `batch`.
+    records: Vec<ChainTx>,
+    batch: Batch,
+    /// Trades whose call would revert or cannot be built: FAILED, nothing sent.
+    failed: Vec<(Uuid, Verdict)>,
+    /// The last trade sequence recorded or failed, in order: what the next pass starts after.
+    through: u64,
+}
+
+/// Estimates every call's gas at once and signs, in order, those that would not revert with
+/// consecutive nonces. A node that cannot be reached ends the pass early: the rest wait for
+/// the next one.
+async fn sign_pass(chain: &Chain, sender: &mut Sender, calls: Vec<Call>, after: u64) -> anyhow::Result<Pass> {
+    let p = &chain.provider;
+    let fees = p.estimate_eip1559_fees().await?;
+    let mut estimates = futures_util::future::join_all(
+        calls
+            .iter()
+            .filter_map(|(tx, _, _)| tx.as_ref().ok())
+            .map(|tx| std::future::IntoFuture::into_future(p.estimate_gas(tx.clone()))),
+    )
+    .await
+    .into_iter();
+    let mut pass = Pass { records: Vec::new(), batch: Batch::default(), failed: Vec::new(), through: after };
+    for (tx, ids, seq) in calls {
+        let (mut tx, gas) = match tx {
+            Err(why) => {
+                pass.failed.extend(ids.into_iter().map(|id| (id, Verdict::Failed(why.clone()))));
+                pass.through = seq;
+                continue;
+            }
+            Ok(tx) => (tx, estimates.next().expect("an estimate per call")),
+        };
+        let gas = match gas {
+            Ok(g) => g,
+            // The node's answer that the call reverts: FAILED, nothing sent.
+            Err(e) if e.as_error_resp().is_some() => {
+                let why = revert_reason(&e);
+                pass.failed.extend(ids.into_iter().map(|id| (id, Verdict::Failed(why.clone()))));
+                pass.through = seq;
+                continue;
+            }
+            // The node unreachable, a connection dropped: what was signed so far is
+            // recorded and sent; this call and the rest wait for the next pass.
+            Err(e) => {
+                tracing::warn!(error = %e, "settlement gas not estimated");
+                break;
+            }
+        };
+        let nonce = sender.nonce(chain).await?;
+        tx.set_nonce(nonce);
+        // A block is packed by its transactions' gas limits: a margin over the estimate
+        // for what the transactions before it in the block change (a balance emptied
+        // and filled again), no more (docs/operating/settlement.md, Throughput).
+        tx.set_gas_limit(gas + gas / 10 + 30_000);
+        tx.set_max_fee_per_gas(fees.max_fee_per_gas);
+        tx.set_max_priority_fee_per_gas(fees.max_priority_fee_per_gas);
+        let envelope = tx.build(&chain.wallet).await.map_err(|e| anyhow::anyhow!("sign: {e}"))?;
+        let record = ChainTx {
+            nonce,
+            hash: envelope.tx_hash().0,
+            raw: envelope.encoded_2718(),
+            trades: ids,
+            last_seq: seq,
+            sent_at: now_secs(),
+        };
+        pass.batch.put_chain_tx(&record);
+        sender.used(nonce);
+        pass.records.push(record);
+        pass.through = seq;
+    }
+    Ok(pass)
 }
 
 /// A match's `matchOrders` transaction, or why it cannot settle; with its trades and its

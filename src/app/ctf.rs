@@ -103,72 +103,13 @@ pub async fn operate_for(s: &AppState, kind: CtfKind, wallet: &str, b: CtfReques
     let view = s.registry.condition(&b.condition_id).ok_or(CtfError::MarketNotFound)?;
     let m = &view.market;
     let (yes, no) = (m.tokens[0].token_id.clone(), m.tokens[1].token_id.clone());
-    let usdc = COLLATERAL.to_string();
-    use LedgerChange::{Credit, Debit};
-    // (ledger changes, position change per token, tokens, collateral)
     let (changes, positions, size, usdc_size) = match kind {
-        CtfKind::Split | CtfKind::Merge => {
-            let a = base_amount(b.amount.as_deref())?;
-            // A complete set costs one unit: half of it to each side's average price.
-            let half = [a / 2, a - a / 2];
-            if kind == CtfKind::Split {
-                let p =
-                    half.map(|c| Position { size: a as i64, bought: a as i64, cost: c as i64, ..Default::default() });
-                (
-                    vec![(usdc, Debit(Amount(a))), (yes.clone(), Credit(Amount(a))), (no.clone(), Credit(Amount(a)))],
-                    p,
-                    a,
-                    a,
-                )
-            } else {
-                let p = half.map(|c| Position {
-                    size: -(a as i64),
-                    sold: a as i64,
-                    proceeds: c as i64,
-                    ..Default::default()
-                });
-                (
-                    vec![(yes.clone(), Debit(Amount(a))), (no.clone(), Debit(Amount(a))), (usdc, Credit(Amount(a)))],
-                    p,
-                    a,
-                    a,
-                )
-            }
-        }
+        CtfKind::Split | CtfKind::Merge => complete_sets(kind, base_amount(b.amount.as_deref())?, &yes, &no),
         CtfKind::Redeem => {
             if b.amount.is_some() {
                 return Err(CtfError::RedeemTakesNoAmount);
             }
-            let meta = s.catalogue.meta(&m.condition_id);
-            let winner = match meta.as_deref() {
-                Some(x) if x.resolution == Some(ResolutionStatus::Resolved) => x.resolved_outcome,
-                _ => None,
-            };
-            let Some(winner) = winner.filter(|w| *w < 2) else {
-                return Err(CtfError::NotResolved);
-            };
-            let accounts = s.engine.accounts(wallet.clone()).await?;
-            let free = |t: &str| {
-                accounts.iter().find(|(a, _)| a == t).map_or(0, |(_, x)| x.balance.saturating_sub(x.reserved).units())
-            };
-            let held = [free(&yes), free(&no)];
-            if held == [0, 0] {
-                return Err(CtfError::NothingToRedeem);
-            }
-            let won = held[winner as usize];
-            let p = [0, 1].map(|i| Position {
-                size: -(held[i] as i64),
-                sold: held[i] as i64,
-                proceeds: if i == winner as usize { held[i] as i64 } else { 0 },
-                ..Default::default()
-            });
-            let mut changes: Vec<_> = [(yes.clone(), held[0]), (no.clone(), held[1])]
-                .into_iter()
-                .filter(|(_, n)| *n > 0)
-                .map(|(t, n)| (t, Debit(Amount(n))))
-                .collect();
-            changes.push((usdc, Credit(Amount(won))));
-            (changes, p, held[0] + held[1], won)
+            redemption(s, &m.condition_id, &wallet, &yes, &no).await?
         }
         CtfKind::Reward | CtfKind::Conversion => return Err(CtfError::UnknownOperation),
     };
@@ -178,6 +119,61 @@ pub async fn operate_for(s: &AppState, kind: CtfKind, wallet: &str, b: CtfReques
     let (tx_hash, time, balances) = execute(s, &wallet, changes, &[row], &moves).await?;
     let subject = Subject::Condition(m.condition_id.clone());
     Ok(Receipt { kind, subject, wallet, size, usdc_size, tx_hash, time, balances })
+}
+
+/// What an operation moves: the ledger changes, the position change per token (YES, NO),
+/// the tokens and the collateral.
+type Movement = (Vec<(String, LedgerChange)>, [Position; 2], u64, u64);
+
+/// A split (collateral into `a` of each token) or a merge (back). A complete set costs one
+/// unit: half of it to each side's average price.
+fn complete_sets(kind: CtfKind, a: u64, yes: &str, no: &str) -> Movement {
+    use LedgerChange::{Credit, Debit};
+    let (usdc, yes, no) = (COLLATERAL.to_string(), yes.to_string(), no.to_string());
+    let half = [a / 2, a - a / 2];
+    if kind == CtfKind::Split {
+        let p = half.map(|c| Position { size: a as i64, bought: a as i64, cost: c as i64, ..Default::default() });
+        (vec![(usdc, Debit(Amount(a))), (yes, Credit(Amount(a))), (no, Credit(Amount(a)))], p, a, a)
+    } else {
+        let p = half.map(|c| Position { size: -(a as i64), sold: a as i64, proceeds: c as i64, ..Default::default() });
+        (vec![(yes, Debit(Amount(a))), (no, Debit(Amount(a))), (usdc, Credit(Amount(a)))], p, a, a)
+    }
+}
+
+/// Redeeming everything the wallet holds free of a resolved market: the winning side pays
+/// one unit a token, the losing side nothing.
+async fn redemption(s: &AppState, condition_id: &str, wallet: &str, yes: &str, no: &str) -> Result<Movement, CtfError> {
+    use LedgerChange::{Credit, Debit};
+    let meta = s.catalogue.meta(condition_id);
+    let winner = match meta.as_deref() {
+        Some(x) if x.resolution == Some(ResolutionStatus::Resolved) => x.resolved_outcome,
+        _ => None,
+    };
+    let Some(winner) = winner.filter(|w| *w < 2) else {
+        return Err(CtfError::NotResolved);
+    };
+    let accounts = s.engine.accounts(wallet.to_string()).await?;
+    let free = |t: &str| {
+        accounts.iter().find(|(a, _)| a == t).map_or(0, |(_, x)| x.balance.saturating_sub(x.reserved).units())
+    };
+    let held = [free(yes), free(no)];
+    if held == [0, 0] {
+        return Err(CtfError::NothingToRedeem);
+    }
+    let won = held[winner as usize];
+    let p = [0, 1].map(|i| Position {
+        size: -(held[i] as i64),
+        sold: held[i] as i64,
+        proceeds: if i == winner as usize { held[i] as i64 } else { 0 },
+        ..Default::default()
+    });
+    let mut changes: Vec<_> = [(yes.to_string(), held[0]), (no.to_string(), held[1])]
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(t, n)| (t, Debit(Amount(n))))
+        .collect();
+    changes.push((COLLATERAL.to_string(), Credit(Amount(won))));
+    Ok((changes, p, held[0] + held[1], won))
 }
 
 /// One activity row of an operation.

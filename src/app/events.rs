@@ -150,6 +150,15 @@ impl EventStream {
     /// One connection: resume after what the stream holds, then publish until something
     /// fails.
     async fn session(&self) -> Result<std::convert::Infallible, anyhow::Error> {
+        let (client, js, mut stream) = self.connect().await?;
+        let (last_sequence, acked) = self.resume(&mut stream).await?;
+        self.set_connected(true);
+        tracing::info!(to = %self.to, stream = %self.stream, after = acked, "event stream: publishing");
+        self.publish(&client, &js, last_sequence, acked).await
+    }
+
+    /// Connects and makes sure the stream exists.
+    async fn connect(&self) -> Result<(async_nats::Client, jetstream::Context, stream::Stream), anyhow::Error> {
         let client = async_nats::ConnectOptions::new()
             .name("predex")
             .connection_timeout(Duration::from_secs(2))
@@ -169,38 +178,49 @@ impl EventStream {
             duplicate_window: DUPLICATE_WINDOW,
             ..Default::default()
         };
-        let mut stream = js.get_or_create_stream(config).await.with_context(|| format!("stream {}", self.stream))?;
-        let state = stream.info().await.context("stream info")?.state.clone();
-        let held = match state.messages {
-            0 => None,
-            _ => {
-                let m = stream.get_raw_message(state.last_sequence).await.context("read the stream's last message")?;
-                let id = m.headers.get(async_nats::header::NATS_MESSAGE_ID).map(|v| v.as_str().to_string());
-                Some(id.as_deref().and_then(|i| i.parse::<u64>().ok()).with_context(|| {
-                    format!("the last message of stream {} ({}) is not a predex event", self.stream, m.subject)
-                })?)
-            }
-        };
-        let mut acked = self.acked.load(Ordering::Relaxed);
-        if let Some(held) = held {
-            let durable = *self.durable.borrow();
-            if held > durable {
-                anyhow::bail!(
-                    "stream {} already holds event {held}, past the last this data directory wrote ({durable}): \
-                     it is another venue's, or this one's before a restore; give this one its own --events-stream",
-                    self.stream
-                );
-            }
-            if held > acked {
-                self.store.events_acked(held)?;
-                self.acked.store(held, Ordering::Relaxed);
-                acked = held;
-            }
-        }
-        self.set_connected(true);
-        tracing::info!(to = %self.to, stream = %self.stream, after = acked, "event stream: publishing");
+        let stream = js.get_or_create_stream(config).await.with_context(|| format!("stream {}", self.stream))?;
+        Ok((client, js, stream))
+    }
 
-        let mut expected = state.last_sequence;
+    /// Reads the last event the stream holds and counts it acknowledged; refuses a stream
+    /// ahead of this data directory. Returns the stream's last sequence and the last
+    /// acknowledged event.
+    async fn resume(&self, stream: &mut stream::Stream) -> Result<(u64, u64), anyhow::Error> {
+        let state = stream.info().await.context("stream info")?.state.clone();
+        let acked = self.acked.load(Ordering::Relaxed);
+        if state.messages == 0 {
+            return Ok((state.last_sequence, acked));
+        }
+        let m = stream.get_raw_message(state.last_sequence).await.context("read the stream's last message")?;
+        let id = m.headers.get(async_nats::header::NATS_MESSAGE_ID).map(|v| v.as_str().to_string());
+        let held = id.as_deref().and_then(|i| i.parse::<u64>().ok()).with_context(|| {
+            format!("the last message of stream {} ({}) is not a predex event", self.stream, m.subject)
+        })?;
+        let durable = *self.durable.borrow();
+        if held > durable {
+            anyhow::bail!(
+                "stream {} already holds event {held}, past the last this data directory wrote ({durable}): \
+                 it is another venue's, or this one's before a restore; give this one its own --events-stream",
+                self.stream
+            );
+        }
+        if held <= acked {
+            return Ok((state.last_sequence, acked));
+        }
+        self.store.events_acked(held)?;
+        self.acked.store(held, Ordering::Relaxed);
+        Ok((state.last_sequence, held))
+    }
+
+    /// Publishes the outbox from `acked + 1`, a window in flight, until something fails.
+    async fn publish(
+        &self,
+        client: &async_nats::Client,
+        js: &jetstream::Context,
+        last_sequence: u64,
+        acked: u64,
+    ) -> Result<std::convert::Infallible, anyhow::Error> {
+        let mut expected = last_sequence;
         let mut next = acked + 1;
         let mut inflight: VecDeque<(u64, PublishAckFuture)> = VecDeque::with_capacity(WINDOW);
         let mut recorded = Instant::now();

@@ -165,15 +165,7 @@ fn validate(s: &AppState, key: &ApiKeyRecord, order: NewOrder) -> Result<(OrderR
     }
     let maker_s = maker_wallet(s, key, sig_type, maker)?;
     let signer_s = key.address.clone();
-    for a in [&maker_s, &signer_s] {
-        match s.access.address_status(a) {
-            AddressStatus::Banned => return Err(OrderError::Banned(a.clone())),
-            AddressStatus::ClosedOnly if side == Side::Buy => {
-                return Err(OrderError::ClosedOnly(a.clone()));
-            }
-            _ => {}
-        }
-    }
+    admitted(s, [&maker_s, &signer_s], side)?;
     // The order ID is derived from the EIP-712 hash, so a resubmitted order is recognised.
     let id = auth::order_id(&hash);
     let now = now_secs();
@@ -217,6 +209,18 @@ fn validate(s: &AppState, key: &ApiKeyRecord, order: NewOrder) -> Result<(OrderR
         },
         defer,
     ))
+}
+
+/// Refuses an order whose maker or signer is banned, or a buy from one in close-only mode.
+fn admitted(s: &AppState, addresses: [&Arc<str>; 2], side: Side) -> Result<(), OrderError> {
+    for a in addresses {
+        match s.access.address_status(a) {
+            AddressStatus::Banned => return Err(OrderError::Banned(a.clone())),
+            AddressStatus::ClosedOnly if side == Side::Buy => return Err(OrderError::ClosedOnly(a.clone())),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// The maker an order of signature type `sig_type` may name: the key's own address (0),

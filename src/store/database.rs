@@ -67,6 +67,62 @@ const MAX_WAL_BYTES: u64 = 128 << 20;
 /// ahead ([`log_roll`]) the store keeps as many as it wrote.
 const RECYCLED_WAL_FILES: usize = 4;
 
+/// The database's options: the log's size and recycling, two background jobs.
+fn db_options(logs_ahead: usize) -> Options {
+    let mut opts = Options::default();
+    opts.create_if_missing(true);
+    opts.create_missing_column_families(true);
+    opts.set_max_background_jobs(2);
+    opts.set_max_total_wal_size(MAX_WAL_BYTES);
+    opts.set_recycle_log_file_num(RECYCLED_WAL_FILES.max(logs_ahead));
+    // Obsolete files are deleted, and the memtables a flush retired are freed, on a
+    // background thread instead of the thread that let go of them last: the open
+    // after a crash deleted every replayed log before returning, and the writer freed
+    // a retired memtable (tens of MB) between two groups.
+    opts.set_avoid_unnecessary_blocking_io(true);
+    opts
+}
+
+/// A column family's options: its tables, filters, merge and compaction, and memtable size.
+fn family_options(n: &str, table: &BlockBasedOptions) -> Options {
+    let mut o = Options::default();
+    o.set_block_based_table_factory(table);
+    // Tables compressed (LZ4: records repeat their market's ids): a flush writes
+    // fewer bytes on the disk the log's syncs wait on.
+    o.set_compression_type(rocksdb::DBCompressionType::Lz4);
+    // The same for the memtable of the family a fresh order's duplicate check
+    // reads (a point read that misses, which would otherwise walk a skip list).
+    // Elsewhere a memtable filter only costs: every write adds its key to it, and
+    // nothing on the request path reads those families by point.
+    if n == cf::ORDERS {
+        o.set_memtable_prefix_bloom_ratio(0.02);
+        o.set_memtable_whole_key_filtering(true);
+    }
+    if n == cf::NOTIFICATIONS {
+        o.set_compaction_filter("drop_expired", notifications::drop_expired);
+        o.set_periodic_compaction_seconds(notifications::REWRITTEN_WITHIN_SECS);
+    }
+    if cf::COUNTERS.contains(&n) {
+        o.set_merge_operator_associative("sum_i64", index::sum_counters);
+    }
+    let memtable = if cf::COUNTERS.contains(&n) || n == cf::LEDGER {
+        Some(REWRITTEN_WRITE_BUFFER_BYTES)
+    } else if cf::SCATTERED.contains(&n) {
+        Some(SCATTERED_WRITE_BUFFER_BYTES)
+    } else if n == cf::LIVE_ORDERS {
+        Some(LIVE_ORDERS_WRITE_BUFFER_BYTES)
+    } else if n == cf::ORDER_SIGNATURES {
+        Some(SIGNATURES_WRITE_BUFFER_BYTES)
+    } else {
+        None // RocksDB's default, 64 MB
+    };
+    if let Some(bytes) = memtable {
+        o.set_write_buffer_size(bytes);
+        o.set_max_write_buffer_number(SMALL_MEMTABLES);
+    }
+    o
+}
+
 impl Store {
     /// Opens (or creates) the store at `path`, with no log file written ahead.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
@@ -82,17 +138,7 @@ impl Store {
     /// [`Store::wait_logs_ahead`] returns — a write would be correct, but its family's
     /// memtable would keep the files from retiring together, so that some syncs appended.
     pub fn open_with(path: &Path, logs_ahead: usize) -> Result<Store, StoreError> {
-        let mut opts = Options::default();
-        opts.create_if_missing(true);
-        opts.create_missing_column_families(true);
-        opts.set_max_background_jobs(2);
-        opts.set_max_total_wal_size(MAX_WAL_BYTES);
-        opts.set_recycle_log_file_num(RECYCLED_WAL_FILES.max(logs_ahead));
-        // Obsolete files are deleted, and the memtables a flush retired are freed, on a
-        // background thread instead of the thread that let go of them last: the open
-        // after a crash deleted every replayed log before returning, and the writer freed
-        // a retired memtable (tens of MB) between two groups.
-        opts.set_avoid_unnecessary_blocking_io(true);
+        let opts = db_options(logs_ahead);
         // One block cache for every family, and bloom filters: most point reads on the
         // request path are misses (is this order ID new?), which a filter answers without
         // reading a data block.
@@ -100,44 +146,7 @@ impl Store {
         let mut table = BlockBasedOptions::default();
         table.set_block_cache(&cache);
         table.set_bloom_filter(10.0, false);
-        let cfs = cf::ALL.iter().map(|n| {
-            let mut o = Options::default();
-            o.set_block_based_table_factory(&table);
-            // Tables compressed (LZ4: records repeat their market's ids): a flush writes
-            // fewer bytes on the disk the log's syncs wait on.
-            o.set_compression_type(rocksdb::DBCompressionType::Lz4);
-            // The same for the memtable of the family a fresh order's duplicate check
-            // reads (a point read that misses, which would otherwise walk a skip list).
-            // Elsewhere a memtable filter only costs: every write adds its key to it, and
-            // nothing on the request path reads those families by point.
-            if *n == cf::ORDERS {
-                o.set_memtable_prefix_bloom_ratio(0.02);
-                o.set_memtable_whole_key_filtering(true);
-            }
-            if *n == cf::NOTIFICATIONS {
-                o.set_compaction_filter("drop_expired", notifications::drop_expired);
-                o.set_periodic_compaction_seconds(notifications::REWRITTEN_WITHIN_SECS);
-            }
-            if cf::COUNTERS.contains(n) {
-                o.set_merge_operator_associative("sum_i64", index::sum_counters);
-            }
-            let memtable = if cf::COUNTERS.contains(n) || *n == cf::LEDGER {
-                Some(REWRITTEN_WRITE_BUFFER_BYTES)
-            } else if cf::SCATTERED.contains(n) {
-                Some(SCATTERED_WRITE_BUFFER_BYTES)
-            } else if *n == cf::LIVE_ORDERS {
-                Some(LIVE_ORDERS_WRITE_BUFFER_BYTES)
-            } else if *n == cf::ORDER_SIGNATURES {
-                Some(SIGNATURES_WRITE_BUFFER_BYTES)
-            } else {
-                None // RocksDB's default, 64 MB
-            };
-            if let Some(bytes) = memtable {
-                o.set_write_buffer_size(bytes);
-                o.set_max_write_buffer_number(SMALL_MEMTABLES);
-            }
-            ColumnFamilyDescriptor::new(*n, o)
-        });
+        let cfs = cf::ALL.iter().map(|n| ColumnFamilyDescriptor::new(*n, family_options(n, &table)));
         let db = Arc::new(DB::open_cf_descriptors(&opts, path, cfs)?);
         let logs = Arc::new(log_roll::LogRoll::off());
         let s = Store {

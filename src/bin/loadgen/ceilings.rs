@@ -86,7 +86,6 @@ pub(crate) fn fanout_ceiling(
     per_sec: f64,
 ) -> anyhow::Result<PhaseResult> {
     use futures_util::{SinkExt, StreamExt};
-    use std::io::Write;
     let n = args.subscribers;
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
@@ -128,20 +127,7 @@ pub(crate) fn fanout_ceiling(
     while !socks.is_empty() {
         let mut mine: Vec<std::net::TcpStream> = socks.drain(..share.min(socks.len())).collect();
         handles.push(std::thread::Builder::new().name("fanout".into()).spawn(move || {
-            let every = Duration::from_secs_f64(1.0 / per_sec.max(0.1));
-            let mut next = start;
-            while next < start + end {
-                std::thread::sleep(next.saturating_duration_since(Instant::now()));
-                let now = predex::domain::now_micros();
-                let head = format!(r#"{{"event_type":"price_change","published_us":{now},"pad":""#);
-                let payload = format!("{head}{}\"}}", "x".repeat(FANOUT_FRAME - head.len() - 2));
-                // An unmasked server text frame with a 16-bit length.
-                let mut frame = vec![0x81, 126];
-                frame.extend_from_slice(&(payload.len() as u16).to_be_bytes());
-                frame.extend_from_slice(payload.as_bytes());
-                mine.retain_mut(|s| s.write_all(&frame).is_ok());
-                next += every;
-            }
+            write_frames(&mut mine, start, end, per_sec);
             mine
         })?);
     }
@@ -166,6 +152,26 @@ pub(crate) fn fanout_ceiling(
     };
     eprintln!("{}", line(&r));
     Ok(r)
+}
+
+/// One fan-out writer: a frame stamped with the time, `per_sec` times a second from `start`
+/// to `start + end`, written to each socket in turn; a socket that fails is dropped.
+fn write_frames(socks: &mut Vec<std::net::TcpStream>, start: Instant, end: Duration, per_sec: f64) {
+    use std::io::Write;
+    let every = Duration::from_secs_f64(1.0 / per_sec.max(0.1));
+    let mut next = start;
+    while next < start + end {
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        let now = predex::domain::now_micros();
+        let head = format!(r#"{{"event_type":"price_change","published_us":{now},"pad":""#);
+        let payload = format!("{head}{}\"}}", "x".repeat(FANOUT_FRAME - head.len() - 2));
+        // An unmasked server text frame with a 16-bit length.
+        let mut frame = vec![0x81, 126];
+        frame.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+        frame.extend_from_slice(payload.as_bytes());
+        socks.retain_mut(|s| s.write_all(&frame).is_ok());
+        next += every;
+    }
 }
 
 /// Bytes of each synced append of the sync ceiling: about one command's share of a group

@@ -598,6 +598,117 @@ impl Timer {
     }
 }
 
+/// The orders each connection sends, signed before any phase starts: the closed loop's
+/// (replayed by the ceilings too) and the open loop's.
+fn sign_corpora(keys: &[Arc<Key>], args: &Args, domains: &OrderDomains) -> (Vec<Vec<Signed>>, Vec<Vec<Signed>>) {
+    let conns = args.concurrency.max(1);
+    let total = args.warmup + args.duration;
+    let closed_per = ((args.max_rate as f64 * total * 1.2) as usize).div_ceil(conns);
+    let open_per = ((args.rate as f64 * total * 1.2) as usize).div_ceil(conns);
+    let t = Instant::now();
+    let closed_corpus = if args.no_closed && args.no_ceilings {
+        Vec::new()
+    } else {
+        corpora(keys, conns, closed_per, 1, args, domains)
+    };
+    let open_corpus = if args.rate > 0 { corpora(keys, conns, open_per, 2, args, domains) } else { Vec::new() };
+    eprintln!(
+        "signed {} orders in {:.1} s",
+        closed_corpus.iter().chain(&open_corpus).map(Vec::len).sum::<usize>(),
+        t.elapsed().as_secs_f64()
+    );
+    (closed_corpus, open_corpus)
+}
+
+/// What every phase shares: the arguments, the feed clients' runtime, the keys, predex.
+struct Phases<'a> {
+    args: &'a Args,
+    feed: &'a tokio::runtime::Handle,
+    keys: &'a [Arc<Key>],
+    clob: SocketAddr,
+    internal: &'a Operator,
+}
+
+impl Phases<'_> {
+    /// The phases the arguments ask for, in order: the ceilings (replaying the closed-loop
+    /// corpus, cycling: they keep nothing), predex's closed loop (the corpus once), its open
+    /// loop, the fan-out ceiling.
+    fn all(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        domains: &OrderDomains,
+        closed_corpus: Vec<Vec<Signed>>,
+        open_corpus: Vec<Vec<Signed>>,
+    ) -> anyhow::Result<Vec<PhaseResult>> {
+        let args = self.args;
+        let mut results = Vec::new();
+        if !args.no_ceilings {
+            let (pa, ca, stop) = ceilings(self.keys, domains)?;
+            for (name, addr) in [("ceiling-parse", pa), ("ceiling-crypto", ca)] {
+                let cl = self.clients(closed_corpus.clone(), true);
+                results.push(rt.block_on(phase(name, self.feed, addr, None, cl, Mode::Closed, 0, args)));
+            }
+            let _ = stop.send(true);
+            results.push(sync_ceiling(args)?);
+        }
+        if !args.no_closed {
+            let cl = self.clients(closed_corpus, false);
+            let internal = Some(self.internal.clone());
+            results.push(rt.block_on(phase(
+                "predex-orders",
+                self.feed,
+                self.clob,
+                internal,
+                cl,
+                Mode::Closed,
+                0,
+                args,
+            )));
+        }
+        if args.rate > 0 {
+            let (cl, mode) = (self.clients(open_corpus, false), Mode::Open { rate: args.rate });
+            let internal = Some(self.internal.clone());
+            results.push(rt.block_on(phase(
+                "predex-open",
+                self.feed,
+                self.clob,
+                internal,
+                cl,
+                mode,
+                args.cancel_pct,
+                args,
+            )));
+        }
+        if args.subscribers > 0 && !args.no_fanout_ceiling {
+            // The same number of subscribers and frames per second as predex's feed had.
+            let per_sec = results
+                .iter()
+                .rev()
+                .find_map(|r| r.feed.as_ref())
+                .map(|(_, n)| *n as f64 / args.duration / args.subscribers as f64)
+                .filter(|&x| x > 0.0)
+                .unwrap_or(25.0);
+            results.push(fanout_ceiling(self.feed, args, per_sec)?);
+        }
+        Ok(results)
+    }
+
+    /// A client per connection over its share of `corpus`.
+    fn clients(&self, corpus: Vec<Vec<Signed>>, cycle: bool) -> Vec<Client> {
+        corpus
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| Client {
+                key: self.keys[i % self.keys.len()].clone(),
+                orders: v,
+                next: 0,
+                cycle,
+                resting: VecDeque::new(),
+            })
+            .collect()
+    }
+}
+
 fn main() -> anyhow::Result<()> {
     // As `predex serve` runs, for the server this process starts and for the client.
     predex::no_transparent_huge_pages();
@@ -635,86 +746,9 @@ fn main() -> anyhow::Result<()> {
         rt.block_on(setup(clob, &internal, &args, config.chain_id))?.into_iter().map(Arc::new).collect();
     eprintln!("setup: {} markets, {} API keys", args.markets, keys.len());
 
-    let conns = args.concurrency.max(1);
-    let total = args.warmup + args.duration;
-    let closed_per = ((args.max_rate as f64 * total * 1.2) as usize).div_ceil(conns);
-    let open_per = ((args.rate as f64 * total * 1.2) as usize).div_ceil(conns);
-    let t = Instant::now();
-    let closed_corpus = if args.no_closed && args.no_ceilings {
-        Vec::new()
-    } else {
-        corpora(&keys, conns, closed_per, 1, &args, &domains)
-    };
-    let open_corpus = if args.rate > 0 { corpora(&keys, conns, open_per, 2, &args, &domains) } else { Vec::new() };
-    eprintln!(
-        "signed {} orders in {:.1} s",
-        closed_corpus.iter().chain(&open_corpus).map(Vec::len).sum::<usize>(),
-        t.elapsed().as_secs_f64()
-    );
-    // Clients over a corpus: the ceilings replay the closed-loop corpus (they keep nothing),
-    // then predex gets it fresh.
-    // The ceilings replay the closed-loop corpus, cycling (they keep nothing); predex then
-    // gets it once.
-    let clients = |c: Vec<Vec<Signed>>, cycle: bool| -> Vec<Client> {
-        c.into_iter()
-            .enumerate()
-            .map(|(i, v)| Client {
-                key: keys[i % keys.len()].clone(),
-                orders: v,
-                next: 0,
-                cycle,
-                resting: VecDeque::new(),
-            })
-            .collect()
-    };
-    let mut results = Vec::new();
-    if !args.no_ceilings {
-        let (pa, ca, stop) = ceilings(&keys, &domains)?;
-        for (name, addr) in [("ceiling-parse", pa), ("ceiling-crypto", ca)] {
-            let cl = clients(closed_corpus.clone(), true);
-            results.push(rt.block_on(phase(name, feed_rt.handle(), addr, None, cl, Mode::Closed, 0, &args)));
-        }
-        let _ = stop.send(true);
-        results.push(sync_ceiling(&args)?);
-    }
-    if !args.no_closed {
-        let cl = clients(closed_corpus, false);
-        results.push(rt.block_on(phase(
-            "predex-orders",
-            feed_rt.handle(),
-            clob,
-            Some(internal.clone()),
-            cl,
-            Mode::Closed,
-            0,
-            &args,
-        )));
-    }
-    if args.rate > 0 {
-        let cl = clients(open_corpus, false);
-        let mode = Mode::Open { rate: args.rate };
-        results.push(rt.block_on(phase(
-            "predex-open",
-            feed_rt.handle(),
-            clob,
-            Some(internal.clone()),
-            cl,
-            mode,
-            args.cancel_pct,
-            &args,
-        )));
-    }
-    if args.subscribers > 0 && !args.no_fanout_ceiling {
-        // The same number of subscribers and frames per second as predex's feed had.
-        let per_sec = results
-            .iter()
-            .rev()
-            .find_map(|r| r.feed.as_ref())
-            .map(|(_, n)| *n as f64 / args.duration / args.subscribers as f64)
-            .filter(|&x| x > 0.0)
-            .unwrap_or(25.0);
-        results.push(fanout_ceiling(feed_rt.handle(), &args, per_sec)?);
-    }
+    let (closed_corpus, open_corpus) = sign_corpora(&keys, &args, &domains);
+    let run = Phases { args: &args, feed: feed_rt.handle(), keys: &keys, clob, internal: &internal };
+    let results = run.all(&rt, &domains, closed_corpus, open_corpus)?;
     let s = summary(&args, &results);
     if let Some(parent) = args.out.parent() {
         std::fs::create_dir_all(parent).ok();
