@@ -412,24 +412,7 @@ impl Core {
         batch: &mut Batch,
     ) -> Result<Placed, Reject> {
         let o = Arc::make_mut(&mut order);
-        let Some((midx, outcome)) = self.market_of_order(&o.token) else { return Err(Reject::UnknownMarket) };
-        if !self.markets[midx as usize].market.accepting_orders || self.markets[midx as usize].market.closed {
-            return Err(Reject::MarketClosed);
-        }
-        // Orders accepted recently but closed already are refused before they get here: the
-        // handle claims every id it sends ([`super::Claims`]).
-        if self.orders.contains_key(&o.id) {
-            return Err(Reject::Duplicated);
-        }
-        if o.nonce != self.placing_nonce(&o.maker) {
-            return Err(Reject::InvalidNonce);
-        }
-        // The market's shared token: the API's market view hands the same one over (nothing
-        // to do), other callers may pass a copy.
-        let shared = &self.markets[midx as usize].order_tokens[outcome as usize];
-        if !Arc::ptr_eq(&o.token, shared) {
-            o.token = shared.clone();
-        }
+        let (midx, outcome) = self.admit(o)?;
         let bside = book_side(outcome, o.side);
         let limit = yes_price(outcome, o.price).units();
         let book = &self.markets[midx as usize].book;
@@ -490,6 +473,32 @@ impl Core {
         let matched = if would_cross { self.match_taker(o, accounts, now, batch) } else { Matched::default() };
         let slot = self.rest_or_close(o, accounts, false);
         Ok(self.finish_taker(order, accounts, slot, matched, false, batch))
+    }
+
+    /// The checks of an order before its book is looked at: its market takes orders, its id
+    /// is not open, its nonce is the maker's current one. Returns its market and outcome,
+    /// with the record holding the market's shared token.
+    fn admit(&mut self, o: &mut OrderRecord) -> Result<(u32, u8), Reject> {
+        let Some((midx, outcome)) = self.market_of_order(&o.token) else { return Err(Reject::UnknownMarket) };
+        let market = &self.markets[midx as usize].market;
+        if !market.accepting_orders || market.closed {
+            return Err(Reject::MarketClosed);
+        }
+        // Orders accepted recently but closed already are refused before they get here: the
+        // handle claims every id it sends ([`super::Claims`]).
+        if self.orders.contains_key(&o.id) {
+            return Err(Reject::Duplicated);
+        }
+        if o.nonce != self.placing_nonce(&o.maker) {
+            return Err(Reject::InvalidNonce);
+        }
+        // The market's shared token: the API's market view hands the same one over (nothing
+        // to do), other callers may pass a copy.
+        let shared = &self.markets[midx as usize].order_tokens[outcome as usize];
+        if !Arc::ptr_eq(&o.token, shared) {
+            o.token = shared.clone();
+        }
+        Ok((midx, outcome))
     }
 
     /// After matching: rests the remainder (GTC/GTD) and returns its book slot, or closes
@@ -572,31 +581,15 @@ impl Core {
             // prevention, docs/reference/spec-choices.md): the resting one is cancelled and the taker
             // goes on to the orders behind it.
             if entry.get().rec.expired(now) || *entry.get().rec.maker == *t.maker {
-                let Open { rec: mut m_arc, pay, .. } = entry.remove();
-                let m = Arc::make_mut(&mut m_arc);
-                m.status = OrderStatus::Canceled;
-                release_rest(ledger, pay, m);
-                batch.put_order(m_arc, Stored::Open);
+                cancel_met(ledger, entry.remove(), batch);
                 return Meet::Remove;
             }
-            let m = entry.get();
-            let ma = m.accounts_in(fee_accounts);
-            // Amounts in each order's own token price.
-            let pm = yes_price(m.token.outcome_index, Price(px)); // maker's own price
-            let pt = yes_price(t.token.outcome_index, Price(px)); // taker's own price
-            let same_token = m.token.outcome_index == t.token.outcome_index;
-            let (maker_amt, taker_amt, match_type) = if same_token {
-                let c = pm.cost(q);
-                (c, c, MatchType::Complementary)
-            } else {
-                let c = pm.cost(q);
-                let mt = if m.side == Side::Buy { MatchType::Mint } else { MatchType::Merge };
-                (c, q - c, mt)
-            };
+            let ma = entry.get().accounts_in(fee_accounts);
+            let mut f = Fill::terms(&entry.get().rec, t, q, px, trades.len() as u32);
             // A taker BUY may owe a micro-unit more than its reservation after rounding in a
             // mint; it must come from its free balance, or the sweep stops here.
-            if t.side == Side::Buy && taker_amt > t.reserved {
-                let extra = taker_amt - t.reserved;
+            if t.side == Side::Buy && f.taker_amt > t.reserved {
+                let extra = f.taker_amt - t.reserved;
                 if ledger.get(ta.pay).available() < extra {
                     return Meet::Stop;
                 }
@@ -606,53 +599,17 @@ impl Core {
             // Copies the record only while a batch in flight still holds this version.
             let m = Arc::make_mut(&mut entry.get_mut().rec);
             // The maker's fee at its signed price, the taker's at this fill's own.
-            let maker_fee = fill(ledger, ma.pay, m, q, maker_amt, (m.maker_amount, m.taker_amount));
+            f.maker_fee = fill(ledger, ma.pay, m, q, f.maker_amt, (m.maker_amount, m.taker_amount));
             let taker_price = match t.side {
-                Side::Buy => (taker_amt, q),
-                Side::Sell => (q, taker_amt),
+                Side::Buy => (f.taker_amt, q),
+                Side::Sell => (q, f.taker_amt),
             };
-            let taker_fee = fill(ledger, ta.pay, t, q, taker_amt, taker_price);
-            match t.side {
-                Side::Buy => {
-                    making += taker_amt;
-                    taking += q - taker_fee;
-                }
-                Side::Sell => {
-                    making += q;
-                    taking += taker_amt - taker_fee;
-                }
-            }
-            let trade = TradeRecord {
-                id: Uuid::from_u64_pair(*id_prefix, *next_trade_seq),
-                seq: *next_trade_seq,
-                taker_order_id: t.id,
-                token: trade_tokens[t.token.outcome_index as usize].clone(),
-                side: t.side,
-                size: q,
-                price: pt,
-                fee_rate_bps: t.fee_rate_bps,
-                status: TradeStatus::Pending,
-                match_time: now,
-                last_update: now,
-                bucket_index: trades.len() as u32,
-                owner: t.owner,
-                maker_address: t.maker.clone(),
-                maker_orders: vec![MakerFill {
-                    order_id: m.id,
-                    owner: m.owner,
-                    maker_address: m.maker.clone(),
-                    matched_amount: q,
-                    price: pm,
-                    token: trade_tokens[m.token.outcome_index as usize].clone(),
-                    side: m.side,
-                    fee_rate_bps: m.fee_rate_bps,
-                    fee: maker_fee,
-                }],
-                transaction_hash: String::new(),
-                taker_fee,
-                error_msg: None,
-                match_type,
-            };
+            f.taker_fee = fill(ledger, ta.pay, t, q, f.taker_amt, taker_price);
+            let (gave, got) = f.taker_gives(t.side);
+            making += gave;
+            taking += got;
+            let id = Uuid::from_u64_pair(*id_prefix, *next_trade_seq);
+            let trade = f.trade(id, *next_trade_seq, t, m, trade_tokens, now);
             *next_trade_seq += 1;
             m.associate_trades.push(trade.id);
             if maker_done {
@@ -664,7 +621,7 @@ impl Core {
             }
             debug_assert_eq!(
                 trade.legs().map(|l| l.amount),
-                [taker_amt, maker_amt],
+                [f.taker_amt, f.maker_amt],
                 "settlement recomputes the amounts matched"
             );
             let trade = Arc::new(trade);
@@ -682,6 +639,115 @@ impl Core {
         t.associate_trades.extend(trades.iter().map(|tr| tr.id));
         Matched { trades, making, taking }
     }
+}
+
+/// One fill of a sweep: `size` tokens between the taker and one maker, each order's side
+/// in its own token's price.
+struct Fill {
+    size: Amount,
+    maker_price: Price,
+    taker_price: Price,
+    /// What each order pays for its side (collateral for a BUY, tokens for a SELL).
+    maker_amt: Amount,
+    taker_amt: Amount,
+    match_type: MatchType,
+    maker_fee: Amount,
+    taker_fee: Amount,
+    /// Its place among the sweep's trades.
+    index: u32,
+}
+
+impl Fill {
+    /// A fill of `q` at YES price `px`: complementary fills use one amount for both sides;
+    /// mint and merge give the maker its cost at its price and the taker the rest of `q`.
+    /// Fees are set as the orders fill.
+    #[inline]
+    fn terms(m: &OrderRecord, t: &OrderRecord, q: Amount, px: u32, index: u32) -> Fill {
+        let maker_price = yes_price(m.token.outcome_index, Price(px));
+        let taker_price = yes_price(t.token.outcome_index, Price(px));
+        let c = maker_price.cost(q);
+        let (taker_amt, match_type) = if m.token.outcome_index == t.token.outcome_index {
+            (c, MatchType::Complementary)
+        } else if m.side == Side::Buy {
+            (q - c, MatchType::Mint)
+        } else {
+            (q - c, MatchType::Merge)
+        };
+        Fill {
+            size: q,
+            maker_price,
+            taker_price,
+            maker_amt: c,
+            taker_amt,
+            match_type,
+            maker_fee: Amount::ZERO,
+            taker_fee: Amount::ZERO,
+            index,
+        }
+    }
+
+    /// What the taker gave and received in this fill, its fee deducted.
+    #[inline]
+    fn taker_gives(&self, side: Side) -> (Amount, Amount) {
+        match side {
+            Side::Buy => (self.taker_amt, self.size - self.taker_fee),
+            Side::Sell => (self.size, self.taker_amt - self.taker_fee),
+        }
+    }
+
+    /// The fill's trade, PENDING.
+    #[inline]
+    fn trade(
+        &self,
+        id: Uuid,
+        seq: u64,
+        t: &OrderRecord,
+        m: &OrderRecord,
+        tokens: &[Arc<TradeToken>; 2],
+        now: u64,
+    ) -> TradeRecord {
+        TradeRecord {
+            id,
+            seq,
+            taker_order_id: t.id,
+            token: tokens[t.token.outcome_index as usize].clone(),
+            side: t.side,
+            size: self.size,
+            price: self.taker_price,
+            fee_rate_bps: t.fee_rate_bps,
+            status: TradeStatus::Pending,
+            match_time: now,
+            last_update: now,
+            bucket_index: self.index,
+            owner: t.owner,
+            maker_address: t.maker.clone(),
+            maker_orders: vec![MakerFill {
+                order_id: m.id,
+                owner: m.owner,
+                maker_address: m.maker.clone(),
+                matched_amount: self.size,
+                price: self.maker_price,
+                token: tokens[m.token.outcome_index as usize].clone(),
+                side: m.side,
+                fee_rate_bps: m.fee_rate_bps,
+                fee: self.maker_fee,
+            }],
+            transaction_hash: String::new(),
+            taker_fee: self.taker_fee,
+            error_msg: None,
+            match_type: self.match_type,
+        }
+    }
+}
+
+/// Cancels a resting order a sweep met but may not fill (expired, or the taker's own).
+#[inline]
+fn cancel_met(ledger: &mut Ledger, open: Open, batch: &mut Batch) {
+    let Open { rec: mut m_arc, pay, .. } = open;
+    let m = Arc::make_mut(&mut m_arc);
+    m.status = OrderStatus::Canceled;
+    release_rest(ledger, pay, m);
+    batch.put_order(m_arc, Stored::Open);
 }
 
 /// Releases what an order still reserves (it closed) from its paying account.
