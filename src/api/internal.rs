@@ -31,66 +31,16 @@ pub fn routes(state: Arc<AppState>, bound: std::net::SocketAddr) -> Routes {
         };
     }
     let balances = handle(warp::path!("internal" / "balances").and(warp::get()), &state, balances);
-    let check = warp::path!("internal" / "check").and(warp::get()).and(s()).then(|s: Arc<AppState>| async move {
-        respond(match s.engine.check().await {
-            Ok(Ok(())) => reply(&json!({ "ok": true })),
-            Ok(Err(e)) => Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e)),
-            Err(e) => Err(e.into()),
-        })
-    });
-    let metrics = warp::path!("internal" / "metrics").and(warp::get()).and(s()).map(|s: Arc<AppState>| {
-        use std::sync::atomic::Ordering::Relaxed;
-        let m = &s.metrics;
-        warp::reply::json(&json!({
-            "commits": m.commits.load(Relaxed),
-            "inline_commits": m.inline_commits.get(),
-            "jobs": m.jobs.load(Relaxed),
-            "sync_micros_total": m.sync_micros_total.load(Relaxed),
-            "last_batch_jobs": m.last_batch_jobs.load(Relaxed),
-            "last_sync_micros": m.last_sync_micros.load(Relaxed),
-            "slow_syncs": m.slow_syncs.load(Relaxed),
-            "slow_sync_micros_total": m.slow_sync_micros_total.load(Relaxed),
-            // The server's own CPU (user + system, every thread), for a load generator
-            // in another process to count per request.
-            "process_cpu_s": crate::metrics::process_cpu_s(),
-            "bytes": m.bytes.get(),
-        }))
-        .into_response()
-    });
-    // Prometheus text exposition of every metric (requests, order commands, matches,
-    // settlement, books, persister, workers).
-    let prometheus = warp::path!("metrics").and(warp::get()).and(s()).map(|s: Arc<AppState>| {
-        if let Some(e) = &s.events {
-            e.refresh(); // the stream's gauges as of now
-        }
-        warp::http::Response::builder()
-            .header("content-type", "application/openmetrics-text; version=1.0.0; charset=utf-8")
-            .body(warp::hyper::body::Bytes::from(s.exported.render()))
-            .map(Reply::into_response)
-            .unwrap_or_else(|_| ApiError::db().into_response())
-    });
+    let check = warp::path!("internal" / "check").and(warp::get()).and(s()).then(check_engine);
+    let metrics =
+        warp::path!("internal" / "metrics").and(warp::get()).and(s()).map(|s: Arc<AppState>| metrics_json(&s));
+    let prometheus = warp::path!("metrics").and(warp::get()).and(s()).map(|s: Arc<AppState>| prometheus_text(&s));
     let rate_get = warp::path!("internal" / "rate-limit").and(warp::get()).and(s()).map(|s: Arc<AppState>| {
         let (max, window) = s.access.limiter.settings();
         warp::reply::json(&json!({ "maxRequests": max, "windowSecs": window })).into_response()
     });
-    let markets = warp::path!("internal" / "markets").and(warp::get()).and(s()).map(|s: Arc<AppState>| {
-        let list = super::book::market_rows(&s, |v| {
-            let m = &v.market;
-            json!({
-                "condition_id": m.condition_id,
-                "question": m.question,
-                "slug": m.slug,
-                "tokens": m.tokens.iter().map(|t| json!({"token_id": t.token_id, "outcome": t.outcome})).collect::<Vec<_>>(),
-                "tick_size": v.tick().fixed(),
-                "min_order_size": m.min_order_size.fmt(),
-                "neg_risk": m.neg_risk,
-                "active": m.active,
-                "closed": m.closed,
-                "accepting_orders": m.accepting_orders,
-            })
-        });
-        warp::reply::json(&list).into_response()
-    });
+    let markets =
+        warp::path!("internal" / "markets").and(warp::get()).and(s()).map(|s: Arc<AppState>| markets_json(&s));
     let mode_get = warp::path!("internal" / "mode")
         .and(warp::get())
         .and(s())
@@ -175,6 +125,72 @@ pub fn routes(state: Arc<AppState>, bound: std::net::SocketAddr) -> Routes {
         .recover(recover)
         .unify()
         .boxed()
+}
+
+/// `GET /internal/check`: the engine's books and ledger checked against each other.
+async fn check_engine(s: Arc<AppState>) -> warp::reply::Response {
+    respond(match s.engine.check().await {
+        Ok(Ok(())) => reply(&json!({ "ok": true })),
+        Ok(Err(e)) => Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e)),
+        Err(e) => Err(e.into()),
+    })
+}
+
+/// `GET /internal/metrics`: the persister's counters and the process's CPU.
+fn metrics_json(s: &AppState) -> warp::reply::Response {
+    use std::sync::atomic::Ordering::Relaxed;
+    use warp::Reply;
+    let m = &s.metrics;
+    warp::reply::json(&json!({
+        "commits": m.commits.load(Relaxed),
+        "inline_commits": m.inline_commits.get(),
+        "jobs": m.jobs.load(Relaxed),
+        "sync_micros_total": m.sync_micros_total.load(Relaxed),
+        "last_batch_jobs": m.last_batch_jobs.load(Relaxed),
+        "last_sync_micros": m.last_sync_micros.load(Relaxed),
+        "slow_syncs": m.slow_syncs.load(Relaxed),
+        "slow_sync_micros_total": m.slow_sync_micros_total.load(Relaxed),
+        // The server's own CPU (user + system, every thread), for a load generator
+        // in another process to count per request.
+        "process_cpu_s": crate::metrics::process_cpu_s(),
+        "bytes": m.bytes.get(),
+    }))
+    .into_response()
+}
+
+/// `GET /metrics`: the Prometheus text exposition of every metric (requests, order
+/// commands, matches, settlement, books, persister, workers).
+fn prometheus_text(s: &AppState) -> warp::reply::Response {
+    use warp::Reply;
+    if let Some(e) = &s.events {
+        e.refresh(); // the stream's gauges as of now
+    }
+    warp::http::Response::builder()
+        .header("content-type", "application/openmetrics-text; version=1.0.0; charset=utf-8")
+        .body(warp::hyper::body::Bytes::from(s.exported.render()))
+        .map(Reply::into_response)
+        .unwrap_or_else(|_| ApiError::db().into_response())
+}
+
+/// `GET /internal/markets`: every market as the operator set it up.
+fn markets_json(s: &AppState) -> warp::reply::Response {
+    use warp::Reply;
+    let list = super::book::market_rows(s, |v| {
+        let m = &v.market;
+        json!({
+            "condition_id": m.condition_id,
+            "question": m.question,
+            "slug": m.slug,
+            "tokens": m.tokens.iter().map(|t| json!({"token_id": t.token_id, "outcome": t.outcome})).collect::<Vec<_>>(),
+            "tick_size": v.tick().fixed(),
+            "min_order_size": m.min_order_size.fmt(),
+            "neg_risk": m.neg_risk,
+            "active": m.active,
+            "closed": m.closed,
+            "accepting_orders": m.accepting_orders,
+        })
+    });
+    warp::reply::json(&list).into_response()
 }
 
 /// Creates a market (`app::markets::create`).

@@ -590,7 +590,7 @@ mod tests {
         assert!(signed_with(&quoted, SECRET, "1000", &sign("/order", "{'a': 1}")));
         assert!(!signed_with(&quoted, SECRET, "1000", &sign("/order", r#"{"a": 1}"#)));
         assert!(!signed_with(&quoted, SECRET, "1000", &sign("/order?x=1", r#"{"a": 1}"#)));
-        // Issue 93: the attack — `"` sent as `'` so a field hides inside a string.
+        // The attack — `"` sent as `'` so a field hides inside a string.
         let bent = req(None, r#"{"size": "5', 'ttl': '1"}"#, &[]);
         assert!(!signed_with(&bent, SECRET, "1000", &sign("/order", r#"{"size": "5", "ttl": "1"}"#)));
         let apostrophe = req(None, r#"{"a": "it's"}"#, &[]);

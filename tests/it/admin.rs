@@ -101,7 +101,7 @@ fn admin_cli_says_why_it_cannot_reach_the_server() {
 }
 
 /// Without the server's token `predex admin` says so in one line; with another token the
-/// server refuses it (issue 93). `dashboard-url` prints the login link with the token.
+/// server refuses it. `dashboard-url` prints the login link with the token.
 #[test]
 fn admin_cli_needs_the_servers_token() {
     let s = Server::start();

@@ -1,4 +1,4 @@
-//! Issue 73: request bodies bounded however they are framed, the required fields of a
+//! Request bodies bounded however they are framed, the required fields of a
 //! signed order, `GET /trades` on the order-book server, and JSON bodies on the HTTP-level
 //! refusals.
 

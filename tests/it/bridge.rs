@@ -120,12 +120,30 @@ fn status(s: &Server, address: &str) -> Vec<Value> {
 fn deposits_get_addresses_per_wallet_and_are_credited_once_confirmed() {
     let s = server();
     let t = s.trader(0);
+    let d = each_wallet_has_its_own_deposit_addresses_every_time(&s, &t);
+    let rec = a_reported_arrival_is_priced_like_the_quote_and_credited_net(&s, &t, &d.evm);
+    a_repeated_report_credits_nothing_and_a_different_one_is_refused(&s, &t, &d.evm, &rec);
+    below_the_minimum_an_arrival_is_recorded_failed(&s, &t, &d.evm);
+    refused_reports_change_nothing(&s, &t, &d);
+    the_status_is_by_deposit_address_and_by_wallet_newest_first(&s, &t, &d, &rec);
+    s.check();
+}
+
+/// A wallet's deposit addresses on each kind of chain.
+struct DepositAddresses {
+    evm: String,
+    svm: String,
+    btc: String,
+}
+
+/// The same addresses every time; another wallet's differ.
+fn each_wallet_has_its_own_deposit_addresses_every_time(s: &Server, t: &Trader) -> DepositAddresses {
     let (st, d) = s.bridge_post("/deposit", &json!({"address": t.address}));
     assert_eq!(st, 201, "{d}");
     let (evm, svm, btc) = (
-        d["address"]["evm"].as_str().unwrap(),
-        d["address"]["svm"].as_str().unwrap(),
-        d["address"]["btc"].as_str().unwrap(),
+        d["address"]["evm"].as_str().unwrap().to_string(),
+        d["address"]["svm"].as_str().unwrap().to_string(),
+        d["address"]["btc"].as_str().unwrap().to_string(),
     );
     assert!(evm.starts_with("0x") && evm.len() == 42 && evm != evm.to_lowercase(), "checksummed: {evm}");
     assert!(btc.starts_with("bc1q") && !svm.is_empty(), "{d}");
@@ -142,9 +160,12 @@ fn deposits_get_addresses_per_wallet_and_are_credited_once_confirmed() {
         (400, "address must be a 0x address".into())
     );
     assert_eq!(err(s.bridge_post("/deposit", &json!({}))).0, 400);
-    assert!(status(&s, evm).is_empty(), "nothing arrived yet");
+    assert!(status(s, &evm).is_empty(), "nothing arrived yet");
+    DepositAddresses { evm, svm, btc }
+}
 
-    // The operator reports 100 USDC from Ethereum: priced like the quote, credited net.
+/// The operator reports 100 USDC from Ethereum; the wallet trades with it at once.
+fn a_reported_arrival_is_priced_like_the_quote_and_credited_net(s: &Server, t: &Trader, evm: &str) -> Value {
     let (st, rec) = s.internal_post("/internal/bridge/deposits", &arrival(evm, "1", ETH_USDC, "100000000", "0xaa01"));
     assert_eq!(st, 201, "{rec}");
     assert_eq!(
@@ -157,11 +178,13 @@ fn deposits_get_addresses_per_wallet_and_are_credited_once_confirmed() {
     );
     assert_eq!((rec["toChainId"].clone(), rec["toTokenAddress"].clone()), (json!("137"), json!(POLY_USDC)));
     assert_eq!((rec["txHash"].clone(), rec["bridgeAddress"].clone()), (json!("0xaa01"), json!(evm.to_lowercase())));
-    assert_eq!(t.balance(&s, "USDC"), 97_350_000);
+    assert_eq!(t.balance(s, "USDC"), 97_350_000);
     // The wallet trades with it at once.
-    assert_eq!(t.place(&s, YES, "BUY", "0.50", "10")["status"], "LIVE");
+    assert_eq!(t.place(s, YES, "BUY", "0.50", "10")["status"], "LIVE");
+    rec
+}
 
-    // A repeated report credits nothing and answers the record; a different one is refused.
+fn a_repeated_report_credits_nothing_and_a_different_one_is_refused(s: &Server, t: &Trader, evm: &str, rec: &Value) {
     assert_eq!(
         s.internal_post("/internal/bridge/deposits", &arrival(evm, "1", ETH_USDC, "100000000", "0xAA01")),
         (200, rec.clone())
@@ -170,16 +193,20 @@ fn deposits_get_addresses_per_wallet_and_are_credited_once_confirmed() {
         err(s.internal_post("/internal/bridge/deposits", &arrival(evm, "1", ETH_USDC, "200000000", "0xaa01"))),
         (409, "transaction 0xaa01 on chain 1 is already recorded with other details".into())
     );
-    assert_eq!(t.balance(&s, "USDC"), 97_350_000);
+    assert_eq!(t.balance(s, "USDC"), 97_350_000);
+}
 
-    // Below the source's minimum: recorded FAILED, nothing credited.
+/// Below the source's minimum: recorded FAILED, nothing credited.
+fn below_the_minimum_an_arrival_is_recorded_failed(s: &Server, t: &Trader, evm: &str) {
     let (st, failed) = s.internal_post("/internal/bridge/deposits", &arrival(evm, "1", ETH_USDC, "5000000", "0xaa02"));
     assert_eq!((st, failed["status"].clone()), (201, json!("FAILED")), "{failed}");
     assert_eq!(failed["reason"], "amount is below the minimum checkout of 10 USD for USDC on Ethereum");
     assert_eq!(failed["toAmountBaseUnit"], "0");
-    assert_eq!(t.balance(&s, "USDC"), 97_350_000);
+    assert_eq!(t.balance(s, "USDC"), 97_350_000);
+}
 
-    // Refused reports change nothing.
+fn refused_reports_change_nothing(s: &Server, t: &Trader, d: &DepositAddresses) {
+    let (evm, svm) = (d.evm.as_str(), d.svm.as_str());
     let refused = [
         (
             arrival("0x000000000000000000000000000000000000bEEF", "1", ETH_USDC, "100000000", "0x1"),
@@ -199,19 +226,26 @@ fn deposits_get_addresses_per_wallet_and_are_credited_once_confirmed() {
     for (body, code, msg) in refused {
         assert_eq!(err(s.internal_post("/internal/bridge/deposits", &body)), (code, msg.to_string()), "{body}");
     }
-    assert_eq!(t.balance(&s, "USDC"), 97_350_000);
+    assert_eq!(t.balance(s, "USDC"), 97_350_000);
+}
 
-    // Status: by the deposit address and by the wallet, newest first; empty elsewhere.
-    let by_address = status(&s, evm);
+/// Empty for the other addresses.
+fn the_status_is_by_deposit_address_and_by_wallet_newest_first(
+    s: &Server,
+    t: &Trader,
+    d: &DepositAddresses,
+    rec: &Value,
+) {
+    let (evm, svm, btc) = (d.evm.as_str(), d.svm.as_str(), d.btc.as_str());
+    let by_address = status(s, evm);
     assert_eq!(
         by_address.iter().map(|r| r["status"].clone()).collect::<Vec<_>>(),
         vec![json!("FAILED"), json!("COMPLETED")]
     );
-    assert_eq!(by_address[1], rec);
-    assert_eq!(status(&s, &t.address), by_address);
-    assert!(status(&s, svm).is_empty() && status(&s, btc).is_empty());
+    assert_eq!(&by_address[1], rec);
+    assert_eq!(status(s, &t.address), by_address);
+    assert!(status(s, svm).is_empty() && status(s, btc).is_empty());
     assert_eq!(err(s.bridge_get("/status/nobody")), (400, "address must be an EVM, Solana or Bitcoin address".into()));
-    s.check();
 }
 
 #[test]
@@ -220,35 +254,59 @@ fn withdrawals_debit_at_once_and_the_operator_completes_or_refunds_them() {
     let t = s.trader(m("100"));
     let stranger = s.trader(m("100"));
     t.place(&s, YES, "BUY", "0.50", "10"); // holds 5 USDC
-    let bridge = s.bridge.clone();
-    let w = |amount: &str, chain: &str, token: &str, to: &str| json!({"address": t.address, "toChainId": chain, "toTokenAddress": token, "recipientAddr": to, "fromAmountBaseUnit": amount});
-    let dest = "0x000000000000000000000000000000000000dEaD";
+    refused_withdrawals_change_nothing(&s, &t, &stranger);
+    let first = withdrawals_are_debited_at_once_with_a_bridge_address_per_destination(&s, &t);
+    let done = the_operator_completes_one_and_failing_the_other_refunds_it(&s, &t);
+    let mine = the_status_is_by_wallet_and_by_a_destinations_bridge_address(&s, &t, &stranger, &first, &done);
+    s.check();
+    everything_survives_a_restart_and_numbering_goes_on(s, &t, &first, &mine);
+}
 
+const DEST: &str = "0x000000000000000000000000000000000000dEaD";
+
+/// A withdrawal's body for `t`'s own wallet.
+fn withdrawal(t: &Trader, amount: &str, chain: &str, token: &str, to: &str) -> Value {
+    json!({"address": t.address, "toChainId": chain, "toTokenAddress": token, "recipientAddr": to, "fromAmountBaseUnit": amount})
+}
+
+fn refused_withdrawals_change_nothing(s: &Server, t: &Trader, stranger: &Trader) {
+    let dest = DEST;
     assert_eq!(
-        err(s.bridge_post("/withdraw", &w("50000000", "8453", BASE_USDC, dest))),
+        err(s.bridge_post("/withdraw", &withdrawal(t, "50000000", "8453", BASE_USDC, dest))),
         (401, "L2 authentication failure".into())
     );
     assert_eq!(
-        err(stranger.l2_at(&bridge, "POST", "/withdraw", Some(&w("50000000", "8453", BASE_USDC, dest)))),
+        err(stranger.l2_at(&s.bridge, "POST", "/withdraw", Some(&withdrawal(t, "50000000", "8453", BASE_USDC, dest)))),
         (400, "the withdrawal address has to be the owner of the API KEY".into())
     );
     let refused = [
-        (w("96000000", "8453", BASE_USDC, dest), "not enough balance / allowance"),
-        (w("1000000", "8453", BASE_USDC, dest), "amount is below the minimum checkout of 2 USD for USDC.e on Polygon"),
-        (w("50000000", "8453", ETH_USDC, dest), "unsupported destination chain and token (see /supported-assets)"),
+        (withdrawal(t, "96000000", "8453", BASE_USDC, dest), "not enough balance / allowance"),
         (
-            w("50000000", "8453", BASE_USDC, "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4"),
+            withdrawal(t, "1000000", "8453", BASE_USDC, dest),
+            "amount is below the minimum checkout of 2 USD for USDC.e on Polygon",
+        ),
+        (
+            withdrawal(t, "50000000", "8453", ETH_USDC, dest),
+            "unsupported destination chain and token (see /supported-assets)",
+        ),
+        (
+            withdrawal(t, "50000000", "8453", BASE_USDC, "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4"),
             "recipientAddr must be an address on Base",
         ),
-        (w("0", "8453", BASE_USDC, dest), "fromAmountBaseUnit must be a positive integer string"),
+        (withdrawal(t, "0", "8453", BASE_USDC, dest), "fromAmountBaseUnit must be a positive integer string"),
     ];
     for (body, msg) in refused {
-        assert_eq!(err(t.l2_at(&bridge, "POST", "/withdraw", Some(&body))), (400, msg.to_string()), "{body}");
+        assert_eq!(err(t.l2_at(&s.bridge, "POST", "/withdraw", Some(&body))), (400, msg.to_string()), "{body}");
     }
-    assert_eq!((t.balance(&s, "USDC"), t.available(&s, "USDC")), (m("100"), m("95")));
+    assert_eq!((t.balance(s, "USDC"), t.available(s, "USDC")), (m("100"), m("95")));
+}
 
-    // 50 USDC to Base: debited at once, PROCESSING; the output priced like a quote.
-    let (st, first) = t.l2_at(&bridge, "POST", "/withdraw", Some(&w("50000000", "8453", BASE_USDC, dest)));
+/// 50 USDC to Base, then 20 USDC.e on Polygon itself: debited at once, PROCESSING, the
+/// output priced like a quote; what open orders hold cannot leave. Returns the first.
+fn withdrawals_are_debited_at_once_with_a_bridge_address_per_destination(s: &Server, t: &Trader) -> Value {
+    let dest = DEST;
+    let (st, first) =
+        t.l2_at(&s.bridge, "POST", "/withdraw", Some(&withdrawal(t, "50000000", "8453", BASE_USDC, dest)));
     assert_eq!(st, 201, "{first}");
     let tx = &first["transaction"];
     assert_eq!(
@@ -261,19 +319,24 @@ fn withdrawals_debit_at_once_and_the_operator_completes_or_refunds_them() {
         (json!("49915000"), json!(dest.to_lowercase()))
     );
     assert_eq!(tx["bridgeAddress"], first["address"]["evm"].as_str().unwrap().to_lowercase());
-    assert_eq!((t.balance(&s, "USDC"), t.available(&s, "USDC")), (m("50"), m("45")));
+    assert_eq!((t.balance(s, "USDC"), t.available(s, "USDC")), (m("50"), m("45")));
     // 20 USDC.e out on Polygon itself.
-    let (st, second) = t.l2_at(&bridge, "POST", "/withdraw", Some(&w("20000000", "137", POLY_USDC, dest)));
+    let (st, second) =
+        t.l2_at(&s.bridge, "POST", "/withdraw", Some(&withdrawal(t, "20000000", "137", POLY_USDC, dest)));
     assert_eq!((st, second["transaction"]["toAmountBaseUnit"].clone()), (201, json!("19960000")), "{second}");
     assert_ne!(second["address"], first["address"], "one bridge address per destination");
-    assert_eq!(t.balance(&s, "USDC"), m("30"));
+    assert_eq!(t.balance(s, "USDC"), m("30"));
     // What open orders hold cannot leave.
     assert_eq!(
-        err(t.l2_at(&bridge, "POST", "/withdraw", Some(&w("26000000", "137", POLY_USDC, dest)))),
+        err(t.l2_at(&s.bridge, "POST", "/withdraw", Some(&withdrawal(t, "26000000", "137", POLY_USDC, dest)))),
         (400, "not enough balance / allowance".into())
     );
+    first
+}
 
-    // The operator's queue, oldest first.
+/// The queue is oldest first; a withdrawal completes with its hash, once. Returns the
+/// completed one.
+fn the_operator_completes_one_and_failing_the_other_refunds_it(s: &Server, t: &Trader) -> Value {
     let (_, open) = s.internal_get("/internal/bridge/withdrawals");
     let ids: Vec<_> = open.as_array().unwrap().iter().map(|r| r["id"].clone()).collect();
     assert_eq!(ids, vec![json!("1"), json!("2")]);
@@ -294,7 +357,7 @@ fn withdrawals_debit_at_once_and_the_operator_completes_or_refunds_them() {
         err(s.internal_post("/internal/bridge/withdrawals/1", &json!({"status": "FAILED"}))),
         (409, "withdrawal 1 is already COMPLETED".into())
     );
-    assert_eq!(t.balance(&s, "USDC"), m("30"));
+    assert_eq!(t.balance(s, "USDC"), m("30"));
     // Failing the second refunds it.
     let (st, back) =
         s.internal_post("/internal/bridge/withdrawals/2", &json!({"status": "FAILED", "reason": "destination paused"}));
@@ -302,7 +365,7 @@ fn withdrawals_debit_at_once_and_the_operator_completes_or_refunds_them() {
         (st, back["status"].clone(), back["reason"].clone()),
         (200, json!("FAILED"), json!("destination paused"))
     );
-    assert_eq!(t.balance(&s, "USDC"), m("50"));
+    assert_eq!(t.balance(s, "USDC"), m("50"));
     for missing in ["3", "x"] {
         assert_eq!(
             err(s.internal_post(&format!("/internal/bridge/withdrawals/{missing}"), &json!({"status": "FAILED"}))),
@@ -310,20 +373,33 @@ fn withdrawals_debit_at_once_and_the_operator_completes_or_refunds_them() {
         );
     }
     assert_eq!(s.internal_get("/internal/bridge/withdrawals").1, json!([]));
+    done
+}
 
-    // Status by the wallet (newest first) and by one destination's bridge address.
-    let mine = status(&s, &t.address);
+/// By the wallet newest first; a destination's bridge address shows its own. Returns the
+/// wallet's.
+fn the_status_is_by_wallet_and_by_a_destinations_bridge_address(
+    s: &Server,
+    t: &Trader,
+    stranger: &Trader,
+    first: &Value,
+    done: &Value,
+) -> Vec<Value> {
+    let mine = status(s, &t.address);
     assert_eq!(mine.iter().map(|r| r["status"].clone()).collect::<Vec<_>>(), vec![json!("FAILED"), json!("COMPLETED")]);
-    assert_eq!(status(&s, first["address"]["evm"].as_str().unwrap()), vec![done.clone()]);
-    assert!(status(&s, &stranger.address).is_empty());
-    s.check();
+    assert_eq!(status(s, first["address"]["evm"].as_str().unwrap()), vec![done.clone()]);
+    assert!(status(s, &stranger.address).is_empty());
+    mine
+}
 
-    // Everything survives a restart, and numbering goes on.
+fn everything_survives_a_restart_and_numbering_goes_on(s: Server, t: &Trader, first: &Value, mine: &[Value]) {
+    let dest = DEST;
     let (cfg, _dir) = s.stop();
     let s = Server::start_with(cfg);
     assert_eq!(status(&s, &t.address), mine);
     assert_eq!(t.balance(&s, "USDC"), m("50"));
-    let (st, third) = t.l2_at(&s.bridge, "POST", "/withdraw", Some(&w("10000000", "8453", BASE_USDC, dest)));
+    let (st, third) =
+        t.l2_at(&s.bridge, "POST", "/withdraw", Some(&withdrawal(t, "10000000", "8453", BASE_USDC, dest)));
     assert_eq!((st, third["transaction"]["id"].clone()), (201, json!("3")), "{third}");
     assert_eq!(third["address"], first["address"], "the same destination, the same bridge address");
     assert_eq!(status(&s, &t.address).len(), 3);

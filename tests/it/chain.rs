@@ -12,7 +12,7 @@ use predex::config::{Config, Settlement};
 use serde_json::{json, Value};
 
 use crate::support::chain::*;
-use crate::support::Server;
+use crate::support::{Server, Trader};
 
 /// Starts predex and returns why it refused to (the error's whole chain, one line).
 fn refusal(c: Config) -> String {
@@ -145,8 +145,20 @@ fn the_exchanges_built_under_polymarkets_domain_name_check_with_that_setting() {
 fn markets_are_made_on_chain_and_balances_come_from_it() {
     let v = Venue::start();
     let s = &v.server;
+    let (cond, yes, no) = a_binary_market_comes_from_the_chain_and_a_retry_is_the_same(&v);
+    what_the_chain_decides_is_not_the_operators_to_give(s);
+    the_operator_cli_makes_a_market_from_a_question(&v);
+    let market_id = negative_risk_questions_share_one_adapter_market(&v);
+    let (alice, carol) = balances_are_what_the_chain_lets_the_exchanges_move(&v);
+    a_strangers_order_naming_anothers_wallet_is_refused(s, &carol, &alice, &yes);
+    what_moves_balances_the_chain_does_not_hold_is_refused(s, &alice, &cond, &market_id);
+    orders_need_the_balance_and_allowance_on_chain(&v, &alice, &carol, (&yes, &no));
+}
 
-    // A binary market: the condition and its tokens come from the chain.
+/// The condition and its tokens come from the chain; retried with its question id, the
+/// same market. Returns the condition and the YES and NO tokens.
+fn a_binary_market_comes_from_the_chain_and_a_retry_is_the_same(v: &Venue) -> (String, String, String) {
+    let s = &v.server;
     let (st, m) = s.internal_post("/internal/markets", &json!({"question": "Will it rain?", "slug": "rain"}));
     assert_eq!(st, 200, "{m}");
     let (cond, q) = (m["condition_id"].as_str().unwrap().to_string(), m["question_id"].clone());
@@ -161,7 +173,11 @@ fn markets_are_made_on_chain_and_balances_come_from_it() {
         (again["condition_id"].clone(), again["tokens"].clone()),
         (m["condition_id"].clone(), m["tokens"].clone())
     );
-    // What the chain decides is not the operator's to give; bad input sends nothing.
+    (cond, yes, no)
+}
+
+/// Bad input sends nothing.
+fn what_the_chain_decides_is_not_the_operators_to_give(s: &Server) {
     let (st, b) = s.internal_post(
         "/internal/markets",
         &json!({"question": "Q", "condition_id": "0x01", "tokens": [{"token_id": "1", "outcome": "Yes"}, {"token_id": "2", "outcome": "No"}]}),
@@ -171,13 +187,20 @@ fn markets_are_made_on_chain_and_balances_come_from_it() {
     assert_eq!((st, b["error"].as_str().unwrap()), (400, "tick_size must be 0.1, 0.01, 0.001 or 0.0001"));
     let (st, b) = s.internal_post("/internal/markets", &json!({"question": "Q", "question_id": "0x12"}));
     assert_eq!((st, b["error"].as_str().unwrap()), (400, "question_id must be 32 bytes of hex"));
-    // The operator CLI: a question alone.
+}
+
+/// A question alone.
+fn the_operator_cli_makes_a_market_from_a_question(v: &Venue) {
+    let s = &v.server;
     let (ok, made, err) = crate::admin::admin(s, &["markets", "create", "--question", "Will it snow?"]);
     assert!(ok, "{err}");
     let snow_yes = made["tokens"][0]["token_id"].as_str().unwrap();
     assert_eq!(v.registered(v.exchange(), snow_yes), made["condition_id"].as_str().unwrap());
+}
 
-    // Negative risk: questions of one adapter market, on the negative-risk exchange.
+/// Questions of one adapter market, on the negative-risk exchange. Returns the market id.
+fn negative_risk_questions_share_one_adapter_market(v: &Venue) -> String {
+    let s = &v.server;
     let (st, a) = s.internal_post("/internal/markets", &json!({"question": "Candidate A?", "neg_risk": true}));
     assert_eq!(st, 200, "{a}");
     let market_id = a["neg_risk_market_id"].as_str().unwrap().to_string();
@@ -197,26 +220,36 @@ fn markets_are_made_on_chain_and_balances_come_from_it() {
     );
     assert_eq!(st, 200, "{again}");
     assert_eq!(again["condition_id"], b["condition_id"]);
+    market_id
+}
 
-    // Balances: what the chain lets the exchanges move.
+/// Alice approved the exchanges, Carol did not.
+fn balances_are_what_the_chain_lets_the_exchanges_move(v: &Venue) -> (Trader, Trader) {
+    let s = &v.server;
     let alice = v.trader(100_000_000, true);
     let carol = v.trader(100_000_000, false);
     let (st, b) = alice.l2(s, "GET", "/balance-allowance/update", None);
     assert_eq!((st, b["balance"].as_str().unwrap()), (200, "100000000"), "{b}");
     let (st, b) = carol.l2(s, "GET", "/balance-allowance/update", None);
     assert_eq!((st, b["balance"].as_str().unwrap()), (200, "0"), "{b}");
-    // Issue 93: a stranger's order naming Alice as its proxy or Safe maker is refused, and
-    // its balance reads are its own derived wallets' (empty), never Alice's.
+    (alice, carol)
+}
+
+/// A stranger's order naming Alice as its proxy or Safe maker is refused, and its balance
+/// reads are its own derived wallets' (empty), never Alice's.
+fn a_strangers_order_naming_anothers_wallet_is_refused(s: &Server, carol: &Trader, alice: &Trader, yes: &str) {
     for t in [1u8, 2] {
-        let o = carol.signed(&yes, "BUY", 5_000_000, 10_000_000).maker(alice.wallet.address(), t).sign(s);
+        let o = carol.signed(yes, "BUY", 5_000_000, 10_000_000).maker(alice.wallet.address(), t).sign(s);
         assert_eq!(crate::support::err(carol.submit(s, o, "GTC")), (400, "invalid signature".into()));
         for path in ["/balance-allowance", "/balance-allowance/update"] {
             let (st, b) = carol.l2(s, "GET", &format!("{path}?signature_type={t}"), None);
             assert_eq!((st, b["balance"].as_str().unwrap()), (200, "0"), "{path} {t}: {b}");
         }
     }
-    // What moves ledger balances the chain does not hold is refused in chain mode: the
-    // bridge, bonds, CTF operations, the relay.
+}
+
+/// The bridge, bonds, CTF operations, the relay: refused in chain mode, nothing moved.
+fn what_moves_balances_the_chain_does_not_hold_is_refused(s: &Server, alice: &Trader, cond: &str, market_id: &str) {
     let refused = |base: &str, path: &str, body: Value| {
         let (st, b) = alice.l2_at(base, "POST", path, Some(&body));
         assert_eq!((st, b["error"].as_str()), (409, Some("not available in chain mode")), "{path}: {b}");
@@ -237,17 +270,19 @@ fn markets_are_made_on_chain_and_balances_come_from_it() {
     refused(&s.clob, "/submit", json!({"operation": "incrementNonce"}));
     let (st, b) = alice.l2(s, "GET", "/balance-allowance/update", None);
     assert_eq!((st, b["balance"].as_str().unwrap()), (200, "100000000"), "nothing moved: {b}");
+}
 
-    // No allowance: refused, before and after the update.
-    let (st, b) = carol.submit(s, carol.order(s, &yes, "BUY", "0.50", "10"), "GTC");
+/// No allowance: refused, before and after the update. Alice's first order reads her
+/// balance from the chain; Bob's buy of NO against it is a mint, PENDING until settled.
+fn orders_need_the_balance_and_allowance_on_chain(v: &Venue, alice: &Trader, carol: &Trader, (yes, no): (&str, &str)) {
+    let s = &v.server;
+    let (st, b) = carol.submit(s, carol.order(s, yes, "BUY", "0.50", "10"), "GTC");
     assert_eq!((st, b["error"].as_str().unwrap_or_default()), (400, "not enough balance / allowance"), "{b}");
-    // Alice's first order reads her balance from the chain: 100 USDC.
-    let (st, b) = alice.submit(s, alice.order(s, &yes, "BUY", "0.50", "201"), "GTC");
+    let (st, b) = alice.submit(s, alice.order(s, yes, "BUY", "0.50", "201"), "GTC");
     assert_eq!((st, b["error"].as_str().unwrap_or_default()), (400, "not enough balance / allowance"), "{b}");
-    alice.place(s, &yes, "BUY", "0.50", "200");
-    // Bob buys NO against it: a mint, PENDING until settled on chain.
+    alice.place(s, yes, "BUY", "0.50", "200");
     let bob = v.trader(50_000_000, true);
-    let (st, b) = bob.submit(s, bob.order(s, &no, "BUY", "0.50", "100"), "GTC");
+    let (st, b) = bob.submit(s, bob.order(s, no, "BUY", "0.50", "100"), "GTC");
     assert_eq!(st, 200, "{b}");
     assert_eq!(b["status"], "MATCHED", "{b}");
     let (st, b) = bob.l2(s, "GET", "/balance-allowance", None);
@@ -293,7 +328,7 @@ fn matches_settle_on_chain_through_the_exchange() {
 
     // A plain match: Carol buys 40 YES from Alice at 0.60 (the maker's price). Their salts
     // are wider than 64 bits, up to 2²⁵⁶−1: the exchange checks each signature over the
-    // salt it is given, so the match settles only with the salts kept whole (issue 93).
+    // salt it is given, so the match settles only with the salts kept whole.
     let sell = alice
         .signed(&yes, "SELL", 40_000_000, 24_000_000)
         .salt(alloy_primitives::U256::from(u64::MAX) + alloy_primitives::U256::from(1))

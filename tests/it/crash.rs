@@ -33,10 +33,25 @@ fn stop_under_load(sigterm: bool) {
     for t in &traders {
         s.credit(&t.address, YES, m("1000"));
     }
-    let (usdc0, yes0) = (m("4000"), m("4000"));
+    let (acked, sent) = the_server_stops_mid_flight(&mut p, &traders, sigterm);
+    let p2 = spawn(dir.path());
+    let s = &p2.server;
+    s.check();
+    every_acknowledged_order_survived_and_no_other_half_did(s, &traders, &acked, &sent);
+    the_book_is_exactly_the_persisted_open_orders(s, &traders);
+    once_settled_collateral_and_tokens_are_conserved(s, &traders, (m("4000"), m("4000")));
+    each_wallets_history_holds_exactly_its_standing_trades(s, &traders);
+    drop(p2);
+}
 
-    let load = Load::start(s, &traders);
-    // Let them trade, then kill the server mid-flight.
+/// Traders trade; then the server is killed (or drains on SIGTERM and exits 0). What was
+/// acknowledged, and every order sent.
+fn the_server_stops_mid_flight(
+    p: &mut Proc,
+    traders: &[Arc<Trader>],
+    sigterm: bool,
+) -> (BTreeMap<String, Value>, Vec<String>) {
+    let load = Load::start(&p.server, traders);
     load.wait_acked(150);
     if sigterm {
         let pid = p.child.id().to_string();
@@ -49,18 +64,21 @@ fn stop_under_load(sigterm: bool) {
     }
     let (acked, sent) = load.stop();
     assert!(acked.len() >= 100, "only {} acknowledged", acked.len());
+    (acked, sent)
+}
 
-    let p2 = spawn(dir.path());
-    let s = &p2.server;
-    s.check();
-
-    let trades_now = || all_trades(s, &traders);
-    let all_trades = trades_now();
+/// Every acknowledged order and its trades survived, with at least the acknowledged fill;
+/// an unacknowledged one is wholly there (with all its trades) or wholly absent.
+fn every_acknowledged_order_survived_and_no_other_half_did(
+    s: &Server,
+    traders: &[Arc<Trader>],
+    acked: &BTreeMap<String, Value>,
+    sent: &[String],
+) {
+    let all_trades = all_trades(s, traders);
     let owner_of =
         |id: &str| traders.iter().find(|t| t.l2(s, "GET", &format!("/data/order/{id}"), None).0 == 200).cloned();
-
-    // Every acknowledged order and its trades survived, with at least the acked fill.
-    for (id, res) in &acked {
+    for (id, res) in acked {
         let t = owner_of(id).unwrap_or_else(|| panic!("acknowledged order {id} lost"));
         let o = t.l2(s, "GET", &format!("/data/order/{id}"), None).1;
         if res["status"] == "MATCHED" {
@@ -70,7 +88,6 @@ fn stop_under_load(sigterm: bool) {
             assert!(all_trades.contains_key(tid.as_str().unwrap()), "acknowledged trade {tid} lost");
         }
     }
-    // Unacknowledged ones: wholly there (with all their trades) or wholly absent.
     let unacked: Vec<&String> = sent.iter().filter(|id| !acked.contains_key(*id)).collect();
     let mut survived = 0;
     for id in &unacked {
@@ -89,9 +106,11 @@ fn stop_under_load(sigterm: bool) {
         survived,
         all_trades.len()
     );
-    // The book is exactly the persisted open orders.
+}
+
+fn the_book_is_exactly_the_persisted_open_orders(s: &Server, traders: &[Arc<Trader>]) {
     let mut want: BTreeMap<(String, String), u64> = BTreeMap::new();
-    for t in &traders {
+    for t in traders {
         let page = t.l2(s, "GET", "/data/orders", None).1;
         let mut cursor = page["next_cursor"].as_str().unwrap().to_string();
         let mut items = page["data"].as_array().unwrap().clone();
@@ -114,25 +133,31 @@ fn stop_under_load(sigterm: bool) {
         }
     }
     assert_eq!(got, want);
-    // Conservation: complementary trades move USDC and YES between traders only. Read
-    // once every trade is settled: the settlement worker runs meanwhile, and balances
-    // read one trader after another around one of its passes would not add up.
+}
+
+/// Complementary trades move USDC and YES between traders only. Read once every trade is
+/// settled: the settlement worker runs meanwhile, and balances read one trader after
+/// another around one of its passes would not add up.
+fn once_settled_collateral_and_tokens_are_conserved(s: &Server, traders: &[Arc<Trader>], at_start: (u64, u64)) {
     let start = Instant::now();
-    while trades_now().values().any(|t| !["CONFIRMED", "FAILED"].contains(&t["status"].as_str().unwrap())) {
+    while all_trades(s, traders).values().any(|t| !["CONFIRMED", "FAILED"].contains(&t["status"].as_str().unwrap())) {
         assert!(start.elapsed() < Duration::from_secs(30), "trades still unsettled after 30 s");
         std::thread::sleep(Duration::from_millis(50));
     }
     let (mut usdc, mut yes) = (0, 0);
-    for t in &traders {
+    for t in traders {
         usdc += t.balance(s, "USDC");
         yes += t.balance(s, YES);
     }
-    assert_eq!((usdc, yes), (usdc0, yes0));
-    // Each wallet's history in the data API (written behind the trades, from a log a
-    // start applies) holds exactly its trades that stand, those of the last moments
-    // before the kill included.
-    let trades = trades_now();
-    for t in &traders {
+    assert_eq!((usdc, yes), at_start);
+}
+
+/// Each wallet's history in the data API (written behind the trades, from a log a start
+/// applies) holds exactly its trades that stand, those of the last moments before the kill
+/// included.
+fn each_wallets_history_holds_exactly_its_standing_trades(s: &Server, traders: &[Arc<Trader>]) {
+    let trades = all_trades(s, traders);
+    for t in traders {
         let (st, rows) = s.analytics_get(&format!("/trades?user={}&takerOnly=false&limit=10000", t.address));
         assert_eq!(st, 200, "{rows}");
         let history: std::collections::BTreeSet<&str> =
@@ -148,7 +173,6 @@ fn stop_under_load(sigterm: bool) {
             .collect();
         assert_eq!(history, standing, "{}", t.address);
     }
-    drop(p2);
 }
 
 /// Under systemd (Type=notify): READY=1 once listening, WATCHDOG=1 at half WatchdogSec while

@@ -18,10 +18,17 @@ fn split_merge_and_redeem_conserve_value_and_show_in_activity() {
     let s = Server::start();
     let t = s.trader(m("100"));
     let other = s.trader(m("100"));
+    a_split_turns_collateral_into_both_tokens_at_half_each(&s, &t);
+    refusals_change_nothing(&s, &t, &other);
+    what_an_open_order_holds_cannot_be_merged(&s, &t);
+    let redeemed = once_resolved_redeem_pays_the_free_winners_and_burns_the_losers(&s, &t);
+    the_activity_lists_the_operations_newest_first(&s, &t, &redeemed);
+}
 
+fn a_split_turns_collateral_into_both_tokens_at_half_each(s: &Server, t: &Trader) {
     let split = json!({"conditionId": COND, "amount": "30000000"});
     assert_eq!(err(s.post("/ctf/split", &split)), (401, "L2 authentication failure".into()));
-    let (st, r) = op(&t, &s, "split", split.clone());
+    let (st, r) = op(t, s, "split", split.clone());
     assert_eq!(st, 200, "{r}");
     assert_eq!(
         (r["type"].clone(), r["size"].clone(), r["usdcSize"].clone()),
@@ -29,13 +36,14 @@ fn split_merge_and_redeem_conserve_value_and_show_in_activity() {
     );
     assert_eq!(r["balances"], json!({"USDC": "70000000", YES: "30000000", NO: "30000000"}));
     assert_eq!(r["transactionHash"].as_str().unwrap().len(), 66);
-    assert_eq!(holdings(&t, &s), [m("70"), m("30"), m("30")]);
+    assert_eq!(holdings(t, s), [m("70"), m("30"), m("30")]);
     // Positions: a complete set costs one, half to each side.
     let (_, pos) = s.analytics_get(&format!("/positions?user={}", t.address));
     let yes = pos.as_array().unwrap().iter().find(|p| p["asset"] == YES).expect("YES position").clone();
     assert_eq!((yes["size"].clone(), yes["avgPrice"].clone()), (json!(30), json!(0.5)), "{pos}");
+}
 
-    // Refusals change nothing.
+fn refusals_change_nothing(s: &Server, t: &Trader, other: &Trader) {
     let refused = [
         ("split", json!({"conditionId": COND, "amount": "71000000"}), 400, "not enough balance / allowance"),
         (
@@ -68,35 +76,41 @@ fn split_merge_and_redeem_conserve_value_and_show_in_activity() {
         ),
     ];
     for (name, body, code, msg) in refused {
-        assert_eq!(err(op(&t, &s, name, body.clone())), (code, msg.to_string()), "{name} {body}");
+        assert_eq!(err(op(t, s, name, body.clone())), (code, msg.to_string()), "{name} {body}");
     }
-    assert_eq!(err(op(&t, &s, "merge", json!({"conditionId": COND, "amount": 5}))).0, 400, "amounts are strings");
-    assert_eq!(holdings(&t, &s), [m("70"), m("30"), m("30")]);
+    assert_eq!(err(op(t, s, "merge", json!({"conditionId": COND, "amount": 5}))).0, 400, "amounts are strings");
+    assert_eq!(holdings(t, s), [m("70"), m("30"), m("30")]);
+}
 
-    // What an open order holds cannot be merged.
-    let sell = t.place(&s, YES, "SELL", "0.60", "10");
+fn what_an_open_order_holds_cannot_be_merged(s: &Server, t: &Trader) {
+    let sell = t.place(s, YES, "SELL", "0.60", "10");
     assert_eq!(sell["status"], "LIVE");
     assert_eq!(
-        err(op(&t, &s, "merge", json!({"conditionId": COND, "amount": "25000000"}))),
+        err(op(t, s, "merge", json!({"conditionId": COND, "amount": "25000000"}))),
         (400, "not enough balance / allowance".into())
     );
-    let (st, r) = op(&t, &s, "merge", json!({"conditionId": COND, "amount": "20000000"}));
+    let (st, r) = op(t, s, "merge", json!({"conditionId": COND, "amount": "20000000"}));
     assert_eq!((st, r["type"].clone()), (200, json!("MERGE")), "{r}");
-    assert_eq!(holdings(&t, &s), [m("90"), m("10"), m("10")]);
+    assert_eq!(holdings(t, s), [m("90"), m("10"), m("10")]);
+    t.l2(s, "DELETE", "/order", Some(&json!({"orderID": sell["orderID"]})));
+}
 
-    // Resolved YES: redeem pays the free winning tokens, burns the losing ones.
-    t.l2(&s, "DELETE", "/order", Some(&json!({"orderID": sell["orderID"]})));
+/// Resolved YES: the redeem receipt.
+fn once_resolved_redeem_pays_the_free_winners_and_burns_the_losers(s: &Server, t: &Trader) -> Value {
     let (st, b) =
         s.internal_post("/internal/resolution", &json!({"condition_id": COND, "status": "RESOLVED", "outcome": "Yes"}));
     assert_eq!(st, 200, "{b}");
-    let (st, r) = op(&t, &s, "redeem", json!({"conditionId": COND}));
+    let (st, r) = op(t, s, "redeem", json!({"conditionId": COND}));
     assert_eq!(st, 200, "{r}");
     assert_eq!((r["size"].clone(), r["usdcSize"].clone()), (json!("20000000"), json!("10000000")));
-    assert_eq!(holdings(&t, &s), [m("100"), 0, 0]);
-    assert_eq!(err(op(&t, &s, "redeem", json!({"conditionId": COND}))), (400, "nothing to redeem".into()));
+    assert_eq!(holdings(t, s), [m("100"), 0, 0]);
+    assert_eq!(err(op(t, s, "redeem", json!({"conditionId": COND}))), (400, "nothing to redeem".into()));
     s.check();
+    r
+}
 
-    // Activity: newest first, filtered by type, paged; a side filter keeps trades only.
+/// Newest first, filtered by type, paged; a side filter keeps trades only.
+fn the_activity_lists_the_operations_newest_first(s: &Server, t: &Trader, redeemed: &Value) {
     let user = &t.address;
     let kinds = |q: &str| -> Vec<Value> {
         let (st, a) = s.analytics_get(&format!("/activity?user={user}{q}"));
@@ -115,7 +129,7 @@ fn split_merge_and_redeem_conserve_value_and_show_in_activity() {
         (json!(20), json!(10), json!(999))
     );
     assert_eq!((row["conditionId"].clone(), row["proxyWallet"].clone()), (json!(COND), json!(user)));
-    assert_eq!(row["transactionHash"], r["transactionHash"]);
+    assert_eq!(row["transactionHash"], redeemed["transactionHash"]);
     // Positions closed out: nothing held.
     let (_, pos) = s.analytics_get(&format!("/positions?user={user}"));
     assert_eq!(pos, json!([]), "{pos}");

@@ -125,13 +125,41 @@ fn the_dashboard_in_a_real_browser() {
     let token = |m: usize, o: usize| demo[m]["tokens"][o]["token_id"].as_str().unwrap().to_string();
     let (cond_a, yes_a, yes_b) = (demo[0]["condition_id"].as_str().unwrap().to_string(), token(0, 0), token(1, 0));
 
-    // Trades flowing on the second market all along: a seller and a buyer crossing at 0.50
-    // (refused while the platform is cancel-only, like any order).
+    let (flowing, flow) = trades_flow_on_the_second_market_all_along(&s, &yes_b);
+    // A resting bid on the first market, for its depth chart.
+    let maker = s.trader(1_000_000_000);
+    maker.place(&s, &yes_a, "BUY", "0.40", "25");
+
+    let mut b = Browser::start();
+    // The login link `predex admin dashboard-url` prints: the token in the fragment.
+    let page = format!("{}/dashboard#token={}", s.internal, s.internal_token());
+    b.cmd(json!({"cmd": "open", "url": page, "width": 1280, "height": 800}));
+    the_markets_table_is_the_catalogue_and_the_stream_panel_shows_events_waiting(&mut b, &s, &nats);
+    let t2 = a_trade_made_over_http_appears_on_the_page(&mut b, &s, &cond_a, &yes_a);
+    cancel_only_from_the_page_and_back_by_keyboard(&mut b, &s, &t2, &yes_a);
+    the_rate_limit_from_its_form(&mut b, &s);
+    every_control_is_labelled_and_a_phone_needs_no_sideways_scrolling(&mut b);
+
+    flowing.store(false, Ordering::Relaxed);
+    let trades = flow.join().unwrap();
+    assert!(trades > 0, "trades flowed meanwhile");
+    // No console error, page error or failed request, all along.
+    assert_eq!(b.cmd(json!({"cmd": "errors"})), json!([]));
+    drop(b);
+    s.check();
+}
+
+/// A seller and a buyer crossing at 0.50 (refused while the platform is cancel-only, like
+/// any order) until told to stop; the thread returns the trades made.
+fn trades_flow_on_the_second_market_all_along(
+    s: &Arc<Server>,
+    yes_b: &str,
+) -> (Arc<AtomicBool>, std::thread::JoinHandle<usize>) {
     let (seller, buyer) = (s.trader(0), s.trader(1_000_000_000));
-    s.credit(&seller.address, &yes_b, 1_000_000_000);
+    s.credit(&seller.address, yes_b, 1_000_000_000);
     let flowing = Arc::new(AtomicBool::new(true));
     let flow = {
-        let (s, flowing, yes_b) = (s.clone(), flowing.clone(), yes_b.clone());
+        let (s, flowing, yes_b) = (s.clone(), flowing.clone(), yes_b.to_string());
         std::thread::spawn(move || {
             let mut trades = 0;
             while flowing.load(Ordering::Relaxed) {
@@ -144,16 +172,15 @@ fn the_dashboard_in_a_real_browser() {
             trades
         })
     };
-    // A resting bid on the first market, for its depth chart.
-    let maker = s.trader(1_000_000_000);
-    maker.place(&s, &yes_a, "BUY", "0.40", "25");
+    (flowing, flow)
+}
 
-    let mut b = Browser::start();
-    // The login link `predex admin dashboard-url` prints: the token in the fragment.
-    let page = format!("{}/dashboard#token={}", s.internal, s.internal_token());
-    b.cmd(json!({"cmd": "open", "url": page, "width": 1280, "height": 800}));
-
-    // The markets table is the catalogue's GET /markets (the page refreshes every 2 s).
+/// The table is the catalogue's GET /markets (the page refreshes every 2 s).
+fn the_markets_table_is_the_catalogue_and_the_stream_panel_shows_events_waiting(
+    b: &mut Browser,
+    s: &Server,
+    nats: &str,
+) {
     let mut last = String::new();
     let agreed = (0..40).any(|_| {
         let rows = b.cmd(json!({"cmd": "rows"}));
@@ -175,57 +202,57 @@ fn the_dashboard_in_a_real_browser() {
     assert!(stream["events-acked"].as_str().unwrap().starts_with("0 of "), "{stream}");
     b.shot("1-overview-1280x800", false);
     b.shot("2-overview-full-page", true);
+}
 
-    // A trade made over HTTP appears on the page within ten seconds.
+/// Within ten seconds; the feed's frame and the overview agree on the market's last price.
+/// Returns the buyer.
+fn a_trade_made_over_http_appears_on_the_page(b: &mut Browser, s: &Server, cond_a: &str, yes_a: &str) -> Trader {
     b.cmd(json!({"cmd": "select", "market": cond_a}));
     let depth = b.cmd(json!({"cmd": "depth"}));
     assert!(depth["label"].as_str().unwrap().contains("1 bid levels up to 0.4"), "{depth}");
     let (t1, t2) = (s.trader(0), s.trader(1_000_000_000));
-    s.credit(&t1.address, &yes_a, 100_000_000);
-    t1.place(&s, &yes_a, "SELL", "0.55", "12");
-    t2.place(&s, &yes_a, "BUY", "0.55", "12");
+    s.credit(&t1.address, yes_a, 100_000_000);
+    t1.place(s, yes_a, "SELL", "0.55", "12");
+    t2.place(s, yes_a, "BUY", "0.55", "12");
     let seen = b.cmd(json!({"cmd": "trade", "price": "0.55", "size": "12", "timeoutMs": 10_000}));
     // The feed's frame and the overview agree on the market's last price.
     wait_for(10, || {
         let rows = b.cmd(json!({"cmd": "rows"}));
-        let row = rows.as_array().unwrap().iter().find(|r| r["condition_id"] == cond_a.as_str()).cloned().unwrap();
+        let row = rows.as_array().unwrap().iter().find(|r| r["condition_id"] == cond_a).cloned().unwrap();
         (row["cells"][3] == "0.55" && row["cells"][5] == "1").then_some(())
     });
     eprintln!("trade on the page after {} ms", seen["ms"]);
     b.shot("3-book-and-trades", true);
+    t2
+}
 
-    // Cancel-only from the page (with its confirmation): the next POST /order is 503; back
-    // to normal with the keyboard alone, and orders are taken again.
+/// With its confirmation: the next POST /order is 503; back to normal with the keyboard
+/// alone, and orders are taken again.
+fn cancel_only_from_the_page_and_back_by_keyboard(b: &mut Browser, s: &Server, t2: &Trader, yes_a: &str) {
     let confirm = shots().join("4-confirm-cancel-only.png");
     let pressed = b.cmd(json!({"cmd": "mode", "mode": "cancel-only", "shot": confirm}));
     assert_eq!(pressed["pressed"], "true");
-    let (st, body) = t2.submit(&s, t2.order(&s, &yes_a, "BUY", "0.30", "5"), "GTC");
+    let (st, body) = t2.submit(s, t2.order(s, yes_a, "BUY", "0.30", "5"), "GTC");
     assert_eq!(st, 503, "{body}");
     assert_eq!(s.internal_get("/internal/mode").1["mode"], "cancel-only");
     b.shot("5-cancel-only", false);
     b.cmd(json!({"cmd": "keyboard_mode", "mode": "normal"}));
-    let (st, body) = t2.submit(&s, t2.order(&s, &yes_a, "BUY", "0.30", "5"), "GTC");
+    let (st, body) = t2.submit(s, t2.order(s, yes_a, "BUY", "0.30", "5"), "GTC");
     assert_eq!(st, 200, "{body}");
+}
 
-    // The rate limit from its form.
+fn the_rate_limit_from_its_form(b: &mut Browser, s: &Server) {
     let r = b.cmd(json!({"cmd": "limit", "max": 100_000, "window": 30}));
     assert!(r["result"].as_str().unwrap().starts_with("Applied"), "{r}");
     assert_eq!(s.internal_get("/internal/rate-limit").1, json!({"maxRequests": 100_000, "windowSecs": 30}));
+}
 
-    // Every control is labelled; a phone's width needs no sideways scrolling.
+fn every_control_is_labelled_and_a_phone_needs_no_sideways_scrolling(b: &mut Browser) {
     assert_eq!(b.cmd(json!({"cmd": "unlabelled"})), json!([]));
     b.cmd(json!({"cmd": "viewport", "width": 390, "height": 844}));
     b.shot("6-phone-390", true);
     let o = b.cmd(json!({"cmd": "overflow"}));
     assert_eq!(o["wider"], false, "wider than a phone: {o}");
-
-    flowing.store(false, Ordering::Relaxed);
-    let trades = flow.join().unwrap();
-    assert!(trades > 0, "trades flowed meanwhile");
-    // No console error, page error or failed request, all along.
-    assert_eq!(b.cmd(json!({"cmd": "errors"})), json!([]));
-    drop(b);
-    s.check();
 }
 
 /// A page elsewhere cannot make an operator's browser change predex: a request that

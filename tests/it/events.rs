@@ -115,9 +115,36 @@ fn every_event_reaches_jetstream_once_in_order_across_kill_9_and_a_nats_restart(
     let to = format!("nats://127.0.0.1:{port}");
     let env = [("PREDEX_EVENTS_TO", to.clone())];
 
-    // No server yet: orders are acknowledged all the same, and the stream lags, visibly.
     let mut p: Proc = spawn_with(dir.path(), &env);
+    let (traders, mut acked) = with_no_server_orders_are_acknowledged_and_the_stream_lags(&p.server, &to);
+    let nats = Nats::start(port, nats_dir.path());
+    the_stream_catches_up_when_the_server_comes(&p.server);
+    acked.extend(predex_is_killed_under_load(&mut p, &traders));
+    let p = spawn_with(dir.path(), &env);
     let s = &p.server;
+    let before = acked.len();
+    let (more, nats) = the_nats_server_is_killed_under_load_and_comes_back(s, &traders, nats, port, nats_dir.path());
+    acked.extend(more);
+    eprintln!("events: {} orders acknowledged, {before} before the NATS kill", acked.len());
+
+    // Every trade settled (its status events included), then everything published.
+    wait_for(60, || {
+        let open =
+            all_trades(s, &traders).values().any(|t| !["CONFIRMED", "FAILED"].contains(&t["status"].as_str().unwrap()));
+        (!open).then_some(())
+    });
+    let e = caught_up(s);
+    let msgs = read_stream(port);
+    drop(nats);
+    the_nth_message_is_event_n_once(&msgs, &e);
+    every_order_and_trade_is_in_the_stream_ending_where_the_venue_is(s, &traders, &msgs, &acked);
+}
+
+/// No server yet: orders are acknowledged all the same, and the stream lags, visibly.
+fn with_no_server_orders_are_acknowledged_and_the_stream_lags(
+    s: &Server,
+    to: &str,
+) -> (Vec<Arc<Trader>>, BTreeMap<String, Value>) {
     s.create_market(COND, YES, NO, "0.01", false);
     let traders: Vec<Arc<Trader>> = (0..4).map(|_| Arc::new(s.trader(m("1000")))).collect();
     for t in &traders {
@@ -131,60 +158,56 @@ fn every_event_reaches_jetstream_once_in_order_across_kill_9_and_a_nats_restart(
         acked.insert(b["orderID"].as_str().unwrap().into(), b);
     }
     let e = stream_status(s);
-    assert_eq!((e["to"].as_str(), &e["connected"]), (Some(to.as_str()), &Value::Bool(false)), "{e}");
+    assert_eq!((e["to"].as_str(), &e["connected"]), (Some(to), &Value::Bool(false)), "{e}");
     assert!(e["lag"].as_u64().unwrap() >= 7, "{e}");
     assert_eq!(e["acked"], 0, "{e}");
     assert!(gauge(s, "predex_events_lag") >= 7);
     assert_eq!(gauge(s, "predex_events_connected"), 0);
+    (traders, acked)
+}
 
-    // The server comes: the stream catches up.
-    let nats = Nats::start(port, nats_dir.path());
+fn the_stream_catches_up_when_the_server_comes(s: &Server) {
     let e = caught_up(s);
     assert!(e["acked"].as_u64().unwrap() >= 7, "{e}");
     assert_eq!(gauge(s, "predex_events_lag"), 0);
     assert_eq!(gauge(s, "predex_events_connected"), 1);
+}
 
-    // kill -9 of predex under load, and a start on the same data directory.
-    let load = Load::start(s, &traders);
+/// kill -9 of predex under load; the orders it acknowledged.
+fn predex_is_killed_under_load(p: &mut Proc, traders: &[Arc<Trader>]) -> BTreeMap<String, Value> {
+    let load = Load::start(&p.server, traders);
     load.wait_acked(150);
     p.child.kill().unwrap();
     p.child.wait().unwrap();
-    acked.extend(load.stop().0);
-    let p = spawn_with(dir.path(), &env);
-    let s = &p.server;
+    load.stop().0
+}
 
-    // kill -9 of the NATS server under load: orders are still acknowledged while it is
-    // gone; it comes back on the same store.
-    let load = Load::start(s, &traders);
+/// kill -9 of the NATS server under load: orders are still acknowledged while it is gone;
+/// it comes back on the same store. The orders acknowledged meanwhile, and the server.
+fn the_nats_server_is_killed_under_load_and_comes_back(
+    s: &Server,
+    traders: &[Arc<Trader>],
+    nats: Nats,
+    port: u16,
+    store: &Path,
+) -> (BTreeMap<String, Value>, Nats) {
+    let load = Load::start(s, traders);
     load.wait_acked(100);
     nats.kill();
-    let before = acked.len();
     load.wait_acked(250);
     let lag = stream_status(s)["lag"].as_u64().unwrap();
     assert!(lag > 0, "no lag with the NATS server down");
-    let nats = Nats::start(port, nats_dir.path());
+    let nats = Nats::start(port, store);
     load.wait_acked(400);
     let (more, _) = load.stop();
     assert!(more.len() >= 250, "only {} orders acknowledged with the NATS server down and back", more.len());
-    acked.extend(more);
-    eprintln!(
-        "events: {} orders acknowledged, {} before the NATS kill, lag {lag} while it was down",
-        acked.len(),
-        before
-    );
+    eprintln!("events: lag {lag} while the NATS server was down");
+    (more, nats)
+}
 
-    // Every trade settled (its status events included), then everything published.
-    wait_for(60, || {
-        let open =
-            all_trades(s, &traders).values().any(|t| !["CONFIRMED", "FAILED"].contains(&t["status"].as_str().unwrap()));
-        (!open).then_some(())
-    });
-    let e = caught_up(s);
-    let msgs = read_stream(port);
-    drop(nats);
-
-    // Once, in order: the n-th message of the stream is event n, and there are as many as
-    // the store numbered.
+/// Once, in order: the n-th message of the stream is event n, and there are as many as the
+/// store numbered.
+fn the_nth_message_is_event_n_once(msgs: &[Message], e: &Value) {
     assert_eq!(msgs.len() as u64, e["last"].as_u64().unwrap(), "{e}");
     for (i, msg) in msgs.iter().enumerate() {
         let n = i as u64 + 1;
@@ -198,11 +221,18 @@ fn every_event_reaches_jetstream_once_in_order_across_kill_9_and_a_nats_restart(
         assert_eq!(msg.subject, format!("predex.{kind}.{COND}"), "{}", msg.body);
     }
     assert_eq!(msgs[0].body["event_type"], "market");
+}
 
+fn every_order_and_trade_is_in_the_stream_ending_where_the_venue_is(
+    s: &Server,
+    traders: &[Arc<Trader>],
+    msgs: &[Message],
+    acked: &BTreeMap<String, Value>,
+) {
     // The stream's events of each order and trade, in stream order.
     let mut orders: HashMap<&str, Vec<&Value>> = HashMap::new();
     let mut trades: HashMap<&str, Vec<&Value>> = HashMap::new();
-    for msg in &msgs {
+    for msg in msgs {
         let id = msg.body["id"].as_str();
         match msg.body["event_type"].as_str().unwrap() {
             "order" => orders.entry(id.unwrap()).or_default().push(&msg.body),
@@ -228,7 +258,7 @@ fn every_event_reaches_jetstream_once_in_order_across_kill_9_and_a_nats_restart(
         assert_eq!((&last["status"], &last["size_matched"]), (&held["status"], &held["size_matched"]), "{id}");
     }
     // Every trade: created (MATCHED) first, then its settlement, ending where the venue is.
-    let venue = all_trades(s, &traders);
+    let venue = all_trades(s, traders);
     assert_eq!(trades.len(), venue.len());
     for (id, held) in &venue {
         let events = trades.get(id.as_str()).unwrap_or_else(|| panic!("trade {id} not in the stream"));

@@ -336,20 +336,47 @@ fn rfq_cancels_and_config() {
 #[test]
 fn rfq_the_clients_form_over_the_same_state() {
     let s = Server::start();
-    let requester = s.trader(m("100"));
-    let (q1, q2) = (s.trader(m("100")), s.trader(m("100")));
-    for q in [&q1, &q2] {
-        s.credit(&q.address, YES, m("50"));
+    let c = Clients { requester: s.trader(m("100")), q1: s.trader(m("100")), q2: s.trader(m("100")), s };
+    for q in [&c.q1, &c.q2] {
+        c.s.credit(&q.address, YES, m("50"));
     }
-    let post = |t: &Trader, path: &str, body: Value| t.l2(&s, "POST", path, Some(&body));
-    let get = |t: &Trader, path: &str| {
-        let (st, b) = t.l2(&s, "GET", path, None);
+    let rfq = a_buy_in_asset_amounts_is_checked_then_requested(&c);
+    quoters_see_it_with_the_clients_fields_and_filter_it(&c, &rfq);
+    let (a, b) = quotes_come_in_asset_amounts_and_in_the_spec_form(&c, &rfq);
+    the_requester_sees_both_quotes_and_the_best_is_the_lowest(&c, &rfq, &a, &b);
+    accept_and_approve_carry_signed_orders_at_the_quote(&c, &rfq, &a, &b);
+    a_sell_request_in_asset_amounts_flips_the_sizes(&c);
+    c.s.check();
+}
+
+/// The requester and two quoters holding 50 YES each, on the clients' forms.
+struct Clients {
+    s: Server,
+    requester: Trader,
+    q1: Trader,
+    q2: Trader,
+}
+
+impl Clients {
+    fn post(&self, t: &Trader, path: &str, body: Value) -> (u16, Value) {
+        t.l2(&self.s, "POST", path, Some(&body))
+    }
+
+    fn get(&self, t: &Trader, path: &str) -> Value {
+        let (st, b) = t.l2(&self.s, "GET", path, None);
         assert_eq!(st, 200, "{path}: {b}");
         b
-    };
+    }
+}
 
-    // A BUY of 10 YES at 0.50 in asset amounts; the bad forms change nothing.
-    let form = |a_in: &str, a_out: &str, n_in: &str, n_out: &str| json!({"assetIn": a_in, "assetOut": a_out, "amountIn": n_in, "amountOut": n_out, "userType": 0});
+/// A request or quote body in asset amounts, as the clients send it.
+fn form(a_in: &str, a_out: &str, n_in: &str, n_out: &str) -> Value {
+    json!({"assetIn": a_in, "assetOut": a_out, "amountIn": n_in, "amountOut": n_out, "userType": 0})
+}
+
+/// A BUY of 10 YES at 0.50 in asset amounts; the bad forms change nothing.
+fn a_buy_in_asset_amounts_is_checked_then_requested(c: &Clients) -> String {
+    let requester = &c.requester;
     let assets = "assetIn, assetOut, amountIn and amountOut required: one asset 0 (collateral), the other a token";
     for (body, msg) in [
         (form("0", "0", "10000000", "5000000"), assets),
@@ -360,20 +387,23 @@ fn rfq_the_clients_form_over_the_same_state() {
         (form(YES, "0", "10000000", "10000000"), "amountIn and amountOut must give a price below 1 in steps of 0.0001"),
         (form(YES, "0", "10000000", "5050000"), "Price (0.505) breaks minimum tick size rule: 0.01"),
     ] {
-        assert_eq!(err(post(&requester, "/rfq/request", body.clone())), (400, msg.to_string()), "{body}");
+        assert_eq!(err(c.post(requester, "/rfq/request", body.clone())), (400, msg.to_string()), "{body}");
     }
-    assert_eq!(get(&requester, "/rfq/data/requests")["count"], 0, "refusals change nothing");
-    let (st, r) = post(&requester, "/rfq/request", form(YES, "0", "10000000", "5000000"));
+    assert_eq!(c.get(requester, "/rfq/data/requests")["count"], 0, "refusals change nothing");
+    let (st, r) = c.post(requester, "/rfq/request", form(YES, "0", "10000000", "5000000"));
     assert_eq!(st, 200, "{r}");
     let rfq = r["requestId"].as_str().unwrap().to_string();
     assert_eq!((r["rfqId"].as_str(), r["side"].as_str(), r["size"].as_str()), (Some(&*rfq), Some("BUY"), Some("10")));
+    rfq
+}
 
-    // Quoters see it with the clients' fields, and filter it.
-    let listed = get(&q1, "/rfq/data/requests");
+fn quoters_see_it_with_the_clients_fields_and_filter_it(c: &Clients, rfq: &str) {
+    let (s, q1) = (&c.s, &c.q1);
+    let listed = c.get(q1, "/rfq/data/requests");
     let x = &listed["data"][0];
     assert_eq!(
         (x["requestId"].as_str(), x["token"].as_str(), x["complement"].as_str(), x["condition"].as_str()),
-        (Some(&*rfq), Some(YES), Some(NO), Some(COND))
+        (Some(rfq), Some(YES), Some(NO), Some(COND))
     );
     assert_eq!((x["side"].as_str(), x["sizeIn"].as_str(), x["sizeOut"].as_str()), (Some("BUY"), Some("10"), Some("5")));
     assert_eq!((x["price"].as_f64(), x["state"].as_str()), (Some(0.5), Some("OPEN")));
@@ -388,107 +418,119 @@ fn rfq_the_clients_form_over_the_same_state() {
         ("sizeMax=10&priceMin=0.5&sizeUsdcMax=5", 1),
         ("priceMax=0.49", 0),
     ] {
-        assert_eq!(get(&q1, &format!("/rfq/data/requests?{query}"))["count"], n, "{query}");
+        assert_eq!(c.get(q1, &format!("/rfq/data/requests?{query}"))["count"], n, "{query}");
     }
-    assert_eq!(err(q1.l2(&s, "GET", "/rfq/data/requests?state=open", None)).0, 400);
-    assert_eq!(err(q1.l2(&s, "GET", "/rfq/data/requests?limit=101", None)).0, 400);
+    assert_eq!(err(q1.l2(s, "GET", "/rfq/data/requests?state=open", None)).0, 400);
+    assert_eq!(err(q1.l2(s, "GET", "/rfq/data/requests?limit=101", None)).0, 400);
     assert_eq!(err(s.get("/rfq/data/requests")), (401, "L2 authentication failure".into()));
+}
 
-    // Quotes: q1 in asset amounts (it SELLs 10 YES for 5.2), q2 in the spec's form.
+/// q1 in asset amounts (it SELLs 10 YES for 5.2), q2 in the spec's form. Returns both ids.
+fn quotes_come_in_asset_amounts_and_in_the_spec_form(c: &Clients, rfq: &str) -> (String, String) {
     let quote_form = |a_in: &str, a_out: &str, n_in: &str, n_out: &str| {
         let mut b = form(a_in, a_out, n_in, n_out);
         b["requestId"] = json!(rfq);
         b
     };
+    let q1 = &c.q1;
     let terms = (400, "quote must take the other side of the request's token for its whole size".to_string());
-    assert_eq!(err(post(&q1, "/rfq/quote", quote_form(YES, "0", "10000000", "5200000"))), terms, "same side");
-    assert_eq!(err(post(&q1, "/rfq/quote", quote_form("0", YES, "2600000", "5000000"))), terms, "part of the size");
-    assert_eq!(err(post(&q1, "/rfq/quote", quote_form("0", NO, "5200000", "10000000"))), terms, "the other token");
-    let (st, a) = post(&q1, "/rfq/quote", quote_form("0", YES, "5200000", "10000000"));
+    assert_eq!(err(c.post(q1, "/rfq/quote", quote_form(YES, "0", "10000000", "5200000"))), terms, "same side");
+    assert_eq!(err(c.post(q1, "/rfq/quote", quote_form("0", YES, "2600000", "5000000"))), terms, "part of the size");
+    assert_eq!(err(c.post(q1, "/rfq/quote", quote_form("0", NO, "5200000", "10000000"))), terms, "the other token");
+    let (st, a) = c.post(q1, "/rfq/quote", quote_form("0", YES, "5200000", "10000000"));
     assert_eq!((st, a["status"].as_str(), a["price"].as_str()), (200, Some("PENDING"), Some("0.52")), "{a}");
     let a = a["quoteId"].as_str().unwrap().to_string();
-    let b = quote_id(&q2, &s, &rfq, "0.55");
+    let b = quote_id(&c.q2, &c.s, rfq, "0.55");
+    (a, b)
+}
 
-    // The requester's view: both quotes, sorted and filtered; the best is the lowest.
-    let theirs = get(&requester, "/rfq/data/requester/quotes?sortBy=price&sortDir=asc");
+/// Sorted and filtered; the best for a BUY is the lowest.
+fn the_requester_sees_both_quotes_and_the_best_is_the_lowest(c: &Clients, rfq: &str, a: &str, b: &str) {
+    let (s, requester, q1) = (&c.s, &c.requester, &c.q1);
+    let theirs = c.get(requester, "/rfq/data/requester/quotes?sortBy=price&sortDir=asc");
     let ids: Vec<&str> = theirs["data"].as_array().unwrap().iter().map(|q| q["quoteId"].as_str().unwrap()).collect();
-    assert_eq!(ids, [&*a, &*b]);
+    assert_eq!(ids, [a, b]);
     let qa = &theirs["data"][0];
     assert_eq!(
         (qa["side"].as_str(), qa["sizeIn"].as_str(), qa["sizeOut"].as_str(), qa["matchType"].as_str()),
         (Some("SELL"), Some("5.2"), Some("10"), Some("COMPLEMENTARY"))
     );
     assert_eq!((qa["price"].as_f64(), qa["userAddress"].as_str()), (Some(0.52), Some(&*q1.address)));
-    assert_eq!(get(&requester, &format!("/rfq/data/requester/quotes?quoteIds={b}"))["data"][0]["quoteId"], b.as_str());
-    assert_eq!(get(&q1, "/rfq/data/requester/quotes")["count"], 0, "a quoter's requests have no quotes");
-    assert_eq!(get(&q1, "/rfq/data/quoter/quotes")["data"][0]["quoteId"], a.as_str());
-    assert_eq!(get(&requester, &format!("/rfq/data/best-quote?requestId={rfq}"))["quoteId"], a.as_str());
+    assert_eq!(c.get(requester, &format!("/rfq/data/requester/quotes?quoteIds={b}"))["data"][0]["quoteId"], b);
+    assert_eq!(c.get(q1, "/rfq/data/requester/quotes")["count"], 0, "a quoter's requests have no quotes");
+    assert_eq!(c.get(q1, "/rfq/data/quoter/quotes")["data"][0]["quoteId"], a);
+    assert_eq!(c.get(requester, &format!("/rfq/data/best-quote?requestId={rfq}"))["quoteId"], a);
     assert_eq!(
-        err(q1.l2(&s, "GET", &format!("/rfq/data/best-quote?requestId={rfq}"), None)),
+        err(q1.l2(s, "GET", &format!("/rfq/data/best-quote?requestId={rfq}"), None)),
         (400, "RFQ not found or not owned by you".into())
     );
-    assert_eq!(err(q1.l2(&s, "GET", "/rfq/data/best-quote", None)), (400, "valid requestId required".into()));
+    assert_eq!(err(q1.l2(s, "GET", "/rfq/data/best-quote", None)), (400, "valid requestId required".into()));
+}
 
-    // Accept and approve carry a signed order for the signer's side at the quote's price.
+/// Accept and approve carry a signed order for the signer's side at the quote's price; the
+/// wrong ones change nothing, the right ones fill and settle.
+fn accept_and_approve_carry_signed_orders_at_the_quote(c: &Clients, rfq: &str, a: &str, b: &str) {
+    let (s, requester, q1, q2) = (&c.s, &c.requester, &c.q1, &c.q2);
     let signed = |t: &Trader, side: &str, price: &str, size: &str, quote: &str, owner: &str| {
-        let mut o = t.order(&s, YES, side, price, size);
+        let mut o = t.order(s, YES, side, price, size);
         o["requestId"] = json!(rfq);
         o["quoteId"] = json!(quote);
         o["owner"] = json!(owner);
         o
     };
-    let accept_with = |o: Value| post(&requester, "/rfq/request/accept", o);
+    let accept_with = |o: Value| c.post(requester, "/rfq/request/accept", o);
     let no_match = (400, "order does not match the quote".to_string());
-    assert_eq!(err(accept_with(signed(&requester, "BUY", "0.55", "10", &a, &requester.key))), no_match, "price");
-    assert_eq!(err(accept_with(signed(&requester, "SELL", "0.52", "10", &a, &requester.key))), no_match, "side");
-    assert_eq!(err(accept_with(signed(&requester, "BUY", "0.52", "9", &a, &requester.key))), no_match, "size");
+    assert_eq!(err(accept_with(signed(requester, "BUY", "0.55", "10", a, &requester.key))), no_match, "price");
+    assert_eq!(err(accept_with(signed(requester, "SELL", "0.52", "10", a, &requester.key))), no_match, "side");
+    assert_eq!(err(accept_with(signed(requester, "BUY", "0.52", "9", a, &requester.key))), no_match, "size");
     assert_eq!(
-        err(accept_with(signed(&requester, "BUY", "0.52", "10", &a, &q1.key))),
+        err(accept_with(signed(requester, "BUY", "0.52", "10", a, &q1.key))),
         (400, "the order owner has to be the owner of the API KEY".into())
     );
     assert_eq!(
-        err(accept_with(signed(&q1, "BUY", "0.52", "10", &a, &requester.key))),
+        err(accept_with(signed(q1, "BUY", "0.52", "10", a, &requester.key))),
         (400, "the order owner has to be the owner of the API KEY".into()),
         "another wallet's order"
     );
-    let mut forged = signed(&requester, "BUY", "0.52", "10", &a, &requester.key);
+    let mut forged = signed(requester, "BUY", "0.52", "10", a, &requester.key);
     forged["takerAmount"] = json!("10000001");
     assert_eq!(err(accept_with(forged)), (400, "invalid signature".into()));
-    let mut unsigned = signed(&requester, "BUY", "0.52", "10", &a, &requester.key);
+    let mut unsigned = signed(requester, "BUY", "0.52", "10", a, &requester.key);
     unsigned.as_object_mut().unwrap().remove("makerAmount");
     assert_eq!(err(accept_with(unsigned)), (400, "Invalid order payload".into()));
     assert_eq!(
-        err(post(&q1, "/rfq/quote/approve", signed(&q1, "SELL", "0.52", "10", &a, &q1.key))),
+        err(c.post(q1, "/rfq/quote/approve", signed(q1, "SELL", "0.52", "10", a, &q1.key))),
         (400, "quote has not been accepted".into())
     );
-    assert_eq!(get(&requester, "/rfq/data/requests?state=active")["count"], 1, "refusals change nothing");
+    assert_eq!(c.get(requester, "/rfq/data/requests?state=active")["count"], 1, "refusals change nothing");
 
-    let (st, ok) = accept_with(signed(&requester, "BUY", "0.52", "10", &a, &requester.key));
+    let (st, ok) = accept_with(signed(requester, "BUY", "0.52", "10", a, &requester.key));
     assert_eq!((st, ok), (200, json!("OK")));
-    let r = mine(&requester, &s, &rfq);
-    assert_eq!((r["status"].as_str(), quote_status(&r, &a).as_str()), (Some("FILLED"), "ACCEPTED"));
-    assert_eq!(quote_status(&r, &b), "REJECTED");
-    assert_eq!(get(&requester, "/rfq/data/requests?state=inactive")["data"][0]["acceptedQuoteId"], a.as_str());
-    let gone = (404, "quote not found, expired, or already processed".to_string());
-    assert_eq!(err(post(&q2, "/rfq/quote/approve", signed(&q2, "SELL", "0.52", "10", &a, &q2.key))), gone);
-    assert_eq!(err(post(&q1, "/rfq/quote/approve", signed(&q1, "BUY", "0.52", "10", &a, &q1.key))), no_match);
-    assert_eq!(post(&q1, "/rfq/quote/approve", signed(&q1, "SELL", "0.52", "10", &a, &q1.key)), (200, json!("OK")));
+    let r = mine(requester, s, rfq);
+    assert_eq!((r["status"].as_str(), quote_status(&r, a).as_str()), (Some("FILLED"), "ACCEPTED"));
+    assert_eq!(quote_status(&r, b), "REJECTED");
+    assert_eq!(c.get(requester, "/rfq/data/requests?state=inactive")["data"][0]["acceptedQuoteId"], a);
+    assert_eq!(err(c.post(q2, "/rfq/quote/approve", signed(q2, "SELL", "0.52", "10", a, &q2.key))), gone());
+    assert_eq!(err(c.post(q1, "/rfq/quote/approve", signed(q1, "BUY", "0.52", "10", a, &q1.key))), no_match);
+    assert_eq!(c.post(q1, "/rfq/quote/approve", signed(q1, "SELL", "0.52", "10", a, &q1.key)), (200, json!("OK")));
     assert_eq!(s.settle(), (1, 0));
-    assert_eq!((requester.balance(&s, "USDC"), requester.balance(&s, YES)), (m("94.8"), m("10")));
-    assert_eq!((q1.balance(&s, "USDC"), q1.balance(&s, YES)), (m("105.2"), m("40")));
+    assert_eq!((requester.balance(s, "USDC"), requester.balance(s, YES)), (m("94.8"), m("10")));
+    assert_eq!((q1.balance(s, "USDC"), q1.balance(s, YES)), (m("105.2"), m("40")));
+}
 
-    // A SELL request in asset amounts, quoted in the spec's form: the requester's sizes flip.
-    let (st, r) = post(&requester, "/rfq/request", form("0", YES, "4000000", "10000000"));
+/// A SELL request in asset amounts, quoted in the spec's form.
+fn a_sell_request_in_asset_amounts_flips_the_sizes(c: &Clients) {
+    let q2 = &c.q2;
+    let (st, r) = c.post(&c.requester, "/rfq/request", form("0", YES, "4000000", "10000000"));
     assert_eq!(st, 200, "{r}");
     let sell = r["requestId"].as_str().unwrap().to_string();
-    let x = get(&q2, &format!("/rfq/data/requests?requestIds={sell}"));
+    let x = c.get(q2, &format!("/rfq/data/requests?requestIds={sell}"));
     assert_eq!(
         (x["data"][0]["side"].as_str(), x["data"][0]["sizeIn"].as_str(), x["data"][0]["sizeOut"].as_str()),
         (Some("SELL"), Some("4"), Some("10"))
     );
-    let c = quote_id(&q2, &s, &sell, "0.41");
-    let view = get(&q2, "/rfq/data/quoter/quotes?state=active");
-    assert_eq!((view["count"].as_u64(), view["data"][0]["quoteId"].as_str()), (Some(1), Some(&*c)));
+    let id = quote_id(q2, &c.s, &sell, "0.41");
+    let view = c.get(q2, "/rfq/data/quoter/quotes?state=active");
+    assert_eq!((view["count"].as_u64(), view["data"][0]["quoteId"].as_str()), (Some(1), Some(&*id)));
     assert_eq!((view["data"][0]["side"].as_str(), view["data"][0]["sizeIn"].as_str()), (Some("BUY"), Some("10")));
-    s.check();
 }

@@ -119,7 +119,7 @@ fn sealed_secrets_are_in_no_file_and_still_verify_after_a_restart() {
     private_file(&work.path().join("bad.key"), "not hex");
     let bad = predex::config::Config { secrets_key_file: Some(work.path().join("bad.key")), ..config.clone() };
     assert!(start_err(bad).contains("64 hex digits"));
-    // The right key, but readable by others: refused before it is read (issue 93).
+    // The right key, but readable by others: refused before it is read.
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
     let e = start_err(config);

@@ -9,7 +9,7 @@ use crate::support::*;
 
 const POLY_USDC: &str = "0x2791bca1f2de4661ed88a30c99a7a9449aa84174";
 
-/// Issue 93, item 1: a key holder names another user's address as the maker of a proxy or
+/// A key holder names another user's address as the maker of a proxy or
 /// Safe order, as the address of a withdrawal, a relayed `incrementNonce` or a CTF split,
 /// and reads balances through signature types 1 and 2. Each is refused or answers for the
 /// attacker's own derived wallets; the victim's balance and nonce do not change.
@@ -107,7 +107,7 @@ fn a_signers_derived_proxy_and_safe_trade_with_their_own_funds() {
     s.check();
 }
 
-/// Issue 93, item 5: a salt is a uint256, kept whole. Orders salted up to 2²⁵⁶−1 are
+/// A salt is a uint256, kept whole. Orders salted up to 2²⁵⁶−1 are
 /// accepted, match and settle (chain mode: `chain::matches_settle_on_chain_through_the_exchange`);
 /// two orders differing only above the 64th bit of their salt are two orders; a salt past
 /// 2²⁵⁶−1 is refused.
@@ -136,7 +136,7 @@ fn salts_are_whole_uint256() {
     s.check();
 }
 
-/// Issue 93, item 2: the operator's server answers the operator only. A page that rebinds
+/// The operator's server answers the operator only. A page that rebinds
 /// its own host name to 127.0.0.1 sends `Host` and `Origin` both its own: refused before
 /// anything else, token or not. Every request without the token — reads included — is
 /// 401. Nothing is credited, no mode changes.
@@ -207,7 +207,7 @@ fn the_internal_server_answers_the_operator_only() {
     assert_eq!(std::fs::metadata(file).unwrap().mode() & 0o777, 0o600);
 }
 
-/// Issue 93, item 8: an agent cannot resolve a market before its end date, however much it
+/// An agent cannot resolve a market before its end date, however much it
 /// bonded; once the end date has passed it may.
 #[test]
 fn a_resolution_proposal_waits_for_the_markets_end() {
@@ -233,7 +233,7 @@ fn a_resolution_proposal_waits_for_the_markets_end() {
     assert_eq!((st, &b["resolution"]["status"]), (200, &json!("RESOLVING")), "{b}");
 }
 
-/// Issue 93, item 7 (in part): a body in which `"` was sent as `'` (hiding a field inside a
+/// A body in which `"` was sent as `'` (hiding a field inside a
 /// string) does not verify; headers of both spellings in one request are refused.
 #[test]
 fn l2_requests_cannot_be_bent() {
@@ -265,7 +265,7 @@ fn l2_requests_cannot_be_bent() {
     assert_eq!(st, 200, "{b}");
 }
 
-/// Issue 93, item 7: a captured state-changing request sent again within the drift window
+/// A captured state-changing request sent again within the drift window
 /// is refused and done once — an RFQ request, and a `cancel-all` replayed to cancel orders
 /// placed since (also with another query, which the signature does not cover).
 #[test]
@@ -303,7 +303,7 @@ fn a_captured_request_is_served_once() {
     }
 }
 
-/// Issue 93, item 4 (in part): what a stranger can make the server store is bounded — a
+/// What a stranger can make the server store is bounded — a
 /// 900 KiB "email" is refused and nothing is kept; one of 254 bytes is kept.
 #[test]
 fn the_waitlist_keeps_no_huge_email() {
@@ -339,7 +339,7 @@ fn read_within(c: &mut std::net::TcpStream, secs: u64) -> std::io::Result<Vec<u8
 
 const TOO_MANY_CONNECTIONS: &str = "too many connections from this address";
 
-/// Issue 93, item 3: a stranger holds 70 connections to each public server, each declaring
+/// A stranger holds 70 connections to each public server, each declaring
 /// a 1 MiB body it never sends. The order-book server and the operator's server still
 /// answer at once: each server has its own budget, an address holds a quarter of one at
 /// most, and its connections past the cap are refused.
@@ -393,7 +393,7 @@ fn idle_connections_cannot_stall_the_others() {
     drop(held);
 }
 
-/// Issue 93, item 3: a head left unfinished, and a keep-alive connection left idle, are
+/// A head left unfinished, and a keep-alive connection left idle, are
 /// closed once the head deadline (10 s) passes.
 #[test]
 fn a_slow_head_and_an_idle_connection_are_closed() {
@@ -419,7 +419,7 @@ fn a_slow_head_and_an_idle_connection_are_closed() {
     );
 }
 
-/// Issue 93, item 3: one address holds at most `max-connections-per-ip` connections to a
+/// One address holds at most `max-connections-per-ip` connections to a
 /// public server, WebSocket connections included, and gets one back when one closes.
 #[test]
 fn connections_per_address_are_capped_websockets_included() {
@@ -450,7 +450,7 @@ fn connections_per_address_are_capped_websockets_included() {
     wait_for(5, || ws([127, 0, 0, 5]));
 }
 
-/// Issue 93, items 3 and 4: the rate limit is counted before a body is read, and a
+/// The rate limit is counted before a body is read, and a
 /// stranger's unauthenticated writes count in it (bridge deposit registrations).
 #[test]
 fn the_rate_limit_comes_before_the_body_and_counts_strangers_writes() {
@@ -473,7 +473,7 @@ fn the_rate_limit_comes_before_the_body_and_counts_strangers_writes() {
     assert_eq!(s.get("/ok").0, 200, "the health probe is not counted");
 }
 
-/// Issue 93, item 4: what one address can make the server store is bounded: its keys of
+/// What one address can make the server store is bounded: its keys of
 /// each kind, its open RFQ requests, and how deep an analytics page may reach.
 #[test]
 fn what_one_address_can_store_is_bounded() {
