@@ -514,9 +514,9 @@ fn named<T: Send + 'static>(name: &str, f: impl FnOnce() -> T + Send + 'static) 
 /// Open-loop schedule: one send time every 1/rate s from `start` to `start + end`. The
 /// connection that takes the next ticket waits for its time on a timerfd (nanosecond
 /// precision, where the async timer's wheel turns every millisecond) inside the client's
-/// own runtime. A pacer thread sleeping until each ticket and handing it over cost each
-/// request a sleeper's wake-up and a cross-thread wake of the client: ≈ 20 µs of CPU a
-/// request on the build VM, taken from the cores the server under test shares.
+/// own runtime: no pacer thread handing tickets over, whose sleeper's wake-up and
+/// cross-thread wake of the client per request would take CPU from the cores the server
+/// under test shares.
 fn schedule(rate: u64, start: Instant, end: Duration) -> Tickets {
     let step = Duration::from_secs_f64(1.0 / rate as f64);
     let timer = Timer::new().expect("create the open loop's timerfd");
