@@ -82,6 +82,11 @@ pub fn routes(state: Arc<AppState>) -> Routes {
             .and(s())
             .map(|id: String, s: Arc<AppState>| respond(market_by_path(&s, &id))))
         .unify()
+        .or(warp::path!("markets-by-token" / String)
+            .and(warp::get())
+            .and(s())
+            .map(|token: String, s: Arc<AppState>| respond(market_by_token(&s, &token))))
+        .unify()
         .boxed();
     prices.or(markets).unify().boxed()
 }
@@ -358,6 +363,18 @@ fn get_market(s: Arc<AppState>, r: Req) -> ApiResult {
         .ok_or_else(|| ApiError::bad("Invalid payload"))?;
     let view = s.registry.condition(id).ok_or_else(|| ApiError::not_found("market not found"))?;
     reply(&market_json(&s, &view))
+}
+
+/// GET /markets-by-token/{token_id}: the token's market and both its tokens, YES first (the
+/// V2 clients' lookup before a market order).
+fn market_by_token(s: &AppState, token: &str) -> ApiResult {
+    let (view, _, _) = lookup(s, Some(token))?;
+    let m = &view.market;
+    reply(&json!({
+        "condition_id": m.condition_id,
+        "primary_token_id": m.tokens[0].token_id,
+        "secondary_token_id": m.tokens[1].token_id,
+    }))
 }
 
 /// GET /markets/{condition_id}.

@@ -86,6 +86,9 @@ pub struct PlacementJson {
     success: bool,
     #[serde(rename = "takingAmount")]
     taking_amount: String,
+    /// The trade ids as the V2 clients read them, beside SPEC's `tradeIds`.
+    #[serde(rename = "tradeIDs")]
+    trade_ids_v2: Vec<String>,
     #[serde(rename = "tradeIds")]
     trade_ids: Vec<String>,
     #[serde(rename = "transactionsHashes")]
@@ -93,6 +96,7 @@ pub struct PlacementJson {
 }
 
 pub fn result_json(p: &Placed) -> PlacementJson {
+    let trade_ids: Vec<String> = p.trades.iter().map(|t| t.id.to_string()).collect();
     PlacementJson {
         error_msg: String::new(),
         making_amount: p.making.fmt(),
@@ -100,7 +104,8 @@ pub fn result_json(p: &Placed) -> PlacementJson {
         status: p.order.status.as_str(),
         success: true,
         taking_amount: p.taking.fmt(),
-        trade_ids: p.trades.iter().map(|t| t.id.to_string()).collect(),
+        trade_ids_v2: trade_ids.clone(),
+        trade_ids,
         transactions_hashes: [],
     }
 }
@@ -113,6 +118,7 @@ pub fn rejected_json(msg: &str) -> PlacementJson {
         status: "CANCELED",
         success: false,
         taking_amount: "0".into(),
+        trade_ids_v2: Vec::new(),
         trade_ids: Vec::new(),
         transactions_hashes: [],
     }
@@ -186,6 +192,7 @@ mod tests {
             status: "MATCHED",
             success: true,
             taking_amount: "3".into(),
+            trade_ids_v2: vec!["t1".into(), "t2".into()],
             trade_ids: vec!["t1".into(), "t2".into()],
             transactions_hashes: [],
         };
@@ -197,6 +204,7 @@ mod tests {
             "takingAmount": "3",
             "transactionsHashes": [],
             "tradeIds": ["t1", "t2"],
+            "tradeIDs": ["t1", "t2"],
             "errorMsg": "",
         });
         assert_eq!(serde_json::to_string(&placed).unwrap(), serde_json::to_string(&before).unwrap());
@@ -208,6 +216,7 @@ mod tests {
             "takingAmount": "0",
             "transactionsHashes": [],
             "tradeIds": [],
+            "tradeIDs": [],
             "errorMsg": "invalid nonce",
         });
         assert_eq!(

@@ -317,3 +317,35 @@ fn trading_routes_answer_like_the_rest_of_the_server() {
         assert!(text.contains(line), "{line} in {text}");
     }
 }
+
+/// What the V2 clients read before and after an order, on a venue of SPEC's version-1
+/// orders: the version they are to sign, a token's market, and the trade ids under the
+/// name they read as well as SPEC's.
+#[test]
+fn the_v2_clients_lookups_answer_on_a_version_1_venue() {
+    let s = Server::start();
+    assert_eq!(s.get("/version"), (200, json!({"version": 1})));
+    let market = json!({"condition_id": COND, "primary_token_id": YES, "secondary_token_id": NO});
+    for token in [YES, NO] {
+        assert_eq!(s.get(&format!("/markets-by-token/{token}")), (200, market.clone()), "{token}");
+    }
+    assert_eq!(err(s.get("/markets-by-token/999")), (404, "No orderbook exists for the requested token id".into()));
+    assert_eq!(err(s.get("/markets-by-token/0xabc")), (400, "Invalid token id".into()));
+
+    let (maker, taker) = (s.trader(m("100")), s.trader(m("100")));
+    s.credit(&maker.address, YES, m("10"));
+    let rested = maker.place(&s, YES, "SELL", "0.50", "10");
+    assert_eq!((&rested["tradeIDs"], &rested["tradeIds"]), (&json!([]), &json!([])), "{rested}");
+    let took = taker.place(&s, YES, "BUY", "0.50", "10");
+    assert_eq!(took["status"], "MATCHED", "{took}");
+    assert_eq!(took["tradeIDs"].as_array().map(Vec::len), Some(1), "{took}");
+    assert_eq!(took["tradeIDs"], took["tradeIds"]);
+    let (st, batch) = taker.l2(
+        &s,
+        "POST",
+        "/orders",
+        Some(&json!([{"order": taker.order(&s, YES, "BUY", "0.40", "1"), "owner": taker.key, "orderType": "GTC"}])),
+    );
+    assert_eq!((st, &batch[0]["tradeIDs"]), (200, &json!([])), "{batch}");
+    s.check();
+}

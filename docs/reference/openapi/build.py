@@ -111,6 +111,7 @@ CLOB_SCHEMAS = {
             "takingAmount": S,
             "transactionsHashes": arr(S),
             "tradeIds": arr(S),
+            "tradeIDs": {**arr(S), "description": "the same ids as tradeIds, as the V2 clients read them"},
             "errorMsg": S,
         },
         required=("success", "orderID", "status", "makingAmount", "takingAmount", "errorMsg"),
@@ -285,6 +286,7 @@ ASSET_FORM = obj({"assetIn": S, "assetOut": S, "amountIn": S, "amountOut": S, "u
 CLOB_OPS = [
     health("/"), health("/ok"), openapi_doc(),
     op("GET", "/time", "server time (UNIX seconds)", I, codes=()),
+    op("GET", "/version", "the version of the orders the venue takes (1: SPEC's; the V2 clients ask before signing)", obj({"version": I}, required=("version",)), codes=()),
     # 4.1 keys and account
     op("POST", "/auth/api-key", "create the wallet's API key (first key: invitation code header; at most 20 keys per address, 400 past it)", ref("ApiCreds"), "L1", codes=(400, 403)),
     op("GET", "/auth/derive-api-key", "derive the key for the wallet and nonce", ref("ApiCreds"), "L1", codes=(400, 404)),
@@ -341,6 +343,9 @@ CLOB_OPS = [
     op("POST", "/last-trades-prices", "last trade prices", arr(ref("LastTradePrice")), body=ref("TokenIds"), codes=(400, 404)),
     op("GET", "/tick-size", "tick size", obj({"minimum_tick_size": {"type": ["number", "string"]}}), params=[TOKEN], codes=(400, 404)),
     op("GET", "/neg-risk", "neg-risk flag", obj({"neg_risk": B}), params=[TOKEN], codes=(400, 404)),
+    op("GET", "/markets-by-token/{token_id}", "the token's market and both its tokens, YES first",
+       obj({"condition_id": S, "primary_token_id": S, "secondary_token_id": S}, required=("condition_id", "primary_token_id", "secondary_token_id")),
+       params=[path_param("token_id", "token (asset) ID")], codes=(400, 404)),
     op("GET", "/fee-rate", "fee rate", obj(), params=[TOKEN], codes=(400, 404)),
     op("GET", "/market", "one market", ref("Market"), params=[q("market"), q("condition_id")], codes=(400, 404)),
     op("GET", "/markets", "markets, paginated", page(ref("Market")), params=[CURSOR]),
