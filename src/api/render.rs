@@ -72,31 +72,37 @@ pub fn trade_json(t: &TradeRecord, viewer: Uuid) -> Value {
 }
 
 /// The reply to one placement, written straight from the result (a `serde_json::Value`
-/// costs a map node and a key string per field on the request's worker). Fields in the
-/// order a JSON object map writes them (by key).
-#[derive(serde::Serialize)]
+/// costs a map node and a key string per field on the request's worker).
 pub struct PlacementJson {
-    #[serde(rename = "errorMsg")]
     error_msg: String,
-    #[serde(rename = "makingAmount")]
     making_amount: String,
-    #[serde(rename = "orderID")]
     order_id: String,
     status: &'static str,
     success: bool,
-    #[serde(rename = "takingAmount")]
     taking_amount: String,
-    /// The trade ids as the V2 clients read them, beside SPEC's `tradeIds`.
-    #[serde(rename = "tradeIDs")]
-    trade_ids_v2: Vec<String>,
-    #[serde(rename = "tradeIds")]
     trade_ids: Vec<String>,
-    #[serde(rename = "transactionsHashes")]
-    transactions_hashes: [&'static str; 0],
+}
+
+impl serde::Serialize for PlacementJson {
+    /// Fields in the order a JSON object map writes them (by key); the trade ids twice, as
+    /// the V2 clients read them (`tradeIDs`) and as SPEC names them (`tradeIds`).
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = ser.serialize_struct("PlacementJson", 9)?;
+        st.serialize_field("errorMsg", &self.error_msg)?;
+        st.serialize_field("makingAmount", &self.making_amount)?;
+        st.serialize_field("orderID", &self.order_id)?;
+        st.serialize_field("status", self.status)?;
+        st.serialize_field("success", &self.success)?;
+        st.serialize_field("takingAmount", &self.taking_amount)?;
+        st.serialize_field("tradeIDs", &self.trade_ids)?;
+        st.serialize_field("tradeIds", &self.trade_ids)?;
+        st.serialize_field("transactionsHashes", &[0u8; 0])?;
+        st.end()
+    }
 }
 
 pub fn result_json(p: &Placed) -> PlacementJson {
-    let trade_ids: Vec<String> = p.trades.iter().map(|t| t.id.to_string()).collect();
     PlacementJson {
         error_msg: String::new(),
         making_amount: p.making.fmt(),
@@ -104,9 +110,7 @@ pub fn result_json(p: &Placed) -> PlacementJson {
         status: p.order.status.as_str(),
         success: true,
         taking_amount: p.taking.fmt(),
-        trade_ids_v2: trade_ids.clone(),
-        trade_ids,
-        transactions_hashes: [],
+        trade_ids: p.trades.iter().map(|t| t.id.to_string()).collect(),
     }
 }
 
@@ -118,9 +122,7 @@ pub fn rejected_json(msg: &str) -> PlacementJson {
         status: "CANCELED",
         success: false,
         taking_amount: "0".into(),
-        trade_ids_v2: Vec::new(),
         trade_ids: Vec::new(),
-        transactions_hashes: [],
     }
 }
 
@@ -192,9 +194,7 @@ mod tests {
             status: "MATCHED",
             success: true,
             taking_amount: "3".into(),
-            trade_ids_v2: vec!["t1".into(), "t2".into()],
             trade_ids: vec!["t1".into(), "t2".into()],
-            transactions_hashes: [],
         };
         let before = json!({
             "success": true,

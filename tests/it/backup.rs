@@ -65,6 +65,12 @@ struct Venue {
     to: std::path::PathBuf,
 }
 
+/// `predex admin backup` into the venue's backup directory.
+fn admin_backup(v: &Venue) -> (bool, String) {
+    let to = v.to.to_str().unwrap();
+    predex(&["admin", "--internal", &v.internal, "--data-dir", &v.data_dir, "backup", "--to", to])
+}
+
 /// What was acknowledged before a backup: orders as (trader, order id), and trades.
 struct Acked {
     orders: Vec<(usize, String)>,
@@ -100,16 +106,7 @@ fn a_backup_is_taken_while_trading_goes_on(s: &Server, v: &Venue, [maker, taker]
         std::thread::sleep(Duration::from_millis(500));
         // Everything acknowledged so far must be in the backup.
         let (o, t) = (orders.lock().unwrap().clone(), trades.lock().unwrap().clone());
-        let (ok, out) = predex(&[
-            "admin",
-            "--internal",
-            &v.internal,
-            "--data-dir",
-            &v.data_dir,
-            "backup",
-            "--to",
-            v.to.to_str().unwrap(),
-        ]);
+        let (ok, out) = admin_backup(v);
         assert!(ok, "{out}");
         std::thread::sleep(Duration::from_millis(300));
         stop.store(true, Ordering::Relaxed);
@@ -131,16 +128,7 @@ fn a_backup_is_taken_while_trading_goes_on(s: &Server, v: &Venue, [maker, taker]
 /// Refused: the directory exists now; a relative path; a backup into nowhere; a directory
 /// elsewhere, or out of the backup directory by `..` or by a link.
 fn a_backup_goes_only_to_a_new_directory_under_the_backup_directory(s: &Server, v: &Venue) {
-    let (ok, out) = predex(&[
-        "admin",
-        "--internal",
-        &v.internal,
-        "--data-dir",
-        &v.data_dir,
-        "backup",
-        "--to",
-        v.to.to_str().unwrap(),
-    ]);
+    let (ok, out) = admin_backup(v);
     assert!(!ok && out.contains("already exists"), "{out}");
     let (st, b) = s.internal_post("/internal/backup", &serde_json::json!({"to": "relative/dir"}));
     assert_eq!((st, b["error"].as_str()), (400, Some("to must be an absolute path")));

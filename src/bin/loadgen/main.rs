@@ -652,32 +652,11 @@ impl Phases<'_> {
             results.push(sync_ceiling(args)?);
         }
         if !args.no_closed {
-            let cl = self.clients(closed_corpus, false);
-            let internal = Some(self.internal.clone());
-            results.push(rt.block_on(phase(
-                "predex-orders",
-                self.feed,
-                self.clob,
-                internal,
-                cl,
-                Mode::Closed,
-                0,
-                args,
-            )));
+            results.push(rt.block_on(self.predex("predex-orders", closed_corpus, Mode::Closed, 0)));
         }
         if args.rate > 0 {
-            let (cl, mode) = (self.clients(open_corpus, false), Mode::Open { rate: args.rate });
-            let internal = Some(self.internal.clone());
-            results.push(rt.block_on(phase(
-                "predex-open",
-                self.feed,
-                self.clob,
-                internal,
-                cl,
-                mode,
-                args.cancel_pct,
-                args,
-            )));
+            let mode = Mode::Open { rate: args.rate };
+            results.push(rt.block_on(self.predex("predex-open", open_corpus, mode, args.cancel_pct)));
         }
         if args.subscribers > 0 && !args.no_fanout_ceiling {
             // The same number of subscribers and frames per second as predex's feed had.
@@ -691,6 +670,13 @@ impl Phases<'_> {
             results.push(fanout_ceiling(self.feed, args, per_sec)?);
         }
         Ok(results)
+    }
+
+    /// A phase against predex: each connection sends its share of `corpus` once.
+    async fn predex(&self, name: &str, corpus: Vec<Vec<Signed>>, mode: Mode, cancel_pct: u64) -> PhaseResult {
+        let clients = self.clients(corpus, false);
+        let internal = Some(self.internal.clone());
+        phase(name, self.feed, self.clob, internal, clients, mode, cancel_pct, self.args).await
     }
 
     /// A client per connection over its share of `corpus`.
