@@ -64,7 +64,10 @@ pub fn routes(state: Arc<AppState>) -> Routes {
 
 /// GET /prices-history, mounted on the order-book server.
 pub fn clob_routes(state: Arc<AppState>) -> Routes {
+    // The V1 clients' path and the V2 clients'.
     let activity = warp::path!("live-activity" / "events" / String)
+        .or(warp::path!("markets" / "live-activity" / String))
+        .unify()
         .and(warp::get())
         .and(with_state(state.clone()))
         .map(|id: String, s: Arc<AppState>| respond(live_activity(&s, &id)));
@@ -81,7 +84,8 @@ pub fn clob_routes(state: Arc<AppState>) -> Routes {
 /// Trades `GET /live-activity/events/{condition_id}` lists: the market's newest.
 const LIVE_ACTIVITY: usize = 100;
 
-/// GET /live-activity/events/{condition_id} (the clients' `get_market_trades_events`): the
+/// GET /live-activity/events/{condition_id} and /markets/live-activity/{condition_id} (the
+/// V1 and V2 clients' `get_market_trades_events`): the
 /// market's newest trades, newest first, as Polymarket's `MarketTradeEvent`s — each seen
 /// from its taker's side.
 fn live_activity(s: &AppState, condition_id: &str) -> ApiResult {

@@ -82,6 +82,11 @@ pub fn routes(state: Arc<AppState>) -> Routes {
             .and(s())
             .map(|id: String, s: Arc<AppState>| respond(market_by_path(&s, &id))))
         .unify()
+        .or(warp::path!("clob-markets" / String)
+            .and(warp::get())
+            .and(s())
+            .map(|id: String, s: Arc<AppState>| respond(clob_market(&s, &id))))
+        .unify()
         .or(warp::path!("markets-by-token" / String)
             .and(warp::get())
             .and(s())
@@ -374,6 +379,31 @@ fn market_by_token(s: &AppState, token: &str) -> ApiResult {
         "condition_id": m.condition_id,
         "primary_token_id": m.tokens[0].token_id,
         "secondary_token_id": m.tokens[1].token_id,
+    }))
+}
+
+/// GET /clob-markets/{condition_id}: what the V2 clients read before they sign, under
+/// Polymarket's short keys — the condition (`c`), its tokens (`t`: id `t`, outcome `o`),
+/// tick (`mts`) and minimum size (`mos`) as numbers, negative risk (`nr`), the legacy base
+/// fees (`mbf`, `tbf`: 0, as `/markets` has them), accepting orders (`ao`), the seconds'
+/// delay (`sd`) and RFQ (`rfqe`: every book takes requests for quotes). A version-1 venue
+/// has no fee description (`fd`): its fees are signed in the orders.
+fn clob_market(s: &AppState, id: &str) -> ApiResult {
+    let view = s.registry.condition(id).ok_or_else(|| ApiError::not_found("market not found"))?;
+    let m = &view.market;
+    let closed = crate::app::resolution::is_closed(s, &view);
+    let tokens: Vec<Value> = m.tokens.iter().map(|t| json!({ "t": t.token_id, "o": t.outcome })).collect();
+    reply(&json!({
+        "c": m.condition_id,
+        "t": tokens,
+        "mts": serde_json::from_str::<Value>(&view.tick().short()).unwrap_or(Value::Null),
+        "mos": min_size_number(m.min_order_size),
+        "nr": m.neg_risk,
+        "mbf": 0,
+        "tbf": 0,
+        "ao": m.accepting_orders && !closed,
+        "sd": 0,
+        "rfqe": true,
     }))
 }
 

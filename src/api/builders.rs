@@ -242,7 +242,7 @@ async fn builder_order(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let sub: Submission = serde_json::from_value(Value::Object(body)).map_err(|_| wire::invalid())?;
     let p = crate::app::orders::place(&s, &key, wire::new_order(sub)?, Some(&builder)).await?;
-    super::reply(&render::result_json(&p))
+    super::reply(&render::result_json(&p, s.chain.is_none()))
 }
 
 /// POST /builder/cancel {orderID} or {orderIDs: [...]}: the user's cancel through the

@@ -9,7 +9,7 @@ use warp::Filter;
 
 use super::paging;
 use super::render::{canceled_json, order_json, rejected_json, result_json, trade_json};
-use super::wire::{invalid, new_order, parse_id, Submission};
+use super::wire::{check_version, invalid, new_order, parse_id, Submission};
 use super::{
     authenticate, authenticate_read, handle_now, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes,
 };
@@ -143,7 +143,7 @@ async fn post_order(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let sub: Submission = serde_json::from_slice(&r.body).map_err(|_| invalid())?;
     let p = place_submission(&s, &key, sub).await?;
-    reply(&result_json(&p))
+    reply(&result_json(&p, s.chain.is_none()))
 }
 
 async fn post_orders(s: Arc<AppState>, r: Req) -> ApiResult {
@@ -153,12 +153,19 @@ async fn post_orders(s: Arc<AppState>, r: Req) -> ApiResult {
     if items.len() > MAX_BATCH {
         return Err(ApiError::bad(format!("Too many orders in payload: {}, max allowed: {MAX_BATCH}", items.len())));
     }
+    let subs: Vec<_> = items.into_iter().map(serde_json::from_value::<Submission>).collect();
+    // An order of the other version refuses the whole batch, before anything is placed:
+    // a client that signed for the wrong version learns it from the status, as from
+    // `POST /order`, and signs again for the version `GET /version` names.
+    for sub in subs.iter().flatten() {
+        check_version(&sub.order, super::ORDER_VERSION)?;
+    }
     // One after another, so the engine sees them in input order.
-    let mut out = Vec::with_capacity(items.len());
-    for item in items {
-        out.push(match serde_json::from_value::<Submission>(item) {
+    let mut out = Vec::with_capacity(subs.len());
+    for sub in subs {
+        out.push(match sub {
             Ok(sub) => match place_submission(&s, &key, sub).await {
-                Ok(p) => result_json(&p),
+                Ok(p) => result_json(&p, s.chain.is_none()),
                 Err(e) => rejected_json(&e.message),
             },
             Err(_) => rejected_json("Invalid order payload"),

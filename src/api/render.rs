@@ -81,28 +81,33 @@ pub struct PlacementJson {
     success: bool,
     taking_amount: String,
     trade_ids: Vec<String>,
+    transactions_hashes: Vec<String>,
 }
 
 impl serde::Serialize for PlacementJson {
-    /// Fields in the order a JSON object map writes them (by key); the trade ids twice, as
-    /// the V2 clients read them (`tradeIDs`) and as SPEC names them (`tradeIds`).
+    /// Fields in the order a JSON object map writes them (by key). The trade ids under the
+    /// one key SPEC names, `tradeIds`: the Rust V2 client takes `tradeIds` or `tradeIDs`
+    /// but refuses a reply with both.
     fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = ser.serialize_struct("PlacementJson", 9)?;
+        let mut st = ser.serialize_struct("PlacementJson", 8)?;
         st.serialize_field("errorMsg", &self.error_msg)?;
         st.serialize_field("makingAmount", &self.making_amount)?;
         st.serialize_field("orderID", &self.order_id)?;
         st.serialize_field("status", self.status)?;
         st.serialize_field("success", &self.success)?;
         st.serialize_field("takingAmount", &self.taking_amount)?;
-        st.serialize_field("tradeIDs", &self.trade_ids)?;
         st.serialize_field("tradeIds", &self.trade_ids)?;
-        st.serialize_field("transactionsHashes", &[0u8; 0])?;
+        st.serialize_field("transactionsHashes", &self.transactions_hashes)?;
         st.end()
     }
 }
 
-pub fn result_json(p: &Placed) -> PlacementJson {
+/// A placement's reply. In the ledger a trade's settlement is known when it matched, so
+/// its hash is in `transactionsHashes` at once (the V2 clients then return at once rather
+/// than poll `/data/trades` through a settlement tick); on chain it is not known before
+/// the settlement is broadcast, and the list is empty.
+pub fn result_json(p: &Placed, ledger: bool) -> PlacementJson {
     PlacementJson {
         error_msg: String::new(),
         making_amount: p.making.fmt(),
@@ -111,6 +116,11 @@ pub fn result_json(p: &Placed) -> PlacementJson {
         success: true,
         taking_amount: p.taking.fmt(),
         trade_ids: p.trades.iter().map(|t| t.id.to_string()).collect(),
+        transactions_hashes: if ledger {
+            p.trades.iter().map(|t| crate::domain::ledger_settlement_hash(&t.id)).collect()
+        } else {
+            Vec::new()
+        },
     }
 }
 
@@ -123,6 +133,7 @@ pub fn rejected_json(msg: &str) -> PlacementJson {
         success: false,
         taking_amount: "0".into(),
         trade_ids: Vec::new(),
+        transactions_hashes: Vec::new(),
     }
 }
 
@@ -195,6 +206,7 @@ mod tests {
             success: true,
             taking_amount: "3".into(),
             trade_ids: vec!["t1".into(), "t2".into()],
+            transactions_hashes: vec!["0xab".into()],
         };
         let before = json!({
             "success": true,
@@ -202,9 +214,8 @@ mod tests {
             "status": "MATCHED",
             "makingAmount": "1.5",
             "takingAmount": "3",
-            "transactionsHashes": [],
+            "transactionsHashes": ["0xab"],
             "tradeIds": ["t1", "t2"],
-            "tradeIDs": ["t1", "t2"],
             "errorMsg": "",
         });
         assert_eq!(serde_json::to_string(&placed).unwrap(), serde_json::to_string(&before).unwrap());
@@ -216,7 +227,6 @@ mod tests {
             "takingAmount": "0",
             "transactionsHashes": [],
             "tradeIds": [],
-            "tradeIDs": [],
             "errorMsg": "invalid nonce",
         });
         assert_eq!(

@@ -12,23 +12,41 @@ use crate::domain::{parse_u64, NumberText, OrderType, Side};
 
 /// A signed order as sent (SPEC §2.2): every field is required, and one that is missing,
 /// `null` or empty is `Invalid order payload` — except `signer`, which may be empty (the
-/// maker signs then, §5.7). Numbers may come as strings or as JSON numbers.
+/// maker signs then, §5.7). Numbers may come as strings or as JSON numbers. The fields
+/// only one order version has are read when present, so that an order of the other
+/// version is told apart from a malformed one ([`WireOrder::version`]).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WireOrder {
     salt: NumberText,
     maker: String,
     signer: String,
-    taker: String,
     token_id: NumberText,
     maker_amount: NumberText,
     taker_amount: NumberText,
     expiration: NumberText,
-    nonce: NumberText,
-    fee_rate_bps: NumberText,
     side: NumberText,
     signature_type: NumberText,
     pub signature: String,
+    // Version 1 only (a V2 client may send `taker` too).
+    taker: Option<String>,
+    nonce: Option<NumberText>,
+    fee_rate_bps: Option<NumberText>,
+    // Version 2 only.
+    timestamp: Option<NumberText>,
+}
+
+impl WireOrder {
+    /// The order's version by its fields: 1 when it has version 1's `nonce` or
+    /// `feeRateBps` (whose fields are then all required), else 2 when it has version 2's
+    /// `timestamp`, else 1. `taker` tells nothing: one V2 client sends it too.
+    pub fn version(&self) -> u8 {
+        if self.nonce.is_none() && self.fee_rate_bps.is_none() && self.timestamp.is_some() {
+            2
+        } else {
+            1
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -47,6 +65,21 @@ pub struct Submission {
 
 pub fn invalid() -> ApiError {
     ApiError::bad("Invalid order payload")
+}
+
+/// An order of a version the venue does not take. The V2 clients look for
+/// `order_version_mismatch` in the error, read `GET /version` again and sign again.
+pub fn version_mismatch(venue: u8) -> ApiError {
+    ApiError::bad(format!("order_version_mismatch: this venue takes version {venue} orders"))
+}
+
+/// Refuses an order of another version than the venue's.
+pub fn check_version(wire: &WireOrder, venue: u8) -> Result<(), ApiError> {
+    if wire.version() == venue {
+        Ok(())
+    } else {
+        Err(version_mismatch(venue))
+    }
 }
 
 fn u256(s: &str) -> Result<U256, ApiError> {
@@ -81,14 +114,14 @@ pub fn wire_fields(wire: &WireOrder) -> Result<SignedOrder, ApiError> {
     }
     let maker = addr(&wire.maker)?;
     let signer = if wire.signer.trim().is_empty() { maker } else { addr(&wire.signer)? };
-    let taker = addr(&wire.taker)?;
+    let taker = addr(wire.taker.as_deref().ok_or_else(invalid)?)?;
     let token_text = wire.token_id.text().into_owned();
     let token = u256(&token_text)?;
     let maker_amount = u64_of(&wire.maker_amount)?;
     let taker_amount = u64_of(&wire.taker_amount)?;
     let expiration = u64_of(&wire.expiration)?;
-    let nonce = u64_of(&wire.nonce)?;
-    let fee_bps = u64_of(&wire.fee_rate_bps)?;
+    let nonce = u64_of(wire.nonce.as_ref().ok_or_else(invalid)?)?;
+    let fee_bps = u64_of(wire.fee_rate_bps.as_ref().ok_or_else(invalid)?)?;
     let salt = u256(&wire.salt.text())?;
     let fields = SignedOrderFields {
         salt,
@@ -109,6 +142,7 @@ pub fn wire_fields(wire: &WireOrder) -> Result<SignedOrder, ApiError> {
 
 /// A submission parsed into what the order services take.
 pub fn new_order(sub: Submission) -> Result<NewOrder, ApiError> {
+    check_version(&sub.order, super::ORDER_VERSION)?;
     let order_type = match sub.order_type.as_deref() {
         None | Some("") => OrderType::Gtc,
         Some(t) => OrderType::parse(&t.to_uppercase()).ok_or_else(invalid)?,
@@ -126,4 +160,25 @@ pub fn new_order(sub: Submission) -> Result<NewOrder, ApiError> {
 /// An order id as a request names it.
 pub fn parse_id(s: &str) -> Result<Uuid, ApiError> {
     s.trim().parse().map_err(|_| ApiError::bad("Invalid orderID"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An order's version by its fields, as each client writes them: V1's `nonce` and
+    /// `feeRateBps` make it version 1; `timestamp` without them version 2, whether or not
+    /// `taker` comes along (the TypeScript V2 client sends it).
+    #[test]
+    fn an_orders_version_is_read_from_its_fields() {
+        let common = r#""salt":1,"maker":"0x1","signer":"0x1","tokenId":"1","makerAmount":"1",
+            "takerAmount":"1","expiration":"0","side":"BUY","signatureType":0,"signature":"0x""#;
+        let version =
+            |extra: &str| serde_json::from_str::<WireOrder>(&format!("{{{common}{extra}}}")).unwrap().version();
+        assert_eq!(version(r#","taker":"0x0","nonce":"0","feeRateBps":"0""#), 1);
+        assert_eq!(version(r#","timestamp":"1","metadata":"0x","builder":"0x""#), 2);
+        assert_eq!(version(r#","taker":"0x0","timestamp":"1","metadata":"0x","builder":"0x""#), 2);
+        assert_eq!(version(r#","timestamp":"1","nonce":"0""#), 1);
+        assert_eq!(version(""), 1);
+    }
 }

@@ -368,10 +368,16 @@ impl TradeRecord {
         if !self.transaction_hash.is_empty() || self.status != TradeStatus::Confirmed {
             return self.transaction_hash.clone();
         }
-        let mut pre = b"predex-ledger-settlement".to_vec();
-        pre.extend_from_slice(self.id.as_bytes());
-        format!("{}", alloy_primitives::keccak256(pre))
+        ledger_settlement_hash(&self.id)
     }
+}
+
+/// The hash a trade settled in the ledger shows as its transaction: keccak256 over a tag
+/// and the trade's ID.
+pub fn ledger_settlement_hash(trade: &Uuid) -> String {
+    let mut pre = b"predex-ledger-settlement".to_vec();
+    pre.extend_from_slice(trade.as_bytes());
+    format!("{}", alloy_primitives::keccak256(pre))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

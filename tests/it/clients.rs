@@ -1,6 +1,6 @@
-//! Polymarket's official clients, unpatched, against a real predex: py-clob-client
-//! (`tests/clients/py_clob_client_test.py`, pinned in `tools/requirements.txt`) and
-//! @polymarket/clob-client (`tests/clients/node`, pinned with its lockfile). Each is given
+//! Polymarket's official clients, unpatched, against a real predex: py-clob-client and
+//! py-clob-client-v2 (`tests/clients/*.py`, pinned in `tools/requirements.txt`) and
+//! @polymarket/clob-client and -v2 (`tests/clients/node`, pinned with its lockfile). Each is given
 //! only what a user changes — the host and the chain id (137: predex's default exchange
 //! addresses are Polymarket's) — and gets its first key through its own
 //! `create_or_derive_api_key`, which `invite-only = false` allows. `scripts/setup.sh`
@@ -15,6 +15,8 @@ fn client_server() -> Server {
     Server::start_tuned(|c| {
         c.invite_only = false;
         c.order_domain_name = predex::auth::POLYMARKET_ORDER_DOMAIN.into();
+        // Settled within the clients' tests, which check the settlement's hash.
+        c.settlement_interval_ms = 200;
     })
 }
 
@@ -29,6 +31,7 @@ fn run(program: &Path, args: &[&str], s: &Server) {
         .env("PREDEX_COND", COND)
         .env("PREDEX_YES", YES)
         .env("PREDEX_NO", NO)
+        .env("PREDEX_ORDER_VERSION", "1")
         .output()
         .expect("the client's test starts");
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -47,10 +50,27 @@ fn official_python_client() {
     run(&root().join("tools/py/bin/python"), &[test.to_str().unwrap()], &s);
 }
 
+/// The V2 client on a version-1 venue: it reads `GET /version` and signs version 1.
+#[test]
+fn official_python_v2_client() {
+    let s = client_server();
+    let test = root().join("tests/clients/py_clob_client_v2_test.py");
+    run(&root().join("tools/py/bin/python"), &[test.to_str().unwrap()], &s);
+}
+
 #[test]
 fn official_typescript_client() {
     let s = client_server();
     let dir = root().join("tests/clients/node");
     assert!(dir.join("node_modules/@polymarket/clob-client").exists(), "run scripts/setup.sh");
     run(Path::new("node"), &[dir.join("clob_client_test.mjs").to_str().unwrap()], &s);
+}
+
+/// The V2 client on a version-1 venue.
+#[test]
+fn official_typescript_v2_client() {
+    let s = client_server();
+    let dir = root().join("tests/clients/node");
+    assert!(dir.join("node_modules/@polymarket/clob-client-v2").exists(), "run scripts/setup.sh");
+    run(Path::new("node"), &[dir.join("clob_client_v2_test.mjs").to_str().unwrap()], &s);
 }

@@ -105,14 +105,18 @@ fn corpus() -> BTreeSet<String> {
         files(&r.join(dir), ext, &mut found);
     }
     found.push(r.join("README.md"));
-    found.push(r.join("tests/clients/node/node_modules/@polymarket/clob-client/dist/endpoints.js"));
-    let py = std::fs::read_dir(r.join("tools/py/lib"))
-        .expect("run scripts/setup.sh")
-        .flatten()
-        .map(|e| e.path().join("site-packages/py_clob_client/endpoints.py"))
-        .find(|p| p.exists())
-        .expect("py-clob-client installed (scripts/setup.sh)");
-    found.push(py);
+    for client in ["clob-client", "clob-client-v2"] {
+        found.push(r.join(format!("tests/clients/node/node_modules/@polymarket/{client}/dist/endpoints.js")));
+    }
+    for client in ["py_clob_client", "py_clob_client_v2"] {
+        let py = std::fs::read_dir(r.join("tools/py/lib"))
+            .expect("run scripts/setup.sh")
+            .flatten()
+            .map(|e| e.path().join(format!("site-packages/{client}/endpoints.py")))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| panic!("{client} installed (scripts/setup.sh)"));
+        found.push(py);
+    }
     let mut paths = BTreeSet::from(["/".to_string()]);
     for f in found {
         paths_in(&std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display())), &mut paths);

@@ -332,20 +332,52 @@ fn the_v2_clients_lookups_answer_on_a_version_1_venue() {
     assert_eq!(err(s.get("/markets-by-token/999")), (404, "No orderbook exists for the requested token id".into()));
     assert_eq!(err(s.get("/markets-by-token/0xabc")), (400, "Invalid token id".into()));
 
+    let info = json!({
+        "c": COND,
+        "t": [{"t": YES, "o": "Yes"}, {"t": NO, "o": "No"}],
+        "mts": 0.01, "mos": 5, "nr": false, "mbf": 0, "tbf": 0, "ao": true, "sd": 0, "rfqe": true,
+    });
+    assert_eq!(s.get(&format!("/clob-markets/{COND}")), (200, info));
+    assert_eq!(err(s.get("/clob-markets/0xdead")), (404, "market not found".into()));
+
     let (maker, taker) = (s.trader(m("100")), s.trader(m("100")));
     s.credit(&maker.address, YES, m("10"));
     let rested = maker.place(&s, YES, "SELL", "0.50", "10");
-    assert_eq!((&rested["tradeIDs"], &rested["tradeIds"]), (&json!([]), &json!([])), "{rested}");
+    assert_eq!((&rested["tradeIds"], &rested["transactionsHashes"]), (&json!([]), &json!([])), "{rested}");
+    // One key for the trade ids: the Rust V2 client refuses a reply with both.
+    assert!(rested.get("tradeIDs").is_none(), "{rested}");
     let took = taker.place(&s, YES, "BUY", "0.50", "10");
     assert_eq!(took["status"], "MATCHED", "{took}");
-    assert_eq!(took["tradeIDs"].as_array().map(Vec::len), Some(1), "{took}");
-    assert_eq!(took["tradeIDs"], took["tradeIds"]);
-    let (st, batch) = taker.l2(
-        &s,
-        "POST",
-        "/orders",
-        Some(&json!([{"order": taker.order(&s, YES, "BUY", "0.40", "1"), "owner": taker.key, "orderType": "GTC"}])),
-    );
-    assert_eq!((st, &batch[0]["tradeIDs"]), (200, &json!([])), "{batch}");
+    // In the ledger the settlement's hash is known at the match: the V2 clients return at
+    // once rather than poll the trade.
+    let id: uuid::Uuid = took["tradeIds"][0].as_str().unwrap().parse().unwrap();
+    assert_eq!(took["transactionsHashes"], json!([predex::domain::ledger_settlement_hash(&id)]), "{took}");
+    let (_, live) = s.get(&format!("/markets/live-activity/{COND}"));
+    assert_eq!(s.get(&format!("/live-activity/events/{COND}")), (200, live.clone()));
+    assert_eq!(live.as_array().map(Vec::len), Some(1), "{live}");
+
+    // An order of version 2 is refused by name, alone or in a batch, and nothing is placed.
+    let v2 = |o: Value| {
+        let mut o = o;
+        let fields = o.as_object_mut().unwrap();
+        for k in ["nonce", "feeRateBps"] {
+            fields.remove(k);
+        }
+        fields.insert("timestamp".into(), json!("1790000000000"));
+        fields.insert("metadata".into(), json!(format!("0x{}", "0".repeat(64))));
+        fields.insert("builder".into(), json!(format!("0x{}", "0".repeat(64))));
+        o
+    };
+    let mismatch = (400, "order_version_mismatch: this venue takes version 1 orders".to_string());
+    let one = json!({"order": v2(taker.order(&s, YES, "BUY", "0.40", "1")), "owner": taker.key, "orderType": "GTC"});
+    let (st, body) = taker.l2(&s, "POST", "/order", Some(&one));
+    assert_eq!(err((st, body)), mismatch);
+    let good = json!({"order": taker.order(&s, YES, "BUY", "0.41", "5"), "owner": taker.key, "orderType": "GTC"});
+    let (st, body) = taker.l2(&s, "POST", "/orders", Some(&json!([good.clone(), one])));
+    assert_eq!(err((st, body)), mismatch);
+    let (_, open) = taker.l2(&s, "GET", "/data/orders", None);
+    assert_eq!(open["data"], json!([]), "{open}");
+    let (st, batch) = taker.l2(&s, "POST", "/orders", Some(&json!([good])));
+    assert_eq!((st, &batch[0]["tradeIds"], &batch[0]["success"]), (200, &json!([]), &json!(true)), "{batch}");
     s.check();
 }

@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::{json_object, text, uuid_field};
 use crate::api::paging;
 use crate::api::params::Params;
-use crate::api::wire::{invalid, wire_fields, WireOrder};
+use crate::api::wire::{check_version, invalid, wire_fields, WireOrder};
 use crate::api::{authenticate, authenticate_read, price_number, ApiError, ApiResult, Req};
 use crate::app::orders::NewOrder;
 use crate::app::rfq::{self, RfqError, RfqQuote, RfqRequest, Terms};
@@ -318,6 +318,7 @@ fn signed_order(r: &Req) -> Result<(Uuid, Uuid, NewOrder), ApiError> {
     let (request, quote) = (uuid_field(&b, "requestId")?, uuid_field(&b, "quoteId")?);
     let owner = text(&b, "owner");
     let wire: WireOrder = serde_json::from_value(Value::Object(b)).map_err(|_| invalid())?;
+    check_version(&wire, crate::api::ORDER_VERSION)?;
     let signed = wire_fields(&wire)?;
     let order = NewOrder {
         signed,
