@@ -223,6 +223,7 @@ impl PredexEngine {
             reserved: Amount::ZERO,
             associate_trades: Default::default(),
             created_at: 0,
+            version: 1,
         }
     }
 }

@@ -176,6 +176,7 @@ fn build(dir: &Path) {
                 reserved: Amount(size * price as u64 / PRICE_ONE as u64),
                 associate_trades: Default::default(),
                 created_at: 1_700_000_000,
+                version: 1,
             }),
             Stored::New,
         );

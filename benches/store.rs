@@ -99,6 +99,7 @@ fn order(seq: u64, maker: &Arc<str>) -> Arc<OrderRecord> {
         reserved: Amount(5_000_000),
         associate_trades: smallvec::smallvec![Uuid::from_u128(seq as u128 + 1)],
         created_at: 1_700_000_000,
+        version: 1,
     })
 }
 
@@ -138,6 +139,7 @@ fn fill(seq: u64, maker: &Arc<str>, taker: &Arc<str>) -> Batch {
         taker_fee: Amount::ZERO,
         error_msg: None,
         match_type: MatchType::Complementary,
+        version: 1,
     });
     // The maker was resting; the taker is new and rests its remainder, its signature
     // written apart as the engine does.

@@ -18,6 +18,11 @@ pub const DEFAULT_EXCHANGE: &str = "0x4bfb41d5b3570defd03c39a9a4d8de6bd8b8982e";
 /// Polymarket's Neg Risk CTF Exchange on Polygon.
 pub const DEFAULT_NEG_RISK_EXCHANGE: &str = "0xc5d563a36ae78145c45a50134d48a1215220f80a";
 
+/// Polymarket's CTF Exchange V2 on Polygon (version 2's orders).
+pub const DEFAULT_EXCHANGE_V2: &str = "0xe111180000d2663c0091e4f400237545b87b996b";
+/// Polymarket's Neg Risk CTF Exchange V2 on Polygon.
+pub const DEFAULT_NEG_RISK_EXCHANGE_V2: &str = "0xe2222d279d744050d28e00520010520000310f59";
+
 /// The EIP-712 name of the order domain unless set (SPEC §5.7).
 pub const DEFAULT_ORDER_DOMAIN_NAME: &str = "Service CTF Exchange";
 
@@ -64,6 +69,19 @@ pub struct Config {
     /// Polymarket's official clients and for its exchange contracts run unchanged.
     #[arg(long, default_value = DEFAULT_ORDER_DOMAIN_NAME)]
     pub order_domain_name: String,
+    /// The orders this venue takes: 1 (SPEC's orders, domain version "1") or 2 (Polymarket's
+    /// CLOB V2 orders, domain version "2"); `GET /version` answers it, and the V2 clients
+    /// sign what it says. Open orders of the other version are cancelled at start
+    /// (docs/reference/order-versions.md).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub order_version: u8,
+    /// verifyingContract of version 2's standard-market orders (default Polygon's CTF
+    /// Exchange V2).
+    #[arg(long, default_value = DEFAULT_EXCHANGE_V2)]
+    pub exchange_v2_address: String,
+    /// verifyingContract of version 2's negative-risk-market orders (default Polygon's).
+    #[arg(long, default_value = DEFAULT_NEG_RISK_EXCHANGE_V2)]
+    pub neg_risk_exchange_v2_address: String,
     /// The proxy-wallet factory signature-type-1 makers are derived from (CREATE2; default
     /// Polygon's, the one Polymarket's clients derive with).
     #[arg(long, default_value = wallets::POLYGON_PROXY_FACTORY)]
@@ -311,6 +329,23 @@ impl Config {
                 || same(&self.neg_risk_exchange_address, DEFAULT_NEG_RISK_EXCHANGE))
     }
 
+    /// The order domains of both versions.
+    pub fn order_domains(&self) -> anyhow::Result<crate::auth::OrderDomains> {
+        let a = |v: &str, name: &str| -> anyhow::Result<alloy_primitives::Address> {
+            v.trim().parse().map_err(|_| anyhow::anyhow!("{name} is not an address: {v}"))
+        };
+        Ok(crate::auth::OrderDomains::new(
+            &self.order_domain_name,
+            self.chain_id,
+            a(&self.exchange_address, "exchange-address")?,
+            a(&self.neg_risk_exchange_address, "neg-risk-exchange-address")?,
+        )
+        .with_v2(
+            a(&self.exchange_v2_address, "exchange-v2-address")?,
+            a(&self.neg_risk_exchange_v2_address, "neg-risk-exchange-v2-address")?,
+        ))
+    }
+
     /// The internal token's file: the one given, else `internal.token` in the data
     /// directory (made at first start).
     pub fn internal_token_path(&self) -> PathBuf {
@@ -382,9 +417,19 @@ impl Config {
         if !self.internal_addr.ip().is_loopback() {
             anyhow::bail!("internal-addr must be a loopback address, got {}", self.internal_addr);
         }
+        if !(1..=2).contains(&self.order_version) {
+            anyhow::bail!("order-version must be 1 or 2, got {}", self.order_version);
+        }
+        if self.order_version == 2 && self.settlement == Settlement::Chain {
+            anyhow::bail!(
+                "order-version 2 settles in the ledger only for now: chain settlement takes version 1 orders"
+            );
+        }
         for (name, a) in [
             ("exchange-address", &self.exchange_address),
             ("neg-risk-exchange-address", &self.neg_risk_exchange_address),
+            ("exchange-v2-address", &self.exchange_v2_address),
+            ("neg-risk-exchange-v2-address", &self.neg_risk_exchange_v2_address),
         ] {
             if crate::auth::normalize_address(a).is_none() {
                 anyhow::bail!("{name} is not an address: {a}");

@@ -116,6 +116,16 @@ impl App {
             }
         }
         let core = engine::recover(&store, fee_address(&config, chain.as_ref())?).context("recover state")?;
+        // A change of order version cancels the open orders of the other one, as
+        // Polymarket's did (docs/reference/order-versions.md): listed first, durably.
+        let migrated = core.open_of_other_version(config.order_version);
+        if !migrated.is_empty() {
+            let mut b = store::Batch::default();
+            for (owner, id) in &migrated {
+                b.put_pre_migration(owner, id);
+            }
+            store.write([&b], true).context("list the orders of the other version")?;
+        }
         // Written meanwhile, on a thread of the store's: done before anything is written.
         store.wait_logs_ahead().context("write the log files ahead")?;
         let exported = Arc::new(metrics::Metrics::new());
@@ -154,6 +164,15 @@ impl App {
             }
             .build()?,
         );
+        if !migrated.is_empty() {
+            let ids: Vec<_> = migrated.into_iter().map(|(_, id)| id).collect();
+            let n = state.engine.cancel_signed(ids).await.context("cancel the orders of the other version")?.len();
+            tracing::info!(
+                orders = n,
+                version = config.order_version,
+                "cancelled the open orders of the other order version"
+            );
+        }
         if state.chain.is_none() {
             app::demo::load(&state, &config.catalogue).await?;
         }

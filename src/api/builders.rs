@@ -241,7 +241,7 @@ async fn builder_order(s: Arc<AppState>, r: Req) -> ApiResult {
     crate::app::orders::check_new_orders(&s)?;
     let key = authenticate(&s, &r)?;
     let sub: Submission = serde_json::from_value(Value::Object(body)).map_err(|_| wire::invalid())?;
-    let p = crate::app::orders::place(&s, &key, wire::new_order(sub)?, Some(&builder)).await?;
+    let p = crate::app::orders::place(&s, &key, wire::new_order(sub, s.config.order_version)?, Some(&builder)).await?;
     super::reply(&render::result_json(&p, s.chain.is_none()))
 }
 

@@ -58,8 +58,10 @@ impl State {
             if !auth::verify_hmac(&k.secret, ts, r.method.as_str(), &[r.path.as_str()], &[&r.body], sig) {
                 return Err(fail());
             }
-            let w = wire_fields(&sub.order)?;
-            let (_, signer) = auth::recover_order_signer(&w.fields, &self.domain, &sub.order.signature);
+            let auth::OrderFields::V1(fields) = wire_fields(&sub.order)?.fields else {
+                return Err(ApiError::bad("Invalid order payload"));
+            };
+            let (_, signer) = auth::recover_order_signer(&fields, &self.domain, &sub.order.signature);
             if signer.map(|a| format!("{a:#x}")).as_deref() != Some(k.address.as_str()) {
                 return Err(ApiError::bad("invalid signature"));
             }

@@ -476,9 +476,6 @@ pub fn with_openapi(doc: &'static str, routes: Routes) -> Routes {
     openapi_route(doc).or(routes).unify().boxed()
 }
 
-/// The version of the orders the venue takes: SPEC's, the EIP-712 domain version "1".
-pub const ORDER_VERSION: u8 = 1;
-
 /// The order-book (CLOB) server.
 pub fn clob_routes(state: Arc<AppState>) -> Routes {
     // The health probe at `/ok`, and at `/` where Polymarket answers it (the official
@@ -490,11 +487,12 @@ pub fn clob_routes(state: Arc<AppState>) -> Routes {
         .map(|| warp::reply::with_status("OK", StatusCode::OK).into_response());
     let time =
         warp::path!("time").and(warp::get()).map(|| warp::reply::json(&crate::domain::now_secs()).into_response());
-    // The order version the venue takes (SPEC's orders are version 1): the V2 clients ask
-    // before they sign, and build version-1 orders when told 1.
+    // The order version the venue takes (`order-version`; SPEC's orders are version 1): the
+    // V2 clients ask before they sign, and build version-1 orders when told 1.
+    let order_version = state.config.order_version;
     let version = warp::path!("version")
         .and(warp::get())
-        .map(|| warp::reply::json(&serde_json::json!({ "version": ORDER_VERSION })).into_response());
+        .map(move || warp::reply::json(&serde_json::json!({ "version": order_version })).into_response());
     // Each module's routes are boxed already (`Routes`), so this chain's type stays shallow
     // without boxing it again (each boxed layer is an allocation per request).
     let routes = time

@@ -103,6 +103,8 @@ pub fn routes(state: Arc<AppState>) -> Routes {
         .reduce(|a, b| a.or(b).unify().boxed())
         .expect("trading routes");
     let list = handle_now(warp::path!("data" / "orders").and(warp::get()), &state, list_orders);
+    let migrated =
+        handle_now(warp::path!("data" / "pre-migration-orders").and(warp::get()), &state, list_pre_migration_orders);
     let one = warp::path!("data" / "order" / String)
         .and(warp::get())
         .and(req())
@@ -117,7 +119,7 @@ pub fn routes(state: Arc<AppState>) -> Routes {
         .and(req())
         .and(s())
         .then(|r, s| async move { respond(list_trades(s, r)) });
-    trading.or(list).unify().or(one).unify().or(trades).unify().boxed()
+    trading.or(list).unify().or(migrated).unify().or(one).unify().or(trades).unify().boxed()
 }
 
 impl From<OrderError> for ApiError {
@@ -135,7 +137,7 @@ impl From<OrderError> for ApiError {
 
 /// Validates and places one submission.
 async fn place_submission(s: &AppState, key: &ApiKeyRecord, sub: Submission) -> Result<Placed, ApiError> {
-    Ok(orders::place(s, key, new_order(sub)?, None).await?)
+    Ok(orders::place(s, key, new_order(sub, s.config.order_version)?, None).await?)
 }
 
 async fn post_order(s: Arc<AppState>, r: Req) -> ApiResult {
@@ -158,7 +160,7 @@ async fn post_orders(s: Arc<AppState>, r: Req) -> ApiResult {
     // a client that signed for the wrong version learns it from the status, as from
     // `POST /order`, and signs again for the version `GET /version` names.
     for sub in subs.iter().flatten() {
-        check_version(&sub.order, super::ORDER_VERSION)?;
+        check_version(&sub.order, s.config.order_version)?;
     }
     // One after another, so the engine sees them in input order.
     let mut out = Vec::with_capacity(subs.len());
@@ -240,6 +242,20 @@ fn list_orders(s: Arc<AppState>, r: Req) -> ApiResult {
             continue;
         }
         items.push(order_json(&o));
+    }
+    paging::page(items, offset)
+}
+
+/// The caller's orders of another version than the venue's, cancelled when it changed
+/// version (the V2 clients' `get_pre_migration_orders`), in the shape of `/data/orders`.
+fn list_pre_migration_orders(s: Arc<AppState>, r: Req) -> ApiResult {
+    let key = authenticate_read(&s, &r)?;
+    let offset = paging::offset(r.query_map().get("next_cursor"))?;
+    let mut items = Vec::new();
+    for id in s.store.pre_migration_orders_of(&key.key)? {
+        if let Some(o) = s.store.get_order(&id)? {
+            items.push(order_json(&o));
+        }
     }
     paging::page(items, offset)
 }

@@ -1,13 +1,13 @@
 //! Signed orders as clients send them (SPEC §2.2): the wire form, its parsing into what
 //! the order services take, and order ids. Any malformed field is `Invalid order payload`.
 
-use alloy_primitives::{Address, U256};
+use alloy_primitives::{Address, B256, U256};
 use serde::Deserialize;
 use uuid::Uuid;
 
 use super::ApiError;
 use crate::app::orders::{NewOrder, SignedOrder};
-use crate::auth::SignedOrderFields;
+use crate::auth::{OrderFields, OrderFieldsV2, SignedOrderFields};
 use crate::domain::{parse_u64, NumberText, OrderType, Side};
 
 /// A signed order as sent (SPEC §2.2): every field is required, and one that is missing,
@@ -34,6 +34,8 @@ pub struct WireOrder {
     fee_rate_bps: Option<NumberText>,
     // Version 2 only.
     timestamp: Option<NumberText>,
+    metadata: Option<String>,
+    builder: Option<String>,
 }
 
 impl WireOrder {
@@ -73,6 +75,11 @@ pub fn version_mismatch(venue: u8) -> ApiError {
     ApiError::bad(format!("order_version_mismatch: this venue takes version {venue} orders"))
 }
 
+/// Signature type 3, a deposit wallet's ERC-1271 signature (version 2's POLY_1271).
+pub fn deposit_wallet_refused() -> ApiError {
+    ApiError::bad("signature type 3 (POLY_1271, deposit wallets) is not supported by this venue: sign as an EOA (0), proxy wallet (1) or Safe (2)")
+}
+
 /// Refuses an order of another version than the venue's.
 pub fn check_version(wire: &WireOrder, venue: u8) -> Result<(), ApiError> {
     if wire.version() == venue {
@@ -98,7 +105,17 @@ fn addr(s: &str) -> Result<Address, ApiError> {
     s.trim().parse().map_err(|_| invalid())
 }
 
-/// Parses what the order's signature covers; any malformed field is `Invalid order payload`.
+fn bytes32(s: Option<&str>) -> Result<B256, ApiError> {
+    let s = s.ok_or_else(invalid)?.trim();
+    let h = s.strip_prefix("0x").ok_or_else(invalid)?;
+    if h.len() != 64 {
+        return Err(invalid());
+    }
+    h.parse().map_err(|_| invalid())
+}
+
+/// Parses what the order's signature covers, in its version; any malformed field is
+/// `Invalid order payload`.
 pub fn wire_fields(wire: &WireOrder) -> Result<SignedOrder, ApiError> {
     let side = match &wire.side {
         NumberText::Text(t) => Side::parse(t).ok_or_else(invalid)?,
@@ -108,41 +125,63 @@ pub fn wire_fields(wire: &WireOrder) -> Result<SignedOrder, ApiError> {
             _ => return Err(invalid()),
         },
     };
+    let version = wire.version();
     let sig_type = u64_of(&wire.signature_type)?;
+    if sig_type == 3 {
+        return Err(deposit_wallet_refused());
+    }
     if sig_type > 2 {
         return Err(invalid());
     }
     let maker = addr(&wire.maker)?;
     let signer = if wire.signer.trim().is_empty() { maker } else { addr(&wire.signer)? };
-    let taker = addr(wire.taker.as_deref().ok_or_else(invalid)?)?;
     let token_text = wire.token_id.text().into_owned();
     let token = u256(&token_text)?;
     let maker_amount = u64_of(&wire.maker_amount)?;
     let taker_amount = u64_of(&wire.taker_amount)?;
     let expiration = u64_of(&wire.expiration)?;
-    let nonce = u64_of(wire.nonce.as_ref().ok_or_else(invalid)?)?;
-    let fee_bps = u64_of(wire.fee_rate_bps.as_ref().ok_or_else(invalid)?)?;
     let salt = u256(&wire.salt.text())?;
-    let fields = SignedOrderFields {
-        salt,
-        maker,
-        signer,
-        taker,
-        token_id: token,
-        maker_amount: U256::from(maker_amount),
-        taker_amount: U256::from(taker_amount),
-        expiration: U256::from(expiration),
-        nonce: U256::from(nonce),
-        fee_rate_bps: U256::from(fee_bps),
-        side: side.as_u8(),
-        signature_type: sig_type as u8,
+    let (fields, nonce, fee_bps) = if version == 2 {
+        let fields = OrderFieldsV2 {
+            salt,
+            maker,
+            signer,
+            token_id: token,
+            maker_amount: U256::from(maker_amount),
+            taker_amount: U256::from(taker_amount),
+            side: side.as_u8(),
+            signature_type: sig_type as u8,
+            timestamp: u256(&wire.timestamp.as_ref().ok_or_else(invalid)?.text())?,
+            metadata: bytes32(wire.metadata.as_deref())?,
+            builder: bytes32(wire.builder.as_deref())?,
+        };
+        (OrderFields::V2(fields), 0, 0)
+    } else {
+        let taker = addr(wire.taker.as_deref().ok_or_else(invalid)?)?;
+        let nonce = u64_of(wire.nonce.as_ref().ok_or_else(invalid)?)?;
+        let fee_bps = u64_of(wire.fee_rate_bps.as_ref().ok_or_else(invalid)?)?;
+        let fields = SignedOrderFields {
+            salt,
+            maker,
+            signer,
+            taker,
+            token_id: token,
+            maker_amount: U256::from(maker_amount),
+            taker_amount: U256::from(taker_amount),
+            expiration: U256::from(expiration),
+            nonce: U256::from(nonce),
+            fee_rate_bps: U256::from(fee_bps),
+            side: side.as_u8(),
+            signature_type: sig_type as u8,
+        };
+        (OrderFields::V1(fields), nonce, fee_bps)
     };
     Ok(SignedOrder { fields, side, sig_type, token_text, maker_amount, taker_amount, expiration, nonce, fee_bps })
 }
 
 /// A submission parsed into what the order services take.
-pub fn new_order(sub: Submission) -> Result<NewOrder, ApiError> {
-    check_version(&sub.order, super::ORDER_VERSION)?;
+pub fn new_order(sub: Submission, venue: u8) -> Result<NewOrder, ApiError> {
+    check_version(&sub.order, venue)?;
     let order_type = match sub.order_type.as_deref() {
         None | Some("") => OrderType::Gtc,
         Some(t) => OrderType::parse(&t.to_uppercase()).ok_or_else(invalid)?,

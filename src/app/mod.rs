@@ -103,10 +103,8 @@ impl Parts {
     pub fn build(self) -> anyhow::Result<AppState> {
         let Parts { config, store, engine, registry, metrics, exported, persist, feeds, chain, events, internal_token } =
             self;
-        let exch: Address = config.exchange_address.parse()?;
-        let neg: Address = config.neg_risk_exchange_address.parse()?;
         Ok(AppState {
-            domains: OrderDomains::new(&config.order_domain_name, config.chain_id, exch, neg),
+            domains: config.order_domains()?,
             wallets: config.wallet_factories()?,
             access: access::Access::load(&store, &config, internal_token)?,
             keys: keys::Keys::load(&store)?,

@@ -9,7 +9,7 @@ use alloy_primitives::Address;
 use uuid::Uuid;
 
 use crate::app::AppState;
-use crate::auth::{self, SignedOrderFields};
+use crate::auth::{self, OrderFields};
 use crate::commit::views::MarketView;
 use crate::domain::*;
 use crate::engine::{EngineError, Placed, Reject};
@@ -57,7 +57,7 @@ pub enum OrderError {
 /// What a signature covers, parsed from the wire, and the plain numbers validation goes on
 /// with.
 pub struct SignedOrder {
-    pub fields: SignedOrderFields,
+    pub fields: OrderFields,
     pub side: Side,
     pub sig_type: u64,
     pub token_text: String,
@@ -108,7 +108,11 @@ pub async fn place(
 ) -> Result<Placed, OrderError> {
     // A salt wider than the record's 64 bits is kept whole beside it, so the order settles
     // exactly as signed (`Store::order_salt`).
-    let salt = order.signed.fields.salt;
+    let salt = order.signed.fields.salt();
+    let v2 = match &order.signed.fields {
+        OrderFields::V2(f) => Some((f.timestamp, f.metadata, f.builder)),
+        OrderFields::V1(_) => None,
+    };
     let (order, defer) = validate(s, key, order)?;
     if s.chain.is_some() {
         crate::app::onchain::ensure_nonce(s, &order.maker).await.map_err(|e| OrderError::Chain(e.to_string()))?;
@@ -120,6 +124,9 @@ pub async fn place(
     let mut records = builder.map(|b| crate::app::builders::attribution(b, &order)).unwrap_or_default();
     if order.salt == u64::MAX {
         records.put_order_salt(&id, salt.to_be_bytes());
+    }
+    if let Some((timestamp, metadata, builder)) = v2 {
+        records.put_order_v2(&id, timestamp, metadata, builder);
     }
     let _t = s.time_command("place");
     match s.engine.submit_with(order, defer, records).await {
@@ -142,7 +149,7 @@ fn validate(s: &AppState, key: &ApiKeyRecord, order: NewOrder) -> Result<(OrderR
     }
     let SignedOrder { fields, side, sig_type, token_text, maker_amount, taker_amount, expiration, nonce, fee_bps } =
         signed;
-    let (maker, signer) = (fields.maker, fields.signer);
+    let (maker, signer) = (fields.maker(), fields.signer());
     if maker_amount == 0 || taker_amount == 0 || fee_bps > MAX_FEE_BPS {
         return Err(OrderError::Invalid);
     }
@@ -155,8 +162,7 @@ fn validate(s: &AppState, key: &ApiKeyRecord, order: NewOrder) -> Result<(OrderR
     let market = &view.market;
 
     // Signature (SPEC §5.7): recovered signer must equal `signer`.
-    let domain = if market.neg_risk { &s.domains.neg_risk } else { &s.domains.standard };
-    let (hash, recovered) = auth::recover_order_signer(&fields, domain, &signature);
+    let (hash, recovered) = auth::recover_signer(&fields, &s.domains, market.neg_risk, &signature);
     if recovered != Some(signer) {
         return Err(OrderError::BadSignature);
     }
@@ -177,7 +183,12 @@ fn validate(s: &AppState, key: &ApiKeyRecord, order: NewOrder) -> Result<(OrderR
         return Err(OrderError::Duplicated(id));
     }
     // u64::MAX stands for a salt that does not fit (the whole one is stored beside).
-    let salt_u64: u64 = fields.salt.try_into().unwrap_or(u64::MAX);
+    let salt_u64: u64 = fields.salt().try_into().unwrap_or(u64::MAX);
+    let taker = match &fields {
+        OrderFields::V1(f) if f.taker != Address::ZERO => format!("{:#x}", f.taker).into(),
+        // Nearly every order is open to anyone: one shared string for them.
+        _ => zero_address(),
+    };
     Ok((
         OrderRecord {
             id,
@@ -186,8 +197,7 @@ fn validate(s: &AppState, key: &ApiKeyRecord, order: NewOrder) -> Result<(OrderR
             owner: key.key,
             maker: maker_s,
             signer: signer_s,
-            // Nearly every order is open to anyone: one shared string for them.
-            taker: if fields.taker == Address::ZERO { zero_address() } else { format!("{:#x}", fields.taker).into() },
+            taker,
             token: view.order_token(outcome),
             side,
             price: Price(price as u32),
@@ -206,6 +216,7 @@ fn validate(s: &AppState, key: &ApiKeyRecord, order: NewOrder) -> Result<(OrderR
             reserved: Amount::ZERO,
             associate_trades: Default::default(),
             created_at: now,
+            version: fields.version(),
         },
         defer,
     ))

@@ -274,6 +274,7 @@ pub async fn accept(
         price: chosen.price,
         taker: (req.owner, Arc::from(req.address.as_str())),
         maker: (chosen.owner, Arc::from(chosen.address.as_str())),
+        version: s.config.order_version,
     };
     match s.engine.block_trade(trade, records).await {
         Ok(t) => Ok(Accepted { quote_id: chosen.id, rfq_id: rfq, trade_id: t.id }),

@@ -6,8 +6,8 @@ pub mod hmac;
 pub mod wallets;
 
 pub use eip712::{
-    order_hash, order_id, recover_clob_auth, recover_order_signer, OrderDomains, SignedOrderFields,
-    POLYMARKET_ORDER_DOMAIN,
+    order_hash, order_hash_v2, order_id, recover_clob_auth, recover_order_signer, recover_signer, OrderDomains,
+    OrderFields, OrderFieldsV2, SignedOrderFields, POLYMARKET_ORDER_DOMAIN,
 };
 pub use hmac::{build_hmac_signature, l2_headers, verify_hmac, L2Creds};
 

@@ -182,6 +182,9 @@ pub struct OrderRecord {
     pub token: Arc<OrderToken>,
     pub fee_rate_bps: u32,
     pub signature_type: u8,
+    /// The order's version: 1 (SPEC's order, domain version "1") or 2 (Polymarket's CLOB
+    /// V2 order; what it signs beside these fields is in `order_v2`).
+    pub version: u8,
     /// Global acceptance sequence: the time priority of the order.
     pub seq: u64,
     pub maker: Arc<str>,
@@ -357,6 +360,9 @@ pub struct TradeRecord {
     pub error_msg: Option<String>,
     /// COMPLEMENTARY, MINT or MERGE (the exchange contract's match type).
     pub match_type: MatchType,
+    /// The version of the trade's orders (one venue's orders are all of its version: a
+    /// change of version cancels the other's open orders).
+    pub version: u8,
 }
 
 impl TradeRecord {

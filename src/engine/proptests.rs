@@ -100,6 +100,7 @@ fn order(
             reserved: Amount::ZERO,
             associate_trades: Default::default(),
             created_at: 0,
+            version: 1,
         },
         false,
     )

@@ -65,9 +65,23 @@ impl Store {
         let rows = self.scan_prefix(cf::TRADES_BY_OWNER, owner.as_bytes(), &[], usize::MAX)?;
         Ok(rows.iter().filter_map(|(_, v)| Uuid::from_slice(v).ok()).collect())
     }
+
+    /// The ids of `owner`'s orders cancelled when the venue changed order version.
+    pub fn pre_migration_orders_of(&self, owner: &Uuid) -> Result<Vec<Uuid>, StoreError> {
+        let rows = self.scan_prefix(cf::PRE_MIGRATION, owner.as_bytes(), &[], usize::MAX)?;
+        Ok(rows.iter().filter_map(|(k, _)| Uuid::from_slice(k.get(16..)?).ok()).collect())
+    }
 }
 
 impl Batch {
+    /// An order of `owner` open when the venue changed order version, about to be
+    /// cancelled.
+    pub fn put_pre_migration(&mut self, owner: &Uuid, id: &Uuid) {
+        let mut k = owner.as_bytes().to_vec();
+        k.extend_from_slice(id.as_bytes());
+        self.put(cf::PRE_MIGRATION, k, Vec::new());
+    }
+
     /// A new API key, indexed under its address and nonce.
     pub fn add_api_key(&mut self, k: &ApiKeyRecord) {
         self.put_secret(cf::API_KEYS, k.key.as_bytes().to_vec(), encode(k));

@@ -79,6 +79,21 @@ impl Batch {
         self.put(cf::ORDER_SALTS, id.as_bytes().to_vec(), salt.to_vec());
     }
 
+    /// What a version 2 order signs beside its record's fields (in the order's own batch).
+    pub fn put_order_v2(
+        &mut self,
+        id: &Uuid,
+        timestamp: alloy_primitives::U256,
+        metadata: alloy_primitives::B256,
+        builder: alloy_primitives::B256,
+    ) {
+        let mut v = Vec::with_capacity(96);
+        v.extend_from_slice(&timestamp.to_be_bytes::<32>());
+        v.extend_from_slice(metadata.as_slice());
+        v.extend_from_slice(builder.as_slice());
+        self.put(cf::ORDER_V2, id.as_bytes().to_vec(), v);
+    }
+
     /// A maker's exchange nonce, after `incrementNonce`.
     pub fn put_nonce(&mut self, maker: &str, state: &NonceState) {
         self.put(cf::NONCES, maker.as_bytes().to_vec(), encode(state));

@@ -205,6 +205,23 @@ impl Store {
         }
     }
 
+    /// What version 2 order `id` signed beside its record's fields: (timestamp, metadata,
+    /// builder code); None for an order of version 1.
+    pub fn order_v2(
+        &self,
+        id: &Uuid,
+    ) -> Result<Option<(alloy_primitives::U256, alloy_primitives::B256, alloy_primitives::B256)>, StoreError> {
+        match self.get_raw(cf::ORDER_V2, id.as_bytes())? {
+            Some(v) if v.len() == 96 => Ok(Some((
+                alloy_primitives::U256::from_be_slice(&v[..32]),
+                alloy_primitives::B256::from_slice(&v[32..64]),
+                alloy_primitives::B256::from_slice(&v[64..]),
+            ))),
+            Some(_) => Err(StoreError::Corrupt { cf: cf::ORDER_V2, msg: "not 96 bytes".into() }),
+            None => Ok(None),
+        }
+    }
+
     pub fn get_trade(&self, id: &Uuid) -> Result<Option<TradeRecord>, StoreError> {
         self.get(cf::TRADES, id.as_bytes())
     }

@@ -19,6 +19,13 @@ pub mod cf {
     /// order id → the whole salt (32 bytes, big-endian) of an order whose salt does not
     /// fit 64 bits; its record holds `u64::MAX` then. See [`Store::order_salt`].
     pub const ORDER_SALTS: &str = "order_salts";
+    /// order id → what a version 2 order signs beside its record's fields: timestamp,
+    /// metadata and builder code, 32 bytes each. See [`Store::order_v2`].
+    pub const ORDER_V2: &str = "order_v2";
+    /// owner (16) + order id (16) → (): the orders of another version than the venue's
+    /// that were open when it changed version, cancelled then (`GET
+    /// /data/pre-migration-orders`).
+    pub const PRE_MIGRATION: &str = "pre_migration";
     pub const TRADES: &str = "trades";
     /// owner (16) + trade seq (8) → trade id.
     pub const TRADES_BY_OWNER: &str = "trades_by_owner";
@@ -118,6 +125,8 @@ pub mod cf {
         OPEN_STATE,
         ORDER_SIGNATURES,
         ORDER_SALTS,
+        ORDER_V2,
+        PRE_MIGRATION,
         TRADES,
         TRADES_BY_OWNER,
         API_KEYS,

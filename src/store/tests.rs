@@ -58,6 +58,7 @@ pub(in crate::store) mod records {
             reserved: Amount(15_000_000),
             associate_trades: [Uuid::from_u128(5), Uuid::from_u128(6)].into_iter().collect(),
             created_at: 1_700_000_000,
+            version: 1,
         }
     }
 
@@ -402,7 +403,7 @@ pub(in crate::store) mod records {
         }
         // The real order's six ids take 195 bytes where their text took 401: the whole
         // value is 319 bytes, 525 as text.
-        assert_eq!(encode(&real_order()).len(), 319);
+        assert_eq!(encode(&real_order()).len(), 320);
     }
 }
 
@@ -449,6 +450,7 @@ pub(in crate::store) mod indexes {
             taker_fee: Amount::ZERO,
             error_msg: None,
             match_type: MatchType::Complementary,
+            version: 1,
         }
     }
 

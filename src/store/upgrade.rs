@@ -10,8 +10,8 @@ use super::*;
 /// One step: rewrites a store of format `n` (its index in [`STEPS`], plus one) into `n + 1`.
 type Step = fn(&Store) -> Result<(), StoreError>;
 
-/// The steps from format 1 on; none yet.
-const STEPS: &[Step] = &[];
+/// The steps from format 1 on.
+const STEPS: &[Step] = &[versions_recorded];
 
 /// The format this build writes and reads.
 pub(super) const CURRENT: u64 = STEPS.len() as u64 + 1;
@@ -34,6 +34,49 @@ pub(super) fn to_current(store: &Store) -> Result<(), StoreError> {
         found += 1;
         record(store, found)?;
         tracing::info!(format = found, "store upgraded");
+    }
+    Ok(())
+}
+
+/// Format 1 → 2: order and trade records end with their order version (1 for every
+/// record of format 1). Postcard writes a struct's fields one after another with nothing
+/// around them, and the version is the last field: a record of format 1 with the byte `1`
+/// appended is the record of format 2. A value that already reads as format 2 is left as
+/// it is, so a step interrupted and run again appends nothing twice (a format-1 record
+/// never reads as format 2: its bytes end where the version would begin). The event
+/// stream's outbox holds order and trade records too; its market events are unchanged.
+fn versions_recorded(store: &Store) -> Result<(), StoreError> {
+    rewrite(store, cf::ORDERS, |v| decode::<OrderRecord>(cf::ORDERS, v).is_ok())?;
+    rewrite(store, cf::LIVE_ORDERS, |v| decode::<OrderRecord>(cf::LIVE_ORDERS, v).is_ok())?;
+    rewrite(store, cf::TRADES, |v| decode::<TradeRecord>(cf::TRADES, v).is_ok())?;
+    rewrite(store, cf::STREAM_OUTBOX, |v| decode::<StreamEvent>(cf::STREAM_OUTBOX, v).is_ok())
+}
+
+/// Appends the version byte `1` to each value of `name` that is not `current` yet, a
+/// bounded batch at a time.
+fn rewrite(store: &Store, name: &'static str, current: impl Fn(&[u8]) -> bool) -> Result<(), StoreError> {
+    const CHUNK: usize = 10_000;
+    let mut it = store.db.raw_iterator_cf(store.handle(name));
+    it.seek_to_first();
+    let mut wb = WriteBatch::default();
+    let mut n = 0;
+    while let (Some(k), Some(v)) = (it.key(), it.value()) {
+        if !current(v) {
+            let mut fixed = Vec::with_capacity(v.len() + 1);
+            fixed.extend_from_slice(v);
+            fixed.push(1);
+            wb.put_cf(store.handle(name), k, fixed);
+            n += 1;
+            if n % CHUNK == 0 {
+                store.write_batch(std::mem::take(&mut wb), false)?;
+            }
+        }
+        it.next();
+    }
+    it.status()?;
+    store.write_batch(wb, false)?;
+    if n > 0 {
+        tracing::info!(family = name, records = n, "recorded the order version");
     }
     Ok(())
 }
@@ -61,6 +104,45 @@ mod tests {
         assert!(!line.contains('\n') && line.contains(&format!("store format {}", CURRENT + 1)), "{line}");
         // Refused before anything was written: the format is still the newer one.
         record_is(dir.path(), CURRENT + 1);
+    }
+
+    /// A store of format 1 — order and trade records, in every family that holds them,
+    /// without their version — reads as format 2 after the upgrade, each record of
+    /// version 1; running the step again changes nothing; a market event is left as it is.
+    #[test]
+    fn format_1_records_gain_their_version() {
+        use crate::domain::{Amount, Market, OrderStatus, Price, Token, TradeStatus};
+        use crate::store::tests::{indexes::trade, records::sample_order};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (open, t) = (sample_order(), trade(3, TradeStatus::Pending));
+        let closed = OrderRecord { id: Uuid::from_u128(43), status: OrderStatus::Canceled, ..sample_order() };
+        assert_eq!((open.version, t.version), (1, 1));
+        let event = StreamEvent { at_ms: 7, what: Recorded::Trade(std::borrow::Cow::Borrowed(&t)) };
+        let token = |t: &str, o: &str| Token { token_id: t.into(), outcome: o.into() };
+        let m = Market::binary("0xa", token("1", "Yes"), token("2", "No"), Price(100), Amount(5));
+        let market = StreamEvent { at_ms: 8, what: Recorded::Market(std::borrow::Cow::Borrowed(&m)) };
+        let format_1 = |v: Vec<u8>| v[..v.len() - 1].to_vec();
+        let mut wb = WriteBatch::default();
+        wb.put_cf(store.handle(cf::ORDERS), closed.id.as_bytes(), format_1(encode(&closed)));
+        wb.put_cf(store.handle(cf::LIVE_ORDERS), 2u64.to_be_bytes(), format_1(encode(&open)));
+        wb.put_cf(store.handle(cf::TRADES), t.id.as_bytes(), format_1(encode(&t)));
+        wb.put_cf(store.handle(cf::STREAM_OUTBOX), 1u64.to_be_bytes(), format_1(encode(&event)));
+        wb.put_cf(store.handle(cf::STREAM_OUTBOX), 2u64.to_be_bytes(), encode(&market));
+        store.write_batch(wb, true).unwrap();
+        assert!(decode::<OrderRecord>(cf::ORDERS, &store.get_raw(cf::ORDERS, closed.id.as_bytes()).unwrap().unwrap())
+            .is_err());
+        for _ in 0..2 {
+            versions_recorded(&store).unwrap();
+            assert_eq!(store.get_order(&closed.id).unwrap().unwrap(), closed);
+            let live = store.get_raw(cf::LIVE_ORDERS, &2u64.to_be_bytes()).unwrap().unwrap();
+            assert_eq!(decode::<OrderRecord>(cf::LIVE_ORDERS, &live).unwrap(), open);
+            assert_eq!(store.get_trade(&t.id).unwrap().unwrap(), t);
+            let e = store.get_raw(cf::STREAM_OUTBOX, &1u64.to_be_bytes()).unwrap().unwrap();
+            assert_eq!(decode::<StreamEvent>(cf::STREAM_OUTBOX, &e).unwrap(), event);
+            let m = store.get_raw(cf::STREAM_OUTBOX, &2u64.to_be_bytes()).unwrap().unwrap();
+            assert_eq!(m, encode(&market));
+        }
     }
 
     fn record_is(path: &std::path::Path, version: u64) {

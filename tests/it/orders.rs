@@ -381,3 +381,64 @@ fn the_v2_clients_lookups_answer_on_a_version_1_venue() {
     assert_eq!((st, &batch[0]["tradeIds"], &batch[0]["success"]), (200, &json!([]), &json!(true)), "{batch}");
     s.check();
 }
+
+/// A version 2 venue: `/version` says 2; version 2 orders, signed under domain version "2"
+/// and the V2 exchanges, rest and match; a version 1 order is refused by name; an order
+/// hash seen before, an expired order and signature type 3 are refused. Restarted as a
+/// version 1 venue, the open version 2 orders are cancelled and listed as the owner's
+/// pre-migration orders.
+#[test]
+fn version_2_orders_trade_on_a_version_2_venue_and_a_change_of_version_cancels_them() {
+    let s = Server::start_tuned(|c| c.order_version = 2);
+    assert_eq!(s.get("/version"), (200, json!({"version": 2})));
+    let (maker, taker) = (s.trader(m("100")), s.trader(m("100")));
+    s.credit(&maker.address, YES, m("20"));
+    let zero = alloy_primitives::B256::ZERO;
+    let submit = |t: &Trader, o: Value| t.submit(&s, o, "GTC");
+
+    let v1 = maker.order(&s, YES, "SELL", "0.50", "10");
+    assert_eq!(err(submit(&maker, v1)), (400, "order_version_mismatch: this venue takes version 2 orders".into()));
+    let ask = maker.signed(YES, "SELL", m("10"), m("5")).sign_v2(&s, zero);
+    let (st, rested) = submit(&maker, ask.clone());
+    assert_eq!((st, &rested["status"]), (200, &json!("LIVE")), "{rested}");
+    assert_eq!(err(submit(&maker, ask)).0, 400, "the same order hash again is refused");
+    let bid = taker.signed(YES, "BUY", m("2.5"), m("5")).sign_v2(&s, zero);
+    let (st, took) = submit(&taker, bid);
+    assert_eq!((st, &took["status"]), (200, &json!("MATCHED")), "{took}");
+    s.settle();
+    assert_eq!(taker.balance(&s, YES), m("5"));
+
+    let past = predex::domain::now_secs() - 60;
+    let expired = maker.signed(YES, "SELL", m("5"), m("3")).expiration(past).sign_v2(&s, zero);
+    assert_eq!(err(maker.submit(&s, expired, "GTD")), (400, "invalid expiration".into()));
+    let mut wallet = maker.signed(YES, "SELL", m("5"), m("3")).sign_v2(&s, zero);
+    wallet["signatureType"] = json!(3);
+    let (st, body) = submit(&maker, wallet);
+    assert!(st == 400 && body["error"].as_str().unwrap().contains("signature type 3"), "{st} {body}");
+    // Signed under version 1's domain, a version 2 order's signature does not verify.
+    let (st, body) = submit(&maker, {
+        let mut o = maker.signed(YES, "SELL", m("5"), m("3")).sign_v2(&s, zero);
+        o["signature"] = maker.order(&s, YES, "SELL", "0.60", "5")["signature"].clone();
+        o
+    });
+    assert_eq!(err((st, body)).0, 400);
+    let open_id = rested["orderID"].as_str().unwrap().to_string();
+    s.check();
+
+    let (mut c, dir) = s.stop();
+    c.order_version = 1;
+    let s = Server::start_with(c);
+    assert_eq!(s.get("/version"), (200, json!({"version": 1})));
+    let (_, open) = maker.l2(&s, "GET", "/data/orders", None);
+    assert_eq!(open["data"], json!([]), "{open}");
+    let (st, listed) = maker.l2(&s, "GET", "/data/pre-migration-orders", None);
+    assert_eq!((st, listed["data"].as_array().map(Vec::len)), (200, Some(1)), "{listed}");
+    assert_eq!((&listed["data"][0]["id"], &listed["data"][0]["status"]), (&json!(open_id), &json!("CANCELED")));
+    let (_, none) = taker.l2(&s, "GET", "/data/pre-migration-orders", None);
+    assert_eq!(none["data"], json!([]), "{none}");
+    assert_eq!(maker.available(&s, YES), m("15"), "the cancelled order's reserve is released");
+    maker.place(&s, YES, "SELL", "0.50", "5");
+    s.check();
+    drop(s);
+    drop(dir);
+}

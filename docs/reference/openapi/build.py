@@ -321,6 +321,8 @@ CLOB_OPS = [
        body=obj({"market": S, "asset_id": S}), codes=(400, 503)),
     op("GET", "/data/orders", "open orders", page(ref("OpenOrder")), "L2", params=[q("id"), q("market"), q("asset_id"), CURSOR]),
     op("GET", "/data/order/{id}", "one order", ref("OpenOrder"), "L2", params=[path_param("id")], codes=(400, 404)),
+    op("GET", "/data/pre-migration-orders", "the key's orders of the other order version, cancelled when the venue changed version",
+       page(ref("OpenOrder")), "L2", params=[CURSOR]),
     op("GET", "/data/trades", "the key's trades", page(ref("Trade")), "L2",
        params=[q("id"), q("maker_address"), q("market"), q("asset_id"), q("before", INT_OR_EMPTY), q("after", INT_OR_EMPTY), CURSOR]),
     op("GET", "/trades", "the key's trades (the clients' path)", page(ref("Trade")), "L2",

@@ -313,12 +313,12 @@ pub(super) fn best_quote(s: &AppState, r: &Req) -> ApiResult {
 
 /// The body of an accept or approve: `requestId`, `quoteId`, and the signer's order with
 /// its fields at the top level (and `owner`, the API key).
-fn signed_order(r: &Req) -> Result<(Uuid, Uuid, NewOrder), ApiError> {
+fn signed_order(s: &AppState, r: &Req) -> Result<(Uuid, Uuid, NewOrder), ApiError> {
     let b = json_object(r)?;
     let (request, quote) = (uuid_field(&b, "requestId")?, uuid_field(&b, "quoteId")?);
     let owner = text(&b, "owner");
     let wire: WireOrder = serde_json::from_value(Value::Object(b)).map_err(|_| invalid())?;
-    check_version(&wire, crate::api::ORDER_VERSION)?;
+    check_version(&wire, s.config.order_version)?;
     let signed = wire_fields(&wire)?;
     let order = NewOrder {
         signed,
@@ -335,7 +335,7 @@ fn signed_order(r: &Req) -> Result<(Uuid, Uuid, NewOrder), ApiError> {
 /// its side of it; the trade is made as by `POST /rfq/accept`. `"OK"`.
 pub(super) async fn accept(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
-    let (request, quote, order) = signed_order(&r)?;
+    let (request, quote, order) = signed_order(&s, &r)?;
     rfq::accept_with_order(&s, &key, request, quote, order).await?;
     crate::api::reply(&"OK")
 }
@@ -344,7 +344,7 @@ pub(super) async fn accept(s: Arc<AppState>, r: Req) -> ApiResult {
 /// order for its side. `"OK"`.
 pub(super) async fn approve(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
-    let (request, quote, order) = signed_order(&r)?;
+    let (request, quote, order) = signed_order(&s, &r)?;
     rfq::approve(&s, &key, request, quote, order).await?;
     crate::api::reply(&"OK")
 }

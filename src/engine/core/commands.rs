@@ -13,7 +13,8 @@ impl Core {
 
     /// The exchange's nonce for `maker` is `nonce` (read on chain): when it is above the
     /// one orders are placed with, it becomes that one and every open order of the maker
-    /// (all signed with the old) is cancelled. Replies the nonce and the cancelled orders.
+    /// (all signed with the old) is cancelled — its version 1 orders: version 2's sign no
+    /// nonce. Replies the nonce and the cancelled orders.
     pub fn raise_nonce(&mut self, maker: &str, nonce: u64, batch: &mut Batch) -> (u64, Vec<(Uuid, u32)>) {
         if nonce <= self.nonce_of(maker) {
             return (self.nonce_of(maker), Vec::new());
@@ -23,7 +24,7 @@ impl Core {
         self.nonce_memo.invalidate();
         self.nonces_since = self.nonces_since.max(state.since_trade);
         batch.put_nonce(maker, &state);
-        let ids = self.open_where(|o| *o.maker == *maker);
+        let ids = self.open_where(|o| *o.maker == *maker && o.version == 1);
         for (id, _) in &ids {
             self.close(id, batch);
         }
@@ -91,6 +92,7 @@ impl Core {
             taker_fee: Amount::ZERO,
             error_msg: None,
             match_type: MatchType::Complementary,
+            version: f.version,
         };
         let legs = trade.legs();
         let accounts = legs.each_ref().map(|l| self.leg_accounts(l));
@@ -200,6 +202,14 @@ impl Core {
         .into_iter()
         .map(|x| x.0)
         .collect()
+    }
+
+    /// The open orders of another version than `version`: (owner, id), in acceptance order.
+    pub fn open_of_other_version(&self, version: u8) -> Vec<(Uuid, Uuid)> {
+        let mut v: Vec<(u64, Uuid, Uuid)> =
+            self.orders.values().filter(|o| o.version != version).map(|o| (o.seq, o.owner, o.id)).collect();
+        v.sort_unstable();
+        v.into_iter().map(|x| (x.1, x.2)).collect()
     }
 
     /// Open orders matching `f`, in acceptance order: (id, market).

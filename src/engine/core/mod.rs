@@ -105,6 +105,8 @@ pub struct BlockTrade {
     pub price: Price,
     pub taker: (Uuid, Arc<str>),
     pub maker: (Uuid, Arc<str>),
+    /// The version of the orders the parties signed.
+    pub version: u8,
 }
 
 /// One market's liquidity-reward scores at one sample (see [`Core::reward_scores`]).
@@ -489,7 +491,8 @@ impl Core {
         if self.orders.contains_key(&o.id) {
             return Err(Reject::Duplicated);
         }
-        if o.nonce != self.placing_nonce(&o.maker) {
+        // Version 2 orders have no nonce (their exchange pauses a maker instead).
+        if o.version == 1 && o.nonce != self.placing_nonce(&o.maker) {
             return Err(Reject::InvalidNonce);
         }
         // The market's shared token: the API's market view hands the same one over (nothing
@@ -736,6 +739,7 @@ impl Fill {
             taker_fee: self.taker_fee,
             error_msg: None,
             match_type: self.match_type,
+            version: t.version,
         }
     }
 }

@@ -101,6 +101,7 @@ fn record(n: usize, maker: &Arc<str>, token: &Arc<OrderToken>, side: Side, reser
         reserved: Amount(reserved),
         associate_trades: Default::default(),
         created_at: 0,
+        version: 1,
     }
 }
 

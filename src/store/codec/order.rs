@@ -49,6 +49,9 @@ pub(in crate::store) struct StoredOrder<S, T, G, A> {
     reserved: Amount,
     associate_trades: A,
     created_at: u64,
+    /// Last, so that a record of store format 1, which had no version, becomes one of
+    /// format 2 by the byte appended (`upgrade`).
+    version: u8,
 }
 
 /// What writing an order encodes: the record's fields, borrowed.
@@ -91,6 +94,7 @@ impl<'a> From<&'a OrderRecord> for OrderOut<'a> {
             reserved: o.reserved,
             associate_trades: &o.associate_trades,
             created_at: o.created_at,
+            version: o.version,
         }
     }
 }
@@ -157,6 +161,7 @@ impl<S, T, G: Into<PackedStr>> StoredOrder<S, T, G, Vec<Uuid>> {
             reserved: self.reserved,
             associate_trades: self.associate_trades.into(),
             created_at: self.created_at,
+            version: self.version,
         }
     }
 }

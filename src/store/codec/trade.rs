@@ -37,6 +37,9 @@ struct StoredTrade<S, T, H, E, M> {
     taker_fee: Amount,
     error_msg: E,
     match_type: MatchType,
+    /// Last, so that a record of store format 1, which had no version, becomes one of
+    /// format 2 by the byte appended (`upgrade`).
+    version: u8,
 }
 
 /// A maker's fill as stored: its token's id and outcome in line (the market's are the
@@ -102,6 +105,7 @@ impl Serialize for TradeRecord {
             taker_fee: self.taker_fee,
             error_msg: &self.error_msg,
             match_type: self.match_type,
+            version: self.version,
         }
         .serialize(s)
     }
@@ -161,6 +165,7 @@ impl<'de> Deserialize<'de> for TradeRecord {
             taker_fee: f.taker_fee,
             error_msg: f.error_msg,
             match_type: f.match_type,
+            version: f.version,
         })
     }
 }

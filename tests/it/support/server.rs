@@ -219,12 +219,7 @@ impl Server {
     }
 
     pub fn domains(&self) -> OrderDomains {
-        OrderDomains::new(
-            &self.config.order_domain_name,
-            self.config.chain_id,
-            self.config.exchange_address.parse().unwrap(),
-            self.config.neg_risk_exchange_address.parse().unwrap(),
-        )
+        self.config.order_domains().unwrap()
     }
 }
 

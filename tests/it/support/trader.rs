@@ -272,4 +272,43 @@ impl OrderBuilder<'_> {
         }
         o
     }
+
+    /// The order as version 2 (no taker, nonce or fee rate; a timestamp, metadata and
+    /// `builder`), signed under `s`'s version 2 domains, as the V2 clients send it.
+    pub fn sign_v2(self, s: &Server, builder: alloy_primitives::B256) -> Value {
+        let this = self.trader;
+        let salt = self.salt.unwrap_or_else(|| U256::from(rand_salt()));
+        let (maker_addr, sig_type) = self.maker.unwrap_or((this.wallet.address(), 0));
+        let timestamp = predex::domain::now_millis();
+        let f = auth::OrderFieldsV2 {
+            salt,
+            maker: maker_addr,
+            signer: this.wallet.address(),
+            token_id: U256::from_str_radix(&self.token, 10).unwrap(),
+            maker_amount: U256::from(self.amounts.0),
+            taker_amount: U256::from(self.amounts.1),
+            side: if self.side == "BUY" { 0 } else { 1 },
+            signature_type: sig_type,
+            timestamp: U256::from(timestamp),
+            metadata: alloy_primitives::B256::ZERO,
+            builder,
+        };
+        let h = auth::order_hash_v2(&f, s.domains().of(2, self.neg_risk));
+        let sig = this.wallet.sign_hash_sync(&h).unwrap();
+        json!({
+            "salt": salt.to_string(),
+            "maker": format!("{maker_addr:#x}"),
+            "signer": this.address,
+            "tokenId": self.token,
+            "makerAmount": self.amounts.0.to_string(),
+            "takerAmount": self.amounts.1.to_string(),
+            "side": self.side,
+            "expiration": self.expiration.to_string(),
+            "signatureType": sig_type,
+            "timestamp": timestamp.to_string(),
+            "metadata": format!("{:#x}", alloy_primitives::B256::ZERO),
+            "builder": format!("{builder:#x}"),
+            "signature": format!("0x{}", alloy_primitives::hex::encode(sig.as_bytes())),
+        })
+    }
 }
