@@ -204,12 +204,10 @@ impl Core {
         .collect()
     }
 
-    /// The open orders of another version than `version`: (owner, id), in acceptance order.
+    /// The open orders of another version than `version`: (owner, id). Unordered: they
+    /// are all cancelled at once.
     pub fn open_of_other_version(&self, version: u8) -> Vec<(Uuid, Uuid)> {
-        let mut v: Vec<(u64, Uuid, Uuid)> =
-            self.orders.values().filter(|o| o.version != version).map(|o| (o.seq, o.owner, o.id)).collect();
-        v.sort_unstable();
-        v.into_iter().map(|x| (x.1, x.2)).collect()
+        self.orders.values().filter(|o| o.version != version).map(|o| (o.owner, o.id)).collect()
     }
 
     /// Open orders matching `f`, in acceptance order: (id, market).
