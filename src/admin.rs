@@ -76,6 +76,17 @@ pub enum MarketsCmd {
     Create(Box<CreateMarket>),
     /// List every market.
     List,
+    /// Set the fee description version 2 takers pay on a market (`fd`: shares × rate ×
+    /// (p(1 − p))^exponent, at most 5 % of a fill's value); without --rate, remove it.
+    Fees {
+        #[arg(long)]
+        condition_id: String,
+        /// The rate r, a decimal between 0 and 1 ("0.25").
+        #[arg(long)]
+        rate: Option<String>,
+        #[arg(long, default_value_t = 1)]
+        exponent: u8,
+    },
 }
 
 #[derive(clap::Args)]
@@ -192,6 +203,11 @@ fn secrets_key(out: &std::path::Path) -> anyhow::Result<Value> {
 fn request(cmd: AdminCmd) -> anyhow::Result<(&'static str, String, Option<Value>)> {
     Ok(match cmd {
         AdminCmd::Markets(MarketsCmd::List) => ("GET", "/internal/markets".into(), None),
+        AdminCmd::Markets(MarketsCmd::Fees { condition_id, rate, exponent }) => (
+            "POST",
+            "/internal/markets/fees".into(),
+            Some(json!({ "condition_id": condition_id, "rate": rate, "exponent": exponent })),
+        ),
         AdminCmd::DashboardUrl => bail!("dashboard-url is made locally"),
         AdminCmd::Backup { to } => {
             let to = std::path::absolute(&to).with_context(|| format!("{}", to.display()))?;

@@ -420,11 +420,6 @@ impl Config {
         if !(1..=2).contains(&self.order_version) {
             anyhow::bail!("order-version must be 1 or 2, got {}", self.order_version);
         }
-        if self.order_version == 2 && self.settlement == Settlement::Chain {
-            anyhow::bail!(
-                "order-version 2 settles in the ledger only for now: chain settlement takes version 1 orders"
-            );
-        }
         for (name, a) in [
             ("exchange-address", &self.exchange_address),
             ("neg-risk-exchange-address", &self.neg_risk_exchange_address),

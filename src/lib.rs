@@ -248,6 +248,9 @@ where
 /// (`chain::Chain::check`); None in ledger mode.
 async fn connect_chain(config: &Config) -> anyhow::Result<Option<chain::Chain>> {
     let Some(settings) = config.chain()? else { return Ok(None) };
+    if config.order_version == 2 {
+        anyhow::bail!("order-version 2 settles in the ledger only for now: chain settlement takes version 1 orders");
+    }
     let chain = chain::Chain::connect(&settings)?;
     let domains = auth::OrderDomains::new(
         &config.order_domain_name,

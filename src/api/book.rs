@@ -386,14 +386,15 @@ fn market_by_token(s: &AppState, token: &str) -> ApiResult {
 /// Polymarket's short keys — the condition (`c`), its tokens (`t`: id `t`, outcome `o`),
 /// tick (`mts`) and minimum size (`mos`) as numbers, negative risk (`nr`), the legacy base
 /// fees (`mbf`, `tbf`: 0, as `/markets` has them), accepting orders (`ao`), the seconds'
-/// delay (`sd`) and RFQ (`rfqe`: every book takes requests for quotes). A version-1 venue
-/// has no fee description (`fd`): its fees are signed in the orders.
+/// delay (`sd`) and RFQ (`rfqe`: every book takes requests for quotes). The fee description
+/// (`fd`) the operator set for version 2 takers is there when there is one; version 1
+/// orders sign their fee rate instead.
 fn clob_market(s: &AppState, id: &str) -> ApiResult {
     let view = s.registry.condition(id).ok_or_else(|| ApiError::not_found("market not found"))?;
     let m = &view.market;
     let closed = crate::app::resolution::is_closed(s, &view);
     let tokens: Vec<Value> = m.tokens.iter().map(|t| json!({ "t": t.token_id, "o": t.outcome })).collect();
-    reply(&json!({
+    let mut body = json!({
         "c": m.condition_id,
         "t": tokens,
         "mts": serde_json::from_str::<Value>(&view.tick().short()).unwrap_or(Value::Null),
@@ -404,7 +405,11 @@ fn clob_market(s: &AppState, id: &str) -> ApiResult {
         "ao": m.accepting_orders && !closed,
         "sd": 0,
         "rfqe": true,
-    }))
+    });
+    if let Some(fees) = view.fees() {
+        body["fd"] = render::fee_description(Some(fees));
+    }
+    reply(&body)
 }
 
 /// GET /markets/{condition_id}.

@@ -15,7 +15,7 @@ use super::bridge::{confirm_deposit, open_withdrawals, settle_withdrawal};
 use super::catalogue::{create_comment, create_event, create_series, set_resolution};
 use super::resolution::assign_cluster;
 use super::rewards::{run_payouts, set_program};
-use super::{handle, recover, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::{handle, recover, render, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
 use crate::app::markets::{Created, MarketSpec};
 use crate::app::AppState;
 use crate::auth::normalize_address;
@@ -48,6 +48,8 @@ pub fn routes(state: Arc<AppState>, bound: std::net::SocketAddr) -> Routes {
     use warp::Reply;
     // Boxed in two halves: one long chain of `or`s overflows the compiler's type recursion.
     let setup = post!("markets", create_market)
+        .or(post!("markets" / "fees", set_fees))
+        .unify()
         .or(post!("ledger" / "credit", credit))
         .unify()
         .or(post!("waitlist" / "approve", approve))
@@ -205,6 +207,35 @@ async fn create_market(s: Arc<AppState>, r: Req) -> ApiResult {
         body["neg_risk_market_id"] = json!(market.neg_risk_market_id);
     }
     reply(&body)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FeesBody {
+    condition_id: String,
+    /// The rate `r` as a decimal ("0.25"), at most four decimals; absent or null removes
+    /// the market's fee description.
+    #[serde(default)]
+    rate: Option<String>,
+    #[serde(default)]
+    exponent: u8,
+}
+
+/// Sets a market's fee description for version 2 takers (docs/reference/order-versions.md).
+async fn set_fees(s: Arc<AppState>, r: Req) -> ApiResult {
+    let b: FeesBody = r.json()?;
+    let fees = match &b.rate {
+        None => None,
+        Some(rate) => {
+            let bps = crate::domain::parse_decimal(rate, 4)
+                .ok()
+                .and_then(|v| u32::try_from(v).ok())
+                .ok_or_else(|| ApiError::bad("the fee rate must be between 0 and 1"))?;
+            Some(crate::domain::FeeSchedule::new(bps, b.exponent).map_err(ApiError::bad)?)
+        }
+    };
+    crate::app::markets::set_fees(&s, &b.condition_id, fees).await?;
+    reply(&json!({ "condition_id": b.condition_id, "fd": render::fee_description(fees) }))
 }
 
 #[derive(Deserialize)]

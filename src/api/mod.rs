@@ -111,6 +111,7 @@ impl From<crate::app::markets::MarketError> for ApiError {
         match e {
             MarketError::Invalid(m) => ApiError::bad(m),
             MarketError::Exists => ApiError::new(StatusCode::CONFLICT, "market already exists"),
+            MarketError::NotFound => ApiError::not_found("market not found"),
             MarketError::BadDate(e) => e.into(),
             MarketError::Rewards(e) => e.into(),
             MarketError::Onchain(e) => e.into(),

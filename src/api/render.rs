@@ -169,6 +169,15 @@ pub fn token_numbers(view: &MarketView) -> Vec<Value> {
     tokens
 }
 
+/// A market's fee description as `/clob-markets` publishes it (`fd`): the rate `r` and
+/// exponent `e` version 2 takers pay by, taker only (`to`); null without one.
+pub fn fee_description(fees: Option<FeeSchedule>) -> Value {
+    fees.map_or(Value::Null, |f| {
+        let r: Value = serde_json::from_str(&f.rate_text()).unwrap_or(Value::Null);
+        json!({ "r": r, "e": f.exponent, "to": true })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -132,6 +132,8 @@ pub enum MarketError {
     Invalid(String),
     #[error("market already exists")]
     Exists,
+    #[error("market not found")]
+    NotFound,
     #[error(transparent)]
     BadDate(#[from] BadDate),
     #[error(transparent)]
@@ -142,6 +144,19 @@ pub enum MarketError {
     Engine(EngineError),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// Sets a market's fee description for version 2 takers (None: no fee): durable in the
+/// engine first, then published (`/clob-markets`).
+pub async fn set_fees(
+    s: &AppState,
+    condition_id: &str,
+    fees: Option<crate::domain::FeeSchedule>,
+) -> Result<(), MarketError> {
+    let view = s.registry.condition(condition_id).ok_or(MarketError::NotFound)?;
+    s.engine.set_fees(condition_id.to_string(), fees).await.map_err(MarketError::Engine)?;
+    view.set_fees(fees);
+    Ok(())
 }
 
 /// A market [`create`] made (or found it had made).

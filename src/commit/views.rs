@@ -123,6 +123,8 @@ pub struct MarketView {
     live: Mutex<Live>,
     /// What an order placed on each outcome holds as its token (shared, not built per order).
     order_tokens: [Arc<OrderToken>; 2],
+    /// The fee description version 2 takers pay by, as of the last durable change.
+    fees: Mutex<Option<crate::domain::FeeSchedule>>,
 }
 
 impl MarketView {
@@ -137,7 +139,23 @@ impl MarketView {
             seq: book.seq,
             cached: Some(Arc::new(book)),
         };
-        MarketView { tick: AtomicU32::new(market.tick.units()), market, live: Mutex::new(live), order_tokens }
+        MarketView {
+            tick: AtomicU32::new(market.tick.units()),
+            market,
+            live: Mutex::new(live),
+            order_tokens,
+            fees: Mutex::new(None),
+        }
+    }
+
+    /// The fee description version 2 takers pay by (None: no fee).
+    pub fn fees(&self) -> Option<crate::domain::FeeSchedule> {
+        *self.fees.lock()
+    }
+
+    /// After the engine made a new fee description durable.
+    pub fn set_fees(&self, fees: Option<crate::domain::FeeSchedule>) {
+        *self.fees.lock() = fees;
     }
 
     /// Outcome `i`'s token, as an order on it holds it.

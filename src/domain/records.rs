@@ -459,24 +459,38 @@ pub struct Leg<'a> {
     pub size: Amount,
     /// Collateral the order pays (BUY) or receives before its fee (SELL).
     pub amount: Amount,
-    /// Fee in what the order receives (tokens for BUY, collateral for SELL).
+    /// The fee: version 1 charges it in what the order receives (tokens for BUY,
+    /// collateral for SELL), version 2 always in collateral (on top of a BUY's payment).
     pub fee: Amount,
+    /// The orders' version.
+    pub version: u8,
 }
 
 impl<'a> Leg<'a> {
     /// The asset and amount this leg pays (held from the match until settlement).
     pub fn pays(&self) -> (&'a str, Amount) {
         match self.side {
+            Side::Buy if self.version == 2 => (COLLATERAL, self.amount + self.fee),
             Side::Buy => (COLLATERAL, self.amount),
             Side::Sell => (self.token, self.size),
         }
     }
 
-    /// The asset this leg receives, the amount net of the fee, and the fee.
+    /// The asset this leg receives, the amount net of the fee, and the fee (in
+    /// [`Leg::fee_asset`]).
     pub fn receives(&self) -> (&'a str, Amount, Amount) {
         match self.side {
+            Side::Buy if self.version == 2 => (self.token, self.size, self.fee),
             Side::Buy => (self.token, self.size - self.fee, self.fee),
             Side::Sell => (COLLATERAL, self.amount - self.fee, self.fee),
+        }
+    }
+
+    /// The asset its fee is paid in.
+    pub fn fee_asset(&self) -> &'a str {
+        match self.side {
+            Side::Buy if self.version != 2 => self.token,
+            _ => COLLATERAL,
         }
     }
 }
@@ -504,6 +518,7 @@ impl TradeRecord {
                 size: q,
                 amount: taker_amount,
                 fee: self.taker_fee,
+                version: self.version,
             },
             Leg {
                 address: &m.maker_address,
@@ -512,6 +527,7 @@ impl TradeRecord {
                 size: m.matched_amount,
                 amount: maker_amount,
                 fee: m.fee,
+                version: self.version,
             },
         ]
     }

@@ -138,6 +138,12 @@ pub enum Command {
         queries: Vec<(u32, u32, u64)>,
         reply: Reply<Vec<Option<RewardScores>>>,
     },
+    /// Sets a market's fee description for version 2 takers (None: no fee).
+    SetFees {
+        condition_id: String,
+        fees: Option<crate::domain::FeeSchedule>,
+        reply: Reply<()>,
+    },
     /// Stops trading on a market and cancels its open orders; replies their IDs.
     CloseMarket {
         condition_id: String,

@@ -124,6 +124,14 @@ impl EngineHandle {
     pub async fn open_makers(&self) -> Result<Vec<(String, u64)>, EngineError> {
         self.call(|reply| Command::OpenMakers { reply }).await
     }
+    /// Sets a market's fee description for version 2 takers; replies once it is durable.
+    pub async fn set_fees(
+        &self,
+        condition_id: String,
+        fees: Option<crate::domain::FeeSchedule>,
+    ) -> Result<(), EngineError> {
+        self.call(|reply| Command::SetFees { condition_id, fees, reply }).await
+    }
 
     /// The same calls from a worker's OS thread (never from a tokio worker): waits for the
     /// reply by blocking the thread.

@@ -14,6 +14,11 @@ pub fn recover(store: &Store, fee_address: String) -> Result<Core, StoreError> {
         core.add_market(m);
         core.markets[idx as usize].last_trade = store.last_trade(idx)?;
     }
+    for (condition_id, fees) in store.market_fees()? {
+        if let Some(idx) = core.market_idx(&condition_id) {
+            core.markets[idx as usize].fees = Some(fees);
+        }
+    }
     for (addr, asset, bal) in store.balances()? {
         core.ledger.load(&addr, &asset, bal);
     }

@@ -60,7 +60,9 @@ struct Downstream {
 /// tokens the engine shares with every order placed on it.
 fn view_of(core: &Core, idx: u32) -> Arc<MarketView> {
     let ms = &core.markets[idx as usize];
-    Arc::new(MarketView::new(ms.market.clone(), ms.order_tokens.clone(), snapshot_of(core, idx, 0)))
+    let view = MarketView::new(ms.market.clone(), ms.order_tokens.clone(), snapshot_of(core, idx, 0));
+    view.set_fees(ms.fees);
+    Arc::new(view)
 }
 
 fn snapshot_of(core: &Core, idx: u32, seq: u64) -> BookSnapshot {
@@ -176,6 +178,14 @@ fn run(
                 let markets: Vec<u32> = placed.iter().map(|p| p.order.token.market_idx).collect();
                 let trades = placed.iter().flat_map(|p| p.trades.iter().cloned()).collect();
                 finish(core, out, batch, &markets, trades, None, reply, placed);
+            }
+            Command::SetFees { condition_id, fees, reply } => {
+                let Some(idx) = core.market_idx(&condition_id) else {
+                    let _ = reply.send(Err(EngineError::Rejected(Reject::UnknownMarket)));
+                    continue;
+                };
+                core.set_fees(idx, fees, &mut batch);
+                finish(core, out, batch, &[], Vec::new(), None, reply, ());
             }
             Command::CloseMarket { condition_id, reply } => {
                 let Some(idx) = core.market_idx(&condition_id) else {

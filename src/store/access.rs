@@ -73,7 +73,23 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Every market's fee description for version 2 takers, by condition id.
+    pub fn market_fees(&self) -> Result<Vec<(String, crate::domain::FeeSchedule)>, StoreError> {
+        let rows = self.all::<crate::domain::FeeSchedule>(cf::MARKET_FEES)?;
+        Ok(rows.into_iter().map(|(k, s)| (String::from_utf8_lossy(&k).into_owned(), s)).collect())
+    }
+}
+
 impl Batch {
+    /// A market's fee description for version 2 takers (None: no fee).
+    pub fn put_market_fees(&mut self, condition_id: &str, fees: Option<crate::domain::FeeSchedule>) {
+        match fees {
+            Some(s) => self.put(cf::MARKET_FEES, condition_id.as_bytes().to_vec(), encode(&s)),
+            None => self.delete(cf::MARKET_FEES, condition_id.as_bytes().to_vec()),
+        }
+    }
+
     /// An order of `owner` open when the venue changed order version, about to be
     /// cancelled.
     pub fn put_pre_migration(&mut self, owner: &Uuid, id: &Uuid) {

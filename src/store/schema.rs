@@ -26,6 +26,9 @@ pub mod cf {
     /// that were open when it changed version, cancelled then (`GET
     /// /data/pre-migration-orders`).
     pub const PRE_MIGRATION: &str = "pre_migration";
+    /// condition id → the market's fee description for version 2 takers
+    /// (`domain::FeeSchedule`); no entry, no fee.
+    pub const MARKET_FEES: &str = "market_fees";
     pub const TRADES: &str = "trades";
     /// owner (16) + trade seq (8) → trade id.
     pub const TRADES_BY_OWNER: &str = "trades_by_owner";
@@ -127,6 +130,7 @@ pub mod cf {
         ORDER_SALTS,
         ORDER_V2,
         PRE_MIGRATION,
+        MARKET_FEES,
         TRADES,
         TRADES_BY_OWNER,
         API_KEYS,

@@ -45,6 +45,13 @@ fn admin_cli_operates_the_exchange() {
     );
     assert!(!ok);
     assert_eq!(why.trim(), "predex admin: market already exists (409)");
+    // A fee description for version 2 takers, set and removed.
+    let (ok, v, _) = admin(&s, &["markets", "fees", "--condition-id", "0xabc", "--rate", "0.02", "--exponent", "2"]);
+    assert!(ok, "{v}");
+    assert_eq!(v["fd"], json!({"r": 0.02, "e": 2, "to": true}));
+    assert_eq!(s.get("/clob-markets/0xabc").1["fd"], json!({"r": 0.02, "e": 2, "to": true}));
+    let (ok, v, _) = admin(&s, &["markets", "fees", "--condition-id", "0xabc"]);
+    assert!(ok && v["fd"].is_null(), "{v}");
 
     let t = s.trader(0);
     let (ok, v, _) = admin(&s, &["ledger", "credit", "--address", &t.address, "--amount", "12.5"]);

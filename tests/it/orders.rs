@@ -442,3 +442,85 @@ fn version_2_orders_trade_on_a_version_2_venue_and_a_change_of_version_cancels_t
     drop(s);
     drop(dir);
 }
+
+/// A version 2 taker pays the market's fee description — in collateral, on top of what it
+/// buys with and out of what it sells for, capped at 5 % of the fill's value — and a
+/// maker pays nothing. The operator sets it, `/clob-markets` publishes it, the trade
+/// records it, and it survives a restart.
+#[test]
+fn version_2_takers_pay_the_fee_description_the_operator_sets() {
+    let s = Server::start_tuned(|c| c.order_version = 2);
+    let zero = alloy_primitives::B256::ZERO;
+    let fees = |body: Value| s.internal_post("/internal/markets/fees", &body);
+    let fee_usdc = |s: &Server| {
+        let to = s.config.fee_address.clone().unwrap_or_else(|| s.config.exchange_address.clone());
+        let b = s.internal_get(&format!("/internal/balances?address={to}")).1;
+        b["USDC"]["balance"].as_str().map(m).unwrap_or(0)
+    };
+    // Refusals change nothing.
+    for (body, status) in [
+        (json!({"condition_id": COND, "rate": "1.5", "exponent": 2}), 400),
+        (json!({"condition_id": COND, "rate": "0.25", "exponent": 9}), 400),
+        (json!({"condition_id": COND, "rate": "0.00001", "exponent": 2}), 400),
+        (json!({"condition_id": "0xdead", "rate": "0.25", "exponent": 2}), 404),
+    ] {
+        assert_eq!(fees(body.clone()).0, status, "{body}");
+    }
+    assert!(s.get(&format!("/clob-markets/{COND}")).1.get("fd").is_none());
+    // r = 0.25, e = 2: 100 shares at 0.40 pay 100 × 0.25 × 0.24² = 1.44 (under 5 % of 40).
+    let (st, set) = fees(json!({"condition_id": COND, "rate": "0.25", "exponent": 2}));
+    assert_eq!((st, &set["fd"]), (200, &json!({"r": 0.25, "e": 2, "to": true})), "{set}");
+    assert_eq!(s.get(&format!("/clob-markets/{COND}")).1["fd"], json!({"r": 0.25, "e": 2, "to": true}));
+
+    let maker = s.trader(m("100"));
+    s.credit(&maker.address, YES, m("200"));
+    let ask = maker.signed(YES, "SELL", m("100"), m("40")).sign_v2(&s, zero);
+    assert_eq!(maker.submit(&s, ask, "GTC").1["status"], json!("LIVE"));
+    // A buyer whose balance covers the price but not the fee is refused; one that covers
+    // both takes the whole ask.
+    let short = s.trader(m("40"));
+    let bid = short.signed(YES, "BUY", m("40"), m("100")).sign_v2(&s, zero);
+    assert_eq!(err(short.submit(&s, bid, "GTC")).0, 400, "the fee is reserved with the price");
+    let buyer = s.trader(m("41.44"));
+    let bid = buyer.signed(YES, "BUY", m("40"), m("100")).sign_v2(&s, zero);
+    let (st, took) = buyer.submit(&s, bid, "FOK");
+    assert_eq!((st, &took["status"]), (200, &json!("MATCHED")), "{took}");
+    assert_eq!((&took["makingAmount"], &took["takingAmount"]), (&json!("41.44"), &json!("100")), "{took}");
+    let (_, trades) = buyer.l2(&s, "GET", "/data/trades", None);
+    let t = &trades["data"][0];
+    assert_eq!((&t["taker_fee"], &t["fee_rate_bps"]), (&json!("1.44"), &json!("360")), "{t}");
+    s.settle();
+    assert_eq!((buyer.balance(&s, "USDC"), buyer.balance(&s, YES)), (0, m("100")));
+    assert_eq!(maker.balance(&s, "USDC"), m("140"), "the maker pays no fee");
+    assert_eq!(fee_usdc(&s), m("1.44"));
+
+    // A seller pays out of its proceeds: 40 − 1.44.
+    let bid = maker.signed(YES, "BUY", m("40"), m("100")).sign_v2(&s, zero);
+    assert_eq!(maker.submit(&s, bid, "GTC").1["status"], json!("LIVE"));
+    let ask = buyer.signed(YES, "SELL", m("100"), m("40")).sign_v2(&s, zero);
+    let (st, took) = buyer.submit(&s, ask, "FAK");
+    assert_eq!((st, &took["takingAmount"]), (200, &json!("38.56")), "{took}");
+    s.settle();
+    assert_eq!(buyer.balance(&s, "USDC"), m("38.56"));
+    assert_eq!(fee_usdc(&s), m("2.88"));
+    s.check();
+
+    // It is durable; removed, nothing is charged.
+    let (c, dir) = s.stop();
+    let s = Server::start_with(c);
+    assert_eq!(s.get(&format!("/clob-markets/{COND}")).1["fd"], json!({"r": 0.25, "e": 2, "to": true}));
+    let fees = |body: Value| s.internal_post("/internal/markets/fees", &body);
+    assert_eq!(fees(json!({"condition_id": COND})), (200, json!({"condition_id": COND, "fd": null})));
+    assert!(s.get(&format!("/clob-markets/{COND}")).1.get("fd").is_none());
+    let ask = maker.signed(YES, "SELL", m("10"), m("4")).sign_v2(&s, zero);
+    maker.submit(&s, ask, "GTC");
+    let plain = s.trader(m("4"));
+    let bid = plain.signed(YES, "BUY", m("4"), m("10")).sign_v2(&s, zero);
+    assert_eq!(plain.submit(&s, bid, "FOK").1["status"], json!("MATCHED"));
+    s.settle();
+    assert_eq!(plain.balance(&s, YES), m("10"));
+    assert_eq!(fee_usdc(&s), m("2.88"));
+    s.check();
+    drop(s);
+    drop(dir);
+}

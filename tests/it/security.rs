@@ -33,7 +33,14 @@ fn a_stranger_cannot_act_for_another_users_wallet() {
     // The attacker's proxy named as its Safe (the right wallet, the wrong type).
     let o = attacker.signed(YES, "BUY", m("5"), m("10")).maker(attacker.derived(&s, 1), 2).sign(&s);
     assert_eq!(err(attacker.submit(&s, o, "GTC")), (400, "invalid signature".into()));
+    // Type 3 (deposit wallets) is refused by name; a type past it is not a type.
     let o = attacker.signed(YES, "BUY", m("5"), m("10")).maker(victim_addr, 3).sign(&s);
+    let (status, message) = err(attacker.submit(&s, o, "GTC"));
+    assert!(
+        status == 400 && message.starts_with("signature type 3 (POLY_1271, deposit wallets) is not supported"),
+        "{message}"
+    );
+    let o = attacker.signed(YES, "BUY", m("5"), m("10")).maker(victim_addr, 4).sign(&s);
     assert_eq!(err(attacker.submit(&s, o, "GTC")), (400, "Invalid order payload".into()));
     // An EOA order naming the victim.
     let o = attacker.signed(YES, "BUY", m("5"), m("10")).maker(victim_addr, 0).sign(&s);

@@ -147,6 +147,8 @@ pub struct MarketState {
     /// What this market's trades hold as each side's token, per outcome (sharing the order
     /// tokens' strings).
     pub trade_tokens: [Arc<TradeToken>; 2],
+    /// The fee description version 2 takers pay by (none: no fee).
+    pub fees: Option<FeeSchedule>,
 }
 
 /// The whole matching state.
@@ -260,7 +262,26 @@ impl Core {
             assets,
             order_tokens,
             trade_tokens,
+            fees: None,
         });
+    }
+
+    /// Sets a market's fee description for version 2 takers (None: no fee), from the next
+    /// match on.
+    pub fn set_fees(&mut self, idx: u32, fees: Option<FeeSchedule>, batch: &mut Batch) {
+        let ms = &mut self.markets[idx as usize];
+        ms.fees = fees;
+        batch.put_market_fees(&ms.market.condition_id, fees);
+    }
+
+    /// What a version 2 BUY reserves beyond its price for the fee it may pay as a taker:
+    /// the market's fee on the whole order at its limit (a fill at a better price costs
+    /// less; what a fill owes past the reservation comes from the free balance).
+    fn fee_reserve(&self, o: &OrderRecord) -> Amount {
+        match (o.version, o.side, self.markets[o.token.market_idx as usize].fees) {
+            (2, Side::Buy, Some(s)) => s.fee(o.original_size, o.price, o.maker_amount),
+            _ => Amount::ZERO,
+        }
     }
 
     pub fn nonce_of(&self, maker: &str) -> u64 {
@@ -317,7 +338,7 @@ impl Core {
         OrderAccounts {
             pay: self.ledger.acct(l.address, l.pays().0),
             recv: self.ledger.acct(l.address, recv),
-            fee: self.ledger.acct(&self.fee_address, recv),
+            fee: self.ledger.acct(&self.fee_address, l.fee_asset()),
         }
     }
 
@@ -440,7 +461,8 @@ impl Core {
             }
         }
         let accounts = self.accounts_of(o);
-        if !self.ledger.try_reserve_at(accounts.pay, o.maker_amount) {
+        let reserve = o.maker_amount + self.fee_reserve(o);
+        if !self.ledger.try_reserve_at(accounts.pay, reserve) {
             return Err(Reject::NotEnoughBalance);
         }
         // Accepted from here on.
@@ -451,7 +473,7 @@ impl Core {
             // the four a resting order needs.
             batch.reserve(CROSSING_WRITES);
         }
-        o.reserved = o.maker_amount;
+        o.reserved = reserve;
         o.seq = self.next_order_seq;
         self.next_order_seq += 1;
         o.created_at = now;
@@ -571,7 +593,8 @@ impl Core {
         // The fields the sweep needs, borrowed apart: the book is swept in place while the
         // records, the ledger and the settlement queue change beside it.
         let Core { markets, orders, ledger, pending, next_trade_seq, id_prefix, .. } = self;
-        let MarketState { book, last_trade, fee_accounts, trade_tokens, .. } = &mut markets[midx];
+        let MarketState { book, last_trade, fee_accounts, trade_tokens, fees, .. } = &mut markets[midx];
+        let fees = if t.version == 2 { *fees } else { None };
         book.sweep(bside, limit, t.remaining().units(), |node, q, px| {
             let maker_id = node.id;
             let maker_done = q == node.remaining;
@@ -589,10 +612,14 @@ impl Core {
             }
             let ma = entry.get().accounts_in(fee_accounts);
             let mut f = Fill::terms(&entry.get().rec, t, q, px, trades.len() as u32);
+            // A version 2 taker's fee, by the market's description.
+            let v2_fee = fees.map_or(Amount::ZERO, |s| s.fee(q, f.taker_price, f.taker_amt));
             // A taker BUY may owe a micro-unit more than its reservation after rounding in a
-            // mint; it must come from its free balance, or the sweep stops here.
-            if t.side == Side::Buy && f.taker_amt > t.reserved {
-                let extra = f.taker_amt - t.reserved;
+            // mint, or a version 2 fee past what it reserved for fees; it must come from its
+            // free balance, or the sweep stops here.
+            let due = if t.side == Side::Buy { f.taker_amt + v2_fee } else { f.taker_amt };
+            if t.side == Side::Buy && due > t.reserved {
+                let extra = due - t.reserved;
                 if ledger.get(ta.pay).available() < extra {
                     return Meet::Stop;
                 }
@@ -608,7 +635,15 @@ impl Core {
                 Side::Sell => (q, f.taker_amt),
             };
             f.taker_fee = fill(ledger, ta.pay, t, q, f.taker_amt, taker_price);
-            let (gave, got) = f.taker_gives(t.side);
+            if fees.is_some() {
+                // A BUY's fee moves from its reservation to the trade's hold with its price.
+                if t.side == Side::Buy {
+                    t.reserved -= v2_fee;
+                }
+                f.taker_fee = v2_fee;
+                f.taker_fee_bps = fee_bps(v2_fee, f.taker_amt);
+            }
+            let (gave, got) = f.taker_gives(t.side, t.version);
             making += gave;
             taking += got;
             let id = Uuid::from_u64_pair(*id_prefix, *next_trade_seq);
@@ -656,6 +691,9 @@ struct Fill {
     match_type: MatchType,
     maker_fee: Amount,
     taker_fee: Amount,
+    /// The taker's fee rate as the trade records it: the signed one (version 1), or what
+    /// the fee came to in basis points of the fill's value (version 2).
+    taker_fee_bps: u32,
     /// Its place among the sweep's trades.
     index: u32,
 }
@@ -685,14 +723,17 @@ impl Fill {
             match_type,
             maker_fee: Amount::ZERO,
             taker_fee: Amount::ZERO,
+            taker_fee_bps: t.fee_rate_bps,
             index,
         }
     }
 
-    /// What the taker gave and received in this fill, its fee deducted.
+    /// What the taker gave and received in this fill, its fee deducted (version 1, and a
+    /// SELL) or paid on top (a version 2 BUY).
     #[inline]
-    fn taker_gives(&self, side: Side) -> (Amount, Amount) {
+    fn taker_gives(&self, side: Side, version: u8) -> (Amount, Amount) {
         match side {
+            Side::Buy if version == 2 => (self.taker_amt + self.taker_fee, self.size),
             Side::Buy => (self.taker_amt, self.size - self.taker_fee),
             Side::Sell => (self.size, self.taker_amt - self.taker_fee),
         }
@@ -717,7 +758,7 @@ impl Fill {
             side: t.side,
             size: self.size,
             price: self.taker_price,
-            fee_rate_bps: t.fee_rate_bps,
+            fee_rate_bps: self.taker_fee_bps,
             status: TradeStatus::Pending,
             match_time: now,
             last_update: now,
@@ -742,6 +783,14 @@ impl Fill {
             version: t.version,
         }
     }
+}
+
+/// A fee in basis points of the value it was charged on, rounded down.
+fn fee_bps(fee: Amount, value: Amount) -> u32 {
+    if value.is_zero() {
+        return 0;
+    }
+    (fee.units() as u128 * 10_000 / value.units() as u128) as u32
 }
 
 /// Cancels a resting order a sweep met but may not fill (expired, or the taker's own).

@@ -105,8 +105,9 @@ impl Open {
 /// the collateral (a SELL) or for its outcome token (a BUY).
 pub(super) fn fee_account(fee_accounts: &[Acct], o: &OrderRecord) -> Acct {
     match o.side {
-        Side::Buy => fee_accounts[1 + o.token.outcome_index as usize],
-        Side::Sell => fee_accounts[0],
+        // Version 2 charges its fees in collateral, on either side.
+        Side::Buy if o.version != 2 => fee_accounts[1 + o.token.outcome_index as usize],
+        _ => fee_accounts[0],
     }
 }
 

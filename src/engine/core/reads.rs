@@ -92,7 +92,7 @@ impl Core {
                 want.entry((l.address.to_string(), asset.to_string())).or_default()[1] += amount;
                 let (asset, net, fee) = l.receives();
                 *incoming.entry((l.address.to_string(), asset.to_string())).or_default() += net;
-                *incoming.entry((self.fee_address.clone(), asset.to_string())).or_default() += fee;
+                *incoming.entry((self.fee_address.clone(), l.fee_asset().to_string())).or_default() += fee;
             }
         }
         for ((addr, asset), n) in incoming {
