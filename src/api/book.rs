@@ -92,6 +92,11 @@ pub fn routes(state: Arc<AppState>) -> Routes {
             .and(s())
             .map(|token: String, s: Arc<AppState>| respond(market_by_token(&s, &token))))
         .unify()
+        .or(warp::path!("fees" / "builder-fees" / String)
+            .and(warp::get())
+            .and(s())
+            .map(|code: String, s: Arc<AppState>| respond(builder_fees(&s, &code))))
+        .unify()
         .boxed();
     prices.or(markets).unify().boxed()
 }
@@ -410,6 +415,19 @@ fn clob_market(s: &AppState, id: &str) -> ApiResult {
         body["fd"] = render::fee_description(Some(fees));
     }
     reply(&body)
+}
+
+/// GET /fees/builder-fees/{code}: the fee rates a builder charges on the orders that name
+/// its code, which the V2 clients add to a market buy's cost. predex's builders charge
+/// none; a code no builder has is not found.
+fn builder_fees(s: &AppState, code: &str) -> ApiResult {
+    let bytes = code
+        .strip_prefix("0x")
+        .filter(|h| h.len() == 64)
+        .and_then(|h| h.parse::<alloy_primitives::B256>().ok())
+        .ok_or_else(|| ApiError::bad("invalid builder code"))?;
+    s.store.builder_of_code(&bytes.0)?.ok_or_else(|| ApiError::not_found("builder code not found"))?;
+    reply(&json!({ "builder_maker_fee_rate_bps": 0, "builder_taker_fee_rate_bps": 0 }))
 }
 
 /// GET /markets/{condition_id}.

@@ -121,6 +121,13 @@ pub async fn place(
             .map_err(|e| OrderError::Chain(e.to_string()))?;
     }
     let id = order.id;
+    // The builder the request names (builder headers), else the one whose code a version
+    // 2 order carries: a code no builder has attributes nothing.
+    let coded = match (builder, &v2) {
+        (None, Some((_, _, code))) if !code.is_zero() => s.store.builder_of_code(&code.0)?,
+        _ => None,
+    };
+    let builder = builder.or(coded.as_deref());
     let mut records = builder.map(|b| crate::app::builders::attribution(b, &order)).unwrap_or_default();
     if order.salt == u64::MAX {
         records.put_order_salt(&id, salt.to_be_bytes());

@@ -35,3 +35,9 @@ pub struct ServiceKey {
     pub passphrase: String,
     pub created_at: u64,
 }
+
+/// A builder's code: what a version 2 order names in its `builder` field to be attributed
+/// to the builder — keccak256 of its builder ID, so a builder computes its own.
+pub fn builder_code(builder_id: &str) -> [u8; 32] {
+    alloy_primitives::keccak256(builder_id.as_bytes()).0
+}

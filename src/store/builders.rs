@@ -37,6 +37,11 @@ impl Store {
         self.get(cf::BUILDERS, &key::claim(builder))
     }
 
+    /// The builder ID a builder code names (`domain::builders::builder_code`).
+    pub fn builder_of_code(&self, code: &[u8; 32]) -> Result<Option<String>, StoreError> {
+        self.get(cf::BUILDERS, &key::code(code))
+    }
+
     /// The ids of the orders attributed to a builder.
     pub fn attributed_order_ids(&self, builder: &str) -> Result<Vec<Uuid>, StoreError> {
         let mut ids = Vec::new();
@@ -50,8 +55,11 @@ impl Store {
 }
 
 impl Batch {
+    /// A builder ID claimed by `address`, and its builder code.
     pub fn claim_builder_id(&mut self, builder: &str, address: &str) {
         self.put(cf::BUILDERS, key::claim(builder), encode(&address));
+        let code = crate::domain::builders::builder_code(builder);
+        self.put(cf::BUILDERS, key::code(&code), encode(&builder));
     }
 
     /// A new service key, indexed under its owner.

@@ -199,6 +199,11 @@ pub(super) mod builders {
     pub fn claim(builder: &str) -> Vec<u8> {
         format!("n/{builder}").into_bytes()
     }
+    pub const CLAIM_PREFIX: &[u8] = b"n/";
+    /// builder code (32 bytes, `domain::builders::builder_code`) → the builder ID.
+    pub fn code(code: &[u8; 32]) -> Vec<u8> {
+        [b"c/".as_slice(), code.as_slice()].concat()
+    }
     /// builder ID + order id (empty value).
     pub fn attributed(builder: &str, order: &Uuid) -> Vec<u8> {
         [attributed_prefix(builder).as_slice(), order.as_bytes()].concat()

@@ -11,7 +11,7 @@ use super::*;
 type Step = fn(&Store) -> Result<(), StoreError>;
 
 /// The steps from format 1 on.
-const STEPS: &[Step] = &[versions_recorded];
+const STEPS: &[Step] = &[versions_recorded, builder_codes_indexed];
 
 /// The format this build writes and reads.
 pub(super) const CURRENT: u64 = STEPS.len() as u64 + 1;
@@ -50,6 +50,21 @@ fn versions_recorded(store: &Store) -> Result<(), StoreError> {
     rewrite(store, cf::LIVE_ORDERS, |v| decode::<OrderRecord>(cf::LIVE_ORDERS, v).is_ok())?;
     rewrite(store, cf::TRADES, |v| decode::<TradeRecord>(cf::TRADES, v).is_ok())?;
     rewrite(store, cf::STREAM_OUTBOX, |v| decode::<StreamEvent>(cf::STREAM_OUTBOX, v).is_ok())
+}
+
+/// Format 2 → 3: every claimed builder ID is found by its builder code (what a version 2
+/// order names), as a claim made since writes it. Writing the index again is harmless.
+fn builder_codes_indexed(store: &Store) -> Result<(), StoreError> {
+    let mut b = Batch::default();
+    let prefix = super::keys::builders::CLAIM_PREFIX;
+    store.walk(cf::BUILDERS, prefix, None, false, |k, _| {
+        if let Some(id) = k.get(prefix.len()..).and_then(|id| std::str::from_utf8(id).ok()) {
+            let code = crate::domain::builders::builder_code(id);
+            b.put(cf::BUILDERS, super::keys::builders::code(&code), encode(&id));
+        }
+        std::ops::ControlFlow::Continue(())
+    })?;
+    store.write([&b], true)
 }
 
 /// Appends the version byte `1` to each value of `name` that is not `current` yet, a
@@ -143,6 +158,23 @@ mod tests {
             let m = store.get_raw(cf::STREAM_OUTBOX, &2u64.to_be_bytes()).unwrap().unwrap();
             assert_eq!(m, encode(&market));
         }
+    }
+
+    /// A builder ID claimed in format 2 is found by its code after the upgrade, twice run.
+    #[test]
+    fn format_2_builder_ids_are_found_by_their_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut b = Batch::default();
+        b.put(cf::BUILDERS, super::super::keys::builders::claim("acme"), encode(&"0xabc"));
+        store.write([&b], true).unwrap();
+        let code = crate::domain::builders::builder_code("acme");
+        assert_eq!(store.builder_of_code(&code).unwrap(), None);
+        for _ in 0..2 {
+            builder_codes_indexed(&store).unwrap();
+            assert_eq!(store.builder_of_code(&code).unwrap().as_deref(), Some("acme"));
+        }
+        assert_eq!(store.builder_of_code(&crate::domain::builders::builder_code("other")).unwrap(), None);
     }
 
     fn record_is(path: &std::path::Path, version: u64) {

@@ -12,7 +12,12 @@ use std::process::Command;
 use crate::support::*;
 
 fn client_server() -> Server {
+    client_server_of(1)
+}
+
+fn client_server_of(version: u8) -> Server {
     Server::start_tuned(|c| {
+        c.order_version = version;
         c.invite_only = false;
         c.order_domain_name = predex::auth::POLYMARKET_ORDER_DOMAIN.into();
         // Settled within the clients' tests, which check the settlement's hash.
@@ -31,7 +36,7 @@ fn run(program: &Path, args: &[&str], s: &Server) {
         .env("PREDEX_COND", COND)
         .env("PREDEX_YES", YES)
         .env("PREDEX_NO", NO)
-        .env("PREDEX_ORDER_VERSION", "1")
+        .env("PREDEX_ORDER_VERSION", s.config.order_version.to_string())
         .output()
         .expect("the client's test starts");
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -69,7 +74,21 @@ fn official_typescript_client() {
 /// The V2 client on a version-1 venue.
 #[test]
 fn official_typescript_v2_client() {
-    let s = client_server();
+    typescript_v2(1);
+}
+
+/// The V2 clients on a version-2 venue: they sign version 2 orders.
+#[test]
+fn official_v2_clients_on_a_version_2_venue() {
+    let s = client_server_of(2);
+    let test = root().join("tests/clients/py_clob_client_v2_test.py");
+    run(&root().join("tools/py/bin/python"), &[test.to_str().unwrap()], &s);
+    drop(s);
+    typescript_v2(2);
+}
+
+fn typescript_v2(version: u8) {
+    let s = client_server_of(version);
     let dir = root().join("tests/clients/node");
     assert!(dir.join("node_modules/@polymarket/clob-client-v2").exists(), "run scripts/setup.sh");
     run(Path::new("node"), &[dir.join("clob_client_v2_test.mjs").to_str().unwrap()], &s);
