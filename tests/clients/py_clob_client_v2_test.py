@@ -92,7 +92,8 @@ def main():
     check(info["c"] == COND and [t["t"] for t in info["t"]] == [YES, NO], f"clob market {info}")
     check(public.get_tick_size(YES) == "0.01", "tick size")
     check(public.get_neg_risk(YES) is False, "neg risk")
-    check(public.get_fee_exponent(YES) == 0, "fee exponent")
+    # The market's fee description: set on a version 2 venue (r 0.25, e 2), none on 1.
+    check(public.get_fee_exponent(YES) == (2 if VERSION == 2 else 0), "fee exponent")
 
     # The user channel, open before the first order.
     user_events = []
@@ -150,6 +151,9 @@ def main():
     trades = taker.get_trades(TradeParams(market=COND))
     check(len(trades) == 1 and trades[0]["price"] == "0.6" and trades[0]["size"] == "5", f"trades {trades}")
     check(trades[0]["id"] == trade_ids[0], "the reply's trade id")
+    # Version 2 takers pay the market's fee description (r 0.25, e 2): 5 × 0.25 × 0.24².
+    fee = "0.072" if VERSION == 2 else "0"
+    check(trades[0]["taker_fee"] == fee, f"taker fee {trades[0]}")
     deadline = time.time() + 30
     while time.time() < deadline and taker.get_trades(TradeParams(id=trade_ids[0]))[0]["status"] != "CONFIRMED":
         time.sleep(0.2)

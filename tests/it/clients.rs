@@ -16,13 +16,18 @@ fn client_server() -> Server {
 }
 
 fn client_server_of(version: u8) -> Server {
-    Server::start_tuned(|c| {
+    let s = Server::start_tuned(|c| {
         c.order_version = version;
         c.invite_only = false;
         c.order_domain_name = predex::auth::POLYMARKET_ORDER_DOMAIN.into();
         // Settled within the clients' tests, which check the settlement's hash.
         c.settlement_interval_ms = 200;
-    })
+    });
+    if version == 2 {
+        let fd = serde_json::json!({"condition_id": COND, "rate": "0.25", "exponent": 2});
+        assert_eq!(s.internal_post("/internal/markets/fees", &fd).0, 200);
+    }
+    s
 }
 
 /// Runs a client's test program against `s`; it prints what it checked.
@@ -77,7 +82,8 @@ fn official_typescript_v2_client() {
     typescript_v2(1);
 }
 
-/// The V2 clients on a version-2 venue: they sign version 2 orders.
+/// The V2 clients on a version-2 venue: they sign version 2 orders, and their takers pay
+/// the market's fee description.
 #[test]
 fn official_v2_clients_on_a_version_2_venue() {
     let s = client_server_of(2);

@@ -109,7 +109,8 @@ async function main() {
   check(info.c === COND && info.t.map((x) => x.t).join() === [YES, NO].join() && info.mts === 0.01, info);
   check((await pub.getTickSize(YES)) === "0.01", "getTickSize");
   check((await pub.getNegRisk(YES)) === false, "getNegRisk");
-  check((await pub.getFeeExponent(YES)) === 0, "getFeeExponent");
+  // The market's fee description: set on a version 2 venue (r 0.25, e 2), none on 1.
+  check((await pub.getFeeExponent(YES)) === (VERSION === 2 ? 2 : 0), "getFeeExponent");
 
   // Both channels, open before the first order.
   const market = listen("/ws/market", { assets_ids: [YES], type: "market" });
@@ -152,6 +153,8 @@ async function main() {
   const trades = ok(await t.getTrades({ market: COND }), "getTrades");
   check(trades.length === 1 && trades[0].price === "0.6" && trades[0].size === "5", trades);
   check(trades[0].id === filled.tradeIds[0], "the reply's trade id");
+  // Version 2 takers pay the market's fee description (r 0.25, e 2): 5 × 0.25 × 0.24².
+  check(trades[0].taker_fee === (VERSION === 2 ? "0.072" : "0"), trades[0]);
   await waitFor(
     "the trade's settlement",
     async () => ok(await t.getTrades({ id: filled.tradeIds[0] }), "getTrades by id")[0].status === "CONFIRMED",
