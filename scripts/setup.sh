@@ -7,7 +7,8 @@
 #   compiles predex's dev contracts (scripts/contracts.sh); Gnosis' ConditionalTokens;
 #   playwright-core, which drives the browser of the dashboard's tests;
 # - Debian's chromium, that browser, run headless;
-# - Debian's nats-server, the JetStream server the event stream's tests start.
+# - Debian's nats-server, the JetStream server the event stream's tests start;
+# - the Rust V2 client harness (tests/clients/rust), built with cargo.
 # Idempotent and quick when everything is already there.
 set -e
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -80,3 +81,8 @@ clients="$root/tests/clients/node"
 if ! npm_pinned "$clients"; then
   npm ci --prefix "$clients" --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
 fi
+
+# The official Rust client the client tests drive (tests/clients/rust: its own lockfile
+# pins it), built into target/clients; quick when nothing changed.
+cargo build --release --quiet --locked --manifest-path "$root/tests/clients/rust/Cargo.toml" \
+  --target-dir "$root/target/clients"

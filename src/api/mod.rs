@@ -480,12 +480,13 @@ pub fn with_openapi(doc: &'static str, routes: Routes) -> Routes {
 /// The order-book (CLOB) server.
 pub fn clob_routes(state: Arc<AppState>) -> Routes {
     // The health probe at `/ok`, and at `/` where Polymarket answers it (the official
-    // clients' `get_ok()`).
+    // clients' `get_ok()`): the JSON string "OK", which the Rust client reads as JSON and
+    // the others as either.
     let ok = warp::path!("ok")
         .or(warp::path::end())
         .unify()
         .and(warp::get())
-        .map(|| warp::reply::with_status("OK", StatusCode::OK).into_response());
+        .map(|| warp::reply::json(&"OK").into_response());
     let time =
         warp::path!("time").and(warp::get()).map(|| warp::reply::json(&crate::domain::now_secs()).into_response());
     // The order version the venue takes (`order-version`; SPEC's orders are version 1): the

@@ -1,10 +1,11 @@
 //! Polymarket's official clients, unpatched, against a real predex: py-clob-client and
-//! py-clob-client-v2 (`tests/clients/*.py`, pinned in `tools/requirements.txt`) and
-//! @polymarket/clob-client and -v2 (`tests/clients/node`, pinned with its lockfile). Each is given
+//! py-clob-client-v2 (`tests/clients/*.py`, pinned in `tools/requirements.txt`),
+//! @polymarket/clob-client and -v2 (`tests/clients/node`, pinned with its lockfile) and
+//! polymarket_client_sdk_v2 (`tests/clients/rust`, pinned with its lockfile). Each is given
 //! only what a user changes — the host and the chain id (137: predex's default exchange
 //! addresses are Polymarket's) — and gets its first key through its own
 //! `create_or_derive_api_key`, which `invite-only = false` allows. `scripts/setup.sh`
-//! installs both; a missing one fails here.
+//! installs them all; a missing one fails here.
 
 use std::path::Path;
 use std::process::Command;
@@ -98,4 +99,42 @@ fn typescript_v2(version: u8) {
     let dir = root().join("tests/clients/node");
     assert!(dir.join("node_modules/@polymarket/clob-client-v2").exists(), "run scripts/setup.sh");
     run(Path::new("node"), &[dir.join("clob_client_v2_test.mjs").to_str().unwrap()], &s);
+}
+
+/// polymarket_client_sdk_v2 (tests/clients/rust, built by scripts/setup.sh) on a
+/// version-1 and a version-2 venue. It reads condition ids as 32 bytes, so it trades a
+/// market of its own whose id is.
+#[test]
+fn official_rust_v2_client() {
+    let bin = root().join("target/clients/release/v2-client-check");
+    assert!(bin.exists(), "{} is missing: run scripts/setup.sh", bin.display());
+    let cond = format!("0x{}", "c1".repeat(32));
+    let (yes, no) = ("3001", "3002");
+    for version in [1, 2] {
+        let s = client_server_of(version);
+        let market = serde_json::json!({
+            "condition_id": cond, "question": "Will the Rust client trade?", "slug": "rust-client",
+            "tokens": [{"token_id": yes, "outcome": "Yes"}, {"token_id": no, "outcome": "No"}],
+            "tick_size": "0.01", "min_order_size": "5",
+        });
+        assert_eq!(s.internal_post("/internal/markets", &market).0, 200);
+        let (maker, taker) = (Trader::new(), Trader::new());
+        s.credit(&maker.address, "USDC", m("100"));
+        s.credit(&maker.address, yes, m("100"));
+        s.credit(&taker.address, "USDC", m("100"));
+        let key = |t: &Trader| format!("0x{}", alloy_primitives::hex::encode(t.wallet.to_bytes()));
+        let out = Command::new(&bin)
+            .env("PREDEX_CLOB", &s.clob)
+            .env("PREDEX_ORDER_VERSION", version.to_string())
+            .env("PREDEX_COND", &cond)
+            .env("PREDEX_YES", yes)
+            .env("PREDEX_NO", no)
+            .env("PREDEX_MAKER_KEY", key(&maker))
+            .env("PREDEX_TAKER_KEY", key(&taker))
+            .output()
+            .expect("the client's test starts");
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "order version {version}: {text}");
+        eprintln!("{text}");
+    }
 }

@@ -263,8 +263,8 @@ CURSOR = q("next_cursor", desc="the previous page's next_cursor; LTE= is the end
 ANY = {}
 
 
-def health(path):
-    return op("GET", path, "health probe", OK_TEXT, codes=(), text=True)
+def health(path, json=False):
+    return op("GET", path, "health probe", OK_TEXT, codes=(), text=not json)
 
 
 def openapi_doc():
@@ -283,7 +283,7 @@ RFQ_LIST = [
 ASSET_FORM = obj({"assetIn": S, "assetOut": S, "amountIn": S, "amountOut": S, "userType": I, "ttl": I})
 
 CLOB_OPS = [
-    health("/"), health("/ok"), openapi_doc(),
+    health("/", json=True), health("/ok", json=True), openapi_doc(),
     op("GET", "/time", "server time (UNIX seconds)", I, codes=()),
     op("GET", "/version", "the version of the orders the venue takes (1: SPEC's; the V2 clients ask before signing)", obj({"version": I}, required=("version",)), codes=()),
     # 4.1 keys and account
