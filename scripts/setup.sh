@@ -83,6 +83,7 @@ if ! npm_pinned "$clients"; then
 fi
 
 # The official Rust client the client tests drive (tests/clients/rust: its own lockfile
-# pins it), built into target/clients; quick when nothing changed.
-cargo build --release --quiet --locked --manifest-path "$root/tests/clients/rust/Cargo.toml" \
+# pins it), built into target/clients (unoptimised: two minutes from nothing); quick
+# when nothing changed.
+cargo build --quiet --locked --manifest-path "$root/tests/clients/rust/Cargo.toml" \
   --target-dir "$root/target/clients"

@@ -106,7 +106,7 @@ fn typescript_v2(version: u8) {
 /// market of its own whose id is.
 #[test]
 fn official_rust_v2_client() {
-    let bin = root().join("target/clients/release/v2-client-check");
+    let bin = root().join("target/clients/debug/v2-client-check");
     assert!(bin.exists(), "{} is missing: run scripts/setup.sh", bin.display());
     let cond = format!("0x{}", "c1".repeat(32));
     let (yes, no) = ("3001", "3002");
