@@ -227,10 +227,9 @@ async fn set_fees(s: Arc<AppState>, r: Req) -> ApiResult {
     let fees = match &b.rate {
         None => None,
         Some(rate) => {
-            let bps = crate::domain::parse_decimal(rate, 4)
-                .ok()
-                .and_then(|v| u32::try_from(v).ok())
-                .ok_or_else(|| ApiError::bad("the fee rate must be between 0 and 1"))?;
+            // A rate is in [0, 1] with four decimals, as a price is.
+            let bps =
+                crate::domain::parse_price(rate).map_err(|_| ApiError::bad("the fee rate must be between 0 and 1"))?;
             Some(crate::domain::FeeSchedule::new(bps, b.exponent).map_err(ApiError::bad)?)
         }
     };

@@ -38,6 +38,13 @@ pub fn exchange_fee(side: Side, bps: u32, tokens: Amount, maker_amount: Amount, 
     Amount(fee.to())
 }
 
+/// Whether an order's fee is charged in collateral: always in version 2 (on top of what a
+/// BUY pays), only on a SELL (out of its proceeds) in version 1, whose BUY pays in the
+/// tokens it receives.
+pub fn fee_in_collateral(side: Side, version: u8) -> bool {
+    side == Side::Sell || version == 2
+}
+
 /// The most a version 2 fill may be charged, in basis points of its value in collateral
 /// (the V2 exchange's `maxFeeRateBps` as deployed: it reverts a match charging more).
 pub const MAX_FEE_RATE_BPS_V2: u64 = 500;
@@ -80,16 +87,14 @@ impl FeeSchedule {
         let spread = (p * (one - p)).pow(e);
         let num = U256::from(shares.units()) * U256::from(self.rate_bps) * spread;
         let den = U256::from(10_000u64) * U256::from(10u64).pow(U256::from(8) * e);
-        let fee: u64 = (num / den).to();
-        let cap = (value.units() as u128 * MAX_FEE_RATE_BPS_V2 as u128 / 10_000) as u64;
-        Amount(fee.min(cap))
+        let fee = Amount((num / den).to());
+        fee.min(value.mul_div(MAX_FEE_RATE_BPS_V2, 10_000))
     }
 
-    /// The rate as the clients read it (`fd.r`): a decimal number.
+    /// The rate as the clients read it (`fd.r`): a decimal number. The rate is in the
+    /// units of a price, and prints as a tick does.
     pub fn rate_text(&self) -> String {
-        let r = self.rate_bps;
-        let text = format!("{}.{:04}", r / 10_000, r % 10_000);
-        text.trim_end_matches('0').trim_end_matches('.').to_string()
+        super::fmt_tick(self.rate_bps)
     }
 }
 

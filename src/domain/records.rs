@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::fees::fee_in_collateral;
 use super::num::{Amount, Price, Side};
 
 /// One outcome token of a binary market.
@@ -470,7 +471,7 @@ impl<'a> Leg<'a> {
     /// The asset and amount this leg pays (held from the match until settlement).
     pub fn pays(&self) -> (&'a str, Amount) {
         match self.side {
-            Side::Buy if self.version == 2 => (COLLATERAL, self.amount + self.fee),
+            Side::Buy if fee_in_collateral(self.side, self.version) => (COLLATERAL, self.amount + self.fee),
             Side::Buy => (COLLATERAL, self.amount),
             Side::Sell => (self.token, self.size),
         }
@@ -480,7 +481,7 @@ impl<'a> Leg<'a> {
     /// [`Leg::fee_asset`]).
     pub fn receives(&self) -> (&'a str, Amount, Amount) {
         match self.side {
-            Side::Buy if self.version == 2 => (self.token, self.size, self.fee),
+            Side::Buy if fee_in_collateral(self.side, self.version) => (self.token, self.size, self.fee),
             Side::Buy => (self.token, self.size - self.fee, self.fee),
             Side::Sell => (COLLATERAL, self.amount - self.fee, self.fee),
         }
@@ -488,9 +489,10 @@ impl<'a> Leg<'a> {
 
     /// The asset its fee is paid in.
     pub fn fee_asset(&self) -> &'a str {
-        match self.side {
-            Side::Buy if self.version != 2 => self.token,
-            _ => COLLATERAL,
+        if fee_in_collateral(self.side, self.version) {
+            COLLATERAL
+        } else {
+            self.token
         }
     }
 }

@@ -733,7 +733,7 @@ impl Fill {
     #[inline]
     fn taker_gives(&self, side: Side, version: u8) -> (Amount, Amount) {
         match side {
-            Side::Buy if version == 2 => (self.taker_amt + self.taker_fee, self.size),
+            Side::Buy if fee_in_collateral(side, version) => (self.taker_amt + self.taker_fee, self.size),
             Side::Buy => (self.taker_amt, self.size - self.taker_fee),
             Side::Sell => (self.size, self.taker_amt - self.taker_fee),
         }
@@ -790,7 +790,7 @@ fn fee_bps(fee: Amount, value: Amount) -> u32 {
     if value.is_zero() {
         return 0;
     }
-    (fee.units() as u128 * 10_000 / value.units() as u128) as u32
+    fee.mul_div(10_000, value.units()).units() as u32
 }
 
 /// Cancels a resting order a sweep met but may not fill (expired, or the taker's own).

@@ -104,10 +104,10 @@ impl Open {
 /// The fee account of what an order receives, among its market's `fee_accounts`: the one for
 /// the collateral (a SELL) or for its outcome token (a BUY).
 pub(super) fn fee_account(fee_accounts: &[Acct], o: &OrderRecord) -> Acct {
-    match o.side {
-        // Version 2 charges its fees in collateral, on either side.
-        Side::Buy if o.version != 2 => fee_accounts[1 + o.token.outcome_index as usize],
-        _ => fee_accounts[0],
+    if fee_in_collateral(o.side, o.version) {
+        fee_accounts[0]
+    } else {
+        fee_accounts[1 + o.token.outcome_index as usize]
     }
 }
 
