@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Builds the contract artifacts predex deploys offline, one file per role (contracts/
-// collateral.json, conditional-tokens.json, exchange.json, neg-risk-adapter.json,
-// neg-risk-exchange.json: {contractName, compiler, abi, bytecode}), from what scripts/setup.sh installed in tools/node_modules:
+// collateral.json, conditional-tokens.json, exchange.json, exchange-v2.json,
+// neg-risk-adapter.json, neg-risk-exchange.json: {contractName, compiler, abi, bytecode}), from what scripts/setup.sh installed in tools/node_modules:
 // - predex's own development contracts, contracts/src/*.sol, with solc-js (the version
 //   pinned in tools/package.json, optimizer on, 200 runs);
 // - Gnosis' ConditionalTokens as its npm package ships it compiled.
@@ -24,6 +24,7 @@ const DEFAULT_DOMAIN = 'Service CTF Exchange';
 const ROLES = {
   DevCollateral: 'collateral',
   DevExchange: 'exchange',
+  DevExchangeV2: 'exchange-v2',
   DevNegRiskAdapter: 'neg-risk-adapter',
   DevNegRiskExchange: 'neg-risk-exchange',
 };
@@ -47,9 +48,9 @@ function compileOwn(domainName) {
   const sources = {};
   for (const f of fs.readdirSync(dir).filter((f) => f.endsWith('.sol')).sort()) {
     let content = fs.readFileSync(path.join(dir, f), 'utf8');
-    if (f === 'DevExchange.sol') {
+    if (f === 'DevExchange.sol' || f === 'DevExchangeV2.sol') {
       const line = `string private constant DOMAIN_NAME = "${DEFAULT_DOMAIN}";`;
-      if (!content.includes(line)) throw new Error('DevExchange.sol: the domain name line has moved');
+      if (!content.includes(line)) throw new Error(`${f}: the domain name line has moved`);
       content = content.replace(line, `string private constant DOMAIN_NAME = "${domainName}";`);
     }
     sources[f] = { content };

@@ -259,8 +259,11 @@ pub struct ChainSettings {
     pub collateral: alloy_primitives::Address,
     pub ctf: alloy_primitives::Address,
     pub neg_risk_adapter: alloy_primitives::Address,
+    /// The exchanges settlement goes through: version 1's or version 2's, as `order_version`.
     pub exchange: alloy_primitives::Address,
     pub neg_risk_exchange: alloy_primitives::Address,
+    /// The orders the venue takes, and so the exchanges' interface (1 or 2).
+    pub order_version: u8,
     pub confirmations: u64,
 }
 
@@ -398,14 +401,26 @@ impl Config {
         if self.confirmations == 0 {
             anyhow::bail!("confirmations must be at least 1");
         }
+        // Settlement goes through the exchanges of the orders the venue takes.
+        let (exchange, neg_risk_exchange) = match self.order_version {
+            2 => (
+                address(&Some(self.exchange_v2_address.clone()), "exchange-v2-address")?,
+                address(&Some(self.neg_risk_exchange_v2_address.clone()), "neg-risk-exchange-v2-address")?,
+            ),
+            _ => (
+                address(&Some(self.exchange_address.clone()), "exchange-address")?,
+                address(&Some(self.neg_risk_exchange_address.clone()), "neg-risk-exchange-address")?,
+            ),
+        };
         Ok(Some(ChainSettings {
             rpc_url,
             operator_key_file: required(&self.operator_key_file, "operator-key-file")?.clone(),
             collateral: address(&self.collateral_address, "collateral-address")?,
             ctf: address(&self.ctf_address, "ctf-address")?,
             neg_risk_adapter: address(&self.neg_risk_adapter_address, "neg-risk-adapter-address")?,
-            exchange: address(&Some(self.exchange_address.clone()), "exchange-address")?,
-            neg_risk_exchange: address(&Some(self.neg_risk_exchange_address.clone()), "neg-risk-exchange-address")?,
+            exchange,
+            neg_risk_exchange,
+            order_version: self.order_version,
             confirmations: self.confirmations,
         }))
     }

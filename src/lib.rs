@@ -248,17 +248,8 @@ where
 /// (`chain::Chain::check`); None in ledger mode.
 async fn connect_chain(config: &Config) -> anyhow::Result<Option<chain::Chain>> {
     let Some(settings) = config.chain()? else { return Ok(None) };
-    if config.order_version == 2 {
-        anyhow::bail!("order-version 2 settles in the ledger only for now: chain settlement takes version 1 orders");
-    }
     let chain = chain::Chain::connect(&settings)?;
-    let domains = auth::OrderDomains::new(
-        &config.order_domain_name,
-        config.chain_id,
-        settings.exchange,
-        settings.neg_risk_exchange,
-    );
-    chain.check(config.chain_id, &domains).await.context("chain mode")?;
+    chain.check(config.chain_id, &config.order_domains()?).await.context("chain mode")?;
     tracing::info!(rpc = %config::url_host(&settings.rpc_url), operator = %chain.operator, "chain mode: settling on chain");
     Ok(Some(chain))
 }

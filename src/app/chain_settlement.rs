@@ -1,6 +1,7 @@
 //! Chain mode's settlement worker (docs/operating/settlement.md): each PENDING match — a taker and
 //! the makers it met, one trade each — becomes one `matchOrders` transaction carrying the
-//! orders as they were signed, sent by the operator with consecutive nonces.
+//! orders as they were signed (version 1's call, or version 2's with the market's condition
+//! and the fees the trades record), sent by the operator with consecutive nonces.
 //!
 //! A transaction is recorded (synced, `chain_txs`) before it is broadcast, and its record
 //! is deleted in the batch that settles its trades, so at any start the records are the
@@ -27,7 +28,7 @@ use uuid::Uuid;
 
 use super::AppState;
 use crate::auth::SignedOrderFields;
-use crate::chain::{exchange_order, revert_reason, Chain, IExchange, LastTx, Sender};
+use crate::chain::{exchange_order, exchange_order_v2, revert_reason, Chain, IExchange, IExchangeV2, LastTx, Sender};
 use crate::domain::chain::ChainTx;
 use crate::domain::{exchange_fee, now_secs, Amount, OrderRecord, Side, TradeRecord};
 use crate::engine::Verdict;
@@ -275,15 +276,19 @@ type Call = (Result<TransactionRequest, String>, Vec<Uuid>, u64);
 
 /// Each match's [`Call`].
 fn settlement_calls(state: &AppState, chain: &Chain, trades: &[Arc<TradeRecord>]) -> Vec<Call> {
-    matches(trades)
+    matches(trades, chain.settings.order_version)
         .into_iter()
         .map(|group| {
-            let tx = match_call(state, group).map(|(call, neg_risk)| {
+            let call = match chain.settings.order_version {
+                2 => match_call_v2(state, group),
+                _ => match_call(state, group).map(|(call, neg_risk)| (call.abi_encode(), neg_risk)),
+            };
+            let tx = call.map(|(input, neg_risk)| {
                 let exchange = if neg_risk { chain.settings.neg_risk_exchange } else { chain.settings.exchange };
                 TransactionRequest::default()
                     .with_from(chain.operator)
                     .with_to(exchange)
-                    .with_input(Bytes::from(call.abi_encode()))
+                    .with_input(Bytes::from(input))
                     .with_chain_id(state.config.chain_id)
             });
             (tx, group.iter().map(|t| t.id).collect(), group.last().expect("a match has a trade").seq)
@@ -327,14 +332,18 @@ impl ChainSettler {
 }
 
 /// The PENDING trades split into `matchOrders` calls: consecutive trades of one taker
-/// order, one call each, cut where the call would charge the taker another fee than its
-/// trades record. The contract takes a taker's fee once per call, at the price the call
-/// averaged, and predex records it per trade, at each trade's price: the two agree when
-/// the order pays no fee and, rounding apart, below a price of 0.5; elsewhere a call holds
-/// the trades whose fees add up to the contract's.
-fn matches(trades: &[Arc<TradeRecord>]) -> Vec<&[Arc<TradeRecord>]> {
+/// order, one call each. A version 1 exchange takes a taker's fee once per call, at the
+/// price the call averaged, and predex records it per trade, at each trade's price: the
+/// two agree when the order pays no fee and, rounding apart, below a price of 0.5;
+/// elsewhere a call is cut where it would charge the taker another fee than its trades
+/// record. A version 2 exchange is told the fees: a call holds all the taker's trades.
+fn matches(trades: &[Arc<TradeRecord>], version: u8) -> Vec<&[Arc<TradeRecord>]> {
     let mut calls = Vec::new();
     for taker in trades.chunk_by(|a, b| a.taker_order_id == b.taker_order_id) {
+        if version == 2 {
+            calls.push(taker);
+            continue;
+        }
         let mut start = 0;
         for end in start + 2..=taker.len() {
             if !taker_fee_agrees(&taker[start..end]) {
@@ -389,6 +398,78 @@ fn match_call(s: &AppState, group: &[Arc<TradeRecord>]) -> Result<(IExchange::ma
         },
         neg_risk,
     ))
+}
+
+/// The version 2 `matchOrders` call that settles a match (its calldata), and whether it
+/// goes to the negative-risk exchange: the market's condition, each order's fill in its
+/// maker-amount units and each order's fee in collateral, as the trades record them.
+fn match_call_v2(s: &AppState, group: &[Arc<TradeRecord>]) -> Result<(Vec<u8>, bool), String> {
+    let first = &group[0];
+    let (view, _) = s
+        .registry
+        .token(&first.token.token_id)
+        .ok_or_else(|| format!("trade {}: its token is in no market", first.id))?;
+    let condition: B256 = view
+        .market
+        .condition_id
+        .parse()
+        .map_err(|_| format!("trade {}: the market's condition is not 32 bytes", first.id))?;
+    let making = |l: &crate::domain::Leg| {
+        U256::from(
+            match l.side {
+                Side::Buy => l.amount,
+                Side::Sell => l.size,
+            }
+            .units(),
+        )
+    };
+    let (mut taker_fill, mut taker_fee) = (U256::ZERO, U256::ZERO);
+    let (mut makers, mut fills, mut fees) = (Vec::new(), Vec::new(), Vec::new());
+    for t in group {
+        let [tl, ml] = t.legs();
+        taker_fill += making(&tl);
+        taker_fee += U256::from(tl.fee.units());
+        makers.push(signed_order_v2(s, &t.maker_orders[0].order_id)?);
+        fills.push(making(&ml));
+        fees.push(U256::from(ml.fee.units()));
+    }
+    let call = IExchangeV2::matchOrdersCall {
+        conditionId: condition,
+        takerOrder: signed_order_v2(s, &first.taker_order_id)?,
+        makerOrders: makers,
+        takerFillAmount: taker_fill,
+        makerFillAmounts: fills,
+        takerFeeAmount: taker_fee,
+        makerFeeAmounts: fees,
+    };
+    Ok((call.abi_encode(), view.market.neg_risk))
+}
+
+/// A version 2 order as its maker signed it.
+fn signed_order_v2(s: &AppState, id: &Uuid) -> Result<IExchangeV2::Order, String> {
+    let missing = || format!("order {id} not found for settlement");
+    let o = s.store.get_order(id).map_err(|e| e.to_string())?.ok_or_else(missing)?;
+    let signature = s.store.order_signature(id).map_err(|e| e.to_string())?.ok_or_else(missing)?;
+    let signature =
+        alloy_primitives::hex::decode(signature.trim()).map_err(|_| format!("order {id}: bad signature"))?;
+    let salt = s.store.order_salt(&o).map_err(|e| e.to_string())?;
+    let (timestamp, metadata, builder) =
+        s.store.order_v2(id).map_err(|e| e.to_string())?.ok_or_else(|| format!("order {id} is no version 2 order"))?;
+    let v1 = fields(&o, salt).ok_or_else(|| format!("order {id}: bad fields"))?;
+    let f = crate::auth::OrderFieldsV2 {
+        salt,
+        maker: v1.maker,
+        signer: v1.signer,
+        token_id: v1.token_id,
+        maker_amount: v1.maker_amount,
+        taker_amount: v1.taker_amount,
+        side: v1.side,
+        signature_type: v1.signature_type,
+        timestamp,
+        metadata,
+        builder,
+    };
+    Ok(exchange_order_v2(&f, Bytes::from(signature)))
 }
 
 /// An order as its maker signed it.

@@ -2,7 +2,9 @@
 //! an order cancelled with `cancelOrder` (its `OrderCancelled` log) and every order signed
 //! with a nonce the maker has moved past with `incrementNonce` can no longer settle, so
 //! predex cancels them, within a pass or two of the settlement worker, and refuses them
-//! if they are sent again (a known order id; a stale nonce).
+//! if they are sent again (a known order id; a stale nonce). On the version 2 exchanges a
+//! maker stops its orders with `pauseUser` (its `UserPaused` log): predex cancels them all
+//! and refuses the maker's orders until its `UserUnpaused`.
 //!
 //! Logs are read block range by block range from the last block applied, which is kept in
 //! the store, so a cancellation made while predex was down is applied at its next start.
@@ -47,6 +49,11 @@ impl ChainWatch {
         let from = self.through.map_or(latest, |b| b + 1);
         if from <= latest {
             let to = latest.min(from + BLOCKS_PER_PASS - 1);
+            if chain.settings.order_version == 2 {
+                for (maker, paused) in chain.maker_pauses(from, to).await? {
+                    cancelled += super::onchain::set_paused(s, &format!("{maker:#x}"), paused).await?;
+                }
+            }
             let ids: Vec<_> = chain.cancelled_orders(from, to).await?.iter().map(crate::auth::order_id).collect();
             if !ids.is_empty() {
                 let gone = s.engine.cancel_signed(ids).await?;
@@ -61,7 +68,7 @@ impl ChainWatch {
             self.through = Some(to);
         }
         let now = now_secs();
-        if now.saturating_sub(self.nonces_read_at) >= NONCE_SECS {
+        if chain.settings.order_version == 1 && now.saturating_sub(self.nonces_read_at) >= NONCE_SECS {
             for (maker, nonce) in s.engine.open_makers().await? {
                 cancelled += raise_nonce(s, &maker, nonce).await?;
             }

@@ -35,11 +35,13 @@ pub enum OnchainError {
 pub struct OnChain {
     pub link: Chain,
     synced: Mutex<HashSet<(String, String)>>,
+    /// Makers paused on the version 2 exchanges, as read or watched since start.
+    paused: Mutex<HashSet<String>>,
 }
 
 impl OnChain {
     pub fn new(link: Chain) -> OnChain {
-        OnChain { link, synced: Default::default() }
+        OnChain { link, synced: Default::default(), paused: Default::default() }
     }
 }
 
@@ -82,18 +84,41 @@ pub async fn ensure(s: &AppState, address: &str, asset: &str) -> Result<(), Onch
     refresh(s, address, asset).await.map(|_| ())
 }
 
-/// The maker's nonce read from the exchanges, once per maker and process: before its first
-/// order, so an order with the nonce the exchanges hold is accepted and a stale one refused.
-pub async fn ensure_nonce(s: &AppState, maker: &str) -> Result<(), OnchainError> {
-    let key = (maker.to_string(), NONCE_READ.to_string());
-    let synced = &on_chain(s)?.synced;
-    if synced.lock().contains(&key) {
-        return Ok(());
+/// What the exchanges say of a maker, read once per maker and process before its first
+/// order: version 1's nonce, so an order with the nonce the exchanges hold is accepted and
+/// a stale one refused; version 2's pause, kept (and then followed by the chain watch).
+/// Returns whether the maker has paused itself on the version 2 exchanges.
+pub async fn ensure_maker(s: &AppState, maker: &str) -> Result<bool, OnchainError> {
+    let key = (maker.to_string(), MAKER_READ.to_string());
+    let on = on_chain(s)?;
+    if !on.synced.lock().contains(&key) {
+        if on.link.settings.order_version == 2 {
+            let address: Address = maker.parse().map_err(|_| OnchainError::Invalid("invalid address".into()))?;
+            if on.link.maker_paused(address).await.map_err(chain_err)? {
+                on.paused.lock().insert(maker.to_string());
+            }
+        } else {
+            super::chain_watch::raise_nonce(s, maker, 0).await.map_err(chain_err)?;
+        }
+        on.synced.lock().insert(key);
     }
-    super::chain_watch::raise_nonce(s, maker, 0).await.map_err(chain_err)?;
-    synced.lock().insert(key);
-    Ok(())
+    Ok(on.paused.lock().contains(maker))
 }
 
-/// The `synced` entry that says a maker's nonce was read (beside its assets' entries).
-const NONCE_READ: &str = "nonce";
+/// A maker paused itself on the version 2 exchanges (`paused`) or unpaused itself:
+/// predex's view follows, and a pause cancels the maker's open orders. Returns how many.
+pub async fn set_paused(s: &AppState, maker: &str, paused: bool) -> anyhow::Result<usize> {
+    let on = on_chain(s)?;
+    if !paused {
+        on.paused.lock().remove(maker);
+        tracing::info!(%maker, "maker unpaused on the exchange");
+        return Ok(0);
+    }
+    on.paused.lock().insert(maker.to_string());
+    let gone = s.engine.cancel_maker(maker.to_string()).await?;
+    tracing::info!(%maker, cancelled = gone.len(), "maker paused on the exchange: its orders are cancelled");
+    Ok(gone.len())
+}
+
+/// The `synced` entry that says a maker was read (beside its assets' entries).
+const MAKER_READ: &str = "maker";

@@ -32,6 +32,9 @@ pub enum OrderError {
     ClosedOnly(Arc<str>),
     #[error("invalid expiration")]
     BadExpiration,
+    /// Chain mode, version 2: the maker paused itself on the exchange (`pauseUser`).
+    #[error("'{0}' address paused on the exchange")]
+    MakerPaused(Arc<str>),
     #[error("order {id} is invalid. Price ({shown}) breaks minimum tick size rule: {}", .tick.short())]
     OffTick { id: Uuid, shown: String, tick: Price },
     #[error("order {id} is invalid. Size ({}) lower than the minimum: {}", .size.fmt(), .min.fmt())]
@@ -115,7 +118,11 @@ pub async fn place(
     };
     let (order, defer) = validate(s, key, order)?;
     if s.chain.is_some() {
-        crate::app::onchain::ensure_nonce(s, &order.maker).await.map_err(|e| OrderError::Chain(e.to_string()))?;
+        let paused =
+            crate::app::onchain::ensure_maker(s, &order.maker).await.map_err(|e| OrderError::Chain(e.to_string()))?;
+        if paused {
+            return Err(OrderError::MakerPaused(order.maker.clone()));
+        }
         crate::app::onchain::ensure(s, &order.maker, order.spend_key())
             .await
             .map_err(|e| OrderError::Chain(e.to_string()))?;

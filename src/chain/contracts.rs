@@ -1,6 +1,6 @@
-//! The contracts' interfaces as predex calls them: the exchange (Polymarket's CTF Exchange
-//! interface, which predex's development exchange shares), ConditionalTokens, the
-//! negative-risk adapter and the collateral ERC-20.
+//! The contracts' interfaces as predex calls them: the exchanges (Polymarket's CTF Exchange
+//! interfaces, V1 and V2, which predex's development exchanges share), ConditionalTokens,
+//! the negative-risk adapter and the collateral ERC-20.
 
 use alloy_sol_types::sol;
 
@@ -58,6 +58,84 @@ sol! {
         function incrementNonce() external;
         function cancelOrder(Order memory order) external;
         function matchOrders(Order memory takerOrder, Order[] memory makerOrders, uint256 takerFillAmount, uint256[] memory makerFillAmounts) external;
+    }
+
+    /// A CTF exchange V2 (Polymarket's, or predex's development one): version 2 orders,
+    /// fees named by the operator per call, makers' pauses instead of nonces; the standard
+    /// and the negative-risk exchange are one contract built with other parameters.
+    #[sol(rpc)]
+    #[derive(Debug)]
+    #[allow(clippy::too_many_arguments)]
+    interface IExchangeV2 {
+        struct Order {
+            uint256 salt;
+            address maker;
+            address signer;
+            uint256 tokenId;
+            uint256 makerAmount;
+            uint256 takerAmount;
+            uint8 side;
+            uint8 signatureType;
+            uint256 timestamp;
+            bytes32 metadata;
+            bytes32 builder;
+            bytes signature;
+        }
+
+        struct ExchangeInitParams {
+            address admin;
+            address collateral;
+            address ctf;
+            address ctfCollateral;
+            address outcomeTokenFactory;
+            address proxyFactory;
+            address safeFactory;
+            address feeReceiver;
+        }
+
+        error NotAdmin();
+        error NotOperator();
+        error LastAdmin();
+        error AlreadyAdmin();
+        error AlreadyOperator();
+        error Paused();
+        error InvalidSignature();
+        error UserIsPaused();
+        error UserAlreadyPaused();
+        error ExceedsMaxPauseInterval();
+        error FeeExceedsMaxRate();
+        error MaxFeeRateExceedsCeiling();
+        error OrderAlreadyFilled();
+        error MakingGtRemaining();
+        error NotCrossing();
+        error TooLittleTokensReceived();
+        error ComplementaryFillExceedsTakerFill();
+        error MismatchedTokenIds();
+        error MismatchedArrayLengths();
+        error NoMakerOrders();
+        error ZeroMakerAmount();
+        error FeeExceedsProceeds();
+
+        event UserPaused(address indexed user, uint256 effectivePauseBlock);
+        event UserUnpaused(address indexed user);
+
+        function getCollateral() external view returns (address);
+        function getCtf() external view returns (address);
+        function getCtfCollateral() external view returns (address);
+        function getOutcomeTokenFactory() external view returns (address);
+        function getFeeReceiver() external view returns (address);
+        function getMaxFeeRate() external view returns (uint256);
+        function isAdmin(address who) external view returns (bool);
+        function isOperator(address who) external view returns (bool);
+        function addAdmin(address who) external;
+        function addOperator(address who) external;
+        function setFeeReceiver(address receiver) external;
+        function hashOrder(Order memory order) external view returns (bytes32);
+        function userPausedBlockAt(address user) external view returns (uint256);
+        function pauseUser() external;
+        function unpauseUser() external;
+        function setUserPauseBlockInterval(uint256 interval) external;
+        function matchOrders(bytes32 conditionId, Order memory takerOrder, Order[] memory makerOrders, uint256 takerFillAmount, uint256[] memory makerFillAmounts, uint256 takerFeeAmount, uint256[] memory makerFeeAmounts) external;
     }
 
     /// Gnosis' ConditionalTokens (ERC-1155 positions).

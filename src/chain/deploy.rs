@@ -1,6 +1,6 @@
 //! `predex chain deploy`: the contracts of a chain-mode venue on a development chain or a
 //! private testnet, from the artifacts in `contracts/` (read at run time, one JSON file per
-//! role: `collateral`, `conditional-tokens`, `exchange`, `neg-risk-adapter`,
+//! role: `collateral`, `conditional-tokens`, `exchange`, `exchange-v2`, `neg-risk-adapter`,
 //! `neg-risk-exchange`, each with the contract's `bytecode`), wired, and printed as the
 //! configuration lines that point predex at them.
 
@@ -14,7 +14,7 @@ use alloy_sol_types::SolValue;
 use anyhow::{anyhow, bail, Context};
 use serde::Deserialize;
 
-use super::{read_key, wallet_provider, IExchange, INegRiskAdapter};
+use super::{read_key, wallet_provider, IExchange, IExchangeV2, INegRiskAdapter};
 
 #[derive(Debug, clap::Args)]
 pub struct DeployArgs {
@@ -36,6 +36,11 @@ pub struct DeployArgs {
     /// Where the artifacts are.
     #[arg(long, env = "PREDEX_CONTRACTS_DIR", default_value = "contracts")]
     pub contracts_dir: PathBuf,
+    /// The orders the venue will take: 1 deploys version 1's exchanges (`exchange`,
+    /// `neg-risk-exchange`), 2 version 2's (`exchange-v2`, twice: standard and negative
+    /// risk), and the settings printed say so.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub order_version: u8,
 }
 
 /// What a deployment made.
@@ -47,21 +52,27 @@ pub struct Deployed {
     pub exchange: Address,
     pub neg_risk_adapter: Address,
     pub neg_risk_exchange: Address,
+    /// The version of orders the exchanges take.
+    pub order_version: u8,
 }
 
 impl Deployed {
     /// The configuration lines for these contracts (TOML).
     pub fn toml(&self, rpc_url: &str) -> String {
+        let exchanges = match self.order_version {
+            2 => format!(
+                "order-version = 2\nexchange-v2-address = \"{}\"\nneg-risk-exchange-v2-address = \"{}\"\n",
+                self.exchange, self.neg_risk_exchange
+            ),
+            _ => format!(
+                "exchange-address = \"{}\"\nneg-risk-exchange-address = \"{}\"\n",
+                self.exchange, self.neg_risk_exchange
+            ),
+        };
         format!(
             "settlement = \"chain\"\nchain-id = {}\nrpc-url = {:?}\ncollateral-address = \"{}\"\nctf-address = \"{}\"\n\
-             exchange-address = \"{}\"\nneg-risk-exchange-address = \"{}\"\nneg-risk-adapter-address = \"{}\"\n",
-            self.chain_id,
-            rpc_url,
-            self.collateral,
-            self.ctf,
-            self.exchange,
-            self.neg_risk_exchange,
-            self.neg_risk_adapter
+             {exchanges}neg-risk-adapter-address = \"{}\"\n",
+            self.chain_id, rpc_url, self.collateral, self.ctf, self.neg_risk_adapter
         )
     }
 }
@@ -111,20 +122,21 @@ pub async fn run(args: DeployArgs) -> anyhow::Result<String> {
     let deployer = key.address();
     let operator = args.operator.unwrap_or(deployer);
     let p = wallet_provider(&args.rpc_url, key)?;
-    let d = deploy_all(&p, &args.contracts_dir, deployer, operator, args.collateral_address).await?;
+    let d =
+        deploy_all(&p, &args.contracts_dir, deployer, operator, args.collateral_address, args.order_version).await?;
     Ok(d.toml(&args.rpc_url))
 }
 
-/// The deployment itself: collateral (unless given), ConditionalTokens, the exchange, the
-/// negative-risk adapter and exchange; the adapter admits the negative-risk exchange, and
-/// the operator, when not the deployer, becomes an admin (to register markets' tokens) and
-/// an operator (to settle) of both exchanges.
+/// The deployment itself: collateral (unless given), ConditionalTokens, the negative-risk
+/// adapter and the two exchanges of `order_version` ([`deploy_v1_exchanges`],
+/// [`deploy_v2_exchanges`]).
 pub async fn deploy_all(
     p: &DynProvider,
     dir: &Path,
     deployer: Address,
     operator: Address,
     collateral: Option<Address>,
+    order_version: u8,
 ) -> anyhow::Result<Deployed> {
     let chain_id = p.get_chain_id().await.with_context(|| "the node does not answer")?;
     let collateral = match collateral {
@@ -132,6 +144,77 @@ pub async fn deploy_all(
         None => deploy(p, dir, "collateral", Vec::new()).await?,
     };
     let ctf = deploy(p, dir, "conditional-tokens", Vec::new()).await?;
+    let mut d = Deployed {
+        chain_id,
+        collateral,
+        ctf,
+        exchange: Address::ZERO,
+        neg_risk_adapter: Address::ZERO,
+        neg_risk_exchange: Address::ZERO,
+        order_version,
+    };
+    match order_version {
+        2 => deploy_v2_exchanges(p, dir, deployer, operator, &mut d).await?,
+        _ => deploy_v1_exchanges(p, dir, deployer, operator, &mut d).await?,
+    }
+    Ok(d)
+}
+
+/// Version 2's exchanges: one contract deployed twice, both made by the deployer (their
+/// admin and operator) and paying fees to the operator; the standard one makes full sets
+/// through ConditionalTokens, the negative-risk one through the adapter, over its wrapped
+/// collateral. The operator, when not the deployer, becomes an admin and operator of both.
+async fn deploy_v2_exchanges(
+    p: &DynProvider,
+    dir: &Path,
+    deployer: Address,
+    operator: Address,
+    d: &mut Deployed,
+) -> anyhow::Result<()> {
+    let none = Address::ZERO;
+    let (collateral, ctf) = (d.collateral, d.ctf);
+    // The adapter's vault (where its fees go) is the deployer.
+    let adapter = deploy(p, dir, "neg-risk-adapter", (ctf, collateral, deployer).abi_encode_params()).await?;
+    let wrapped = INegRiskAdapter::new(adapter, p).wcol().call().await.context("the adapter's wrapped collateral")?;
+    let params = |ctf_collateral: Address, factory: Address| {
+        let init = IExchangeV2::ExchangeInitParams {
+            admin: deployer,
+            collateral,
+            ctf,
+            ctfCollateral: ctf_collateral,
+            outcomeTokenFactory: factory,
+            proxyFactory: none,
+            safeFactory: none,
+            feeReceiver: operator,
+        };
+        (init,).abi_encode_params()
+    };
+    let exchange = deploy(p, dir, "exchange-v2", params(collateral, ctf)).await?;
+    let neg_risk_exchange = deploy(p, dir, "exchange-v2", params(wrapped, adapter)).await?;
+    if operator != deployer {
+        for x in [exchange, neg_risk_exchange] {
+            let e = IExchangeV2::new(x, p);
+            succeeded("exchange addAdmin", e.addAdmin(operator).send().await?).await?;
+            succeeded("exchange addOperator", e.addOperator(operator).send().await?).await?;
+        }
+    }
+    d.exchange = exchange;
+    d.neg_risk_adapter = adapter;
+    d.neg_risk_exchange = neg_risk_exchange;
+    Ok(())
+}
+
+/// Version 1's exchanges: the exchange, the negative-risk adapter and exchange; the adapter
+/// admits the negative-risk exchange, and the operator, when not the deployer, becomes an
+/// admin (to register markets' tokens) and an operator (to settle) of both exchanges.
+async fn deploy_v1_exchanges(
+    p: &DynProvider,
+    dir: &Path,
+    deployer: Address,
+    operator: Address,
+    d: &mut Deployed,
+) -> anyhow::Result<()> {
+    let (collateral, ctf) = (d.collateral, d.ctf);
     let none = Address::ZERO;
     let exchange = deploy(p, dir, "exchange", (collateral, ctf, none, none).abi_encode_params()).await?;
     // The adapter's vault (where its fees go) is the deployer.
@@ -147,5 +230,8 @@ pub async fn deploy_all(
             succeeded("exchange addOperator", e.addOperator(operator).send().await?).await?;
         }
     }
-    Ok(Deployed { chain_id, collateral, ctf, exchange, neg_risk_adapter: adapter, neg_risk_exchange })
+    d.exchange = exchange;
+    d.neg_risk_adapter = adapter;
+    d.neg_risk_exchange = neg_risk_exchange;
+    Ok(())
 }

@@ -1,7 +1,7 @@
 //! Markets on chain: the condition prepared on ConditionalTokens (binary markets, predex's
 //! operator the oracle) or a question on the negative-risk adapter (the adapter the
 //! oracle), the two position ids from the contracts' own functions, and both registered
-//! on the exchange that will settle them. Every step is skipped when already done, so a
+//! on the version 1 exchange that will settle them. Every step is skipped when already done, so a
 //! retry with the same question id finishes what an interrupted one began.
 
 use alloy_primitives::{Bytes, B256, U256};
@@ -111,7 +111,8 @@ impl Chain {
         })
     }
 
-    /// Registers the pair on `exchange` unless it already is.
+    /// Registers the pair on `exchange` unless it already is. A version 2 exchange has no
+    /// registry: it finds a market's two positions from the condition each match names.
     async fn register(
         &self,
         exchange: alloy_primitives::Address,
@@ -119,6 +120,9 @@ impl Chain {
         no: U256,
         condition_id: B256,
     ) -> anyhow::Result<()> {
+        if self.settings.order_version == 2 {
+            return Ok(());
+        }
         let e = IExchange::new(exchange, &self.provider);
         if e.getConditionId(yes).call().await? == condition_id {
             return Ok(());

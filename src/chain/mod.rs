@@ -15,9 +15,9 @@ use alloy_rpc_types_eth::TransactionRequest;
 use alloy_signer_local::PrivateKeySigner;
 use anyhow::{anyhow, bail, Context};
 
-pub use contracts::{ICollateral, IConditionalTokens, IExchange, INegRiskAdapter};
+pub use contracts::{ICollateral, IConditionalTokens, IExchange, IExchangeV2, INegRiskAdapter};
 
-use crate::auth::{order_hash, OrderDomains, SignedOrderFields};
+use crate::auth::{order_hash, order_hash_v2, OrderDomains, OrderFieldsV2, SignedOrderFields};
 use crate::config::{url_host, ChainSettings};
 
 /// Reads a private key kept in a file (hex, `0x` optional, surrounding whitespace ignored).
@@ -49,6 +49,24 @@ pub fn exchange_order(o: &SignedOrderFields, signature: Bytes) -> IExchange::Ord
         feeRateBps: o.fee_rate_bps,
         side: o.side,
         signatureType: o.signature_type,
+        signature,
+    }
+}
+
+/// The V2 exchange's form of a version 2 order.
+pub fn exchange_order_v2(o: &OrderFieldsV2, signature: Bytes) -> IExchangeV2::Order {
+    IExchangeV2::Order {
+        salt: o.salt,
+        maker: o.maker,
+        signer: o.signer,
+        tokenId: o.token_id,
+        makerAmount: o.maker_amount,
+        takerAmount: o.taker_amount,
+        side: o.side,
+        signatureType: o.signature_type,
+        timestamp: o.timestamp,
+        metadata: o.metadata,
+        builder: o.builder,
         signature,
     }
 }
@@ -181,7 +199,13 @@ impl Chain {
         let s = &self.settings;
         let ctf = IConditionalTokens::new(s.ctf, &self.provider);
         let balance = ctf.balanceOf(owner, token).call().await?;
-        let operators: &[Address] = if neg_risk { &[s.neg_risk_exchange, s.neg_risk_adapter] } else { &[s.exchange] };
+        // Version 1's negative-risk exchange moves positions through the adapter; version
+        // 2's on ConditionalTokens itself.
+        let operators: &[Address] = match (neg_risk, s.order_version) {
+            (true, 1) => &[s.neg_risk_exchange, s.neg_risk_adapter],
+            (true, _) => &[s.neg_risk_exchange],
+            (false, _) => &[s.exchange],
+        };
         for &o in operators {
             if !ctf.isApprovedForAll(owner, o).call().await? {
                 return Ok(U256::ZERO);
@@ -197,6 +221,38 @@ impl Chain {
         let standard = IExchange::new(s.exchange, &self.provider).nonces(owner).call().await?;
         let neg_risk = IExchange::new(s.neg_risk_exchange, &self.provider).nonces(owner).call().await?;
         Ok(u64::try_from(standard.max(neg_risk)).unwrap_or(u64::MAX))
+    }
+
+    /// The makers who paused (true) or unpaused (false) themselves on either version 2
+    /// exchange (`pauseUser`, `unpauseUser`) in blocks `from..=to`, in the logs' order.
+    pub async fn maker_pauses(&self, from: u64, to: u64) -> anyhow::Result<Vec<(Address, bool)>> {
+        use alloy_sol_types::SolEvent;
+        let s = &self.settings;
+        let filter = alloy_rpc_types_eth::Filter::new()
+            .address(vec![s.exchange, s.neg_risk_exchange])
+            .event_signature(vec![IExchangeV2::UserPaused::SIGNATURE_HASH, IExchangeV2::UserUnpaused::SIGNATURE_HASH])
+            .from_block(from)
+            .to_block(to);
+        let logs = self.provider.get_logs(&filter).await?;
+        Ok(logs
+            .iter()
+            .filter_map(|l| {
+                let paused = l.topics().first()? == &IExchangeV2::UserPaused::SIGNATURE_HASH;
+                Some((Address::from_word(*l.topics().get(1)?), paused))
+            })
+            .collect())
+    }
+
+    /// Whether `maker` has paused itself on either version 2 exchange (effective now or
+    /// within the exchange's pause interval: its orders cannot be counted on to settle).
+    pub async fn maker_paused(&self, maker: Address) -> anyhow::Result<bool> {
+        let s = &self.settings;
+        for x in [s.exchange, s.neg_risk_exchange] {
+            if !IExchangeV2::new(x, &self.provider).userPausedBlockAt(maker).call().await?.is_zero() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// The hashes of the orders their makers cancelled on either exchange (`cancelOrder`,
@@ -240,6 +296,9 @@ impl Chain {
             if self.provider.get_code_at(address).await?.is_empty() {
                 bail!("{name} {address} holds no contract on chain {chain_id}");
             }
+        }
+        if s.order_version == 2 {
+            return self.check_v2(chain_id, domains).await;
         }
         let probe = probe_order();
         for (name, address, domain, positions, positions_name) in [
@@ -295,13 +354,76 @@ impl Chain {
     }
 }
 
+impl Chain {
+    /// [`Chain::check`]'s checks of the version 2 exchanges: their collateral, positions
+    /// on ConditionalTokens, full sets made through ConditionalTokens (standard) or the
+    /// adapter (negative risk), the operator an operator and their fee receiver, and the
+    /// version 2 order hash under predex's domain.
+    async fn check_v2(&self, chain_id: u64, domains: &OrderDomains) -> anyhow::Result<()> {
+        let s = &self.settings;
+        let probe = probe_order_v2();
+        for (name, address, domain, factory, factory_name) in [
+            ("exchange", s.exchange, &domains.v2_standard, s.ctf, "ctf-address"),
+            (
+                "negative-risk exchange",
+                s.neg_risk_exchange,
+                &domains.v2_neg_risk,
+                s.neg_risk_adapter,
+                "neg-risk-adapter-address",
+            ),
+        ] {
+            let x = IExchangeV2::new(address, &self.provider);
+            let answer = |what: &str| format!("the {name} at {address} does not answer {what}");
+            let collateral = x.getCollateral().call().await.with_context(|| answer("getCollateral"))?;
+            if collateral != s.collateral {
+                bail!("the {name} at {address} settles in {collateral}, not collateral-address {}", s.collateral);
+            }
+            let ctf = x.getCtf().call().await.with_context(|| answer("getCtf"))?;
+            if ctf != s.ctf {
+                bail!("the {name} at {address} moves positions through {ctf}, not ctf-address {}", s.ctf);
+            }
+            let made = x.getOutcomeTokenFactory().call().await.with_context(|| answer("getOutcomeTokenFactory"))?;
+            if made != factory {
+                bail!("the {name} at {address} makes full sets through {made}, not {factory_name} {factory}");
+            }
+            if !x.isOperator(self.operator).call().await.with_context(|| answer("isOperator"))? {
+                bail!("the operator key's address {} is not an operator of the {name} at {address}", self.operator);
+            }
+            let receiver = x.getFeeReceiver().call().await.with_context(|| answer("getFeeReceiver"))?;
+            if receiver != self.operator {
+                bail!(
+                    "the {name} at {address} pays fees to {receiver}, not the operator {}: predex records them as the operator's",
+                    self.operator
+                );
+            }
+            let theirs = x
+                .hashOrder(exchange_order_v2(&probe, Bytes::new()))
+                .call()
+                .await
+                .with_context(|| answer("hashOrder"))?;
+            if theirs != order_hash_v2(&probe, domain) {
+                bail!(
+                    "the {name} at {address} hashes orders under another EIP-712 domain than predex's \
+                     (order-domain-name {:?}, version 2, chain-id {chain_id}): set order-domain-name to the \
+                     name the contract was built with",
+                    domain.domain.name.as_deref().unwrap_or_default()
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The name of the exchange's custom error in a node's error answer (a reverted call or
 /// gas estimate), else the node's message.
 pub fn revert_reason(e: &alloy_transport::TransportError) -> String {
     if let Some(p) = e.as_error_resp() {
+        let name = |text: String| text.split(['(', ' ', '{']).next().unwrap_or(&text).to_string();
         if let Some(decoded) = p.as_decoded_interface_error::<IExchange::IExchangeErrors>() {
-            let text = format!("{decoded:?}");
-            return text.split(['(', ' ', '{']).next().unwrap_or(&text).to_string();
+            return name(format!("{decoded:?}"));
+        }
+        if let Some(decoded) = p.as_decoded_interface_error::<IExchangeV2::IExchangeV2Errors>() {
+            return name(format!("{decoded:?}"));
         }
         return p.message.to_string();
     }
@@ -323,5 +445,22 @@ fn probe_order() -> SignedOrderFields {
         fee_rate_bps: U256::from(100),
         side: 1,
         signature_type: 0,
+    }
+}
+
+/// A version 2 order no one signed, with every field set, for comparing hashes.
+fn probe_order_v2() -> OrderFieldsV2 {
+    OrderFieldsV2 {
+        salt: U256::from(0x5eed_u64),
+        maker: Address::repeat_byte(0x11),
+        signer: Address::repeat_byte(0x11),
+        token_id: U256::from(1_234_567_u64),
+        maker_amount: U256::from(50_000_000_u64),
+        taker_amount: U256::from(100_000_000_u64),
+        side: 1,
+        signature_type: 0,
+        timestamp: U256::from(1_700_000_000_000_u64),
+        metadata: B256::repeat_byte(0x22),
+        builder: B256::repeat_byte(0x33),
     }
 }

@@ -75,9 +75,10 @@ impl FeeSchedule {
         Ok(FeeSchedule { rate_bps, exponent })
     }
 
-    /// The fee of a fill of `shares` at `price` worth `value` in collateral (what a BUY
-    /// pays before the fee, what a SELL receives before it), rounded down to the base
-    /// unit.
+    /// The fee of a fill of `shares` at `price`, rounded down to the base unit and capped
+    /// at [`MAX_FEE_RATE_BPS_V2`] of `value`, the fill's cash value as the V2 exchange
+    /// bounds a fee by it: what a BUY pays before the fee, what a SELL is owed at its own
+    /// limit price.
     pub fn fee(&self, shares: Amount, price: Price, value: Amount) -> Amount {
         let one = U256::from(PRICE_ONE);
         let p = U256::from(price.units().min(PRICE_ONE));

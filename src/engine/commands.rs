@@ -117,6 +117,12 @@ pub enum Command {
         nonce: u64,
         reply: Reply<(u64, Vec<Uuid>)>,
     },
+    /// Every open version 2 order of a maker who paused itself on the exchange; replies
+    /// the cancelled ones.
+    CancelMaker {
+        address: String,
+        reply: Reply<Vec<Uuid>>,
+    },
     /// Orders their makers cancelled on the exchange; replies the ones that were open.
     CancelSigned {
         ids: Vec<Uuid>,

@@ -112,6 +112,9 @@ impl EngineHandle {
     pub async fn raise_nonce(&self, address: String, nonce: u64) -> Result<(u64, Vec<Uuid>), EngineError> {
         self.call(|reply| Command::RaiseNonce { address, nonce, reply }).await
     }
+    pub async fn cancel_maker(&self, address: String) -> Result<Vec<Uuid>, EngineError> {
+        self.call(|reply| Command::CancelMaker { address, reply }).await
+    }
     pub async fn cancel_signed(&self, ids: Vec<Uuid>) -> Result<Vec<Uuid>, EngineError> {
         self.call(|reply| Command::CancelSigned { ids, reply }).await
     }

@@ -222,6 +222,11 @@ fn run(
                 let (ids, markets) = split_touched(gone);
                 finish(core, out, batch, &markets, Vec::new(), None, reply, (nonce, ids));
             }
+            Command::CancelMaker { address, reply } => {
+                let gone = core.cancel_maker(&address, &mut batch);
+                let (ids, markets) = split_touched(gone);
+                finish(core, out, batch, &markets, Vec::new(), None, reply, ids);
+            }
             Command::CancelSigned { ids, reply } => {
                 let gone = core.cancel_signed(&ids, &mut batch);
                 let (ids, markets) = split_touched(gone);

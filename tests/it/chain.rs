@@ -582,13 +582,21 @@ enum KillPoint {
 /// `kill -9` of the binary on either side of a settlement transaction's broadcast, and a
 /// restart on the same data: each time the trade settles once, by the transaction recorded
 /// before the kill (the same hash, the same nonce), and the balances on chain are its.
+/// Version 2's settlement is recorded and re-sent the same way.
 #[test]
 fn kill_9_on_either_side_of_the_broadcast_settles_each_match_once() {
-    for point in [KillPoint::Recorded, KillPoint::Broadcast, KillPoint::BroadcastThenLost] {
+    let rounds = [
+        (1, KillPoint::Recorded),
+        (1, KillPoint::Broadcast),
+        (1, KillPoint::BroadcastThenLost),
+        (2, KillPoint::Recorded),
+        (2, KillPoint::BroadcastThenLost),
+    ];
+    for (version, point) in rounds {
         let anvil = Anvil::start();
         let dir = tempfile::tempdir().unwrap();
         let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
-        let deployed = deploy(&anvil, &key, &root().join("contracts"), &[]);
+        let deployed = deploy(&anvil, &key, &root().join("contracts"), &["--order-version", &version.to_string()]);
         let data = dir.path().join("data");
         let proxy = HoldingProxy::start(&anvil.url);
         let rpc = if point == KillPoint::Recorded { proxy.url.clone() } else { anvil.url.clone() };
@@ -603,21 +611,26 @@ fn kill_9_on_either_side_of_the_broadcast_settles_each_match_once() {
         }
         let before = operator_nonce(&v.anvil, "latest");
         proxy.holding.store(true, Ordering::SeqCst);
-        alice.place(&v.server, &yes, "BUY", "0.50", "20");
-        let (st, b) = bob.submit(&v.server, bob.order(&v.server, &no, "BUY", "0.50", "20"), "GTC");
-        assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{point:?}: {b}");
+        let order = |t: &Trader, token: &str| match version {
+            2 => v2_order(&v.server, t, token, "BUY", 5_000, 20_000_000, false),
+            _ => t.order(&v.server, token, "BUY", "0.50", "20"),
+        };
+        let (st, b) = alice.submit(&v.server, order(&alice, &yes), "GTC");
+        assert_eq!(st, 200, "v{version} {point:?}: {b}");
+        let (st, b) = bob.submit(&v.server, order(&bob, &no), "GTC");
+        assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "v{version} {point:?}: {b}");
         let sent = if point == KillPoint::Recorded {
             // The node never got it.
             let raw = crate::support::wait_for(30, || proxy.held.lock().unwrap().first().cloned());
             let raw = alloy_primitives::hex::decode(raw).unwrap();
-            assert_eq!(operator_nonce(&v.anvil, "pending"), before, "{point:?}");
+            assert_eq!(operator_nonce(&v.anvil, "pending"), before, "v{version} {point:?}");
             json!(format!("{}", alloy_primitives::keccak256(raw)))
         } else {
             crate::support::wait_for(30, || (operator_nonce(&v.anvil, "pending") == before + 1).then_some(()));
             let pool = v.anvil.rpc("txpool_content", json!([])).unwrap();
             pool["pending"].as_object().unwrap().values().next().unwrap()[before.to_string()]["hash"].clone()
         };
-        assert!(sent.is_string(), "{point:?}");
+        assert!(sent.is_string(), "v{version} {point:?}");
         child.child.kill().unwrap(); // SIGKILL
         child.child.wait().unwrap();
         drop(child);
@@ -636,11 +649,11 @@ fn kill_9_on_either_side_of_the_broadcast_settles_each_match_once() {
         }
         let v = Venue { server, deployed, anvil, _dir, rt };
         let t = settled(&v, &bob);
-        assert_eq!(t["status"], "CONFIRMED", "{point:?}: {t}");
-        assert_eq!(t["transaction_hash"], sent, "{point:?}: the recorded transaction");
-        assert_eq!(operator_nonce(&v.anvil, "latest"), before + 1, "{point:?}: one transaction");
-        assert_eq!(v.holdings(&alice, &[&yes]), (90_000_000, vec![20_000_000]), "{point:?}");
-        assert_eq!(v.holdings(&bob, &[&no]), (90_000_000, vec![20_000_000]), "{point:?}");
+        assert_eq!(t["status"], "CONFIRMED", "v{version} {point:?}: {t}");
+        assert_eq!(t["transaction_hash"], sent, "v{version} {point:?}: the recorded transaction");
+        assert_eq!(operator_nonce(&v.anvil, "latest"), before + 1, "v{version} {point:?}: one transaction");
+        assert_eq!(v.holdings(&alice, &[&yes]), (90_000_000, vec![20_000_000]), "v{version} {point:?}");
+        assert_eq!(v.holdings(&bob, &[&no]), (90_000_000, vec![20_000_000]), "v{version} {point:?}");
     }
 }
 
@@ -650,7 +663,7 @@ fn the_committed_contract_artifacts_rebuild_from_their_sources() {
     let out = Command::new("node").arg(root().join("scripts/contracts.js")).arg("--check").output().expect("run node");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(text.matches(": equal").count(), 5, "{text}");
+    assert_eq!(text.matches(": equal").count(), 6, "{text}");
 }
 
 #[test]
@@ -765,4 +778,217 @@ fn a_taker_meets_three_makers_and_pays_the_contracts_fee() {
     assert_eq!(fees, 200_000 + 128_571);
     assert_eq!(v.holdings(&buyer, &[&yes]), (100_000_000 - 39_000_000, vec![60_000_000 - fees]));
     assert_eq!(v.holdings_of(operator, &[&yes]).1, vec![taker_fees + fees]);
+}
+
+/// A version 2 order at `price` (1e-4) for `size` tokens (1e-6), for the exchange of the
+/// market (`neg_risk`).
+fn v2_order(s: &Server, t: &Trader, token: &str, side: &str, price: u64, size: u64, neg_risk: bool) -> Value {
+    let cost = size * price / 10_000;
+    let (maker, taker) = if side == "BUY" { (cost, size) } else { (size, cost) };
+    let b = t.signed(token, side, maker, taker);
+    let b = if neg_risk { b.neg_risk() } else { b };
+    b.sign_v2(s, alloy_primitives::B256::ZERO)
+}
+
+/// Submits a version 2 GTC order; returns its status.
+fn submit_v2(s: &Server, t: &Trader, token: &str, side: &str, price: u64, size: u64, neg_risk: bool) -> Value {
+    let (st, b) = t.submit(s, v2_order(s, t, token, side, price, size, neg_risk), "GTC");
+    assert_eq!(st, 200, "{b}");
+    assert_eq!(b["success"], true, "{b}");
+    b["status"].clone()
+}
+
+/// The collateral the operator (the V2 exchanges' fee receiver) holds on chain.
+fn operator_collateral(v: &Venue) -> u64 {
+    let operator: alloy_primitives::Address = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266".parse().unwrap();
+    v.holdings_of(operator, &[]).0
+}
+
+/// Version 2 orders settle on chain through predex's V2 exchanges, deployed by `predex
+/// chain deploy --order-version 2`: a mint, a plain match, a merge, a taker meeting three
+/// makers in one call, and a negative-risk mint through the adapter. Each taker pays the
+/// market's fee description in collateral, and what the exchange charged is what the
+/// trades record, to the base unit.
+#[test]
+fn version_2_matches_settle_on_chain_through_the_v2_exchanges() {
+    use crate::support::m;
+    let v = Venue::start_v2();
+    let s = &v.server;
+    assert_eq!(s.get("/version").1["version"], 2);
+    let (cond, yes, no) = v.market();
+    // r = 0.04, e = 1: shares × 0.04 × p(1 − p), within 5 % of the cash value.
+    let (st, b) =
+        s.internal_post("/internal/markets/fees", &json!({"condition_id": cond, "rate": "0.04", "exponent": 1}));
+    assert_eq!(st, 200, "{b}");
+    let (alice, bob, carol) = (v.trader(100_000_000, true), v.trader(100_000_000, true), v.trader(100_000_000, true));
+    let fees_before = operator_collateral(&v);
+
+    // A mint: BUY YES against BUY NO at 0.50, 100 each. Bob, the taker, pays 100 × 0.04 ×
+    // 0.25 = 1 USDC on top.
+    assert_eq!(submit_v2(s, &alice, &yes, "BUY", 5_000, 100_000_000, false), "LIVE");
+    assert_eq!(submit_v2(s, &bob, &no, "BUY", 5_000, 100_000_000, false), "MATCHED");
+    let t = settled(&v, &bob);
+    assert_eq!((&t["status"], &t["taker_fee"]), (&json!("CONFIRMED"), &json!("1")), "{t}");
+    assert_eq!(v.holdings(&alice, &[&yes, &no]), (50_000_000, vec![100_000_000, 0]));
+    assert_eq!(v.holdings(&bob, &[&yes, &no]), (49_000_000, vec![0, 100_000_000]));
+
+    // A plain match: Carol buys 40 YES of Alice's at 0.60 (up to 0.65): 24 USDC and a fee
+    // of 40 × 0.04 × 0.24 = 0.384.
+    assert_eq!(submit_v2(s, &alice, &yes, "SELL", 6_000, 40_000_000, false), "LIVE");
+    assert_eq!(submit_v2(s, &carol, &yes, "BUY", 6_500, 40_000_000, false), "MATCHED");
+    let t = settled(&v, &carol);
+    assert_eq!((&t["status"], &t["taker_fee"]), (&json!("CONFIRMED"), &json!("0.384")), "{t}");
+    assert_eq!(v.holdings(&alice, &[&yes]), (74_000_000, vec![60_000_000]));
+    assert_eq!(v.holdings(&carol, &[&yes]), (75_616_000, vec![40_000_000]));
+
+    // A merge: Carol asks 0.30 for 40 YES, Bob sells 40 NO at 0.70 into it: 28 USDC less
+    // 40 × 0.04 × 0.21 = 0.336 out of Bob's proceeds.
+    assert_eq!(submit_v2(s, &carol, &yes, "SELL", 3_000, 40_000_000, false), "LIVE");
+    assert_eq!(submit_v2(s, &bob, &no, "SELL", 7_000, 40_000_000, false), "MATCHED");
+    let t = settled(&v, &bob);
+    assert_eq!((&t["status"], &t["taker_fee"]), (&json!("CONFIRMED"), &json!("0.336")), "{t}");
+    assert_eq!(v.holdings(&carol, &[&yes]), (87_616_000, vec![0]));
+    assert_eq!(v.holdings(&bob, &[&no]), (76_664_000, vec![60_000_000]));
+
+    // One taker, three makers, one call: bids for NO at 0.60, 0.55 and 0.50, 30 each; the
+    // taker buys 90 YES up to 0.50, minted at 0.40, 0.45 and 0.50, and pays 30 × 0.04 ×
+    // (0.24 + 0.2475 + 0.25) = 0.885.
+    let makers: Vec<_> = (0..3).map(|_| v.trader(100_000_000, true)).collect();
+    for (mk, price) in makers.iter().zip([6_000, 5_500, 5_000]) {
+        assert_eq!(submit_v2(s, mk, &no, "BUY", price, 30_000_000, false), "LIVE");
+    }
+    let taker = v.trader(100_000_000, true);
+    assert_eq!(submit_v2(s, &taker, &yes, "BUY", 5_000, 90_000_000, false), "MATCHED");
+    let trades = all_settled(&v, &taker, 3);
+    assert!(trades.iter().all(|t| t["status"] == "CONFIRMED"), "{trades:?}");
+    assert!(trades.iter().all(|t| t["transaction_hash"] == trades[0]["transaction_hash"]), "{trades:?}");
+    let fees: u64 = trades.iter().map(|t| m(t["taker_fee"].as_str().unwrap())).sum();
+    assert_eq!(fees, 885_000);
+    assert_eq!(v.holdings(&taker, &[&yes]), (100_000_000 - 40_500_000 - 885_000, vec![90_000_000]));
+    for (mk, cost) in makers.iter().zip([18_000_000, 16_500_000, 15_000_000]) {
+        assert_eq!(v.holdings(mk, &[&no]), (100_000_000 - cost, vec![30_000_000]), "makers pay no fee");
+    }
+    // The fees are the operator's, as the trades record them.
+    assert_eq!(operator_collateral(&v) - fees_before, 1_000_000 + 384_000 + 336_000 + 885_000);
+
+    // A negative-risk question: a mint through the adapter, orders signed for the
+    // negative-risk V2 exchange; no fee description, no fee.
+    let (st, mk) = s.internal_post("/internal/markets", &json!({"question": "Candidate A?", "neg_risk": true}));
+    assert_eq!(st, 200, "{mk}");
+    let nyes = mk["tokens"][0]["token_id"].as_str().unwrap().to_string();
+    let nno = mk["tokens"][1]["token_id"].as_str().unwrap().to_string();
+    let (dave, erin) = (v.trader(100_000_000, true), v.trader(100_000_000, true));
+    assert_eq!(submit_v2(s, &dave, &nyes, "BUY", 3_000, 100_000_000, true), "LIVE");
+    assert_eq!(submit_v2(s, &erin, &nno, "BUY", 7_000, 100_000_000, true), "MATCHED");
+    assert_eq!(settled(&v, &erin)["status"], "CONFIRMED");
+    assert_eq!(v.holdings(&dave, &[&nyes]), (70_000_000, vec![100_000_000]));
+    assert_eq!(v.holdings(&erin, &[&nno]), (30_000_000, vec![100_000_000]));
+    // predex's balances are the chain's once settled.
+    let (_, b) = carol.l2(s, "GET", "/balance-allowance", None);
+    assert_eq!(b["balance"], "87616000", "{b}");
+}
+
+/// A version 2 maker stops its orders on the exchange with `pauseUser`: a match settling
+/// in the block its pause takes effect in is FAILED with the exchange's `UserIsPaused` and
+/// gives everyone back what it held; its other open orders are cancelled on predex, and its
+/// new ones refused, until it unpauses.
+#[test]
+fn a_version_2_makers_pause_fails_its_match_and_stops_its_orders() {
+    let v = Venue::start_v2();
+    let s = &v.server;
+    let (_, yes, no) = v.market();
+    let (alice, bob) = (v.trader(100_000_000, true), v.trader(100_000_000, true));
+    // Pauses take effect at once on this exchange (its admin, the deployer, says so).
+    let exchanges = [v.exchange(), v.neg_risk_exchange()];
+    let url = v.anvil.url.clone();
+    v.rt.block_on(async move {
+        let p = wallet_provider(&url, DEPLOYER_KEY.parse().unwrap()).unwrap();
+        for x in exchanges {
+            let x = predex::chain::IExchangeV2::new(x, &p);
+            let sent = x.setUserPauseBlockInterval(alloy_primitives::U256::ZERO).send().await.unwrap();
+            assert!(sent.get_receipt().await.unwrap().status());
+        }
+    });
+    assert_eq!(submit_v2(s, &alice, &yes, "BUY", 4_000, 50_000_000, false), "LIVE");
+    assert_eq!(submit_v2(s, &alice, &yes, "BUY", 3_000, 20_000_000, false), "LIVE");
+    let before = operator_nonce(&v.anvil, "latest");
+    v.anvil.rpc("evm_setAutomine", json!([false])).unwrap();
+    assert_eq!(submit_v2(s, &bob, &no, "BUY", 6_000, 50_000_000, false), "MATCHED");
+    crate::support::wait_for(30, || (operator_nonce(&v.anvil, "pending") == before + 1).then_some(()));
+    // Alice pauses herself, with a higher tip: first in the block that holds both.
+    let (url, wallet, exchange) = (v.anvil.url.clone(), alice.wallet.clone(), v.exchange());
+    v.rt.block_on(async move {
+        use alloy_provider::Provider;
+        let p = wallet_provider(&url, wallet).unwrap();
+        let tx = predex::chain::IExchangeV2::new(exchange, &p)
+            .pauseUser()
+            .into_transaction_request()
+            .max_priority_fee_per_gas(50_000_000_000)
+            .max_fee_per_gas(200_000_000_000)
+            .gas_limit(100_000);
+        let _pending = p.send_transaction(tx).await.unwrap();
+    });
+    v.anvil.rpc("evm_mine", json!([])).unwrap();
+    v.anvil.rpc("evm_setAutomine", json!([true])).unwrap();
+    let t = settled(&v, &bob);
+    assert_eq!((&t["status"], &t["error_msg"]), (&json!("FAILED"), &json!("UserIsPaused")), "{t}");
+    assert_eq!(operator_nonce(&v.anvil, "latest"), before + 1, "mined, reverted");
+    gave_back(&v, &bob, &yes, &no);
+    // Her other bid is cancelled, and a new order refused.
+    crate::support::wait_for(30, || open_orders(&v, &alice).is_empty().then_some(()));
+    let (st, b) = alice.submit(s, v2_order(s, &alice, &yes, "BUY", 3_000, 10_000_000, false), "GTC");
+    assert_eq!(st, 400, "{b}");
+    assert_eq!(b["error"], format!("'{}' address paused on the exchange", alice.address), "{b}");
+    // Unpaused, she trades again.
+    let (url, wallet) = (v.anvil.url.clone(), alice.wallet.clone());
+    v.rt.block_on(async move {
+        let p = wallet_provider(&url, wallet).unwrap();
+        let sent = predex::chain::IExchangeV2::new(exchange, &p).unpauseUser().send().await.unwrap();
+        assert!(sent.get_receipt().await.unwrap().status());
+    });
+    crate::support::wait_for(30, || {
+        let (st, _) = alice.submit(s, v2_order(s, &alice, &yes, "BUY", 3_000, 10_000_000, false), "GTC");
+        (st == 200).then_some(())
+    });
+}
+
+/// A version 2 venue starts only against version 2 exchanges that make full sets the way
+/// its settings say, pay fees to its operator and hash orders under its domain.
+#[test]
+fn a_version_2_venue_starts_only_against_its_v2_exchanges() {
+    let anvil = Anvil::start();
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
+    let v2 = deploy(&anvil, &key, &root().join("contracts"), &["--order-version", "2"]);
+    assert_eq!(v2.order_version, 2);
+    let data = tempfile::tempdir().unwrap();
+    let good = chain_config(data.path(), &v2, key.clone());
+    // The two exchanges swapped: each makes its full sets through the other's factory.
+    let e = refusal(Config {
+        exchange_v2_address: good.neg_risk_exchange_v2_address.clone(),
+        neg_risk_exchange_v2_address: good.exchange_v2_address.clone(),
+        ..good.clone()
+    });
+    assert!(e.contains("makes full sets through") && e.contains("not ctf-address"), "{e}");
+    let e = refusal(Config { order_domain_name: "Polymarket CTF Exchange".into(), ..good.clone() });
+    assert!(e.contains("hashes orders under another EIP-712 domain") && e.contains("version 2"), "{e}");
+    // Version 1's exchanges named as version 2's.
+    let v1 = deploy(&anvil, &key, &root().join("contracts"), &[]);
+    let e = refusal(Config {
+        exchange_v2_address: v1.exchange_address.clone(),
+        neg_risk_exchange_v2_address: v1.neg_risk_exchange_address.clone(),
+        ctf_address: v1.ctf_address.clone(),
+        collateral_address: v1.collateral_address.clone(),
+        neg_risk_adapter_address: v1.neg_risk_adapter_address.clone(),
+        ..good.clone()
+    });
+    assert!(e.contains("does not answer getOutcomeTokenFactory"), "{e}");
+    // The operator is another account than the exchanges' fee receiver.
+    let other = key_file(dir.path(), "other.key", OTHER_KEY);
+    let operator = format!("{:#x}", OTHER_KEY.parse::<alloy_signer_local::PrivateKeySigner>().unwrap().address());
+    let theirs = deploy(&anvil, &key, &root().join("contracts"), &["--order-version", "2", "--operator", &operator]);
+    let e = refusal(Config { ..chain_config(data.path(), &theirs, key.clone()) });
+    assert!(e.contains("pays fees to") && e.contains("not the operator"), "{e}");
+    let s = Server::start_with(chain_config(data.path(), &theirs, other));
+    assert_eq!(s.get("/version").1["version"], 2);
 }

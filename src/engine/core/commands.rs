@@ -32,6 +32,17 @@ impl Core {
         (state.nonce, ids)
     }
 
+    /// The maker paused itself on the version 2 exchanges (`pauseUser`): its open version 2
+    /// orders can no longer be counted on to settle, and are cancelled.
+    pub fn cancel_maker(&mut self, maker: &str, batch: &mut Batch) -> Vec<(Uuid, u32)> {
+        let ids = self.open_where(|o| *o.maker == *maker && o.version == 2);
+        for (id, _) in &ids {
+            self.close(id, batch);
+        }
+        self.flush_ledger(batch);
+        ids
+    }
+
     /// Stops trading on a market (it resolved): closed, not accepting orders, and every
     /// open order in it cancelled, whoever owns it. Returns the cancelled (order, market).
     pub fn close_market(&mut self, idx: u32, batch: &mut Batch) -> Vec<(Uuid, u32)> {

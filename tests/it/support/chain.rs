@@ -106,6 +106,9 @@ pub fn chain_config(dir: &Path, deployed: &Config, key: PathBuf) -> Config {
         neg_risk_adapter_address: deployed.neg_risk_adapter_address.clone(),
         exchange_address: deployed.exchange_address.clone(),
         neg_risk_exchange_address: deployed.neg_risk_exchange_address.clone(),
+        order_version: deployed.order_version,
+        exchange_v2_address: deployed.exchange_v2_address.clone(),
+        neg_risk_exchange_v2_address: deployed.neg_risk_exchange_v2_address.clone(),
         ..test_config(dir)
     }
 }
@@ -124,13 +127,22 @@ impl Venue {
         Venue::start_from(&root().join("contracts"), predex::config::DEFAULT_ORDER_DOMAIN_NAME)
     }
 
+    /// A venue of version 2 orders, settling through predex's V2 exchanges.
+    pub fn start_v2() -> Venue {
+        Venue::start_with(&root().join("contracts"), predex::config::DEFAULT_ORDER_DOMAIN_NAME, 2)
+    }
+
     /// A venue on the contracts in `contracts`, whose exchanges were built with the order
     /// domain `domain_name`.
     pub fn start_from(contracts: &Path, domain_name: &str) -> Venue {
+        Venue::start_with(contracts, domain_name, 1)
+    }
+
+    fn start_with(contracts: &Path, domain_name: &str, version: u8) -> Venue {
         let anvil = Anvil::start();
         let dir = tempfile::tempdir().unwrap();
         let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
-        let deployed = deploy(&anvil, &key, contracts, &[]);
+        let deployed = deploy(&anvil, &key, contracts, &["--order-version", &version.to_string()]);
         let data = dir.path().join("data");
         let server = Server::start_with(Config {
             settlement_interval_ms: 200,
@@ -145,12 +157,19 @@ impl Venue {
         v.as_deref().unwrap().parse().unwrap()
     }
 
+    /// The exchange settlement goes through (version 1's or 2's, as deployed).
     pub fn exchange(&self) -> alloy_primitives::Address {
-        self.deployed.exchange_address.parse().unwrap()
+        match self.deployed.order_version {
+            2 => self.deployed.exchange_v2_address.parse().unwrap(),
+            _ => self.deployed.exchange_address.parse().unwrap(),
+        }
     }
 
     pub fn neg_risk_exchange(&self) -> alloy_primitives::Address {
-        self.deployed.neg_risk_exchange_address.parse().unwrap()
+        match self.deployed.order_version {
+            2 => self.deployed.neg_risk_exchange_v2_address.parse().unwrap(),
+            _ => self.deployed.neg_risk_exchange_address.parse().unwrap(),
+        }
     }
 
     /// A trader with an API key, gas, `usdc` collateral minted on chain, and, when
@@ -317,6 +336,9 @@ pub(crate) fn spawn_predex(data: &Path, deployed: &Config, key: &Path, rpc: &str
         ("PREDEX_NEG_RISK_ADAPTER_ADDRESS", s(&deployed.neg_risk_adapter_address)),
         ("PREDEX_EXCHANGE_ADDRESS", deployed.exchange_address.clone()),
         ("PREDEX_NEG_RISK_EXCHANGE_ADDRESS", deployed.neg_risk_exchange_address.clone()),
+        ("PREDEX_ORDER_VERSION", deployed.order_version.to_string()),
+        ("PREDEX_EXCHANGE_V2_ADDRESS", deployed.exchange_v2_address.clone()),
+        ("PREDEX_NEG_RISK_EXCHANGE_V2_ADDRESS", deployed.neg_risk_exchange_v2_address.clone()),
     ];
     let p = crate::support::spawn_with(data, &env);
     let mut server =
