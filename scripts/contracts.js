@@ -70,6 +70,8 @@ function compileOwn(domainName) {
   for (const [file, contracts] of Object.entries(output.contracts)) {
     const name = path.basename(file, '.sol');
     const c = contracts[name];
+    // An abstract contract (shared code) deploys nowhere.
+    if (c && c.evm.bytecode.object === '') continue;
     if (!c || !ROLES[name]) throw new Error(`${file}: no role for it in scripts/contracts.js`);
     artifacts[ROLES[name]] = { contractName: name, compiler: `solc ${solc.version()}`, abi: c.abi, bytecode: '0x' + c.evm.bytecode.object };
   }

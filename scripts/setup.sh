@@ -8,6 +8,7 @@
 #   playwright-core, which drives the browser of the dashboard's tests;
 # - Debian's chromium, that browser, run headless;
 # - Debian's nats-server, the JetStream server the event stream's tests start;
+# - Python venvs with Polymarket's Python clients and the unified SDK (tools/py, tools/py-sdk);
 # - the Rust V2 client harness (tests/clients/rust), built with cargo.
 # Idempotent and quick when everything is already there.
 set -e
@@ -57,12 +58,15 @@ if ! npm_pinned "$root/tools"; then
 fi
 "$root/tools/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil" --version >/dev/null
 
-# Python's venv module (Debian packages it apart), then tools/py with every package
-# tools/requirements.txt pins: the official Python client the client tests drive.
+# Python's venv module (Debian packages it apart), then two venvs, each with every package
+# its requirements file pins: tools/py (tools/requirements.txt: the official Python CLOB
+# clients, the fuzzer) and tools/py-sdk (tools/requirements-sdk.txt: the unified SDK, whose
+# dependencies' versions differ).
 if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
   apt_install python3-venv
 fi
-if ! "$root/tools/py/bin/python" - "$root/tools/requirements.txt" >/dev/null 2>&1 <<'PY'
+pinned_venv() {
+  if ! "$1/bin/python" - "$2" >/dev/null 2>&1 <<'PY'
 import sys
 from importlib.metadata import version
 for line in open(sys.argv[1]):
@@ -71,10 +75,13 @@ for line in open(sys.argv[1]):
         name, want = line.split("==")
         assert version(name) == want, name
 PY
-then
-  python3 -m venv "$root/tools/py"
-  "$root/tools/py/bin/pip" install -q --disable-pip-version-check -r "$root/tools/requirements.txt"
-fi
+  then
+    python3 -m venv "$1"
+    "$1/bin/pip" install -q --disable-pip-version-check -r "$2"
+  fi
+}
+pinned_venv "$root/tools/py" "$root/tools/requirements.txt"
+pinned_venv "$root/tools/py-sdk" "$root/tools/requirements-sdk.txt"
 
 # The official TypeScript client the client tests drive, at the versions its lockfile pins.
 clients="$root/tests/clients/node"

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity 0.8.19;
 
+import {DevAssets, IERC20Like, IConditionalTokensLike} from "./DevAssets.sol";
+
 /// predex's development exchange: settles the trades of a CLOB operator between a 6-decimal
 /// ERC-20 collateral and the outcome tokens of a Gnosis ConditionalTokens contract, with the
 /// external interface of Polymarket's CTF Exchange (the same Order struct and EIP-712
@@ -32,22 +34,7 @@ struct OrderStatus {
     uint256 remaining;
 }
 
-interface IERC20Like {
-    function balanceOf(address who) external view returns (uint256);
-    function transfer(address to, uint256 amount) external returns (bool);
-    function transferFrom(address from, address to, uint256 amount) external returns (bool);
-    function approve(address spender, uint256 amount) external returns (bool);
-}
-
-/// ConditionalTokens, or anything that splits, merges and moves positions the same way.
-interface IConditionalTokensLike {
-    function balanceOf(address owner, uint256 id) external view returns (uint256);
-    function safeTransferFrom(address from, address to, uint256 id, uint256 value, bytes calldata data) external;
-    function splitPosition(address collateral, bytes32 parent, bytes32 conditionId, uint256[] calldata partition, uint256 amount) external;
-    function mergePositions(address collateral, bytes32 parent, bytes32 conditionId, uint256[] calldata partition, uint256 amount) external;
-}
-
-contract DevExchange {
+contract DevExchange is DevAssets {
     string private constant DOMAIN_NAME = "Service CTF Exchange";
     string private constant DOMAIN_VERSION = "1";
     bytes32 private constant DOMAIN_TYPEHASH =
@@ -112,8 +99,6 @@ contract DevExchange {
         bytes32 conditionId;
     }
 
-    address private immutable collateral;
-    address private immutable ctf;
     bool public paused;
     mapping(address => uint256) public admins;
     mapping(address => uint256) public operators;
@@ -123,9 +108,7 @@ contract DevExchange {
     bool private entered;
 
     /// The proxy and Safe factories are accepted for the constructor's shape and unused.
-    constructor(address _collateral, address _ctf, address, address) {
-        collateral = _collateral;
-        ctf = _ctf;
+    constructor(address _collateral, address _ctf, address, address) DevAssets(_collateral, _ctf) {
         admins[msg.sender] = 1;
         operators[msg.sender] = 1;
         IERC20Like(_collateral).approve(_ctf, type(uint256).max);
@@ -342,10 +325,10 @@ contract DevExchange {
         _move(maker.maker, address(this), giveId, making);
         if (sameSide && maker.side == 0) {
             // Two bids: the collateral of both becomes a full set of outcome tokens.
-            _partition(true, getConditionId(getId), taking);
+            _partition(ctf, true, getConditionId(getId), taking);
         } else if (sameSide) {
             // Two asks: a full set of outcome tokens becomes collateral.
-            _partition(false, getConditionId(giveId), making);
+            _partition(ctf, false, getConditionId(giveId), making);
         }
         if (_held(getId) < taking) revert TooLittleTokensReceived();
         _move(address(this), maker.maker, getId, taking - fee);
@@ -438,55 +421,9 @@ contract DevExchange {
         return (order.tokenId, 0);
     }
 
-    function _held(uint256 id) private view returns (uint256) {
-        if (id == 0) return IERC20Like(collateral).balanceOf(address(this));
-        return IConditionalTokensLike(ctf).balanceOf(address(this), id);
-    }
-
-    function _move(address from, address to, uint256 id, uint256 amount) private {
-        if (amount == 0 || from == to) return;
-        if (id == 0) {
-            bool ok = from == address(this)
-                ? IERC20Like(collateral).transfer(to, amount)
-                : IERC20Like(collateral).transferFrom(from, to, amount);
-            require(ok, "collateral transfer failed");
-        } else {
-            IConditionalTokensLike(ctf).safeTransferFrom(from, to, id, amount, "");
-        }
-    }
-
     function _chargeFee(uint256 id, uint256 fee) private {
         if (fee == 0) return;
         _move(address(this), msg.sender, id, fee);
         emit FeeCharged(msg.sender, id, fee);
-    }
-
-    function _partition(bool split, bytes32 conditionId, uint256 amount) private {
-        uint256[] memory partition = new uint256[](2);
-        partition[0] = 1;
-        partition[1] = 2;
-        if (split) {
-            IConditionalTokensLike(ctf).splitPosition(collateral, bytes32(0), conditionId, partition, amount);
-        } else {
-            IConditionalTokensLike(ctf).mergePositions(collateral, bytes32(0), conditionId, partition, amount);
-        }
-    }
-
-    // ---- ERC-1155 receiver: positions are pooled here during a match
-
-    function onERC1155Received(address, address, uint256, uint256, bytes calldata) external pure returns (bytes4) {
-        return this.onERC1155Received.selector;
-    }
-
-    function onERC1155BatchReceived(address, address, uint256[] calldata, uint256[] calldata, bytes calldata)
-        external
-        pure
-        returns (bytes4)
-    {
-        return this.onERC1155BatchReceived.selector;
-    }
-
-    function supportsInterface(bytes4 id) external pure returns (bool) {
-        return id == 0x01ffc9a7 || id == 0x4e2312e0;
     }
 }

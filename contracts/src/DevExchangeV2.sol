@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity 0.8.19;
 
+import {DevAssets, IERC20Like, IConditionalTokensLike} from "./DevAssets.sol";
+
 /// predex's development exchange for version 2 orders: settles the trades of a CLOB
 /// operator between a 6-decimal ERC-20 collateral and the outcome tokens of a Gnosis
 /// ConditionalTokens contract, with the external interface of Polymarket's CTF Exchange V2
@@ -56,28 +58,7 @@ struct ExchangeInitParams {
     address feeReceiver;
 }
 
-interface IERC20V2 {
-    function balanceOf(address who) external view returns (uint256);
-    function transfer(address to, uint256 amount) external returns (bool);
-    function transferFrom(address from, address to, uint256 amount) external returns (bool);
-    function approve(address spender, uint256 amount) external returns (bool);
-}
-
-interface IPositionsV2 {
-    function balanceOf(address owner, uint256 id) external view returns (uint256);
-    function safeTransferFrom(address from, address to, uint256 id, uint256 value, bytes calldata data) external;
-    function setApprovalForAll(address operator, bool approved) external;
-    function getCollectionId(bytes32 parent, bytes32 conditionId, uint256 indexSet) external view returns (bytes32);
-    function getPositionId(address collateral, bytes32 collectionId) external pure returns (uint256);
-}
-
-/// ConditionalTokens or the negative-risk adapter: what makes and unmakes full sets.
-interface IOutcomeTokenFactoryV2 {
-    function splitPosition(address collateral, bytes32 parent, bytes32 conditionId, uint256[] calldata partition, uint256 amount) external;
-    function mergePositions(address collateral, bytes32 parent, bytes32 conditionId, uint256[] calldata partition, uint256 amount) external;
-}
-
-contract DevExchangeV2 {
+contract DevExchangeV2 is DevAssets {
     string private constant DOMAIN_NAME = "Service CTF Exchange";
     string private constant DOMAIN_VERSION = "2";
     bytes32 private constant DOMAIN_TYPEHASH =
@@ -148,8 +129,6 @@ contract DevExchangeV2 {
         uint256 takerAmountFilled
     );
 
-    address private immutable collateral;
-    address private immutable ctf;
     address private immutable ctfCollateral;
     address private immutable outcomeTokenFactory;
 
@@ -167,17 +146,15 @@ contract DevExchangeV2 {
     mapping(bytes32 => uint256[2]) private positions;
     bool private entered;
 
-    constructor(ExchangeInitParams memory p) {
-        collateral = p.collateral;
-        ctf = p.ctf;
+    constructor(ExchangeInitParams memory p) DevAssets(p.collateral, p.ctf) {
         ctfCollateral = p.ctfCollateral;
         outcomeTokenFactory = p.outcomeTokenFactory;
         feeReceiver = p.feeReceiver;
         admins[p.admin] = true;
         adminCount = 1;
         operators[p.admin] = true;
-        IERC20V2(p.collateral).approve(p.outcomeTokenFactory, type(uint256).max);
-        IPositionsV2(p.ctf).setApprovalForAll(p.outcomeTokenFactory, true);
+        IERC20Like(p.collateral).approve(p.outcomeTokenFactory, type(uint256).max);
+        IConditionalTokensLike(p.ctf).setApprovalForAll(p.outcomeTokenFactory, true);
     }
 
     modifier onlyAdmin() {
@@ -547,8 +524,8 @@ contract DevExchangeV2 {
             if (m.side == taker.side && m.side == 0) mint += takings[i];
             if (m.side == taker.side && m.side == 1) merge += makerFills[i];
         }
-        if (mint > 0) _partition(true, conditionId, mint);
-        if (merge > 0) _partition(false, conditionId, merge);
+        if (mint > 0) _partition(outcomeTokenFactory, true, conditionId, mint);
+        if (merge > 0) _partition(outcomeTokenFactory, false, conditionId, merge);
     }
 
     /// Pays a maker of [`_pooled`] what it is owed (a SELL's fee out of it); returns its fee,
@@ -635,7 +612,7 @@ contract DevExchangeV2 {
     function _positions(bytes32 conditionId) private returns (uint256[2] memory ids) {
         ids = positions[conditionId];
         if (ids[0] != 0) return ids;
-        IPositionsV2 p = IPositionsV2(ctf);
+        IConditionalTokensLike p = IConditionalTokensLike(ctf);
         ids[0] = p.getPositionId(ctfCollateral, p.getCollectionId(bytes32(0), conditionId, 1));
         ids[1] = p.getPositionId(ctfCollateral, p.getCollectionId(bytes32(0), conditionId, 2));
         positions[conditionId] = ids;
@@ -648,51 +625,5 @@ contract DevExchangeV2 {
     function _assets(Order memory order) private pure returns (uint256 giveId, uint256 getId) {
         if (order.side == 0) return (0, order.tokenId);
         return (order.tokenId, 0);
-    }
-
-    function _held(uint256 id) private view returns (uint256) {
-        if (id == 0) return IERC20V2(collateral).balanceOf(address(this));
-        return IPositionsV2(ctf).balanceOf(address(this), id);
-    }
-
-    function _move(address from, address to, uint256 id, uint256 amount) private {
-        if (amount == 0 || from == to) return;
-        if (id == 0) {
-            bool ok = from == address(this)
-                ? IERC20V2(collateral).transfer(to, amount)
-                : IERC20V2(collateral).transferFrom(from, to, amount);
-            require(ok, "collateral transfer failed");
-        } else {
-            IPositionsV2(ctf).safeTransferFrom(from, to, id, amount, "");
-        }
-    }
-
-    function _partition(bool split, bytes32 conditionId, uint256 amount) private {
-        uint256[] memory partition = new uint256[](2);
-        partition[0] = 1;
-        partition[1] = 2;
-        if (split) {
-            IOutcomeTokenFactoryV2(outcomeTokenFactory).splitPosition(collateral, bytes32(0), conditionId, partition, amount);
-        } else {
-            IOutcomeTokenFactoryV2(outcomeTokenFactory).mergePositions(collateral, bytes32(0), conditionId, partition, amount);
-        }
-    }
-
-    // ---- ERC-1155 receiver: positions are pooled here during a match
-
-    function onERC1155Received(address, address, uint256, uint256, bytes calldata) external pure returns (bytes4) {
-        return this.onERC1155Received.selector;
-    }
-
-    function onERC1155BatchReceived(address, address, uint256[] calldata, uint256[] calldata, bytes calldata)
-        external
-        pure
-        returns (bytes4)
-    {
-        return this.onERC1155BatchReceived.selector;
-    }
-
-    function supportsInterface(bytes4 id) external pure returns (bool) {
-        return id == 0x01ffc9a7 || id == 0x4e2312e0;
     }
 }

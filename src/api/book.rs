@@ -157,7 +157,9 @@ pub(crate) struct Summary<'a> {
 /// summary's compact JSON with `hash` empty, as Polymarket computes it, so a client checks
 /// the book it holds against it. Sent as this struct, so its fields keep that order on the
 /// wire too: the TypeScript client hashes the object it received as it received it.
-pub(crate) fn summary(f: &Found) -> Summary<'_> {
+/// On a version 2 venue (`v2`) `min_order_size` is a decimal string, as Polymarket's CLOB
+/// answers it and the unified SDK reads it (docs/reference/order-versions.md).
+pub(crate) fn summary(f: &Found, v2: bool) -> Summary<'_> {
     let (view, outcome, snap) = f;
     let m = &view.market;
     let (mut bids, mut asks) = snap.view(*outcome);
@@ -170,7 +172,7 @@ pub(crate) fn summary(f: &Found) -> Summary<'_> {
         hash: String::new(),
         bids: levels(&bids),
         asks: levels(&asks),
-        min_order_size: min_size_number(m.min_order_size),
+        min_order_size: if v2 { Value::String(m.min_order_size.fmt()) } else { min_size_number(m.min_order_size) },
         tick_size: view.tick().short(),
         neg_risk: m.neg_risk,
         last_trade_price: snap.last_trade(*outcome).map_or(Price::ZERO, |x| x.0).fixed(),
@@ -185,13 +187,14 @@ fn min_size_number(v: Amount) -> Value {
 }
 
 fn get_book(s: Arc<AppState>, r: Req) -> ApiResult {
-    reply(&summary(&lookup(&s, token_param(&r).as_deref())?))
+    reply(&summary(&lookup(&s, token_param(&r).as_deref())?, s.config.order_version == 2))
 }
 
 fn post_books(s: Arc<AppState>, r: Req) -> ApiResult {
     let v = batch(&r)?;
     let found = v.iter().map(|t| lookup(&s, Some(&t.token_id))).collect::<Result<Vec<_>, _>>()?;
-    reply(&found.iter().map(summary).collect::<Vec<_>>())
+    let v2 = s.config.order_version == 2;
+    reply(&found.iter().map(|f| summary(f, v2)).collect::<Vec<_>>())
 }
 
 fn side_param(s: Option<&str>) -> Result<Side, ApiError> {

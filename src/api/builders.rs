@@ -242,7 +242,7 @@ async fn builder_order(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let sub: Submission = serde_json::from_value(Value::Object(body)).map_err(|_| wire::invalid())?;
     let p = crate::app::orders::place(&s, &key, wire::new_order(sub, s.config.order_version)?, Some(&builder)).await?;
-    super::reply(&render::result_json(&p, s.chain.is_none()))
+    super::reply(&render::result_json(&p, s.chain.is_none(), s.config.order_version == 2))
 }
 
 /// POST /builder/cancel {orderID} or {orderIDs: [...]}: the user's cancel through the
@@ -317,7 +317,10 @@ fn builder_orders(s: &AppState, r: &Req) -> ApiResult {
 /// GET /data/trades with builder headers: the trades of orders the builder attributed.
 fn builder_trades(s: &AppState, r: &Req) -> ApiResult {
     let (_, trades, offset) = attributed_trades(s, r)?;
-    paging::page(trades.into_iter().map(|(t, _, viewer)| render::trade_json(&t, viewer)).collect(), offset)
+    paging::page(
+        trades.into_iter().map(|(t, _, viewer)| render::trade_json(&t, viewer, s.config.order_version == 2)).collect(),
+        offset,
+    )
 }
 
 /// The builder (by its headers) and the trades it attributed that the query keeps (`id`,

@@ -82,9 +82,14 @@ fn creds(k: &ApiKeyRecord) -> serde_json::Value {
     serde_json::json!({ "apiKey": k.key.to_string(), "secret": k.secret, "passphrase": k.passphrase })
 }
 
+/// A key that exists is 409 (SPEC §7); on a version 2 venue 400, as Polymarket's CLOB
+/// answers it: the unified SDK creates a key at every start and derives it on a 400 only.
 async fn create_key(s: Arc<AppState>, r: Req) -> ApiResult {
     let l = l1(&s, &r)?;
-    let rec = keys::create(&s, &l.address, l.nonce, r.header("SERVICE_INVITATION_CODE")).await?;
+    let rec = match keys::create(&s, &l.address, l.nonce, r.header("SERVICE_INVITATION_CODE")).await {
+        Err(e @ KeyError::Exists) if s.config.order_version == 2 => return Err(ApiError::bad(e.to_string())),
+        other => other?,
+    };
     reply(&creds(&rec))
 }
 

@@ -145,7 +145,7 @@ async fn post_order(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate(&s, &r)?;
     let sub: Submission = serde_json::from_slice(&r.body).map_err(|_| invalid())?;
     let p = place_submission(&s, &key, sub).await?;
-    reply(&result_json(&p, s.chain.is_none()))
+    reply(&result_json(&p, s.chain.is_none(), s.config.order_version == 2))
 }
 
 async fn post_orders(s: Arc<AppState>, r: Req) -> ApiResult {
@@ -167,7 +167,7 @@ async fn post_orders(s: Arc<AppState>, r: Req) -> ApiResult {
     for sub in subs {
         out.push(match sub {
             Ok(sub) => match place_submission(&s, &key, sub).await {
-                Ok(p) => result_json(&p, s.chain.is_none()),
+                Ok(p) => result_json(&p, s.chain.is_none(), s.config.order_version == 2),
                 Err(e) => rejected_json(&e.message),
             },
             Err(_) => rejected_json("Invalid order payload"),
@@ -297,7 +297,7 @@ fn list_trades(s: Arc<AppState>, r: Req) -> ApiResult {
         {
             continue;
         }
-        items.push(trade_json(&t, key.key));
+        items.push(trade_json(&t, key.key, s.config.order_version == 2));
     }
     paging::page(items, offset)
 }

@@ -32,8 +32,9 @@ pub fn order_json(o: &OrderRecord) -> Value {
     })
 }
 
-/// Trade (SPEC §2.7) as seen by `viewer`.
-pub fn trade_json(t: &TradeRecord, viewer: Uuid) -> Value {
+/// Trade (SPEC §2.7) as seen by `viewer`; on a version 2 venue (`v2`) with the status
+/// Polymarket's CLOB names (docs/reference/order-versions.md).
+pub fn trade_json(t: &TradeRecord, viewer: Uuid, v2: bool) -> Value {
     let maker_fee: Amount = t.maker_orders.iter().filter(|m| m.owner == viewer).map(|m| m.fee).sum();
     json!({
         "id": t.id.to_string(),
@@ -44,7 +45,7 @@ pub fn trade_json(t: &TradeRecord, viewer: Uuid) -> Value {
         "size": t.size.fmt(),
         "price": t.price.short(),
         "fee_rate_bps": t.fee_rate_bps.to_string(),
-        "status": t.status.as_str(),
+        "status": if v2 { t.status.as_v2_str() } else { t.status.as_str() },
         "match_time": t.match_time.to_string(),
         "last_update": t.last_update.to_string(),
         "outcome": t.token.outcome,
@@ -82,12 +83,15 @@ pub struct PlacementJson {
     taking_amount: String,
     trade_ids: Vec<String>,
     transactions_hashes: Vec<String>,
+    /// A version 2 venue's reply: the trade ids under Polymarket's key, `tradeIDs`.
+    v2: bool,
 }
 
 impl serde::Serialize for PlacementJson {
-    /// Fields in the order a JSON object map writes them (by key). The trade ids under the
-    /// one key SPEC names, `tradeIds`: the Rust V2 client takes `tradeIds` or `tradeIDs`
-    /// but refuses a reply with both.
+    /// Fields in the order a JSON object map writes them (by key). The trade ids under one
+    /// key, the one SPEC names (`tradeIds`) or, on a version 2 venue, Polymarket's
+    /// (`tradeIDs`, which the V2 clients and the unified SDK read): the Rust V2 client
+    /// takes either but refuses a reply with both.
     fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let mut st = ser.serialize_struct("PlacementJson", 8)?;
@@ -97,7 +101,8 @@ impl serde::Serialize for PlacementJson {
         st.serialize_field("status", self.status)?;
         st.serialize_field("success", &self.success)?;
         st.serialize_field("takingAmount", &self.taking_amount)?;
-        st.serialize_field("tradeIds", &self.trade_ids)?;
+        let key = if self.v2 { "tradeIDs" } else { "tradeIds" };
+        st.serialize_field(key, &self.trade_ids)?;
         st.serialize_field("transactionsHashes", &self.transactions_hashes)?;
         st.end()
     }
@@ -106,13 +111,14 @@ impl serde::Serialize for PlacementJson {
 /// A placement's reply. In the ledger a trade's settlement is known when it matched, so
 /// its hash is in `transactionsHashes` at once (the V2 clients then return at once rather
 /// than poll `/data/trades` through a settlement tick); on chain it is not known before
-/// the settlement is broadcast, and the list is empty.
-pub fn result_json(p: &Placed, ledger: bool) -> PlacementJson {
+/// the settlement is broadcast, and the list is empty. On a version 2 venue (`v2`) the
+/// status is Polymarket's (lower case).
+pub fn result_json(p: &Placed, ledger: bool, v2: bool) -> PlacementJson {
     PlacementJson {
         error_msg: String::new(),
         making_amount: p.making.fmt(),
         order_id: p.order.id.to_string(),
-        status: p.order.status.as_str(),
+        status: if v2 { p.order.status.as_v2_str() } else { p.order.status.as_str() },
         success: true,
         taking_amount: p.taking.fmt(),
         trade_ids: p.trades.iter().map(|t| t.id.to_string()).collect(),
@@ -121,6 +127,7 @@ pub fn result_json(p: &Placed, ledger: bool) -> PlacementJson {
         } else {
             Vec::new()
         },
+        v2,
     }
 }
 
@@ -134,6 +141,7 @@ pub fn rejected_json(msg: &str) -> PlacementJson {
         taking_amount: "0".into(),
         trade_ids: Vec::new(),
         transactions_hashes: Vec::new(),
+        v2: false,
     }
 }
 
@@ -216,6 +224,7 @@ mod tests {
             taking_amount: "3".into(),
             trade_ids: vec!["t1".into(), "t2".into()],
             transactions_hashes: vec!["0xab".into()],
+            v2: false,
         };
         let before = json!({
             "success": true,

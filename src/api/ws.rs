@@ -383,7 +383,11 @@ fn subscribe(
         let snap = view.snapshot();
         if sub.initial_dump != Some(false) {
             let found = (view.clone(), outcome, snap.clone());
-            let book = BookEvent { summary: super::book::summary(&found), event_type: "book", seq: snap.seq };
+            let book = BookEvent {
+                summary: super::book::summary(&found, s.config.order_version == 2),
+                event_type: "book",
+                seq: snap.seq,
+            };
             out.push(Message::text(serde_json::to_string(&book).expect("a book serializes")));
         }
         subs.insert((view.market.idx, outcome), snap.seq);

@@ -447,15 +447,9 @@ fn match_call_v2(s: &AppState, group: &[Arc<TradeRecord>]) -> Result<(Vec<u8>, b
 
 /// A version 2 order as its maker signed it.
 fn signed_order_v2(s: &AppState, id: &Uuid) -> Result<IExchangeV2::Order, String> {
-    let missing = || format!("order {id} not found for settlement");
-    let o = s.store.get_order(id).map_err(|e| e.to_string())?.ok_or_else(missing)?;
-    let signature = s.store.order_signature(id).map_err(|e| e.to_string())?.ok_or_else(missing)?;
-    let signature =
-        alloy_primitives::hex::decode(signature.trim()).map_err(|_| format!("order {id}: bad signature"))?;
-    let salt = s.store.order_salt(&o).map_err(|e| e.to_string())?;
+    let (v1, salt, signature) = stored_order(s, id)?;
     let (timestamp, metadata, builder) =
         s.store.order_v2(id).map_err(|e| e.to_string())?.ok_or_else(|| format!("order {id} is no version 2 order"))?;
-    let v1 = fields(&o, salt).ok_or_else(|| format!("order {id}: bad fields"))?;
     let f = crate::auth::OrderFieldsV2 {
         salt,
         maker: v1.maker,
@@ -469,18 +463,26 @@ fn signed_order_v2(s: &AppState, id: &Uuid) -> Result<IExchangeV2::Order, String
         metadata,
         builder,
     };
-    Ok(exchange_order_v2(&f, Bytes::from(signature)))
+    Ok(exchange_order_v2(&f, signature))
 }
 
 /// An order as its maker signed it.
 fn signed_order(s: &AppState, id: &Uuid) -> Result<IExchange::Order, String> {
+    let (fields, _, signature) = stored_order(s, id)?;
+    Ok(exchange_order(&fields, signature))
+}
+
+/// What the store keeps of a signed order: its fields (version 1's form), its whole salt
+/// and its signature.
+fn stored_order(s: &AppState, id: &Uuid) -> Result<(SignedOrderFields, U256, Bytes), String> {
     let missing = || format!("order {id} not found for settlement");
     let o = s.store.get_order(id).map_err(|e| e.to_string())?.ok_or_else(missing)?;
     let signature = s.store.order_signature(id).map_err(|e| e.to_string())?.ok_or_else(missing)?;
     let signature =
         alloy_primitives::hex::decode(signature.trim()).map_err(|_| format!("order {id}: bad signature"))?;
     let salt = s.store.order_salt(&o).map_err(|e| e.to_string())?;
-    Ok(exchange_order(&fields(&o, salt).ok_or_else(|| format!("order {id}: bad fields"))?, Bytes::from(signature)))
+    let fields = fields(&o, salt).ok_or_else(|| format!("order {id}: bad fields"))?;
+    Ok((fields, salt, Bytes::from(signature)))
 }
 
 fn fields(o: &OrderRecord, salt: U256) -> Option<SignedOrderFields> {

@@ -155,7 +155,16 @@ pub async fn deploy_all(
     };
     match order_version {
         2 => deploy_v2_exchanges(p, dir, deployer, operator, &mut d).await?,
-        _ => deploy_v1_exchanges(p, dir, deployer, operator, &mut d).await?,
+        _ => deploy_v1_exchanges(p, dir, deployer, &mut d).await?,
+    }
+    // The operator, when not the deployer, becomes an admin (to register markets' tokens)
+    // and an operator (to settle) of both exchanges: the same calls in both versions.
+    if operator != deployer {
+        for x in [d.exchange, d.neg_risk_exchange] {
+            let e = IExchange::new(x, p);
+            succeeded("exchange addAdmin", e.addAdmin(operator).send().await?).await?;
+            succeeded("exchange addOperator", e.addOperator(operator).send().await?).await?;
+        }
     }
     Ok(d)
 }
@@ -163,7 +172,7 @@ pub async fn deploy_all(
 /// Version 2's exchanges: one contract deployed twice, both made by the deployer (their
 /// admin and operator) and paying fees to the operator; the standard one makes full sets
 /// through ConditionalTokens, the negative-risk one through the adapter, over its wrapped
-/// collateral. The operator, when not the deployer, becomes an admin and operator of both.
+/// collateral.
 async fn deploy_v2_exchanges(
     p: &DynProvider,
     dir: &Path,
@@ -191,13 +200,6 @@ async fn deploy_v2_exchanges(
     };
     let exchange = deploy(p, dir, "exchange-v2", params(collateral, ctf)).await?;
     let neg_risk_exchange = deploy(p, dir, "exchange-v2", params(wrapped, adapter)).await?;
-    if operator != deployer {
-        for x in [exchange, neg_risk_exchange] {
-            let e = IExchangeV2::new(x, p);
-            succeeded("exchange addAdmin", e.addAdmin(operator).send().await?).await?;
-            succeeded("exchange addOperator", e.addOperator(operator).send().await?).await?;
-        }
-    }
     d.exchange = exchange;
     d.neg_risk_adapter = adapter;
     d.neg_risk_exchange = neg_risk_exchange;
@@ -205,15 +207,8 @@ async fn deploy_v2_exchanges(
 }
 
 /// Version 1's exchanges: the exchange, the negative-risk adapter and exchange; the adapter
-/// admits the negative-risk exchange, and the operator, when not the deployer, becomes an
-/// admin (to register markets' tokens) and an operator (to settle) of both exchanges.
-async fn deploy_v1_exchanges(
-    p: &DynProvider,
-    dir: &Path,
-    deployer: Address,
-    operator: Address,
-    d: &mut Deployed,
-) -> anyhow::Result<()> {
+/// admits the negative-risk exchange.
+async fn deploy_v1_exchanges(p: &DynProvider, dir: &Path, deployer: Address, d: &mut Deployed) -> anyhow::Result<()> {
     let (collateral, ctf) = (d.collateral, d.ctf);
     let none = Address::ZERO;
     let exchange = deploy(p, dir, "exchange", (collateral, ctf, none, none).abi_encode_params()).await?;
@@ -223,13 +218,6 @@ async fn deploy_v1_exchanges(
         deploy(p, dir, "neg-risk-exchange", (collateral, ctf, adapter, none, none).abi_encode_params()).await?;
     let a = INegRiskAdapter::new(adapter, p);
     succeeded("adapter addAdmin", a.addAdmin(neg_risk_exchange).send().await?).await?;
-    if operator != deployer {
-        for x in [exchange, neg_risk_exchange] {
-            let e = IExchange::new(x, p);
-            succeeded("exchange addAdmin", e.addAdmin(operator).send().await?).await?;
-            succeeded("exchange addOperator", e.addOperator(operator).send().await?).await?;
-        }
-    }
     d.exchange = exchange;
     d.neg_risk_adapter = adapter;
     d.neg_risk_exchange = neg_risk_exchange;

@@ -121,6 +121,17 @@ impl OrderStatus {
             OrderStatus::Deferred => "DEFERRED",
         }
     }
+
+    /// The status a placement's reply names on a version 2 venue, as Polymarket's CLOB
+    /// answers it and the unified SDK reads it: lower case, a deferred order `delayed`.
+    pub fn as_v2_str(self) -> &'static str {
+        match self {
+            OrderStatus::Live => "live",
+            OrderStatus::Matched => "matched",
+            OrderStatus::Canceled => "canceled",
+            OrderStatus::Deferred => "delayed",
+        }
+    }
 }
 
 /// The token an order trades, with its market: one per market and outcome, shared by every
@@ -278,6 +289,15 @@ pub enum TradeStatus {
 }
 
 impl TradeStatus {
+    /// The status a trade's REST record names on a version 2 venue, as Polymarket's CLOB
+    /// answers it: a trade not yet settled is `MATCHED` (SPEC's `PENDING`).
+    pub fn as_v2_str(self) -> &'static str {
+        match self {
+            TradeStatus::Pending => "MATCHED",
+            other => other.as_str(),
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             TradeStatus::Pending => "PENDING",

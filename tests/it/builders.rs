@@ -325,10 +325,10 @@ fn a_version_2_orders_builder_code_attributes_it() {
 
     let ask = bob.signed(YES, "SELL", m("10"), m("5")).sign_v2(&s, stranger);
     let (st, rested) = bob.submit(&s, ask, "GTC");
-    assert_eq!((st, &rested["status"]), (200, &json!("LIVE")), "an unknown code is no refusal: {rested}");
+    assert_eq!((st, &rested["status"]), (200, &json!("live")), "an unknown code is no refusal: {rested}");
     let bid = alice.signed(YES, "BUY", m("5"), m("10")).sign_v2(&s, code);
     let (st, took) = alice.submit(&s, bid, "GTC");
-    assert_eq!((st, &took["status"]), (200, &json!("MATCHED")), "{took}");
+    assert_eq!((st, &took["status"]), (200, &json!("matched")), "{took}");
     let (_, trades) = as_builder(&s, &creds, "/builder/trades");
     assert_eq!((&trades["count"], &trades["data"][0]["tradeType"]), (&json!(1), &json!("TAKER")), "{trades}");
     // Only alice's order is acme's: the volume is its side of the trade, 10 at 0.50.

@@ -294,7 +294,8 @@ fn settled(v: &Venue, t: &crate::support::Trader) -> Value {
     crate::support::wait_for(60, || {
         let (st, b) = t.l2(&v.server, "GET", "/data/trades", None);
         let newest = b["data"][0].clone();
-        let settling = ["PENDING", "MINED"].iter().any(|x| newest["status"] == *x);
+        // Not settled yet: PENDING (a version 2 venue says MATCHED, as Polymarket) or MINED.
+        let settling = ["PENDING", "MATCHED", "MINED"].iter().any(|x| newest["status"] == *x);
         (st == 200 && newest.is_object() && !settling).then_some(newest)
     })
 }
@@ -618,7 +619,8 @@ fn kill_9_on_either_side_of_the_broadcast_settles_each_match_once() {
         let (st, b) = alice.submit(&v.server, order(&alice, &yes), "GTC");
         assert_eq!(st, 200, "v{version} {point:?}: {b}");
         let (st, b) = bob.submit(&v.server, order(&bob, &no), "GTC");
-        assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "v{version} {point:?}: {b}");
+        let matched = if version == 2 { "matched" } else { "MATCHED" };
+        assert_eq!((st, &b["status"]), (200, &json!(matched)), "v{version} {point:?}: {b}");
         let sent = if point == KillPoint::Recorded {
             // The node never got it.
             let raw = crate::support::wait_for(30, || proxy.held.lock().unwrap().first().cloned());
@@ -715,7 +717,7 @@ fn all_settled(v: &Venue, t: &crate::support::Trader, n: usize) -> Vec<Value> {
     crate::support::wait_for(60, || {
         let (st, b) = t.l2(&v.server, "GET", "/data/trades", None);
         let all = b["data"].as_array().cloned().unwrap_or_default();
-        let settled = |t: &Value| t["status"] != "PENDING" && t["status"] != "MINED";
+        let settled = |t: &Value| !["PENDING", "MATCHED", "MINED"].iter().any(|x| t["status"] == *x);
         (st == 200 && all.len() == n && all.iter().all(settled)).then_some(all)
     })
 }
@@ -825,8 +827,8 @@ fn version_2_matches_settle_on_chain_through_the_v2_exchanges() {
 
     // A mint: BUY YES against BUY NO at 0.50, 100 each. Bob, the taker, pays 100 × 0.04 ×
     // 0.25 = 1 USDC on top.
-    assert_eq!(submit_v2(s, &alice, &yes, "BUY", 5_000, 100_000_000, false), "LIVE");
-    assert_eq!(submit_v2(s, &bob, &no, "BUY", 5_000, 100_000_000, false), "MATCHED");
+    assert_eq!(submit_v2(s, &alice, &yes, "BUY", 5_000, 100_000_000, false), "live");
+    assert_eq!(submit_v2(s, &bob, &no, "BUY", 5_000, 100_000_000, false), "matched");
     let t = settled(&v, &bob);
     assert_eq!((&t["status"], &t["taker_fee"]), (&json!("CONFIRMED"), &json!("1")), "{t}");
     assert_eq!(v.holdings(&alice, &[&yes, &no]), (50_000_000, vec![100_000_000, 0]));
@@ -834,8 +836,8 @@ fn version_2_matches_settle_on_chain_through_the_v2_exchanges() {
 
     // A plain match: Carol buys 40 YES of Alice's at 0.60 (up to 0.65): 24 USDC and a fee
     // of 40 × 0.04 × 0.24 = 0.384.
-    assert_eq!(submit_v2(s, &alice, &yes, "SELL", 6_000, 40_000_000, false), "LIVE");
-    assert_eq!(submit_v2(s, &carol, &yes, "BUY", 6_500, 40_000_000, false), "MATCHED");
+    assert_eq!(submit_v2(s, &alice, &yes, "SELL", 6_000, 40_000_000, false), "live");
+    assert_eq!(submit_v2(s, &carol, &yes, "BUY", 6_500, 40_000_000, false), "matched");
     let t = settled(&v, &carol);
     assert_eq!((&t["status"], &t["taker_fee"]), (&json!("CONFIRMED"), &json!("0.384")), "{t}");
     assert_eq!(v.holdings(&alice, &[&yes]), (74_000_000, vec![60_000_000]));
@@ -843,8 +845,8 @@ fn version_2_matches_settle_on_chain_through_the_v2_exchanges() {
 
     // A merge: Carol asks 0.30 for 40 YES, Bob sells 40 NO at 0.70 into it: 28 USDC less
     // 40 × 0.04 × 0.21 = 0.336 out of Bob's proceeds.
-    assert_eq!(submit_v2(s, &carol, &yes, "SELL", 3_000, 40_000_000, false), "LIVE");
-    assert_eq!(submit_v2(s, &bob, &no, "SELL", 7_000, 40_000_000, false), "MATCHED");
+    assert_eq!(submit_v2(s, &carol, &yes, "SELL", 3_000, 40_000_000, false), "live");
+    assert_eq!(submit_v2(s, &bob, &no, "SELL", 7_000, 40_000_000, false), "matched");
     let t = settled(&v, &bob);
     assert_eq!((&t["status"], &t["taker_fee"]), (&json!("CONFIRMED"), &json!("0.336")), "{t}");
     assert_eq!(v.holdings(&carol, &[&yes]), (87_616_000, vec![0]));
@@ -855,10 +857,10 @@ fn version_2_matches_settle_on_chain_through_the_v2_exchanges() {
     // (0.24 + 0.2475 + 0.25) = 0.885.
     let makers: Vec<_> = (0..3).map(|_| v.trader(100_000_000, true)).collect();
     for (mk, price) in makers.iter().zip([6_000, 5_500, 5_000]) {
-        assert_eq!(submit_v2(s, mk, &no, "BUY", price, 30_000_000, false), "LIVE");
+        assert_eq!(submit_v2(s, mk, &no, "BUY", price, 30_000_000, false), "live");
     }
     let taker = v.trader(100_000_000, true);
-    assert_eq!(submit_v2(s, &taker, &yes, "BUY", 5_000, 90_000_000, false), "MATCHED");
+    assert_eq!(submit_v2(s, &taker, &yes, "BUY", 5_000, 90_000_000, false), "matched");
     let trades = all_settled(&v, &taker, 3);
     assert!(trades.iter().all(|t| t["status"] == "CONFIRMED"), "{trades:?}");
     assert!(trades.iter().all(|t| t["transaction_hash"] == trades[0]["transaction_hash"]), "{trades:?}");
@@ -878,8 +880,8 @@ fn version_2_matches_settle_on_chain_through_the_v2_exchanges() {
     let nyes = mk["tokens"][0]["token_id"].as_str().unwrap().to_string();
     let nno = mk["tokens"][1]["token_id"].as_str().unwrap().to_string();
     let (dave, erin) = (v.trader(100_000_000, true), v.trader(100_000_000, true));
-    assert_eq!(submit_v2(s, &dave, &nyes, "BUY", 3_000, 100_000_000, true), "LIVE");
-    assert_eq!(submit_v2(s, &erin, &nno, "BUY", 7_000, 100_000_000, true), "MATCHED");
+    assert_eq!(submit_v2(s, &dave, &nyes, "BUY", 3_000, 100_000_000, true), "live");
+    assert_eq!(submit_v2(s, &erin, &nno, "BUY", 7_000, 100_000_000, true), "matched");
     assert_eq!(settled(&v, &erin)["status"], "CONFIRMED");
     assert_eq!(v.holdings(&dave, &[&nyes]), (70_000_000, vec![100_000_000]));
     assert_eq!(v.holdings(&erin, &[&nno]), (30_000_000, vec![100_000_000]));
@@ -909,11 +911,11 @@ fn a_version_2_makers_pause_fails_its_match_and_stops_its_orders() {
             assert!(sent.get_receipt().await.unwrap().status());
         }
     });
-    assert_eq!(submit_v2(s, &alice, &yes, "BUY", 4_000, 50_000_000, false), "LIVE");
-    assert_eq!(submit_v2(s, &alice, &yes, "BUY", 3_000, 20_000_000, false), "LIVE");
+    assert_eq!(submit_v2(s, &alice, &yes, "BUY", 4_000, 50_000_000, false), "live");
+    assert_eq!(submit_v2(s, &alice, &yes, "BUY", 3_000, 20_000_000, false), "live");
     let before = operator_nonce(&v.anvil, "latest");
     v.anvil.rpc("evm_setAutomine", json!([false])).unwrap();
-    assert_eq!(submit_v2(s, &bob, &no, "BUY", 6_000, 50_000_000, false), "MATCHED");
+    assert_eq!(submit_v2(s, &bob, &no, "BUY", 6_000, 50_000_000, false), "matched");
     crate::support::wait_for(30, || (operator_nonce(&v.anvil, "pending") == before + 1).then_some(()));
     // Alice pauses herself, with a higher tip: first in the block that holds both.
     let (url, wallet, exchange) = (v.anvil.url.clone(), alice.wallet.clone(), v.exchange());

@@ -33,15 +33,20 @@ fn client_server_of(version: u8) -> Server {
 
 /// Runs a client's test program against `s`; it prints what it checked.
 fn run(program: &Path, args: &[&str], s: &Server) {
+    run_on(program, args, s, (COND, YES, NO));
+}
+
+/// [`run`] on the market `(condition, yes, no)`.
+fn run_on(program: &Path, args: &[&str], s: &Server, (cond, yes, no): (&str, &str, &str)) {
     assert!(!program.is_absolute() || program.exists(), "{} is missing: run scripts/setup.sh", program.display());
     let out = Command::new(program)
         .args(args)
         .env("PREDEX_CLOB", &s.clob)
         .env("PREDEX_INTERNAL", &s.internal)
         .env("PREDEX_INTERNAL_TOKEN", s.internal_token())
-        .env("PREDEX_COND", COND)
-        .env("PREDEX_YES", YES)
-        .env("PREDEX_NO", NO)
+        .env("PREDEX_COND", cond)
+        .env("PREDEX_YES", yes)
+        .env("PREDEX_NO", no)
         .env("PREDEX_ORDER_VERSION", s.config.order_version.to_string())
         .output()
         .expect("the client's test starts");
@@ -99,6 +104,28 @@ fn typescript_v2(version: u8) {
     let dir = root().join("tests/clients/node");
     assert!(dir.join("node_modules/@polymarket/clob-client-v2").exists(), "run scripts/setup.sh");
     run(Path::new("node"), &[dir.join("clob_client_v2_test.mjs").to_str().unwrap()], &s);
+}
+
+/// Polymarket's unified SDK (polymarket-client, in tools/py-sdk) on a version-2 venue. It
+/// reads condition ids as 32 bytes, and takes a token id whose bits 40 to 103 are all zero
+/// for a position of Polymarket's newer protocol (signed for another exchange), so it
+/// trades a market of its own whose ids are as ConditionalTokens makes them.
+#[test]
+fn official_unified_sdk() {
+    let s = client_server_of(2);
+    let cond = format!("0x{}", "c2".repeat(32));
+    let yes = "47548532878000795436471885496554996210469829388180983864669623532585348412472";
+    let no = "12430175616472221454162180969950967837556342716352606253447509588223701520427";
+    let market = serde_json::json!({
+        "condition_id": cond, "question": "Will the unified SDK trade?", "slug": "unified-sdk",
+        "tokens": [{"token_id": yes, "outcome": "Yes"}, {"token_id": no, "outcome": "No"}],
+        "tick_size": "0.01", "min_order_size": "5",
+    });
+    assert_eq!(s.internal_post("/internal/markets", &market).0, 200);
+    let fd = serde_json::json!({"condition_id": cond, "rate": "0.25", "exponent": 2});
+    assert_eq!(s.internal_post("/internal/markets/fees", &fd).0, 200);
+    let test = root().join("tests/clients/polymarket_client_test.py");
+    run_on(&root().join("tools/py-sdk/bin/python"), &[test.to_str().unwrap()], &s, (&cond, yes, no));
 }
 
 /// polymarket_client_sdk_v2 (tests/clients/rust, built by scripts/setup.sh) on a

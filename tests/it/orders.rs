@@ -400,11 +400,11 @@ fn version_2_orders_trade_on_a_version_2_venue_and_a_change_of_version_cancels_t
     assert_eq!(err(submit(&maker, v1)), (400, "order_version_mismatch: this venue takes version 2 orders".into()));
     let ask = maker.signed(YES, "SELL", m("10"), m("5")).sign_v2(&s, zero);
     let (st, rested) = submit(&maker, ask.clone());
-    assert_eq!((st, &rested["status"]), (200, &json!("LIVE")), "{rested}");
+    assert_eq!((st, &rested["status"]), (200, &json!("live")), "{rested}");
     assert_eq!(err(submit(&maker, ask)).0, 400, "the same order hash again is refused");
     let bid = taker.signed(YES, "BUY", m("2.5"), m("5")).sign_v2(&s, zero);
     let (st, took) = submit(&taker, bid);
-    assert_eq!((st, &took["status"]), (200, &json!("MATCHED")), "{took}");
+    assert_eq!((st, &took["status"]), (200, &json!("matched")), "{took}");
     s.settle();
     assert_eq!(taker.balance(&s, YES), m("5"));
 
@@ -475,7 +475,7 @@ fn version_2_takers_pay_the_fee_description_the_operator_sets() {
     let maker = s.trader(m("100"));
     s.credit(&maker.address, YES, m("200"));
     let ask = maker.signed(YES, "SELL", m("100"), m("40")).sign_v2(&s, zero);
-    assert_eq!(maker.submit(&s, ask, "GTC").1["status"], json!("LIVE"));
+    assert_eq!(maker.submit(&s, ask, "GTC").1["status"], json!("live"));
     // A buyer whose balance covers the price but not the fee is refused; one that covers
     // both takes the whole ask.
     let short = s.trader(m("40"));
@@ -484,7 +484,7 @@ fn version_2_takers_pay_the_fee_description_the_operator_sets() {
     let buyer = s.trader(m("41.44"));
     let bid = buyer.signed(YES, "BUY", m("40"), m("100")).sign_v2(&s, zero);
     let (st, took) = buyer.submit(&s, bid, "FOK");
-    assert_eq!((st, &took["status"]), (200, &json!("MATCHED")), "{took}");
+    assert_eq!((st, &took["status"]), (200, &json!("matched")), "{took}");
     assert_eq!((&took["makingAmount"], &took["takingAmount"]), (&json!("41.44"), &json!("100")), "{took}");
     let (_, trades) = buyer.l2(&s, "GET", "/data/trades", None);
     let t = &trades["data"][0];
@@ -496,7 +496,7 @@ fn version_2_takers_pay_the_fee_description_the_operator_sets() {
 
     // A seller pays out of its proceeds: 40 − 1.44.
     let bid = maker.signed(YES, "BUY", m("40"), m("100")).sign_v2(&s, zero);
-    assert_eq!(maker.submit(&s, bid, "GTC").1["status"], json!("LIVE"));
+    assert_eq!(maker.submit(&s, bid, "GTC").1["status"], json!("live"));
     let ask = buyer.signed(YES, "SELL", m("100"), m("40")).sign_v2(&s, zero);
     let (st, took) = buyer.submit(&s, ask, "FAK");
     assert_eq!((st, &took["takingAmount"]), (200, &json!("38.56")), "{took}");
@@ -516,7 +516,7 @@ fn version_2_takers_pay_the_fee_description_the_operator_sets() {
     maker.submit(&s, ask, "GTC");
     let plain = s.trader(m("4"));
     let bid = plain.signed(YES, "BUY", m("4"), m("10")).sign_v2(&s, zero);
-    assert_eq!(plain.submit(&s, bid, "FOK").1["status"], json!("MATCHED"));
+    assert_eq!(plain.submit(&s, bid, "FOK").1["status"], json!("matched"));
     s.settle();
     assert_eq!(plain.balance(&s, YES), m("10"));
     assert_eq!(fee_usdc(&s), m("2.88"));

@@ -24,6 +24,11 @@ const COND = env("PREDEX_COND");
 const YES = env("PREDEX_YES");
 const NO = env("PREDEX_NO");
 const VERSION = Number(env("PREDEX_ORDER_VERSION"));
+// A placement's status as the venue names it: SPEC's on version 1, Polymarket's (lower
+// case) on version 2.
+const status = (spec) => (VERSION === 2 ? spec.toLowerCase() : spec);
+// A placement's trade ids: under SPEC's key on version 1, Polymarket's on version 2.
+const tradeIds = (r) => (VERSION === 2 ? r.tradeIDs : r.tradeIds);
 const CHAIN_ID = 137;
 let checks = 0;
 
@@ -124,9 +129,9 @@ async function main() {
 
   // Limit orders.
   const bid = ok(await m.createAndPostOrder({ tokenID: YES, price: 0.4, size: 10, side: Side.BUY }), "bid");
-  check(bid.success && bid.status === "LIVE", bid);
+  check(bid.success && bid.status === status("LIVE"), bid);
   const ask = ok(await m.createAndPostOrder({ tokenID: YES, price: 0.6, size: 10, side: Side.SELL }), "ask");
-  check(ask.success && ask.status === "LIVE", ask);
+  check(ask.success && ask.status === status("LIVE"), ask);
 
   // The book, checked with the client's own hash; prices.
   const book = ok(await pub.getOrderBook(YES), "getOrderBook");
@@ -148,19 +153,19 @@ async function main() {
     await t.createAndPostMarketOrder({ tokenID: YES, amount: 3, side: Side.BUY }, undefined, OrderType.FOK),
     "market order",
   );
-  check(filled.success && filled.status === "MATCHED", filled);
-  check(filled.tradeIds.length === 1 && filled.transactionsHashes.length === 1, filled);
+  check(filled.success && filled.status === status("MATCHED"), filled);
+  check(tradeIds(filled).length === 1 && filled.transactionsHashes.length === 1, filled);
   const trades = ok(await t.getTrades({ market: COND }), "getTrades");
   check(trades.length === 1 && trades[0].price === "0.6" && trades[0].size === "5", trades);
-  check(trades[0].id === filled.tradeIds[0], "the reply's trade id");
+  check(trades[0].id === tradeIds(filled)[0], "the reply's trade id");
   // Version 2 takers pay the market's fee description (r 0.25, e 2): 5 × 0.25 × 0.24².
   check(trades[0].taker_fee === (VERSION === 2 ? "0.072" : "0"), trades[0]);
   await waitFor(
     "the trade's settlement",
-    async () => ok(await t.getTrades({ id: filled.tradeIds[0] }), "getTrades by id")[0].status === "CONFIRMED",
+    async () => ok(await t.getTrades({ id: tradeIds(filled)[0] }), "getTrades by id")[0].status === "CONFIRMED",
     30_000,
   );
-  const settled = ok(await t.getTrades({ id: filled.tradeIds[0] }), "settled")[0];
+  const settled = ok(await t.getTrades({ id: tradeIds(filled)[0] }), "settled")[0];
   check(settled.transaction_hash === filled.transactionsHashes[0], settled);
   const last = ok(await pub.getLastTradePrice(YES), "getLastTradePrice");
   check(last.price === "0.6000" && last.side === "BUY", last);
