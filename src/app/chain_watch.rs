@@ -51,7 +51,7 @@ impl ChainWatch {
             let to = latest.min(from + BLOCKS_PER_PASS - 1);
             if chain.settings.order_version == 2 {
                 for (maker, paused) in chain.maker_pauses(from, to).await? {
-                    cancelled += super::onchain::set_paused(s, &format!("{maker:#x}"), paused).await?;
+                    cancelled += apply_pause(s, &format!("{maker:#x}"), paused).await?;
                 }
             }
             let ids: Vec<_> = chain.cancelled_orders(from, to).await?.iter().map(crate::auth::order_id).collect();
@@ -89,5 +89,18 @@ pub async fn raise_nonce(s: &AppState, maker: &str, known: u64) -> anyhow::Resul
     }
     let (_, gone) = s.engine.raise_nonce(maker.to_string(), onchain).await?;
     tracing::info!(%maker, nonce = onchain, cancelled = gone.len(), "maker's nonce raised on the exchange");
+    Ok(gone.len())
+}
+
+/// A maker paused itself on the version 2 exchanges (`paused`) or unpaused itself:
+/// predex's view follows, and a pause cancels the maker's open orders. Returns how many.
+async fn apply_pause(s: &AppState, maker: &str, paused: bool) -> anyhow::Result<usize> {
+    s.chain.as_ref().expect("chain mode").set_paused(maker, paused);
+    if !paused {
+        tracing::info!(%maker, "maker unpaused on the exchange");
+        return Ok(0);
+    }
+    let gone = s.engine.cancel_maker(maker.to_string()).await?;
+    tracing::info!(%maker, cancelled = gone.len(), "maker paused on the exchange: its orders are cancelled");
     Ok(gone.len())
 }

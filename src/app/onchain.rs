@@ -43,6 +43,15 @@ impl OnChain {
     pub fn new(link: Chain) -> OnChain {
         OnChain { link, synced: Default::default(), paused: Default::default() }
     }
+
+    /// Whether `maker` is paused on the version 2 exchanges, as the chain watch saw it.
+    pub fn set_paused(&self, maker: &str, paused: bool) {
+        if paused {
+            self.paused.lock().insert(maker.to_string());
+        } else {
+            self.paused.lock().remove(maker);
+        }
+    }
 }
 
 pub(crate) fn on_chain(s: &AppState) -> Result<&OnChain, OnchainError> {
@@ -103,21 +112,6 @@ pub async fn ensure_maker(s: &AppState, maker: &str) -> Result<bool, OnchainErro
         on.synced.lock().insert(key);
     }
     Ok(on.paused.lock().contains(maker))
-}
-
-/// A maker paused itself on the version 2 exchanges (`paused`) or unpaused itself:
-/// predex's view follows, and a pause cancels the maker's open orders. Returns how many.
-pub async fn set_paused(s: &AppState, maker: &str, paused: bool) -> anyhow::Result<usize> {
-    let on = on_chain(s)?;
-    if !paused {
-        on.paused.lock().remove(maker);
-        tracing::info!(%maker, "maker unpaused on the exchange");
-        return Ok(0);
-    }
-    on.paused.lock().insert(maker.to_string());
-    let gone = s.engine.cancel_maker(maker.to_string()).await?;
-    tracing::info!(%maker, cancelled = gone.len(), "maker paused on the exchange: its orders are cancelled");
-    Ok(gone.len())
 }
 
 /// The `synced` entry that says a maker was read (beside its assets' entries).
