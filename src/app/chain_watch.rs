@@ -49,12 +49,15 @@ impl ChainWatch {
         let from = self.through.map_or(latest, |b| b + 1);
         if from <= latest {
             let to = latest.min(from + BLOCKS_PER_PASS - 1);
-            if chain.settings.order_version == 2 {
+            // Version 2's exchanges log pauses; version 1's, cancelled orders.
+            let ids: Vec<_> = if chain.settings.order_version == 2 {
                 for (maker, paused) in chain.maker_pauses(from, to).await? {
                     cancelled += apply_pause(s, &format!("{maker:#x}"), paused).await?;
                 }
-            }
-            let ids: Vec<_> = chain.cancelled_orders(from, to).await?.iter().map(crate::auth::order_id).collect();
+                Vec::new()
+            } else {
+                chain.cancelled_orders(from, to).await?.iter().map(crate::auth::order_id).collect()
+            };
             if !ids.is_empty() {
                 let gone = s.engine.cancel_signed(ids).await?;
                 for id in &gone {

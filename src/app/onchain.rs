@@ -103,9 +103,7 @@ pub async fn ensure_maker(s: &AppState, maker: &str) -> Result<bool, OnchainErro
     if !on.synced.lock().contains(&key) {
         if on.link.settings.order_version == 2 {
             let address: Address = maker.parse().map_err(|_| OnchainError::Invalid("invalid address".into()))?;
-            if on.link.maker_paused(address).await.map_err(chain_err)? {
-                on.paused.lock().insert(maker.to_string());
-            }
+            on.set_paused(maker, on.link.maker_paused(address).await.map_err(chain_err)?);
         } else {
             super::chain_watch::raise_nonce(s, maker, 0).await.map_err(chain_err)?;
         }

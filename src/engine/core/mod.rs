@@ -614,11 +614,13 @@ impl Core {
             let mut f = Fill::terms(&entry.get().rec, t, q, px, trades.len() as u32);
             // A version 2 taker's fee, by the market's description, capped as the V2
             // exchange caps it: on what a BUY pays, on what a SELL is owed at its own limit.
-            let cash = match t.side {
-                Side::Buy => f.taker_amt,
-                Side::Sell => q.mul_div(t.taker_amount.units(), t.maker_amount.units()),
-            };
-            let v2_fee = fees.map_or(Amount::ZERO, |s| s.fee(q, f.taker_price, cash));
+            let v2_fee = fees.map_or(Amount::ZERO, |s| {
+                let cash = match t.side {
+                    Side::Buy => f.taker_amt,
+                    Side::Sell => q.mul_div(t.taker_amount.units(), t.maker_amount.units()),
+                };
+                s.fee(q, f.taker_price, cash)
+            });
             // A taker BUY may owe a micro-unit more than its reservation after rounding in a
             // mint, or a version 2 fee past what it reserved for fees; it must come from its
             // free balance, or the sweep stops here.
