@@ -83,7 +83,8 @@ PY
 pinned_venv "$root/tools/py" "$root/tools/requirements.txt"
 pinned_venv "$root/tools/py-sdk" "$root/tools/requirements-sdk.txt"
 
-# The official TypeScript client the client tests drive, at the versions its lockfile pins.
+# The official TypeScript clients and the unified SDK's TypeScript package the client tests
+# drive, at the versions their lockfile pins.
 clients="$root/tests/clients/node"
 if ! npm_pinned "$clients"; then
   npm ci --prefix "$clients" --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null

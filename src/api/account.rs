@@ -80,7 +80,9 @@ pub(crate) fn wallet(s: &AppState, key: &ApiKeyRecord, r: &Req) -> Result<String
 /// reports it — settled balance plus receipts of matched trades not yet settled, minus what
 /// open orders and unsettled payments hold. `balance` is collateral (or, with
 /// `asset_type=CONDITIONAL&token_id=…`, that token); `allowances` maps every conditional
-/// token the wallet has to the same figure.
+/// token the wallet has to its figure (SPEC §2.11). A version 2 venue answers `allowances`
+/// as Polymarket does, by spender: each of the venue's two exchanges to `balance`, what it
+/// may take of the asset (the unified SDK reads the keys as addresses).
 async fn balance_allowance(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate_read(&s, &r)?;
     let token = asset_token(&s, &r)?;
@@ -88,9 +90,15 @@ async fn balance_allowance(s: Arc<AppState>, r: Req) -> ApiResult {
     let want = token.as_deref().unwrap_or(COLLATERAL);
     let balance = accounts.iter().find(|(a, _)| a == want).map_or(Amount::ZERO, |(_, acc)| acc.available());
     let mut allowances = Map::new();
-    for (asset, acc) in &accounts {
-        if asset != COLLATERAL {
-            allowances.insert(asset.clone(), Value::String(acc.available().units().to_string()));
+    if s.config.order_version == 2 {
+        for exchange in s.domains.exchanges(2) {
+            allowances.insert(exchange.to_string(), Value::String(balance.units().to_string()));
+        }
+    } else {
+        for (asset, acc) in &accounts {
+            if asset != COLLATERAL {
+                allowances.insert(asset.clone(), Value::String(acc.available().units().to_string()));
+            }
         }
     }
     reply(&json!({ "balance": balance.units().to_string(), "allowances": allowances }))

@@ -125,6 +125,11 @@ impl OrderDomains {
             (_, true) => &self.neg_risk,
         }
     }
+
+    /// The two exchanges (standard, negative risk) orders of `version` are signed for.
+    pub fn exchanges(&self, version: u8) -> [Address; 2] {
+        [false, true].map(|neg_risk| self.of(version, neg_risk).domain.verifying_contract.unwrap_or_default())
+    }
 }
 
 /// The order domain name hard-coded in Polymarket's exchange contracts (`CTFExchange.sol`:

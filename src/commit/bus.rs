@@ -267,14 +267,14 @@ pub fn order_json(o: &OrderRecord, placed: bool, ts: &str) -> Value {
 }
 
 /// A trade as the user channel's `trade` event shows it to `owner`, one of the API keys
-/// that took part (PENDING reads MATCHED, as on Polymarket).
+/// that took part (PENDING reads MATCHED, and `type` is `TRADE`, as on Polymarket).
 pub fn trade_json(t: &TradeRecord, owner: uuid::Uuid, ts: &str) -> Value {
     let status = match t.status {
         TradeStatus::Pending | TradeStatus::Matched => "MATCHED",
         other => other.as_str(),
     };
     json!({
-        "event_type": "trade", "id": t.id.to_string(), "taker_order_id": t.taker_order_id.to_string(),
+        "event_type": "trade", "type": "TRADE", "id": t.id.to_string(), "taker_order_id": t.taker_order_id.to_string(),
         "market": t.token.condition_id, "asset_id": t.token.token_id, "side": t.side.as_str(),
         "size": t.size.fmt(), "price": t.price.short(), "status": status, "outcome": t.token.outcome,
         "owner": owner.to_string(), "trader_side": if owner == t.owner { "TAKER" } else { "MAKER" },

@@ -67,6 +67,30 @@ fn balance_allowance_counts_fills_at_once_and_reconciles_after_settlement() {
     s.check();
 }
 
+/// A version 2 venue keys `allowances` by spender, as Polymarket does and its V2 clients
+/// parse them: each of its exchanges (Polygon's V2 exchanges unless set) → the balance.
+#[test]
+fn a_version_2_venue_keys_allowances_by_its_exchanges() {
+    let s = Server::start_tuned(|c| c.order_version = 2);
+    let t = s.trader(m("100"));
+    s.credit(&t.address, YES, m("30"));
+    let ba = |q: &str| {
+        let (st, b) = t.l2(&s, "GET", &format!("/balance-allowance{q}"), None);
+        assert_eq!(st, 200, "{b}");
+        b
+    };
+    let exchanges = ["0xE111180000d2663C0091e4f400237545B87B996B", "0xe2222d279d744050d28e00520010520000310F59"];
+    let each =
+        |amount: &str| serde_json::Value::Object(exchanges.iter().map(|e| (e.to_string(), json!(amount))).collect());
+    assert_eq!(ba(""), json!({"balance": "100000000", "allowances": each("100000000")}));
+    assert_eq!(
+        ba(&format!("?asset_type=CONDITIONAL&token_id={YES}")),
+        json!({"balance": "30000000", "allowances": each("30000000")})
+    );
+    assert_eq!(ba("?signature_type=2"), json!({"balance": "0", "allowances": each("0")}));
+    s.check();
+}
+
 fn hit(s: &Server, path: &str, xff: Option<&str>) -> u16 {
     let mut r = ureq::get(&format!("{}{}", s.clob, path));
     if let Some(x) = xff {

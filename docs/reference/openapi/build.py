@@ -106,11 +106,12 @@ CLOB_SCHEMAS = {
         {
             "success": B,
             "orderID": S,
-            "status": S,
+            "status": {**S, "description": "LIVE, MATCHED, DELAYED or CANCELED; a version 2 venue writes them in lower case, as Polymarket does"},
             "makingAmount": S,
             "takingAmount": S,
             "transactionsHashes": {**arr(S), "description": "ledger mode: each trade's settlement hash, at once; chain mode: empty (follow the trades)"},
-            "tradeIds": arr(S),
+            "tradeIds": {**arr(S), "description": "version 1 venue (SPEC)"},
+            "tradeIDs": {**arr(S), "description": "version 2 venue: the same ids under Polymarket's key"},
             "errorMsg": S,
         },
         required=("success", "orderID", "status", "makingAmount", "takingAmount", "errorMsg"),
@@ -128,7 +129,9 @@ CLOB_SCHEMAS = {
     "Trade": obj(
         {
             "id": S, "taker_order_id": S, "market": S, "asset_id": S, "side": S, "size": S, "price": S,
-            "fee_rate_bps": S, "status": S, "match_time": S, "last_update": S, "outcome": S, "bucket_index": I,
+            "fee_rate_bps": S,
+            "status": {**S, "description": "PENDING, MINED, CONFIRMED or FAILED; an unsettled trade reads MATCHED on a version 2 venue, as on Polymarket"},
+            "match_time": S, "last_update": S, "outcome": S, "bucket_index": I,
             "owner": S, "maker_address": S,
             "maker_orders": arr(obj({"order_id": S, "owner": S, "maker_address": S, "matched_amount": S})),
             "transaction_hash": S, "trader_side": S, "maker_fee": S, "taker_fee": S, "error_msg": NS,
@@ -139,7 +142,9 @@ CLOB_SCHEMAS = {
     "BookSummary": obj(
         {
             "market": S, "asset_id": S, "timestamp": S, "hash": S, "bids": arr(ref("Level")),
-            "asks": arr(ref("Level")), "min_order_size": {"type": ["number", "string"]}, "tick_size": S,
+            "asks": arr(ref("Level")),
+            "min_order_size": {"type": ["number", "string"], "description": "a number (SPEC); a decimal string on a version 2 venue, as Polymarket writes it"},
+            "tick_size": S,
             "neg_risk": B, "last_trade_price": S,
         },
         required=("market", "asset_id", "timestamp", "hash", "bids", "asks", "tick_size", "neg_risk"),
@@ -162,8 +167,12 @@ CLOB_SCHEMAS = {
         required=("condition_id", "tokens"),
         desc="Polymarket's CLOB market object (docs/reference/spec-choices.md)",
     ),
-    "BalanceAllowance": obj({"balance": S, "allowances": obj(), "net_usdc_taker": S, "net_usdc_maker": S},
-                            required=("balance",), desc="SPEC §2.11"),
+    "BalanceAllowance": obj(
+        {"balance": S,
+         "allowances": {**obj(), "additionalProperties": S,
+                        "description": "version 1 venue: conditional token ID → available amount (SPEC); version 2 venue: each exchange's address → what it may take (the balance), as Polymarket keys it"},
+         "net_usdc_taker": S, "net_usdc_maker": S},
+        required=("balance",), desc="SPEC §2.11"),
     "Notification": obj({"type": S, "owner": S, "payload": obj()}, required=("type",), desc="SPEC §2.12"),
     "Bond": obj({"conditionId": S, "clusterId": I, "amount": S, "status": S, "postedAt": S}, desc="SPEC §2.13"),
     "RfqRequest": obj(
@@ -287,7 +296,7 @@ CLOB_OPS = [
     op("GET", "/time", "server time (UNIX seconds)", I, codes=()),
     op("GET", "/version", "the version of the orders the venue takes (1: SPEC's; the V2 clients ask before signing)", obj({"version": I}, required=("version",)), codes=()),
     # 4.1 keys and account
-    op("POST", "/auth/api-key", "create the wallet's API key (first key: invitation code header; at most 20 keys per address, 400 past it)", ref("ApiCreds"), "L1", codes=(400, 403)),
+    op("POST", "/auth/api-key", "create the wallet's API key (first key: invitation code header; at most 20 keys per address, 400 past it; the key of an address and nonce that has one: 409, or 400 on a version 2 venue as Polymarket answers)", ref("ApiCreds"), "L1", codes=(400, 403, 409)),
     op("GET", "/auth/derive-api-key", "derive the key for the wallet and nonce", ref("ApiCreds"), "L1", codes=(400, 404)),
     op("DELETE", "/auth/api-key", "delete the calling key", EMPTY, "L2"),
     op("GET", "/auth/api-keys", "the wallet's keys", obj({"apiKeys": arr(S)}, required=("apiKeys",)), "L2"),

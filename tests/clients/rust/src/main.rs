@@ -9,10 +9,10 @@ use alloy::signers::local::PrivateKeySigner;
 use alloy::signers::Signer as _;
 use anyhow::{bail, Context};
 use polymarket_client_sdk_v2::clob::types::request::{
-    CancelMarketOrderRequest, MidpointRequest, OrderBookSummaryRequest, OrdersRequest, PriceRequest, SpreadRequest,
-    TradesRequest,
+    BalanceAllowanceRequest, CancelMarketOrderRequest, MidpointRequest, OrderBookSummaryRequest, OrdersRequest,
+    PriceRequest, SpreadRequest, TradesRequest,
 };
-use polymarket_client_sdk_v2::clob::types::{Amount, OrderStatusType, OrderType, Side};
+use polymarket_client_sdk_v2::clob::types::{Amount, AssetType, OrderStatusType, OrderType, Side};
 use polymarket_client_sdk_v2::clob::{Client, Config};
 use polymarket_client_sdk_v2::types::{Decimal, B256, U256};
 use polymarket_client_sdk_v2::POLYGON;
@@ -112,9 +112,15 @@ async fn run(c: &mut Checks) -> anyhow::Result<()> {
     c.check(trades.data.len() == 1 && trades.data[0].size == dec("5") && trades.data[0].price == dec("0.6"), "trades")?;
     c.check(trades.data[0].id == filled.trade_ids[0], "the reply's trade id")?;
 
-    // Not `balance_allowance`: this client reads `allowances` as spender → amount, SPEC
-    // §2.11 writes token → amount, and a wallet holding tokens fails to parse (open, see
-    // docs/reference/spec-choices.md).
+    // `balance_allowance` reads `allowances` as spender → amount: a version 2 venue answers
+    // so; SPEC §2.11 (version 1) writes token → amount, which this client cannot parse for a
+    // wallet holding tokens (docs/reference/spec-choices.md).
+    if version == 2 {
+        let request = BalanceAllowanceRequest::builder().asset_type(AssetType::Conditional).token_id(yes);
+        let held = taker.balance_allowance(request.build()).await?;
+        let each = held.allowances.values().all(|a| a == "5000000");
+        c.check(held.balance == dec("5000000") && held.allowances.len() == 2 && each, format!("balance {held:?}"))?;
+    }
     c.check(taker.notifications().await.is_ok(), "notifications")?;
 
     // Batch orders, cancel one, some, the market's, all.
