@@ -82,6 +82,10 @@ pub struct Config {
     /// verifyingContract of version 2's negative-risk-market orders (default Polygon's).
     #[arg(long, default_value = DEFAULT_NEG_RISK_EXCHANGE_V2)]
     pub neg_risk_exchange_v2_address: String,
+    /// Safe's MultiSend (1.3.0), which a Safe transaction of several calls delegatecalls
+    /// through the relayer (default Polygon's).
+    #[arg(long, default_value = crate::app::relayer::POLYGON_SAFE_MULTISEND)]
+    pub safe_multisend_address: String,
     /// The proxy-wallet factory signature-type-1 makers are derived from (CREATE2; default
     /// Polygon's, the one Polymarket's clients derive with).
     #[arg(long, default_value = wallets::POLYGON_PROXY_FACTORY)]
@@ -382,6 +386,30 @@ impl Config {
         })
     }
 
+    /// The venue's contracts the relayer lets a wallet call: the collateral, ConditionalTokens
+    /// and the adapter as set (Polygon's unless set: what a Polymarket client calls), both
+    /// versions' exchanges, MultiSend and the Safe factory.
+    pub fn relay_contracts(&self) -> anyhow::Result<crate::app::relayer::RelayContracts> {
+        use crate::app::relayer as r;
+        let a = |v: Option<&str>, default: &str, name: &str| -> anyhow::Result<alloy_primitives::Address> {
+            let v = v.unwrap_or(default);
+            v.trim().parse().map_err(|_| anyhow::anyhow!("{name} is not an address: {v}"))
+        };
+        let domains = self.order_domains()?;
+        Ok(r::RelayContracts {
+            collateral: a(self.collateral_address.as_deref(), r::POLYGON_COLLATERAL, "collateral-address")?,
+            ctf: a(self.ctf_address.as_deref(), r::POLYGON_CTF, "ctf-address")?,
+            adapter: a(
+                self.neg_risk_adapter_address.as_deref(),
+                r::POLYGON_NEG_RISK_ADAPTER,
+                "neg-risk-adapter-address",
+            )?,
+            exchanges: [domains.exchanges(1), domains.exchanges(2)].concat(),
+            multisend: a(Some(&self.safe_multisend_address), "", "safe-multisend-address")?,
+            safe_factory: self.wallet_factories()?.safe_factory,
+        })
+    }
+
     /// Chain mode's settings, or why they are incomplete; `None` in ledger mode.
     pub fn chain(&self) -> anyhow::Result<Option<ChainSettings>> {
         if self.settlement == Settlement::Ledger {
@@ -429,6 +457,7 @@ impl Config {
     pub fn validate(&self) -> anyhow::Result<()> {
         self.chain()?;
         self.wallet_factories()?;
+        self.relay_contracts()?;
         if !self.internal_addr.ip().is_loopback() {
             anyhow::bail!("internal-addr must be a loopback address, got {}", self.internal_addr);
         }

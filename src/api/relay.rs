@@ -1,10 +1,13 @@
-//! The gasless relay (SPEC §5.6; docs/reference/relay.md): `POST /submit` executes a wallet's
-//! operation without the wallet paying gas. In ledger mode each operation runs at once
-//! through the same path as its own endpoint, and the reply is the transaction record.
+//! The relayer (SPEC §5.6; docs/reference/relay.md), on the order-book server as Polymarket's
+//! relayer client calls it: `POST /submit` takes a Safe transaction its owner signed (or the
+//! Safe's deployment) and runs it without the wallet paying gas; `GET /nonce`, `/deployed`,
+//! `/transaction` and `/transactions` answer what the client asks before and after. A body
+//! with `operation` instead of `type` is predex's by-name relay, an extension kept beside.
 //!
 //! Authentication: the relayer headers `RELAYER_API_KEY` + `RELAYER_API_KEY_ADDRESS` are
 //! validated first when either is present (a relayer key acts for the address that
-//! created it); otherwise the L2 headers, acting for the key's address or its proxy.
+//! created it); then builder headers (a builder key submits any owner's signed
+//! transaction); otherwise the L2 headers, acting for the key's address or its wallets.
 
 use std::sync::Arc;
 
@@ -14,21 +17,141 @@ use warp::Filter;
 
 use super::ctf::receipt_json;
 use super::rfq::json_object;
-use super::{authenticate, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use super::{authenticate, handle, handle_now, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
 use crate::app::ctf::{convert_for, operate_for, wallet_of, ConvertRequest, CtfRequest};
+use crate::app::relayer::{self, RelayError, Submitter, TransactionRequest};
 use crate::app::AppState;
 use crate::auth::normalize_address;
 use crate::domain::analytics::CtfKind;
-use crate::domain::fmt_date;
-use crate::domain::{now_secs, OrderStatus};
+use crate::domain::relay::RelayTx;
+use crate::domain::{fmt_date, now_secs, OrderStatus};
+
+/// The most transactions `GET /transactions` answers at once.
+const MAX_PAGE: usize = 500;
 
 pub fn routes(state: Arc<AppState>) -> Routes {
-    warp::path!("submit")
+    let submit = warp::path!("submit")
         .and(warp::post())
         .and(req())
-        .and(with_state(state))
-        .then(|r, s| async move { respond(submit(s, r).await) })
-        .boxed()
+        .and(with_state(state.clone()))
+        .then(|r, s| async move { respond(submit(s, r).await) });
+    let nonce = handle_now(warp::path!("nonce").and(warp::get()), &state, |s, r| nonce(&s, &r));
+    let deployed = handle_now(warp::path!("deployed").and(warp::get()), &state, |s, r| deployed(&s, &r));
+    let one = handle_now(warp::path!("transaction").and(warp::get()), &state, |s, r| transaction(&s, &r));
+    let mine = handle(warp::path!("transactions").and(warp::get()), &state, transactions);
+    submit.or(nonce).unify().or(deployed).unify().or(one).unify().or(mine).unify().boxed()
+}
+
+impl From<RelayError> for ApiError {
+    fn from(e: RelayError) -> ApiError {
+        match e {
+            RelayError::Store(e) => e.into(),
+            RelayError::Unavailable(m) => ApiError::new(warp::http::StatusCode::SERVICE_UNAVAILABLE, m),
+            e => ApiError::bad(e.to_string()),
+        }
+    }
+}
+
+/// A query parameter's address, lowercase; 400 `invalid address` otherwise.
+fn query_address(r: &Req) -> Result<alloy_primitives::Address, ApiError> {
+    r.query_map().get("address").and_then(|a| a.trim().parse().ok()).ok_or_else(|| ApiError::bad("invalid address"))
+}
+
+/// GET /nonce?address=<owner>&type=SAFE: the next nonce of the owner's Safe.
+fn nonce(s: &AppState, r: &Req) -> ApiResult {
+    let owner = query_address(r)?;
+    let wallet = match r.query_map().get("type").map(String::as_str) {
+        Some("SAFE") => s.wallets.safe(owner),
+        _ => return Err(ApiError::bad("type must be SAFE")),
+    };
+    reply(&json!({ "nonce": s.store.relay_nonce(&format!("{wallet:#x}"))?.to_string() }))
+}
+
+/// GET /deployed?address=<safe>: whether the relayer has deployed it.
+fn deployed(s: &AppState, r: &Req) -> ApiResult {
+    let wallet = query_address(r)?;
+    reply(&json!({ "deployed": s.store.safe_deployed(&format!("{wallet:#x}"))? }))
+}
+
+/// GET /transaction?id=: the transaction in an array, as Polymarket's relayer answers (empty
+/// when there is none).
+fn transaction(s: &AppState, r: &Req) -> ApiResult {
+    let id = r
+        .query_map()
+        .get("id")
+        .and_then(|i| Uuid::parse_str(i.trim()).ok())
+        .ok_or_else(|| ApiError::bad("invalid id"))?;
+    let found = s.store.relay_tx(&id)?;
+    reply(&found.iter().map(tx_json).collect::<Vec<_>>())
+}
+
+/// GET /transactions (authenticated): the caller's transactions, newest first — a builder
+/// key's submissions, or what a relayer or L2 key's address signed; `limit` (default 100,
+/// at most 500) from `offset`.
+async fn transactions(s: Arc<AppState>, r: Req) -> ApiResult {
+    let by = submitter(&s, &r)?;
+    let q = r.query_map();
+    let number = |name: &str, default: usize| -> Result<usize, ApiError> {
+        match q.get(name).map(|v| v.trim()).filter(|v| !v.is_empty()) {
+            None => Ok(default),
+            Some(v) => v.parse().map_err(|_| ApiError::bad(format!("invalid {name}"))),
+        }
+    };
+    let (limit, offset) = (number("limit", 100)?.clamp(1, MAX_PAGE), number("offset", 0)?);
+    let ids = match &by.address {
+        Some(a) => s.store.relay_txs_of(Some(a), None, offset, limit)?,
+        None => s.store.relay_txs_of(None, Some(&by.id), offset, limit)?,
+    };
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        if let Some(tx) = s.store.relay_tx(&id)? {
+            out.push(tx_json(&tx));
+        }
+    }
+    reply(&out)
+}
+
+/// A transaction as Polymarket's relayer writes it.
+fn tx_json(t: &RelayTx) -> Value {
+    let mut v = json!({
+        "transactionID": t.id.to_string(),
+        "transactionHash": format!("0x{}", alloy_primitives::hex::encode(t.hash)),
+        "from": t.from,
+        "to": t.to,
+        "proxyAddress": t.wallet,
+        "data": t.data,
+        "nonce": t.nonce,
+        "value": "0",
+        "signature": t.signature,
+        "state": t.state.as_str(),
+        "type": t.kind.as_str(),
+        "owner": t.owner,
+        "metadata": t.metadata,
+        "createdAt": fmt_date(t.created_at / 1000),
+        "updatedAt": fmt_date(t.updated_at / 1000),
+    });
+    if let Some(e) = &t.error {
+        v["errorMsg"] = json!(e);
+    }
+    v
+}
+
+/// Who submits a relayer request, by the headers SPEC §5.6 orders: relayer key, builder
+/// key, L2.
+fn submitter(s: &AppState, r: &Req) -> Result<Submitter, ApiError> {
+    Ok(caller(s, r)?.submitter())
+}
+
+impl Caller {
+    /// The submitter a relayer transaction records: the key, and the owner it may act for
+    /// (a builder key: any owner whose signature it carries).
+    fn submitter(self) -> Submitter {
+        match self {
+            Caller::Relayer(addr, key) => Submitter { id: key.to_string(), address: Some(addr) },
+            Caller::Builder(id) => Submitter { id, address: None },
+            Caller::L2(key) => Submitter { id: key.key.to_string(), address: Some(key.address.to_string()) },
+        }
+    }
 }
 
 /// The wallet the request acts for: the relayer key's owner, or the L2 key's address (with
@@ -36,26 +159,33 @@ pub fn routes(state: Arc<AppState>) -> Routes {
 fn wallet(s: &AppState, caller: Caller, address: Option<&str>) -> Result<String, ApiError> {
     match caller {
         Caller::L2(key) => Ok(wallet_of(s, &key, address)?),
-        Caller::Relayer(addr) => {
+        Caller::Relayer(addr, _) => {
             if address.is_some_and(|a| normalize_address(a).as_deref() != Some(addr.as_str())) {
                 return Err(ApiError::bad("the address has to be the owner of the API KEY"));
             }
             Ok(addr)
         }
+        Caller::Builder(_) => Err(ApiError::bad("a builder key relays signed transactions only")),
     }
 }
 
-/// Who sends a relay request: a relayer API key's owner, or an L2-authenticated key.
+/// Who sends a relay request: a relayer API key's owner (and the key), a builder key, or
+/// an L2-authenticated key.
 enum Caller {
-    Relayer(String),
+    Relayer(String, Uuid),
+    Builder(String),
     L2(Arc<crate::domain::ApiKeyRecord>),
 }
 
 /// The request's credentials, checked before its body (SPEC §5.6): the relayer headers
-/// when either is present, else L2.
+/// when either is present, then the builder headers, else L2.
 fn caller(s: &AppState, r: &Req) -> Result<Caller, ApiError> {
     let (key, addr) = (r.header("RELAYER_API_KEY"), r.header("RELAYER_API_KEY_ADDRESS"));
     if key.is_none() && addr.is_none() {
+        if r.header("SERVICE_BUILDER_API_KEY").is_some() {
+            let b = super::builders::authenticate_builder(s, r)?;
+            return Ok(Caller::Builder(b.key.to_string()));
+        }
         return Ok(Caller::L2(authenticate(s, r)?));
     }
     let invalid = || ApiError::unauthorized("invalid relayer api key");
@@ -65,7 +195,7 @@ fn caller(s: &AppState, r: &Req) -> Result<Caller, ApiError> {
     let addr = normalize_address(addr).ok_or_else(invalid)?;
     let key = Uuid::parse_str(key).map_err(|_| invalid())?;
     crate::app::builders::relayer_key_of(s, &key, &addr)?.ok_or_else(invalid)?;
-    Ok(Caller::Relayer(addr))
+    Ok(Caller::Relayer(addr, key))
 }
 
 /// The operation's own fields (everything but `operation`), as its endpoint's body.
@@ -73,12 +203,24 @@ fn params<T: serde::de::DeserializeOwned>(body: Map<String, Value>) -> Result<T,
     serde_json::from_value(Value::Object(body)).map_err(|e| ApiError::bad(format!("Invalid payload: {e}")))
 }
 
-/// POST /submit {operation, ...its fields}: split, merge, redeem (conditionId, amount),
-/// convert (marketId, indexSet, amount), incrementNonce, cancelOrder (orderID).
+/// POST /submit: a transaction request of Polymarket's relayer client (`type` SAFE or
+/// SAFE-CREATE), read as JSON whatever its content type (the client sends it as a form),
+/// or predex's by-name operation.
 async fn submit(s: Arc<AppState>, r: Req) -> ApiResult {
     super::ledger_only(&s)?;
     let caller = caller(&s, &r)?;
     let mut body = json_object(&r)?;
+    if body.contains_key("type") {
+        let by = caller.submitter();
+        let request: TransactionRequest =
+            serde_json::from_value(Value::Object(body)).map_err(|e| ApiError::bad(format!("Invalid payload: {e}")))?;
+        let tx = relayer::submit(&s, by, request).await?;
+        return reply(&json!({
+            "transactionID": tx.id.to_string(),
+            "transactionHash": format!("0x{}", alloy_primitives::hex::encode(tx.hash)),
+            "state": tx.state.as_str(),
+        }));
+    }
     let op = match body.remove("operation") {
         Some(Value::String(op)) => op,
         _ => {

@@ -97,8 +97,35 @@ pub fn wallet_of(s: &AppState, key: &ApiKeyRecord, address: Option<&str>) -> Res
     Ok(wallet)
 }
 
+/// What an operation will move, before it is applied: its ledger changes, activity rows and
+/// position counters.
+pub struct Plan {
+    kind: CtfKind,
+    subject: Subject,
+    changes: Vec<(String, LedgerChange)>,
+    rows: Vec<Row>,
+    moves: Vec<(u32, String, Position)>,
+    size: u64,
+    usdc_size: u64,
+}
+
 /// Split, merge or redeem for a wallet the caller may move (HTTP handler or relay).
 pub async fn operate_for(s: &AppState, kind: CtfKind, wallet: &str, b: CtfRequest) -> Result<Receipt, CtfError> {
+    let plan = plan(s, kind, wallet, b).await?;
+    receipt(s, wallet, plan).await
+}
+
+/// Applies one operation in a transaction of its own.
+async fn receipt(s: &AppState, wallet: &str, plan: Plan) -> Result<Receipt, CtfError> {
+    let tx = keccak256(uuid::Uuid::new_v4().as_bytes()).0;
+    let (time, balances) = apply(s, wallet, std::slice::from_ref(&plan), tx, Batch::default()).await?;
+    let tx_hash = format!("0x{}", alloy_primitives::hex::encode(tx));
+    let Plan { kind, subject, size, usdc_size, .. } = plan;
+    Ok(Receipt { kind, subject, wallet: wallet.to_string(), size, usdc_size, tx_hash, time, balances })
+}
+
+/// What a split, merge or redeem of `wallet` will move.
+pub async fn plan(s: &AppState, kind: CtfKind, wallet: &str, b: CtfRequest) -> Result<Plan, CtfError> {
     let wallet = wallet.to_string();
     let view = s.registry.condition(&b.condition_id).ok_or(CtfError::MarketNotFound)?;
     let m = &view.market;
@@ -115,10 +142,9 @@ pub async fn operate_for(s: &AppState, kind: CtfKind, wallet: &str, b: CtfReques
     };
 
     let row = Row { kind, market: m.idx, condition_id: m.condition_id.clone(), size, usdc_size };
-    let moves = [(m.idx, yes.clone(), positions[0]), (m.idx, no.clone(), positions[1])];
-    let (tx_hash, time, balances) = execute(s, &wallet, changes, &[row], &moves).await?;
+    let moves = vec![(m.idx, yes, positions[0]), (m.idx, no, positions[1])];
     let subject = Subject::Condition(m.condition_id.clone());
-    Ok(Receipt { kind, subject, wallet, size, usdc_size, tx_hash, time, balances })
+    Ok(Plan { kind, subject, changes, rows: vec![row], moves, size, usdc_size })
 }
 
 /// What an operation moves: the ledger changes, the position change per token (YES, NO),
@@ -185,21 +211,21 @@ struct Row {
     usdc_size: u64,
 }
 
-/// Applies an operation's ledger changes as one engine Transfer, written with its activity
-/// rows and position counters (market, token, change). Returns its transaction hash, time
-/// and the balances it touched.
-async fn execute(
+/// Applies operations' ledger changes as one engine Transfer, written with `records`, their
+/// activity rows (under transaction `tx`) and position counters (market, token, change):
+/// all or nothing. Returns the time and the balances of the accounts the changes touched,
+/// in their order. Every debit is checked against the balance before the transfer.
+pub async fn apply(
     s: &AppState,
     wallet: &str,
-    changes: Vec<(String, LedgerChange)>,
-    rows: &[Row],
-    moves: &[(u32, String, Position)],
-) -> Result<(String, u64, Vec<(String, u64)>), CtfError> {
+    plans: &[Plan],
+    tx: [u8; 32],
+    mut records: Batch,
+) -> Result<(u64, Vec<(String, u64)>), CtfError> {
     let micros = now_micros();
     let time = micros / 1_000_000;
-    let tx: [u8; 32] = keccak256(uuid::Uuid::new_v4().as_bytes()).0;
-    let mut records = Batch::default();
-    for (i, r) in rows.iter().enumerate() {
+    let changes: Vec<_> = plans.iter().flat_map(|p| p.changes.iter().cloned()).collect();
+    for (i, r) in plans.iter().flat_map(|p| &p.rows).enumerate() {
         let row = CtfActivity {
             kind: r.kind,
             condition_id: r.condition_id.clone(),
@@ -211,7 +237,7 @@ async fn execute(
         };
         records.add_activity(wallet, micros + i as u64, &row);
     }
-    for (market, token, p) in moves {
+    for (market, token, p) in plans.iter().flat_map(|p| &p.moves) {
         if *p != Position::default() {
             records.move_position(*market, (time / DAY) as u32, wallet, token, p);
         }
@@ -223,7 +249,7 @@ async fn execute(
     };
     let balances =
         changes.iter().zip(&accounts).map(|((asset, _), acc)| (asset.clone(), acc.balance.units())).collect();
-    Ok((format!("0x{}", alloy_primitives::hex::encode(tx)), time, balances))
+    Ok((time, balances))
 }
 
 #[derive(Deserialize)]
@@ -245,6 +271,12 @@ pub struct ConvertRequest {
 /// conserved whichever question wins. A market's questions are its binary markets in
 /// creation order (docs/reference/ctf.md).
 pub async fn convert_for(s: &AppState, wallet: &str, b: ConvertRequest) -> Result<Receipt, CtfError> {
+    let plan = plan_convert(s, &b)?;
+    receipt(s, wallet, plan).await
+}
+
+/// What a conversion ([`convert_for`]) will move.
+pub fn plan_convert(s: &AppState, b: &ConvertRequest) -> Result<Plan, CtfError> {
     let questions: Vec<_> = s
         .registry
         .tables()
@@ -292,16 +324,6 @@ pub async fn convert_for(s: &AppState, wallet: &str, b: ConvertRequest) -> Resul
     if out > 0 {
         changes.push((COLLATERAL.to_string(), Credit(Amount(out))));
     }
-    let (tx_hash, time, balances) = execute(s, wallet, changes, &rows, &moves).await?;
-    let subject = Subject::NegRisk { market_id: b.market_id, index_set: set };
-    Ok(Receipt {
-        kind: CtfKind::Conversion,
-        subject,
-        wallet: wallet.to_string(),
-        size: a,
-        usdc_size: out,
-        tx_hash,
-        time,
-        balances,
-    })
+    let subject = Subject::NegRisk { market_id: b.market_id.clone(), index_set: set };
+    Ok(Plan { kind: CtfKind::Conversion, subject, changes, rows, moves, size: a, usdc_size: out })
 }

@@ -20,6 +20,7 @@ pub mod onchain;
 pub mod orders;
 pub mod overview;
 pub mod ratelimit;
+pub mod relayer;
 pub mod replay;
 pub mod resolution;
 pub mod rewards;
@@ -72,6 +73,9 @@ pub struct AppState {
     pub events: Option<Arc<events::EventStream>>,
     /// The dashboard's 24-hour volume of each market.
     pub day_volumes: overview::DayVolumes,
+    pub relayer: relayer::Relayer,
+    /// The contracts a relayed call may reach.
+    pub relay_contracts: relayer::RelayContracts,
 }
 
 /// The WebSocket feeds: their subscriptions and the runtime their connections run on
@@ -106,6 +110,8 @@ impl Parts {
         Ok(AppState {
             domains: config.order_domains()?,
             wallets: config.wallet_factories()?,
+            relay_contracts: config.relay_contracts()?,
+            relayer: Default::default(),
             access: access::Access::load(&store, &config, internal_token)?,
             keys: keys::Keys::load(&store)?,
             feeds,

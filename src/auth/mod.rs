@@ -3,6 +3,7 @@
 
 pub mod eip712;
 pub mod hmac;
+pub mod relay;
 pub mod wallets;
 
 pub use eip712::{

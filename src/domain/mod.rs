@@ -12,6 +12,7 @@ pub mod fees;
 pub mod num;
 pub mod packed;
 pub mod records;
+pub mod relay;
 pub mod resolution;
 pub mod rewards;
 pub mod rfq;

@@ -22,6 +22,7 @@ mod notifications;
 mod open_index;
 mod outbox;
 mod read;
+mod relay;
 mod resolution;
 mod rewards;
 mod rfq;

@@ -100,6 +100,9 @@ pub mod cf {
     /// Chain mode: nonce (u64 BE) → settlement transaction recorded before its broadcast
     /// and not settled yet (`domain::chain::ChainTx`).
     pub const CHAIN_TXS: &str = "chain_txs";
+    /// The relayer's transactions, their indexes, wallets' nonces and deployed Safes
+    /// (`store::relay`).
+    pub const RELAY: &str = "relay";
     /// The event stream (`--events-to`): event sequence (u64 BE) → an order, trade or
     /// market write not yet acknowledged by the stream's server (`store::outbox`).
     pub const STREAM_OUTBOX: &str = "stream_outbox";
@@ -165,6 +168,7 @@ pub mod cf {
         RFQ,
         BUILDERS,
         CHAIN_TXS,
+        RELAY,
         STREAM_OUTBOX,
         LOG_PIN,
     ];

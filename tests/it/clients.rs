@@ -145,6 +145,46 @@ fn unified_sdk(program: &Path, args: &[&str]) {
     run_on(program, args, &s, (&cond, yes, no));
 }
 
+/// Polymarket's relayer client (@polymarket/builder-relayer-client) with a builder key, in
+/// ledger mode: it deploys its owner's Safe and runs approvals, a split and a merge from
+/// it through the relayer; the Safe's balances follow, and the owner's own are untouched.
+#[test]
+fn official_relayer_client() {
+    let s = client_server();
+    let dir = root().join("tests/clients/node");
+    assert!(dir.join("node_modules/@polymarket/builder-relayer-client").exists(), "run scripts/setup.sh");
+    let cond = format!("0x{}", "c3".repeat(32));
+    let (yes, no) = ("3301", "3302");
+    let market = serde_json::json!({
+        "condition_id": cond, "question": "Will the relayer relay?", "slug": "relayer-client",
+        "tokens": [{"token_id": yes, "outcome": "Yes"}, {"token_id": no, "outcome": "No"}],
+        "tick_size": "0.01", "min_order_size": "5",
+    });
+    assert_eq!(s.internal_post("/internal/markets", &market).0, 200);
+    let (builder, owner) = (s.trader(0), s.trader(m("7")));
+    let (st, creds) = builder.l2(&s, "POST", "/auth/builder-api-key", Some(&serde_json::json!({"builderId": "relay"})));
+    assert_eq!(st, 200, "{creds}");
+    let safe = format!("{:#x}", owner.derived(&s, 2));
+    s.credit(&safe, "USDC", m("100"));
+    let out = Command::new("node")
+        .arg(dir.join("builder_relayer_client_test.mjs"))
+        .env("PREDEX_CLOB", &s.clob)
+        .env("PREDEX_COND", &cond)
+        .env("PREDEX_OWNER_KEY", format!("0x{}", alloy_primitives::hex::encode(owner.wallet.to_bytes())))
+        .env("PREDEX_BUILDER_KEY", creds["apiKey"].as_str().unwrap())
+        .env("PREDEX_BUILDER_SECRET", creds["secret"].as_str().unwrap())
+        .env("PREDEX_BUILDER_PASSPHRASE", creds["passphrase"].as_str().unwrap())
+        .output()
+        .expect("the client's test starts");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{text}");
+    let held = s.internal_get(&format!("/internal/balances?address={safe}")).1;
+    let units = |asset: &str| held[asset]["balance"].as_str().map(|x| predex::domain::parse_decimal(x, 6).unwrap());
+    assert_eq!((units("USDC"), units(yes), units(no)), (Some(m("94")), Some(m("6")), Some(m("6"))), "{held}");
+    assert_eq!(owner.balance(&s, "USDC"), m("7"), "the owner paid nothing");
+    s.check();
+}
+
 /// polymarket_client_sdk_v2 (tests/clients/rust, built by scripts/setup.sh) on a
 /// version-1 and a version-2 venue. It reads condition ids as 32 bytes, so it trades a
 /// market of its own whose id is.

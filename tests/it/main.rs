@@ -22,6 +22,7 @@ mod loadgen;
 mod matching;
 mod openapi;
 mod orders;
+mod relay;
 mod resolution;
 mod restart;
 mod rewards;

@@ -1,0 +1,422 @@
+//! Polymarket's relayer in ledger mode (docs/reference/relay.md): a wallet's owner signs a
+//! transaction of its Safe (or the Safe's deployment); predex checks the signature, the
+//! nonce and that the wallet is the owner's own, decodes the calls (only the venue's
+//! contracts, only the functions the ledger has), and applies them in one engine command
+//! written with the transaction's record and the Safe's next nonce: CONFIRMED when the
+//! reply is sent. A call the ledger refuses (not enough balance, an unknown market) leaves
+//! a FAILED record and the nonce unused, as a reverted Safe transaction does.
+
+use alloy_primitives::{Address, B256, U256};
+use alloy_sol_types::SolCall;
+use serde::Deserialize;
+use tokio::sync::Mutex;
+use uuid::Uuid;
+
+use crate::app::ctf::{self, ConvertRequest, CtfError, CtfRequest, Plan};
+use crate::app::AppState;
+use crate::auth::relay::{create_proxy_hash, recover_safe_signer, safe_tx_hash};
+use crate::domain::analytics::CtfKind;
+use crate::domain::relay::{RelayKind, RelayState, RelayTx};
+use crate::domain::{now_millis, NumberText};
+use crate::store::{Batch, StoreError};
+
+/// Polygon's USDC.e, ConditionalTokens, negative-risk adapter and Safe MultiSend: the
+/// contracts a Polymarket client calls, and the relayer's defaults in ledger mode.
+pub const POLYGON_COLLATERAL: &str = "0x2791Bca1f2de4661ED88A30C99A7a9449Aa84174";
+pub const POLYGON_CTF: &str = "0x4D97DCd97eC945f40cF65F87097ACe5EA0476045";
+pub const POLYGON_NEG_RISK_ADAPTER: &str = "0xd91E80cF2E7be2e162c6513ceD06f1dD0dA35296";
+pub const POLYGON_SAFE_MULTISEND: &str = "0xA238CBeb142c10Ef7Ad8442C6D1f9E89e07e7761";
+
+/// The longest `metadata` a transaction keeps.
+const MAX_METADATA: usize = 500;
+
+mod abi {
+    alloy_sol_types::sol! {
+        function approve(address spender, uint256 amount) returns (bool);
+        function setApprovalForAll(address operator, bool approved);
+        function splitPosition(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] partition, uint256 amount);
+        function mergePositions(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] partition, uint256 amount);
+        function redeemPositions(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] indexSets);
+        function multiSend(bytes transactions);
+    }
+}
+
+mod adapter {
+    alloy_sol_types::sol! {
+        function splitPosition(bytes32 conditionId, uint256 amount);
+        function mergePositions(bytes32 conditionId, uint256 amount);
+        function convertPositions(bytes32 marketId, uint256 indexSet, uint256 amount);
+    }
+}
+
+/// The venue's contracts a relayed call may reach.
+#[derive(Debug, Clone)]
+pub struct RelayContracts {
+    pub collateral: Address,
+    pub ctf: Address,
+    pub adapter: Address,
+    /// Both versions' exchanges, standard and negative risk.
+    pub exchanges: Vec<Address>,
+    pub multisend: Address,
+    pub safe_factory: Address,
+}
+
+impl RelayContracts {
+    /// Who may be given an allowance or an operator's approval: the exchanges, the adapter
+    /// and ConditionalTokens (which `splitPosition` pulls collateral into).
+    fn spender(&self, a: Address) -> bool {
+        a == self.ctf || a == self.adapter || self.exchanges.contains(&a)
+    }
+}
+
+/// The relayer's state: one transaction checked and applied at a time, so two holding the
+/// same nonce never both run.
+#[derive(Default)]
+pub struct Relayer {
+    lock: Mutex<()>,
+}
+
+/// What the relayer refuses (400 with the message unless said otherwise).
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("call not allowed")]
+    CallNotAllowed,
+    #[error("invalid signature")]
+    BadSignature,
+    #[error("invalid nonce: the safe's nonce is {0}")]
+    BadNonce(u64),
+    #[error("safe not deployed")]
+    NotDeployed,
+    #[error("safe already deployed")]
+    Deployed,
+    #[error("the signer has to be the owner of the API KEY")]
+    NotOwner,
+    /// The ledger could not apply it now (503).
+    #[error("{0}")]
+    Unavailable(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A transaction request as the official relayer client sends it.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TransactionRequest {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub from: String,
+    pub to: String,
+    pub proxy_wallet: Option<String>,
+    #[serde(default)]
+    pub data: String,
+    pub nonce: Option<NumberText>,
+    pub signature: String,
+    #[serde(default)]
+    pub signature_params: SignatureParams,
+    #[serde(default)]
+    pub metadata: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignatureParams {
+    pub gas_price: Option<NumberText>,
+    pub operation: Option<NumberText>,
+    pub safe_txn_gas: Option<NumberText>,
+    pub base_gas: Option<NumberText>,
+    pub gas_token: Option<String>,
+    pub refund_receiver: Option<String>,
+    pub payment_token: Option<String>,
+    pub payment: Option<NumberText>,
+    pub payment_receiver: Option<String>,
+}
+
+/// A call the ledger carries out.
+#[derive(Debug, PartialEq, Eq)]
+enum Call {
+    /// An allowance or an operator's approval toward the venue: the ledger needs none, so
+    /// it is recorded with the transaction and changes nothing else.
+    Approval,
+    Split {
+        condition_id: String,
+        amount: u64,
+    },
+    Merge {
+        condition_id: String,
+        amount: u64,
+    },
+    Redeem {
+        condition_id: String,
+    },
+    Convert {
+        market_id: String,
+        index_set: u64,
+        amount: u64,
+    },
+}
+
+fn address(s: &str, what: &str) -> Result<Address, RelayError> {
+    s.trim().parse().map_err(|_| RelayError::Invalid(format!("invalid {what}")))
+}
+
+fn hex_bytes(s: &str, what: &str) -> Result<Vec<u8>, RelayError> {
+    alloy_primitives::hex::decode(s.trim()).map_err(|_| RelayError::Invalid(format!("invalid {what}")))
+}
+
+fn zero(v: &Option<NumberText>) -> bool {
+    v.as_ref().is_none_or(|n| n.text() == "0")
+}
+
+fn zero_address(v: &Option<String>) -> bool {
+    v.as_deref().is_none_or(|a| a.parse::<Address>().is_ok_and(|a| a == Address::ZERO))
+}
+
+fn amount(v: U256) -> Result<u64, RelayError> {
+    u64::try_from(v)
+        .ok()
+        .filter(|&a| a > 0)
+        .ok_or_else(|| RelayError::Invalid("amount must be positive and fit the ledger".into()))
+}
+
+fn condition(b: B256) -> String {
+    format!("{b:#x}")
+}
+
+/// The one call `data` makes at `to` (operation: a call), when the venue allows it.
+fn decode_call(c: &RelayContracts, to: Address, data: &[u8]) -> Result<Call, RelayError> {
+    let binary = |partition: &[U256]| partition == [U256::from(1), U256::from(2)];
+    if to == c.collateral {
+        let call = abi::approveCall::abi_decode(data).map_err(|_| RelayError::CallNotAllowed)?;
+        return if c.spender(call.spender) { Ok(Call::Approval) } else { Err(RelayError::CallNotAllowed) };
+    }
+    if to == c.ctf {
+        if let Ok(call) = abi::setApprovalForAllCall::abi_decode(data) {
+            return if c.spender(call.operator) { Ok(Call::Approval) } else { Err(RelayError::CallNotAllowed) };
+        }
+        if let Ok(call) = abi::splitPositionCall::abi_decode(data) {
+            if call.collateralToken == c.collateral && call.parentCollectionId.is_zero() && binary(&call.partition) {
+                return Ok(Call::Split { condition_id: condition(call.conditionId), amount: amount(call.amount)? });
+            }
+        }
+        if let Ok(call) = abi::mergePositionsCall::abi_decode(data) {
+            if call.collateralToken == c.collateral && call.parentCollectionId.is_zero() && binary(&call.partition) {
+                return Ok(Call::Merge { condition_id: condition(call.conditionId), amount: amount(call.amount)? });
+            }
+        }
+        if let Ok(call) = abi::redeemPositionsCall::abi_decode(data) {
+            if call.collateralToken == c.collateral && call.parentCollectionId.is_zero() && binary(&call.indexSets) {
+                return Ok(Call::Redeem { condition_id: condition(call.conditionId) });
+            }
+        }
+        return Err(RelayError::CallNotAllowed);
+    }
+    if to == c.adapter {
+        if let Ok(call) = adapter::splitPositionCall::abi_decode(data) {
+            return Ok(Call::Split { condition_id: condition(call.conditionId), amount: amount(call.amount)? });
+        }
+        if let Ok(call) = adapter::mergePositionsCall::abi_decode(data) {
+            return Ok(Call::Merge { condition_id: condition(call.conditionId), amount: amount(call.amount)? });
+        }
+        if let Ok(call) = adapter::convertPositionsCall::abi_decode(data) {
+            let index_set = u64::try_from(call.indexSet).map_err(|_| RelayError::CallNotAllowed)?;
+            return Ok(Call::Convert { market_id: condition(call.marketId), index_set, amount: amount(call.amount)? });
+        }
+    }
+    Err(RelayError::CallNotAllowed)
+}
+
+/// The calls of a Safe transaction: one call, or MultiSend's packed calls by delegatecall
+/// (each `uint8 operation ‖ address to ‖ uint256 value ‖ uint256 length ‖ data`, every one
+/// a plain call without value).
+fn decode_safe_calls(c: &RelayContracts, to: Address, data: &[u8], operation: u8) -> Result<Vec<Call>, RelayError> {
+    match operation {
+        0 => Ok(vec![decode_call(c, to, data)?]),
+        1 if to == c.multisend => {
+            let packed = abi::multiSendCall::abi_decode(data).map_err(|_| RelayError::CallNotAllowed)?.transactions;
+            let mut rest = packed.as_ref();
+            let mut calls = Vec::new();
+            while !rest.is_empty() {
+                let head = rest.get(..85).ok_or(RelayError::CallNotAllowed)?;
+                let (op, to, value) = (head[0], Address::from_slice(&head[1..21]), U256::from_be_slice(&head[21..53]));
+                let len =
+                    usize::try_from(U256::from_be_slice(&head[53..85])).map_err(|_| RelayError::CallNotAllowed)?;
+                let body = rest
+                    .get(85..85usize.checked_add(len).ok_or(RelayError::CallNotAllowed)?)
+                    .ok_or(RelayError::CallNotAllowed)?;
+                if op != 0 || !value.is_zero() {
+                    return Err(RelayError::CallNotAllowed);
+                }
+                calls.push(decode_call(c, to, body)?);
+                rest = &rest[85 + len..];
+            }
+            if calls.is_empty() {
+                return Err(RelayError::CallNotAllowed);
+            }
+            Ok(calls)
+        }
+        _ => Err(RelayError::CallNotAllowed),
+    }
+}
+
+/// Who submits: any owner's transaction for a builder key (the owner's signature is what
+/// authorises it), the key's own address's for a relayer or L2 key.
+pub struct Submitter {
+    pub id: String,
+    pub address: Option<String>,
+}
+
+/// Checks and applies a transaction request; the record as written.
+pub async fn submit(s: &AppState, by: Submitter, req: TransactionRequest) -> Result<RelayTx, RelayError> {
+    let kind = RelayKind::parse(&req.kind)
+        .ok_or_else(|| RelayError::Invalid(format!("unsupported transaction type: {}", req.kind)))?;
+    let from = address(&req.from, "from")?;
+    let from_text = format!("{from:#x}");
+    if by.address.as_deref().is_some_and(|a| a != from_text) {
+        return Err(RelayError::NotOwner);
+    }
+    let safe = s.wallets.safe(from);
+    let wallet = match req.proxy_wallet.as_deref() {
+        Some(w) => address(w, "proxyWallet")?,
+        None => safe,
+    };
+    let to = address(&req.to, "to")?;
+    if req.metadata.as_ref().is_some_and(|m| m.len() > MAX_METADATA) {
+        return Err(RelayError::Invalid(format!("metadata longer than {MAX_METADATA} bytes")));
+    }
+    let data = hex_bytes(if req.data.is_empty() { "0x" } else { &req.data }, "data")?;
+    let c = &s.relay_contracts;
+    let _one_at_a_time = s.relayer.lock.lock().await;
+    let now = now_millis();
+    let mut tx = RelayTx {
+        id: Uuid::new_v4(),
+        hash: [0; 32],
+        kind,
+        from: from_text.clone(),
+        to: format!("{to:#x}"),
+        wallet: format!("{wallet:#x}"),
+        data: format!("0x{}", alloy_primitives::hex::encode(&data)),
+        nonce: String::new(),
+        signature: req.signature.clone(),
+        state: RelayState::Confirmed,
+        owner: by.id,
+        metadata: req.metadata.unwrap_or_default(),
+        created_at: now,
+        updated_at: now,
+        error: None,
+    };
+    tx.hash = alloy_primitives::keccak256(tx.id.as_bytes()).0;
+    match kind {
+        RelayKind::SafeCreate => {
+            let p = &req.signature_params;
+            if to != c.safe_factory || wallet != safe {
+                return Err(RelayError::Invalid("not the owner's safe at the venue's safe factory".into()));
+            }
+            if !(zero_address(&p.payment_token) && zero(&p.payment) && zero_address(&p.payment_receiver)) {
+                return Err(RelayError::Invalid("the relayer takes no payment".into()));
+            }
+            let hash = create_proxy_hash(s.config.chain_id, c.safe_factory);
+            if crate::auth::eip712::recover(&hash, &req.signature) != Some(from) {
+                return Err(RelayError::BadSignature);
+            }
+            if s.store.safe_deployed(&tx.wallet)? {
+                return Err(RelayError::Deployed);
+            }
+            let mut b = Batch::default();
+            b.put_safe_deployed(&tx.wallet);
+            b.add_relay_tx(&tx);
+            s.commit(b).await?;
+            Ok(tx)
+        }
+        RelayKind::Safe => {
+            let p = &req.signature_params;
+            if wallet != safe {
+                return Err(RelayError::Invalid("not the owner's safe".into()));
+            }
+            let gasless = zero(&p.gas_price)
+                && zero(&p.safe_txn_gas)
+                && zero(&p.base_gas)
+                && zero_address(&p.gas_token)
+                && zero_address(&p.refund_receiver);
+            if !gasless {
+                return Err(RelayError::Invalid("the relayer pays the gas: gas fields must be zero".into()));
+            }
+            let operation = match p.operation.as_ref().map(|o| o.text()) {
+                None => 0u8,
+                Some(o) => o.parse().map_err(|_| RelayError::Invalid("invalid operation".into()))?,
+            };
+            let calls = decode_safe_calls(c, to, &data, operation)?;
+            if !s.store.safe_deployed(&tx.wallet)? {
+                return Err(RelayError::NotDeployed);
+            }
+            let nonce = s.store.relay_nonce(&tx.wallet)?;
+            let signed = req.nonce.as_ref().map(|n| n.text());
+            if signed.as_deref() != Some(nonce.to_string().as_str()) {
+                return Err(RelayError::BadNonce(nonce));
+            }
+            tx.nonce = nonce.to_string();
+            let hash = safe_tx_hash(s.config.chain_id, safe, to, &data, operation, U256::from(nonce));
+            if recover_safe_signer(&hash, &req.signature) != Some(from) {
+                return Err(RelayError::BadSignature);
+            }
+            // The calls' ledger changes, written with the record and the next nonce in one
+            // engine command; a refusal of the ledger is the transaction failing, as a
+            // reverted Safe transaction does: recorded, the nonce unused.
+            let outcome = match plans(s, &tx.wallet, &calls).await {
+                Ok(plans) => {
+                    let mut records = Batch::default();
+                    records.put_relay_nonce(&tx.wallet, nonce + 1);
+                    records.add_relay_tx(&tx);
+                    ctf::apply(s, &tx.wallet, &plans, tx.hash, records).await.map(|_| ())
+                }
+                Err(e) => Err(e),
+            };
+            match outcome {
+                Ok(()) => Ok(tx),
+                Err(e @ (CtfError::Store(_) | CtfError::Engine(_))) => Err(RelayError::Unavailable(e.to_string())),
+                Err(e) => {
+                    tx.state = RelayState::Failed;
+                    tx.error = Some(e.to_string());
+                    let mut b = Batch::default();
+                    b.add_relay_tx(&tx);
+                    s.commit(b).await?;
+                    Ok(tx)
+                }
+            }
+        }
+        RelayKind::Proxy => Err(RelayError::Invalid("PROXY transactions are not relayed yet".into())),
+    }
+}
+
+/// The ledger's plan of each call that moves something (approvals move nothing).
+async fn plans(s: &AppState, wallet: &str, calls: &[Call]) -> Result<Vec<Plan>, CtfError> {
+    let mut out = Vec::new();
+    for call in calls {
+        let request = |condition_id: &str, amount: Option<u64>| CtfRequest {
+            condition_id: condition_id.to_string(),
+            amount: amount.map(|a| a.to_string()),
+            address: None,
+        };
+        out.push(match call {
+            Call::Approval => continue,
+            Call::Split { condition_id, amount } => {
+                ctf::plan(s, CtfKind::Split, wallet, request(condition_id, Some(*amount))).await?
+            }
+            Call::Merge { condition_id, amount } => {
+                ctf::plan(s, CtfKind::Merge, wallet, request(condition_id, Some(*amount))).await?
+            }
+            Call::Redeem { condition_id } => ctf::plan(s, CtfKind::Redeem, wallet, request(condition_id, None)).await?,
+            Call::Convert { market_id, index_set, amount } => ctf::plan_convert(
+                s,
+                &ConvertRequest {
+                    market_id: market_id.clone(),
+                    index_set: NumberText::Text(index_set.to_string()),
+                    amount: amount.to_string(),
+                    address: None,
+                },
+            )?,
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,191 @@
+//! The relayer (docs/reference/relay.md): a Safe's transactions run only as its owner signed
+//! them, only toward the venue's contracts, once, and durably.
+
+use alloy_primitives::{Address, U256};
+use alloy_signer::SignerSync;
+use alloy_signer_local::PrivateKeySigner;
+use alloy_sol_types::{sol, SolCall};
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+sol! {
+    function splitPosition(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] partition, uint256 amount);
+    function mergePositions(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] partition, uint256 amount);
+}
+
+const USDC: Address = alloy_primitives::address!("2791Bca1f2de4661ED88A30C99A7a9449Aa84174");
+const CTF: Address = alloy_primitives::address!("4D97DCd97eC945f40cF65F87097ACe5EA0476045");
+const FACTORY: &str = "0xaacFeEa03eb1561C4e67d661e40682Bd20E3541b";
+
+fn hex(b: &[u8]) -> String {
+    format!("0x{}", alloy_primitives::hex::encode(b))
+}
+
+/// The Safe deployment request `key` signs for `owner`'s Safe.
+fn create_request(s: &Server, owner: &Trader, key: &PrivateKeySigner) -> Value {
+    let hash = predex::auth::relay::create_proxy_hash(s.config.chain_id, FACTORY.parse().unwrap());
+    json!({
+        "type": "SAFE-CREATE", "from": owner.address, "to": FACTORY,
+        "proxyWallet": format!("{:#x}", owner.derived(s, 2)), "data": "0x",
+        "signature": hex(&key.sign_hash_sync(&hash).unwrap().as_bytes()),
+        "signatureParams": {"paymentToken": Address::ZERO, "payment": "0", "paymentReceiver": Address::ZERO},
+    })
+}
+
+/// A Safe transaction of `owner`'s Safe running `data` at `to` with `nonce`, signed by `key`
+/// as the official client signs (eth_sign, v + 4).
+fn safe_request(s: &Server, owner: &Trader, key: &PrivateKeySigner, to: Address, data: &[u8], nonce: u64) -> Value {
+    let safe = owner.derived(s, 2);
+    let hash = predex::auth::relay::safe_tx_hash(s.config.chain_id, safe, to, data, 0, U256::from(nonce));
+    let mut sig = key.sign_message_sync(hash.as_slice()).unwrap().as_bytes();
+    sig[64] += 4;
+    json!({
+        "type": "SAFE", "from": owner.address, "to": format!("{to:#x}"), "proxyWallet": format!("{safe:#x}"),
+        "data": hex(data), "nonce": nonce.to_string(), "signature": hex(&sig),
+        "signatureParams": {"gasPrice": "0", "operation": "0", "safeTxnGas": "0", "baseGas": "0",
+                            "gasToken": Address::ZERO, "refundReceiver": Address::ZERO},
+    })
+}
+
+fn split(cond: &str, amount: u64, collateral: Address) -> Vec<u8> {
+    splitPositionCall {
+        collateralToken: collateral,
+        parentCollectionId: Default::default(),
+        conditionId: cond.parse().unwrap(),
+        partition: vec![U256::from(1), U256::from(2)],
+        amount: U256::from(amount),
+    }
+    .abi_encode()
+}
+
+fn merge(cond: &str, amount: u64) -> Vec<u8> {
+    mergePositionsCall {
+        collateralToken: USDC,
+        parentCollectionId: Default::default(),
+        conditionId: cond.parse().unwrap(),
+        partition: vec![U256::from(1), U256::from(2)],
+        amount: U256::from(amount),
+    }
+    .abi_encode()
+}
+
+#[test]
+fn a_safe_runs_only_what_its_owner_signed_once_and_durably() {
+    let s = Server::start();
+    let cond = format!("0x{}", "c4".repeat(32));
+    s.create_market(&cond, "4401", "4402", "0.01", false);
+    let (owner, stranger) = (s.trader(0), s.trader(0));
+    let safe = format!("{:#x}", owner.derived(&s, 2));
+    s.credit(&safe, "USDC", m("50"));
+    let submit = |t: &Trader, body: &Value| t.l2(&s, "POST", "/submit", Some(body));
+    let nonce = || s.get(&format!("/nonce?address={}&type=SAFE", owner.address)).1["nonce"].clone();
+    let deployed = || s.get(&format!("/deployed?address={safe}")).1["deployed"].clone();
+    let held = |asset: &str| -> u64 {
+        let b = s.internal_get(&format!("/internal/balances?address={safe}")).1;
+        b[asset]["balance"].as_str().map_or(0, |x| predex::domain::parse_decimal(x, 6).unwrap())
+    };
+
+    // Not deployed: nothing runs. Deployed only by its owner's signature, once.
+    let ten = split(&cond, m("10"), USDC);
+    let early = safe_request(&s, &owner, &owner.wallet, CTF, &ten, 0);
+    assert_eq!(err(submit(&owner, &early)), (400, "safe not deployed".into()));
+    let forged = create_request(&s, &owner, &stranger.wallet);
+    assert_eq!(err(submit(&owner, &forged)), (400, "invalid signature".into()));
+    assert_eq!(deployed(), json!(false));
+    let (st, created) = submit(&owner, &create_request(&s, &owner, &owner.wallet));
+    assert_eq!((st, &created["state"]), (200, &json!("STATE_CONFIRMED")), "{created}");
+    assert_eq!(deployed(), json!(true));
+    assert_eq!(err(submit(&owner, &create_request(&s, &owner, &owner.wallet))), (400, "safe already deployed".into()));
+
+    // The attacks: another key's signature, a nonce not the Safe's, someone else's key
+    // sending the owner's signed transaction, gas refunds, a collateral not the venue's,
+    // no credentials. Each changes nothing.
+    let attacks = [
+        (&owner, safe_request(&s, &owner, &stranger.wallet, CTF, &ten, 0), "invalid signature"),
+        (&owner, safe_request(&s, &owner, &owner.wallet, CTF, &ten, 1), "invalid nonce: the safe's nonce is 0"),
+        (
+            &stranger,
+            safe_request(&s, &owner, &owner.wallet, CTF, &ten, 0),
+            "the signer has to be the owner of the API KEY",
+        ),
+        (
+            &owner,
+            {
+                let mut r = safe_request(&s, &owner, &owner.wallet, CTF, &ten, 0);
+                r["signatureParams"]["gasPrice"] = json!("1");
+                r
+            },
+            "the relayer pays the gas: gas fields must be zero",
+        ),
+        (
+            &owner,
+            safe_request(&s, &owner, &owner.wallet, CTF, &split(&cond, m("10"), Address::repeat_byte(7)), 0),
+            "call not allowed",
+        ),
+        (&owner, safe_request(&s, &owner, &owner.wallet, Address::repeat_byte(7), &ten, 0), "call not allowed"),
+        (
+            &owner,
+            {
+                let mut r = safe_request(&s, &owner, &owner.wallet, CTF, &ten, 0);
+                r["metadata"] = json!("m".repeat(501));
+                r
+            },
+            "metadata longer than 500 bytes",
+        ),
+        (
+            &owner,
+            {
+                let mut r = safe_request(&s, &owner, &owner.wallet, CTF, &ten, 0);
+                r["signatureParams"]["operation"] = json!("1");
+                r
+            },
+            "call not allowed",
+        ),
+    ];
+    for (who, body, why) in attacks {
+        assert_eq!(err(submit(who, &body)), (400, why.into()), "{body}");
+    }
+    assert_eq!(s.post("/submit", &safe_request(&s, &owner, &owner.wallet, CTF, &ten, 0)).0, 401);
+    assert_eq!((nonce(), held("USDC"), held("4401")), (json!("0"), m("50"), 0));
+
+    // The owner's split runs once: the same signed transaction again is a stale nonce.
+    let good = safe_request(&s, &owner, &owner.wallet, CTF, &ten, 0);
+    let (st, done) = submit(&owner, &good);
+    assert_eq!((st, &done["state"]), (200, &json!("STATE_CONFIRMED")), "{done}");
+    assert_eq!(err(submit(&owner, &good)), (400, "invalid nonce: the safe's nonce is 1".into()));
+    assert_eq!((nonce(), held("USDC"), held("4401"), held("4402")), (json!("1"), m("40"), m("10"), m("10")));
+
+    // A merge of more than the Safe holds fails as a reverted transaction: recorded, the
+    // nonce unused, nothing moved.
+    let (st, failed) = submit(&owner, &safe_request(&s, &owner, &owner.wallet, CTF, &merge(&cond, m("20")), 1));
+    assert_eq!((st, &failed["state"]), (200, &json!("STATE_FAILED")), "{failed}");
+    let id = failed["transactionID"].as_str().unwrap().to_string();
+    let record = s.get(&format!("/transaction?id={id}")).1;
+    assert_eq!(record[0]["errorMsg"], "not enough balance / allowance", "{record}");
+    assert_eq!((nonce(), held("USDC"), held("4401")), (json!("1"), m("40"), m("10")));
+    assert_eq!(s.get(&format!("/transaction?id={}", uuid::Uuid::new_v4())).1, json!([]));
+    assert_eq!(err(s.get("/transaction?id=nope")), (400, "invalid id".into()));
+
+    // Durable: after a restart the records, the nonce and the deployment are there.
+    let (cfg, _dir) = s.stop();
+    let s = Server::start_with(cfg);
+    let (st, mine) = owner.l2(&s, "GET", "/transactions", None);
+    assert_eq!(st, 200, "{mine}");
+    let states: Vec<_> = mine.as_array().unwrap().iter().map(|t| (t["type"].clone(), t["state"].clone())).collect();
+    assert_eq!(
+        states,
+        [
+            (json!("SAFE"), json!("STATE_FAILED")),
+            (json!("SAFE"), json!("STATE_CONFIRMED")),
+            (json!("SAFE-CREATE"), json!("STATE_CONFIRMED"))
+        ]
+    );
+    assert_eq!(mine[1]["transactionHash"], done["transactionHash"]);
+    assert_eq!(s.get(&format!("/nonce?address={}&type=SAFE", owner.address)).1["nonce"], "1");
+    assert_eq!(s.get(&format!("/deployed?address={safe}")).1["deployed"], true);
+    assert_eq!(stranger.l2(&s, "GET", "/transactions", None).1, json!([]), "none of the stranger's");
+    assert_eq!(s.get("/transactions").0, 401);
+    assert_eq!(err(s.get("/nonce?address=0x12&type=SAFE")), (400, "invalid address".into()));
+    s.check();
+}
