@@ -86,6 +86,10 @@ pub struct Config {
     /// through the relayer (default Polygon's).
     #[arg(long, default_value = crate::app::relayer::POLYGON_SAFE_MULTISEND)]
     pub safe_multisend_address: String,
+    /// The relay hub (GSN v1) a proxy wallet's owner signs its relayed calls for (default
+    /// Polygon's).
+    #[arg(long, default_value = crate::app::relayer::POLYGON_RELAY_HUB)]
+    pub relay_hub_address: String,
     /// The proxy-wallet factory signature-type-1 makers are derived from (CREATE2; default
     /// Polygon's, the one Polymarket's clients derive with).
     #[arg(long, default_value = wallets::POLYGON_PROXY_FACTORY)]
@@ -388,7 +392,7 @@ impl Config {
 
     /// The venue's contracts the relayer lets a wallet call: the collateral, ConditionalTokens
     /// and the adapter as set (Polygon's unless set: what a Polymarket client calls), both
-    /// versions' exchanges, MultiSend and the Safe factory.
+    /// versions' exchanges, MultiSend, the Safe and proxy factories and the relay hub.
     pub fn relay_contracts(&self) -> anyhow::Result<crate::app::relayer::RelayContracts> {
         use crate::app::relayer as r;
         let a = |v: Option<&str>, default: &str, name: &str| -> anyhow::Result<alloy_primitives::Address> {
@@ -407,6 +411,9 @@ impl Config {
             exchanges: [domains.exchanges(1), domains.exchanges(2)].concat(),
             multisend: a(Some(&self.safe_multisend_address), "", "safe-multisend-address")?,
             safe_factory: self.wallet_factories()?.safe_factory,
+            proxy_factory: self.wallet_factories()?.proxy_factory,
+            relay_hub: a(Some(&self.relay_hub_address), "", "relay-hub-address")?,
+            relay: alloy_primitives::Address::ZERO,
         })
     }
 

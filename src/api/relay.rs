@@ -37,9 +37,10 @@ pub fn routes(state: Arc<AppState>) -> Routes {
         .then(|r, s| async move { respond(submit(s, r).await) });
     let nonce = handle_now(warp::path!("nonce").and(warp::get()), &state, |s, r| nonce(&s, &r));
     let deployed = handle_now(warp::path!("deployed").and(warp::get()), &state, |s, r| deployed(&s, &r));
+    let payload = handle_now(warp::path!("relay-payload").and(warp::get()), &state, |s, r| relay_payload(&s, &r));
     let one = handle_now(warp::path!("transaction").and(warp::get()), &state, |s, r| transaction(&s, &r));
     let mine = handle(warp::path!("transactions").and(warp::get()), &state, transactions);
-    submit.or(nonce).unify().or(deployed).unify().or(one).unify().or(mine).unify().boxed()
+    submit.or(nonce).unify().or(deployed).unify().or(payload).unify().or(one).unify().or(mine).unify().boxed()
 }
 
 impl From<RelayError> for ApiError {
@@ -57,20 +58,36 @@ fn query_address(r: &Req) -> Result<alloy_primitives::Address, ApiError> {
     r.query_map().get("address").and_then(|a| a.trim().parse().ok()).ok_or_else(|| ApiError::bad("invalid address"))
 }
 
-/// GET /nonce?address=<owner>&type=SAFE: the next nonce of the owner's Safe.
-fn nonce(s: &AppState, r: &Req) -> ApiResult {
+/// The wallet of `type` (SAFE or PROXY) an owner named by `address` has.
+fn owners_wallet(s: &AppState, r: &Req) -> Result<String, ApiError> {
     let owner = query_address(r)?;
     let wallet = match r.query_map().get("type").map(String::as_str) {
         Some("SAFE") => s.wallets.safe(owner),
-        _ => return Err(ApiError::bad("type must be SAFE")),
+        Some("PROXY") => s.wallets.proxy(owner),
+        _ => return Err(ApiError::bad("type must be SAFE or PROXY")),
     };
-    reply(&json!({ "nonce": s.store.relay_nonce(&format!("{wallet:#x}"))?.to_string() }))
+    Ok(format!("{wallet:#x}"))
 }
 
-/// GET /deployed?address=<safe>: whether the relayer has deployed it.
+/// GET /nonce?address=<owner>&type=SAFE|PROXY: the next nonce of the owner's Safe, or of
+/// its calls through the relay hub.
+fn nonce(s: &AppState, r: &Req) -> ApiResult {
+    reply(&json!({ "nonce": s.store.relay_nonce(&owners_wallet(s, r)?)?.to_string() }))
+}
+
+/// GET /relay-payload?address=<owner>&type=PROXY: the relay a proxy wallet's owner signs
+/// for, and its nonce.
+fn relay_payload(s: &AppState, r: &Req) -> ApiResult {
+    let wallet = owners_wallet(s, r)?;
+    let relay = s.relay_contracts.relay;
+    reply(&json!({ "address": format!("{relay:#x}"), "nonce": s.store.relay_nonce(&wallet)?.to_string() }))
+}
+
+/// GET /deployed?address=<wallet>: whether the relayer has deployed it (a Safe by its
+/// SAFE-CREATE, a proxy wallet by its first call).
 fn deployed(s: &AppState, r: &Req) -> ApiResult {
     let wallet = query_address(r)?;
-    reply(&json!({ "deployed": s.store.safe_deployed(&format!("{wallet:#x}"))? }))
+    reply(&json!({ "deployed": s.store.wallet_deployed(&format!("{wallet:#x}"))? }))
 }
 
 /// GET /transaction?id=: the transaction in an array, as Polymarket's relayer answers (empty
@@ -203,8 +220,8 @@ fn params<T: serde::de::DeserializeOwned>(body: Map<String, Value>) -> Result<T,
     serde_json::from_value(Value::Object(body)).map_err(|e| ApiError::bad(format!("Invalid payload: {e}")))
 }
 
-/// POST /submit: a transaction request of Polymarket's relayer client (`type` SAFE or
-/// SAFE-CREATE), read as JSON whatever its content type (the client sends it as a form),
+/// POST /submit: a transaction request of Polymarket's relayer client (`type` SAFE,
+/// SAFE-CREATE or PROXY), read as JSON whatever its content type (the client sends it as a form),
 /// or predex's by-name operation.
 async fn submit(s: Arc<AppState>, r: Req) -> ApiResult {
     super::ledger_only(&s)?;

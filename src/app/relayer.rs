@@ -26,6 +26,8 @@ pub const POLYGON_COLLATERAL: &str = "0x2791Bca1f2de4661ED88A30C99A7a9449Aa84174
 pub const POLYGON_CTF: &str = "0x4D97DCd97eC945f40cF65F87097ACe5EA0476045";
 pub const POLYGON_NEG_RISK_ADAPTER: &str = "0xd91E80cF2E7be2e162c6513ceD06f1dD0dA35296";
 pub const POLYGON_SAFE_MULTISEND: &str = "0xA238CBeb142c10Ef7Ad8442C6D1f9E89e07e7761";
+/// Polygon's relay hub (GSN v1), through which a proxy wallet's calls are relayed.
+pub const POLYGON_RELAY_HUB: &str = "0xD216153c06E857cD7f72665E0aF1d7D82172F494";
 
 /// The longest `metadata` a transaction keeps.
 const MAX_METADATA: usize = 500;
@@ -38,6 +40,14 @@ mod abi {
         function mergePositions(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] partition, uint256 amount);
         function redeemPositions(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] indexSets);
         function multiSend(bytes transactions);
+
+        struct ProxyCall {
+            uint8 typeCode;
+            address to;
+            uint256 value;
+            bytes data;
+        }
+        function proxy(ProxyCall[] calls) returns (bytes[] returnValues);
     }
 }
 
@@ -59,6 +69,11 @@ pub struct RelayContracts {
     pub exchanges: Vec<Address>,
     pub multisend: Address,
     pub safe_factory: Address,
+    pub proxy_factory: Address,
+    pub relay_hub: Address,
+    /// The account that relays proxy-wallet calls (`GET /relay-payload`): none in ledger
+    /// mode (the zero address).
+    pub relay: Address,
 }
 
 impl RelayContracts {
@@ -85,7 +100,7 @@ pub enum RelayError {
     CallNotAllowed,
     #[error("invalid signature")]
     BadSignature,
-    #[error("invalid nonce: the safe's nonce is {0}")]
+    #[error("invalid nonce: the wallet's nonce is {0}")]
     BadNonce(u64),
     #[error("safe not deployed")]
     NotDeployed,
@@ -123,6 +138,10 @@ pub struct TransactionRequest {
 #[serde(rename_all = "camelCase")]
 pub struct SignatureParams {
     pub gas_price: Option<NumberText>,
+    pub gas_limit: Option<NumberText>,
+    pub relayer_fee: Option<NumberText>,
+    pub relay_hub: Option<String>,
+    pub relay: Option<String>,
     pub operation: Option<NumberText>,
     pub safe_txn_gas: Option<NumberText>,
     pub base_gas: Option<NumberText>,
@@ -260,6 +279,56 @@ fn decode_safe_calls(c: &RelayContracts, to: Address, data: &[u8], operation: u8
     }
 }
 
+/// The calls of a proxy wallet's `proxy(calls)` at the proxy factory: plain calls (type
+/// code 1) without value.
+fn decode_proxy_calls(c: &RelayContracts, data: &[u8]) -> Result<Vec<Call>, RelayError> {
+    let calls = abi::proxyCall::abi_decode(data).map_err(|_| RelayError::CallNotAllowed)?.calls;
+    if calls.is_empty() {
+        return Err(RelayError::CallNotAllowed);
+    }
+    calls
+        .iter()
+        .map(|p| {
+            if p.typeCode != 1 || !p.value.is_zero() {
+                return Err(RelayError::CallNotAllowed);
+            }
+            decode_call(c, p.to, &p.data)
+        })
+        .collect()
+}
+
+/// The hash a proxy wallet's owner signs for the relay hub (GSN v1's relay request):
+/// keccak256("rlx:" ‖ from ‖ to ‖ data ‖ fee ‖ gas price ‖ gas limit ‖ nonce ‖ hub ‖ relay).
+#[allow(clippy::too_many_arguments)]
+fn relay_hash(
+    from: Address,
+    to: Address,
+    data: &[u8],
+    fee: U256,
+    gas_price: U256,
+    gas_limit: U256,
+    nonce: U256,
+    hub: Address,
+    relay: Address,
+) -> B256 {
+    let words = [fee, gas_price, gas_limit, nonce].map(|w| w.to_be_bytes::<32>());
+    alloy_primitives::keccak256(
+        [
+            b"rlx:".as_slice(),
+            from.as_slice(),
+            to.as_slice(),
+            data,
+            &words[0],
+            &words[1],
+            &words[2],
+            &words[3],
+            hub.as_slice(),
+            relay.as_slice(),
+        ]
+        .concat(),
+    )
+}
+
 /// Who submits: any owner's transaction for a builder key (the owner's signature is what
 /// authorises it), the key's own address's for a relayer or L2 key.
 pub struct Submitter {
@@ -320,11 +389,11 @@ pub async fn submit(s: &AppState, by: Submitter, req: TransactionRequest) -> Res
             if crate::auth::eip712::recover(&hash, &req.signature) != Some(from) {
                 return Err(RelayError::BadSignature);
             }
-            if s.store.safe_deployed(&tx.wallet)? {
+            if s.store.wallet_deployed(&tx.wallet)? {
                 return Err(RelayError::Deployed);
             }
             let mut b = Batch::default();
-            b.put_safe_deployed(&tx.wallet);
+            b.put_wallet_deployed(&tx.wallet);
             b.add_relay_tx(&tx);
             s.commit(b).await?;
             Ok(tx)
@@ -347,7 +416,7 @@ pub async fn submit(s: &AppState, by: Submitter, req: TransactionRequest) -> Res
                 Some(o) => o.parse().map_err(|_| RelayError::Invalid("invalid operation".into()))?,
             };
             let calls = decode_safe_calls(c, to, &data, operation)?;
-            if !s.store.safe_deployed(&tx.wallet)? {
+            if !s.store.wallet_deployed(&tx.wallet)? {
                 return Err(RelayError::NotDeployed);
             }
             let nonce = s.store.relay_nonce(&tx.wallet)?;
@@ -360,32 +429,81 @@ pub async fn submit(s: &AppState, by: Submitter, req: TransactionRequest) -> Res
             if recover_safe_signer(&hash, &req.signature) != Some(from) {
                 return Err(RelayError::BadSignature);
             }
-            // The calls' ledger changes, written with the record and the next nonce in one
-            // engine command; a refusal of the ledger is the transaction failing, as a
-            // reverted Safe transaction does: recorded, the nonce unused.
-            let outcome = match plans(s, &tx.wallet, &calls).await {
-                Ok(plans) => {
-                    let mut records = Batch::default();
-                    records.put_relay_nonce(&tx.wallet, nonce + 1);
-                    records.add_relay_tx(&tx);
-                    ctf::apply(s, &tx.wallet, &plans, tx.hash, records).await.map(|_| ())
-                }
-                Err(e) => Err(e),
-            };
-            match outcome {
-                Ok(()) => Ok(tx),
-                Err(e @ (CtfError::Store(_) | CtfError::Engine(_))) => Err(RelayError::Unavailable(e.to_string())),
-                Err(e) => {
-                    tx.state = RelayState::Failed;
-                    tx.error = Some(e.to_string());
-                    let mut b = Batch::default();
-                    b.add_relay_tx(&tx);
-                    s.commit(b).await?;
-                    Ok(tx)
-                }
-            }
+            execute(s, tx, &calls, nonce, &[]).await
         }
-        RelayKind::Proxy => Err(RelayError::Invalid("PROXY transactions are not relayed yet".into())),
+        RelayKind::Proxy => {
+            let p = &req.signature_params;
+            let proxy = s.wallets.proxy(from);
+            if to != c.proxy_factory || wallet != proxy {
+                return Err(RelayError::Invalid("not the owner's proxy wallet at the venue's proxy factory".into()));
+            }
+            if !(zero(&p.gas_price) && zero(&p.relayer_fee)) {
+                return Err(RelayError::Invalid("the relayer pays the gas: gas price and fee must be zero".into()));
+            }
+            let hub = address(p.relay_hub.as_deref().unwrap_or_default(), "relayHub")?;
+            let relay = address(p.relay.as_deref().unwrap_or_default(), "relay")?;
+            if hub != c.relay_hub || relay != c.relay {
+                return Err(RelayError::Invalid("not the venue's relay hub and relay".into()));
+            }
+            let gas_limit = p
+                .gas_limit
+                .as_ref()
+                .and_then(|g| U256::from_str_radix(&g.text(), 10).ok())
+                .ok_or_else(|| RelayError::Invalid("invalid gasLimit".into()))?;
+            let calls = decode_proxy_calls(c, &data)?;
+            let nonce = s.store.relay_nonce(&tx.wallet)?;
+            if req.nonce.as_ref().map(|n| n.text()).as_deref() != Some(nonce.to_string().as_str()) {
+                return Err(RelayError::BadNonce(nonce));
+            }
+            tx.nonce = nonce.to_string();
+            let hash = relay_hash(from, to, &data, U256::ZERO, U256::ZERO, gas_limit, U256::from(nonce), hub, relay);
+            if crate::auth::eip712::parse_signature(&req.signature)
+                .and_then(|sig| sig.recover_address_from_msg(hash.as_slice()).ok())
+                != Some(from)
+            {
+                return Err(RelayError::BadSignature);
+            }
+            // The factory creates the proxy wallet at its first call.
+            let wallet = tx.wallet.clone();
+            execute(s, tx, &calls, nonce, &[wallet]).await
+        }
+    }
+}
+
+/// Runs a wallet transaction's calls: their ledger changes, written with the record, the
+/// wallet's next nonce and the wallets it deploys in one engine command. A refusal of the
+/// ledger is the transaction failing, as a reverted transaction does: recorded FAILED,
+/// the nonce unused.
+async fn execute(
+    s: &AppState,
+    mut tx: RelayTx,
+    calls: &[Call],
+    nonce: u64,
+    deploys: &[String],
+) -> Result<RelayTx, RelayError> {
+    let outcome = match plans(s, &tx.wallet, calls).await {
+        Ok(plans) => {
+            let mut records = Batch::default();
+            records.put_relay_nonce(&tx.wallet, nonce + 1);
+            for w in deploys {
+                records.put_wallet_deployed(w);
+            }
+            records.add_relay_tx(&tx);
+            ctf::apply(s, &tx.wallet, &plans, tx.hash, records).await.map(|_| ())
+        }
+        Err(e) => Err(e),
+    };
+    match outcome {
+        Ok(()) => Ok(tx),
+        Err(e @ (CtfError::Store(_) | CtfError::Engine(_))) => Err(RelayError::Unavailable(e.to_string())),
+        Err(e) => {
+            tx.state = RelayState::Failed;
+            tx.error = Some(e.to_string());
+            let mut b = Batch::default();
+            b.add_relay_tx(&tx);
+            s.commit(b).await?;
+            Ok(tx)
+        }
     }
 }
 

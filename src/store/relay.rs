@@ -1,7 +1,7 @@
 //! The relayer's family (`cf::RELAY`), each key under a one-byte tag: `t` id → transaction;
 //! `f` from ‖ millis ‖ id → () (an owner's transactions in time order); `s` submitter ‖ 0 ‖
 //! millis ‖ id → () (a key's submissions); `n` wallet → its nonce (u64 BE); `d` wallet → ()
-//! (a Safe deployed).
+//! (a wallet deployed).
 
 use std::ops::ControlFlow;
 
@@ -44,7 +44,7 @@ impl Store {
         Ok(self.get_raw(cf::RELAY, &nonce_key(wallet))?.and_then(|v| v.try_into().ok()).map_or(0, u64::from_be_bytes))
     }
 
-    pub fn safe_deployed(&self, wallet: &str) -> Result<bool, StoreError> {
+    pub fn wallet_deployed(&self, wallet: &str) -> Result<bool, StoreError> {
         Ok(self.get_raw(cf::RELAY, &deployed_key(wallet))?.is_some())
     }
 
@@ -92,7 +92,7 @@ impl Batch {
         self.put(cf::RELAY, nonce_key(wallet), nonce.to_be_bytes().to_vec());
     }
 
-    pub fn put_safe_deployed(&mut self, wallet: &str) {
+    pub fn put_wallet_deployed(&mut self, wallet: &str) {
         self.put(cf::RELAY, deployed_key(wallet), Vec::new());
     }
 }

@@ -147,7 +147,8 @@ fn unified_sdk(program: &Path, args: &[&str]) {
 
 /// Polymarket's relayer client (@polymarket/builder-relayer-client) with a builder key, in
 /// ledger mode: it deploys its owner's Safe and runs approvals, a split and a merge from
-/// it through the relayer; the Safe's balances follow, and the owner's own are untouched.
+/// it through the relayer, then approvals and a split from the owner's proxy wallet; the
+/// wallets' balances follow, and the owner's own are untouched.
 #[test]
 fn official_relayer_client() {
     let s = client_server();
@@ -164,8 +165,9 @@ fn official_relayer_client() {
     let (builder, owner) = (s.trader(0), s.trader(m("7")));
     let (st, creds) = builder.l2(&s, "POST", "/auth/builder-api-key", Some(&serde_json::json!({"builderId": "relay"})));
     assert_eq!(st, 200, "{creds}");
-    let safe = format!("{:#x}", owner.derived(&s, 2));
+    let (safe, proxy) = (format!("{:#x}", owner.derived(&s, 2)), format!("{:#x}", owner.derived(&s, 1)));
     s.credit(&safe, "USDC", m("100"));
+    s.credit(&proxy, "USDC", m("20"));
     let out = Command::new("node")
         .arg(dir.join("builder_relayer_client_test.mjs"))
         .env("PREDEX_CLOB", &s.clob)
@@ -178,9 +180,14 @@ fn official_relayer_client() {
         .expect("the client's test starts");
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{text}");
-    let held = s.internal_get(&format!("/internal/balances?address={safe}")).1;
-    let units = |asset: &str| held[asset]["balance"].as_str().map(|x| predex::domain::parse_decimal(x, 6).unwrap());
-    assert_eq!((units("USDC"), units(yes), units(no)), (Some(m("94")), Some(m("6")), Some(m("6"))), "{held}");
+    let units = |wallet: &str, asset: &str| {
+        let held = s.internal_get(&format!("/internal/balances?address={wallet}")).1;
+        held[asset]["balance"].as_str().map(|x| predex::domain::parse_decimal(x, 6).unwrap())
+    };
+    let safe_holds = (units(&safe, "USDC"), units(&safe, yes), units(&safe, no));
+    assert_eq!(safe_holds, (Some(m("94")), Some(m("6")), Some(m("6"))));
+    let proxy_holds = (units(&proxy, "USDC"), units(&proxy, yes), units(&proxy, no));
+    assert_eq!(proxy_holds, (Some(m("15")), Some(m("5")), Some(m("5"))));
     assert_eq!(owner.balance(&s, "USDC"), m("7"), "the owner paid nothing");
     s.check();
 }

@@ -10,6 +10,13 @@ use serde_json::{json, Value};
 use crate::support::*;
 
 sol! {
+    struct ProxyCall {
+        uint8 typeCode;
+        address to;
+        uint256 value;
+        bytes data;
+    }
+    function proxy(ProxyCall[] calls) returns (bytes[] returnValues);
     function splitPosition(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] partition, uint256 amount);
     function mergePositions(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] partition, uint256 amount);
 }
@@ -17,6 +24,8 @@ sol! {
 const USDC: Address = alloy_primitives::address!("2791Bca1f2de4661ED88A30C99A7a9449Aa84174");
 const CTF: Address = alloy_primitives::address!("4D97DCd97eC945f40cF65F87097ACe5EA0476045");
 const FACTORY: &str = "0xaacFeEa03eb1561C4e67d661e40682Bd20E3541b";
+const PROXY_FACTORY: Address = alloy_primitives::address!("aB45c5A4B0c941a2F231C04C3f49182e1A254052");
+const RELAY_HUB: Address = alloy_primitives::address!("D216153c06E857cD7f72665E0aF1d7D82172F494");
 
 fn hex(b: &[u8]) -> String {
     format!("0x{}", alloy_primitives::hex::encode(b))
@@ -103,7 +112,7 @@ fn a_safe_runs_only_what_its_owner_signed_once_and_durably() {
     // no credentials. Each changes nothing.
     let attacks = [
         (&owner, safe_request(&s, &owner, &stranger.wallet, CTF, &ten, 0), "invalid signature"),
-        (&owner, safe_request(&s, &owner, &owner.wallet, CTF, &ten, 1), "invalid nonce: the safe's nonce is 0"),
+        (&owner, safe_request(&s, &owner, &owner.wallet, CTF, &ten, 1), "invalid nonce: the wallet's nonce is 0"),
         (
             &stranger,
             safe_request(&s, &owner, &owner.wallet, CTF, &ten, 0),
@@ -153,7 +162,7 @@ fn a_safe_runs_only_what_its_owner_signed_once_and_durably() {
     let good = safe_request(&s, &owner, &owner.wallet, CTF, &ten, 0);
     let (st, done) = submit(&owner, &good);
     assert_eq!((st, &done["state"]), (200, &json!("STATE_CONFIRMED")), "{done}");
-    assert_eq!(err(submit(&owner, &good)), (400, "invalid nonce: the safe's nonce is 1".into()));
+    assert_eq!(err(submit(&owner, &good)), (400, "invalid nonce: the wallet's nonce is 1".into()));
     assert_eq!((nonce(), held("USDC"), held("4401"), held("4402")), (json!("1"), m("40"), m("10"), m("10")));
 
     // A merge of more than the Safe holds fails as a reverted transaction: recorded, the
@@ -187,5 +196,97 @@ fn a_safe_runs_only_what_its_owner_signed_once_and_durably() {
     assert_eq!(stranger.l2(&s, "GET", "/transactions", None).1, json!([]), "none of the stranger's");
     assert_eq!(s.get("/transactions").0, 401);
     assert_eq!(err(s.get("/nonce?address=0x12&type=SAFE")), (400, "invalid address".into()));
+    s.check();
+}
+
+/// A proxy-wallet transaction of `owner` running `calls` (to, data) with `nonce` through the
+/// relay `relay`, signed by `key` as the official client signs the relay hub's hash.
+fn proxy_request(
+    owner: &Trader,
+    key: &PrivateKeySigner,
+    s: &Server,
+    calls: &[(Address, Vec<u8>)],
+    nonce: u64,
+    relay: Address,
+) -> Value {
+    let calls = calls
+        .iter()
+        .map(|(to, data)| ProxyCall { typeCode: 1, to: *to, value: U256::ZERO, data: data.clone().into() })
+        .collect();
+    let data = proxyCall { calls }.abi_encode();
+    let from: Address = owner.address.parse().unwrap();
+    let gas_limit = U256::from(10_000_000u64);
+    let words = [U256::ZERO, U256::ZERO, gas_limit, U256::from(nonce)].map(|w| w.to_be_bytes::<32>());
+    let hash = alloy_primitives::keccak256(
+        [
+            b"rlx:".as_slice(),
+            from.as_slice(),
+            PROXY_FACTORY.as_slice(),
+            &data,
+            &words[0],
+            &words[1],
+            &words[2],
+            &words[3],
+            RELAY_HUB.as_slice(),
+            relay.as_slice(),
+        ]
+        .concat(),
+    );
+    json!({
+        "type": "PROXY", "from": owner.address, "to": format!("{PROXY_FACTORY:#x}"),
+        "proxyWallet": format!("{:#x}", owner.derived(s, 1)), "data": hex(&data), "nonce": nonce.to_string(),
+        "signature": hex(&key.sign_message_sync(hash.as_slice()).unwrap().as_bytes()),
+        "signatureParams": {"gasPrice": "0", "gasLimit": gas_limit.to_string(), "relayerFee": "0",
+                            "relayHub": format!("{RELAY_HUB:#x}"), "relay": format!("{relay:#x}")},
+        "metadata": "",
+    })
+}
+
+#[test]
+fn a_proxy_wallet_runs_only_what_its_owner_signed_for_the_venues_relay() {
+    let s = Server::start();
+    let cond = format!("0x{}", "c5".repeat(32));
+    s.create_market(&cond, "4501", "4502", "0.01", false);
+    let (owner, stranger) = (s.trader(0), s.trader(0));
+    let proxy = format!("{:#x}", owner.derived(&s, 1));
+    s.credit(&proxy, "USDC", m("30"));
+    let payload = s.get(&format!("/relay-payload?address={}&type=PROXY", owner.address)).1;
+    assert_eq!(payload, json!({"address": format!("{:#x}", Address::ZERO), "nonce": "0"}));
+    let relay = Address::ZERO;
+    let ten = vec![(CTF, split(&cond, m("10"), USDC))];
+    let submit = |t: &Trader, body: &Value| t.l2(&s, "POST", "/submit", Some(body));
+    let attacks = [
+        (&owner, proxy_request(&owner, &stranger.wallet, &s, &ten, 0, relay), "invalid signature"),
+        (&owner, proxy_request(&owner, &owner.wallet, &s, &ten, 3, relay), "invalid nonce: the wallet's nonce is 0"),
+        (
+            &owner,
+            proxy_request(&owner, &owner.wallet, &s, &ten, 0, Address::repeat_byte(9)),
+            "not the venue's relay hub and relay",
+        ),
+        (
+            &stranger,
+            proxy_request(&owner, &owner.wallet, &s, &ten, 0, relay),
+            "the signer has to be the owner of the API KEY",
+        ),
+        (
+            &owner,
+            proxy_request(&owner, &owner.wallet, &s, &[(Address::repeat_byte(7), vec![1, 2, 3, 4])], 0, relay),
+            "call not allowed",
+        ),
+    ];
+    for (who, body, why) in attacks {
+        assert_eq!(err(submit(who, &body)), (400, why.into()), "{body}");
+    }
+    assert_eq!(s.get(&format!("/deployed?address={proxy}")).1["deployed"], false);
+    let (st, done) = submit(&owner, &proxy_request(&owner, &owner.wallet, &s, &ten, 0, relay));
+    assert_eq!((st, &done["state"]), (200, &json!("STATE_CONFIRMED")), "{done}");
+    assert_eq!(s.get(&format!("/deployed?address={proxy}")).1["deployed"], true, "made at its first call");
+    assert_eq!(s.get(&format!("/nonce?address={}&type=PROXY", owner.address)).1["nonce"], "1");
+    let b = s.internal_get(&format!("/internal/balances?address={proxy}")).1;
+    assert_eq!((&b["USDC"]["balance"], &b["4501"]["balance"]), (&json!("20"), &json!("10")), "{b}");
+    assert_eq!(
+        err(s.get(&format!("/nonce?address={}&type=OTHER", owner.address))),
+        (400, "type must be SAFE or PROXY".into())
+    );
     s.check();
 }

@@ -1,14 +1,15 @@
 // Polymarket's relayer client (@polymarket/builder-relayer-client, pinned with its lockfile in
 // this directory) against a real predex in ledger mode, unpatched: only its constructor
-// arguments (relayer URL, chain id, signer, builder credentials). It deploys the owner's
-// Safe, sets the trading approvals in one MultiSend, splits and merges from the Safe, and
-// reads its transactions back; a call outside the venue's contracts is refused.
+// arguments (relayer URL, chain id, signer, builder credentials, Safe or proxy). It deploys
+// the owner's Safe, sets the trading approvals in one MultiSend, splits and merges from the
+// Safe, and reads its transactions back; a call outside the venue's contracts is refused.
+// Then, as a proxy-wallet user, it sets the approvals and splits from the proxy wallet.
 //
 // Run by the integration test `clients::official_relayer_client`, which gives it a builder
 // key and a market, and then checks the Safe's balances; exits non-zero at the first failed
 // check.
 
-import { RelayClient, deriveSafe } from "@polymarket/builder-relayer-client";
+import { RelayClient, RelayerTxType, deriveProxyWallet, deriveSafe } from "@polymarket/builder-relayer-client";
 import { BuilderConfig } from "@polymarket/builder-signing-sdk";
 import { createWalletClient, encodeFunctionData, http, maxUint256, parseAbi, zeroHash } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -28,6 +29,7 @@ const EXCHANGE = "0x4bFb41d5B3570DeFd03C39a9A4D8dE6Bd8B8982E";
 const NEG_RISK_EXCHANGE = "0xC5d563A36AE78145C45a50134d48A1215220f80a";
 const ADAPTER = "0xd91E80cF2E7be2e162c6513ceD06f1dD0dA35296";
 const SAFE_FACTORY = "0xaacFeEa03eb1561C4e67d661e40682Bd20E3541b";
+const PROXY_FACTORY = "0xaB45c5A4B0c941a2F231C04C3f49182e1A254052";
 let checks = 0;
 
 function check(cond, what) {
@@ -104,5 +106,18 @@ try {
 }
 check(refused.includes("call not allowed"), `refused: ${refused}`);
 check((await relayer.getNonce(account.address, "SAFE")).nonce === "3", "nothing spent");
+
+// The proxy wallet: its calls go through the proxy factory, signed for the relay hub with
+// the relay and nonce `/relay-payload` gives; the factory makes the wallet at its first call.
+const proxyRelayer = new RelayClient(CLOB, 137, signer, builder, RelayerTxType.PROXY);
+const proxy = deriveProxyWallet(account.address, PROXY_FACTORY);
+check((await relayer.getDeployed(proxy)) === false, "no proxy wallet yet");
+const payload = await proxyRelayer.getRelayPayload(account.address, "PROXY");
+check(payload.nonce === "0" && /^0x[0-9a-f]{40}$/.test(payload.address), payload);
+const viaProxy = await done(await proxyRelayer.execute(approvals.slice(0, 4), "proxy approvals"), "proxy approvals");
+check(viaProxy.type === "PROXY" && viaProxy.proxyAddress.toLowerCase() === proxy.toLowerCase(), viaProxy);
+check((await relayer.getDeployed(proxy)) === true, "the proxy wallet made");
+await done(await proxyRelayer.execute([call(CTF, ctf, "splitPosition", [USDC, zeroHash, COND, partition, 5_000_000n])]), "proxy split");
+check((await proxyRelayer.getNonce(account.address, "PROXY")).nonce === "2", "the proxy's nonce");
 
 console.log(`@polymarket/builder-relayer-client: ${checks} checks passed`);
