@@ -145,10 +145,12 @@ fn unified_sdk(program: &Path, args: &[&str]) {
     run_on(program, args, &s, (&cond, yes, no));
 }
 
-/// Polymarket's relayer client (@polymarket/builder-relayer-client) with a builder key, in
-/// ledger mode: it deploys its owner's Safe and runs approvals, a split and a merge from
-/// it through the relayer, then approvals and a split from the owner's proxy wallet; the
-/// wallets' balances follow, and the owner's own are untouched.
+/// Polymarket's relayer clients with a builder key, in ledger mode: the TypeScript one
+/// (@polymarket/builder-relayer-client) deploys its owner's Safe and runs approvals, a split
+/// and a merge from it, then approvals and a split from the owner's proxy wallet; the
+/// Python one (py-builder-relayer-client) deploys another owner's Safe and splits from it
+/// and from that owner's proxy wallet. The wallets' balances follow; the owners' own are
+/// untouched.
 #[test]
 fn official_relayer_client() {
     let s = client_server();
@@ -162,33 +164,46 @@ fn official_relayer_client() {
         "tick_size": "0.01", "min_order_size": "5",
     });
     assert_eq!(s.internal_post("/internal/markets", &market).0, 200);
-    let (builder, owner) = (s.trader(0), s.trader(m("7")));
+    let builder = s.trader(0);
     let (st, creds) = builder.l2(&s, "POST", "/auth/builder-api-key", Some(&serde_json::json!({"builderId": "relay"})));
     assert_eq!(st, 200, "{creds}");
-    let (safe, proxy) = (format!("{:#x}", owner.derived(&s, 2)), format!("{:#x}", owner.derived(&s, 1)));
-    s.credit(&safe, "USDC", m("100"));
-    s.credit(&proxy, "USDC", m("20"));
-    let out = Command::new("node")
-        .arg(dir.join("builder_relayer_client_test.mjs"))
-        .env("PREDEX_CLOB", &s.clob)
-        .env("PREDEX_COND", &cond)
-        .env("PREDEX_OWNER_KEY", format!("0x{}", alloy_primitives::hex::encode(owner.wallet.to_bytes())))
-        .env("PREDEX_BUILDER_KEY", creds["apiKey"].as_str().unwrap())
-        .env("PREDEX_BUILDER_SECRET", creds["secret"].as_str().unwrap())
-        .env("PREDEX_BUILDER_PASSPHRASE", creds["passphrase"].as_str().unwrap())
-        .output()
-        .expect("the client's test starts");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "{text}");
     let units = |wallet: &str, asset: &str| {
         let held = s.internal_get(&format!("/internal/balances?address={wallet}")).1;
         held[asset]["balance"].as_str().map(|x| predex::domain::parse_decimal(x, 6).unwrap())
     };
-    let safe_holds = (units(&safe, "USDC"), units(&safe, yes), units(&safe, no));
-    assert_eq!(safe_holds, (Some(m("94")), Some(m("6")), Some(m("6"))));
-    let proxy_holds = (units(&proxy, "USDC"), units(&proxy, yes), units(&proxy, no));
-    assert_eq!(proxy_holds, (Some(m("15")), Some(m("5")), Some(m("5"))));
-    assert_eq!(owner.balance(&s, "USDC"), m("7"), "the owner paid nothing");
+    let test = root().join("tests/clients/py_builder_relayer_client_test.py");
+    let clients = [
+        (
+            Path::new("node"),
+            dir.join("builder_relayer_client_test.mjs"),
+            [m("100"), m("20")],
+            [m("94"), m("6"), m("15"), m("5")],
+        ),
+        (&root().join("tools/py/bin/python"), test, [m("10"), m("10")], [m("7"), m("3"), m("8"), m("2")]),
+    ];
+    for (program, script, [in_safe, in_proxy], [safe_usdc, safe_sets, proxy_usdc, proxy_sets]) in clients {
+        let owner = s.trader(m("7"));
+        let (safe, proxy) = (format!("{:#x}", owner.derived(&s, 2)), format!("{:#x}", owner.derived(&s, 1)));
+        s.credit(&safe, "USDC", in_safe);
+        s.credit(&proxy, "USDC", in_proxy);
+        let out = Command::new(program)
+            .arg(&script)
+            .env("PREDEX_CLOB", &s.clob)
+            .env("PREDEX_COND", &cond)
+            .env("PREDEX_OWNER_KEY", format!("0x{}", alloy_primitives::hex::encode(owner.wallet.to_bytes())))
+            .env("PREDEX_BUILDER_KEY", creds["apiKey"].as_str().unwrap())
+            .env("PREDEX_BUILDER_SECRET", creds["secret"].as_str().unwrap())
+            .env("PREDEX_BUILDER_PASSPHRASE", creds["passphrase"].as_str().unwrap())
+            .output()
+            .expect("the client's test starts");
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{}: {text}", script.display());
+        let safe_holds = (units(&safe, "USDC"), units(&safe, yes), units(&safe, no));
+        assert_eq!(safe_holds, (Some(safe_usdc), Some(safe_sets), Some(safe_sets)), "{}", script.display());
+        let proxy_holds = (units(&proxy, "USDC"), units(&proxy, yes), units(&proxy, no));
+        assert_eq!(proxy_holds, (Some(proxy_usdc), Some(proxy_sets), Some(proxy_sets)), "{}", script.display());
+        assert_eq!(owner.balance(&s, "USDC"), m("7"), "the owner paid nothing");
+    }
     s.check();
 }
 
