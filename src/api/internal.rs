@@ -396,7 +396,7 @@ async fn increment_nonce(s: Arc<AppState>, r: Req) -> ApiResult {
     }
     let b: B = r.json()?;
     let a = normalize_address(&b.address).ok_or_else(|| ApiError::bad("invalid address"))?;
-    let (nonce, ids) = s.engine.increment_nonce(a.clone()).await?;
+    let (nonce, ids) = s.engine.increment_nonce(a.clone(), Default::default()).await?;
     reply(&json!({ "address": a, "nonce": nonce, "canceled": ids.iter().map(|i| i.to_string()).collect::<Vec<_>>() }))
 }
 

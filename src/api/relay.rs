@@ -276,7 +276,7 @@ async fn submit(s: Arc<AppState>, r: Req) -> ApiResult {
                 return Err(ApiError::bad("incrementNonce takes no parameters"));
             }
             crate::app::orders::check_cancels(&s)?;
-            let (nonce, ids) = s.engine.increment_nonce(from.clone()).await?;
+            let (nonce, ids) = s.engine.increment_nonce(from.clone(), Default::default()).await?;
             let v = json!({ "nonce": nonce.to_string(), "canceled": ids.iter().map(|u| u.to_string()).collect::<Vec<_>>() });
             (v, json!(tx_hash()))
         }

@@ -40,6 +40,7 @@ mod abi {
         function mergePositions(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] partition, uint256 amount);
         function redeemPositions(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] indexSets);
         function multiSend(bytes transactions);
+        function incrementNonce();
 
         struct ProxyCall {
             uint8 typeCode;
@@ -65,7 +66,7 @@ pub struct RelayContracts {
     pub collateral: Address,
     pub ctf: Address,
     pub adapter: Address,
-    /// Both versions' exchanges, standard and negative risk.
+    /// Both versions' exchanges, standard and negative risk, version 1's first.
     pub exchanges: Vec<Address>,
     pub multisend: Address,
     pub safe_factory: Address,
@@ -174,6 +175,9 @@ enum Call {
         index_set: u64,
         amount: u64,
     },
+    /// A version 1 exchange's incrementNonce: the wallet's orders are cancelled. Alone in
+    /// its transaction (it is its own engine command).
+    IncrementNonce,
 }
 
 fn address(s: &str, what: &str) -> Result<Address, RelayError> {
@@ -230,6 +234,9 @@ fn decode_call(c: &RelayContracts, to: Address, data: &[u8]) -> Result<Call, Rel
             }
         }
         return Err(RelayError::CallNotAllowed);
+    }
+    if c.exchanges[..2].contains(&to) && abi::incrementNonceCall::abi_decode(data).is_ok() {
+        return Ok(Call::IncrementNonce);
     }
     if to == c.adapter {
         if let Ok(call) = adapter::splitPositionCall::abi_decode(data) {
@@ -481,6 +488,23 @@ async fn execute(
     nonce: u64,
     deploys: &[String],
 ) -> Result<RelayTx, RelayError> {
+    if calls.contains(&Call::IncrementNonce) {
+        if calls.len() > 1 {
+            return Err(RelayError::Invalid("incrementNonce must be the transaction's only call".into()));
+        }
+        crate::app::orders::check_cancels(s).map_err(|e| RelayError::Unavailable(e.to_string()))?;
+        let mut records = Batch::default();
+        records.put_relay_nonce(&tx.wallet, nonce + 1);
+        for w in deploys {
+            records.put_wallet_deployed(w);
+        }
+        records.add_relay_tx(&tx);
+        s.engine
+            .increment_nonce(tx.wallet.clone(), records)
+            .await
+            .map_err(|e| RelayError::Unavailable(e.to_string()))?;
+        return Ok(tx);
+    }
     let outcome = match plans(s, &tx.wallet, calls).await {
         Ok(plans) => {
             let mut records = Batch::default();
@@ -517,7 +541,7 @@ async fn plans(s: &AppState, wallet: &str, calls: &[Call]) -> Result<Vec<Plan>, 
             address: None,
         };
         out.push(match call {
-            Call::Approval => continue,
+            Call::Approval | Call::IncrementNonce => continue,
             Call::Split { condition_id, amount } => {
                 ctf::plan(s, CtfKind::Split, wallet, request(condition_id, Some(*amount))).await?
             }

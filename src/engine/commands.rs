@@ -109,6 +109,8 @@ pub enum Command {
     /// incrementNonce for a maker address; replies the new nonce and the cancelled orders.
     IncrementNonce {
         address: String,
+        /// Written with it (the relayer's record of the transaction that asked).
+        records: Batch,
         reply: Reply<(u64, Vec<Uuid>)>,
     },
     /// A maker's nonce as the exchange holds it (`Core::raise_nonce`).

@@ -106,8 +106,8 @@ impl EngineHandle {
     ) -> Result<Arc<crate::domain::TradeRecord>, EngineError> {
         self.call(|reply| Command::BlockTrade { trade: Box::new(trade), records, reply }).await
     }
-    pub async fn increment_nonce(&self, address: String) -> Result<(u64, Vec<Uuid>), EngineError> {
-        self.call(|reply| Command::IncrementNonce { address, reply }).await
+    pub async fn increment_nonce(&self, address: String, records: Batch) -> Result<(u64, Vec<Uuid>), EngineError> {
+        self.call(|reply| Command::IncrementNonce { address, records, reply }).await
     }
     pub async fn raise_nonce(&self, address: String, nonce: u64) -> Result<(u64, Vec<Uuid>), EngineError> {
         self.call(|reply| Command::RaiseNonce { address, nonce, reply }).await

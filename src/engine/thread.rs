@@ -212,8 +212,9 @@ fn run(
                 let (ids, markets) = split_touched(gone);
                 finish(core, out, batch, &markets, Vec::new(), None, reply, ids);
             }
-            Command::IncrementNonce { address, reply } => {
+            Command::IncrementNonce { address, records, reply } => {
                 let (nonce, gone) = core.increment_nonce(&address, &mut batch);
+                batch.ops.extend(records.ops);
                 let (ids, markets) = split_touched(gone);
                 finish(core, out, batch, &markets, Vec::new(), None, reply, (nonce, ids));
             }

@@ -18,12 +18,14 @@ sol! {
     }
     function proxy(ProxyCall[] calls) returns (bytes[] returnValues);
     function splitPosition(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] partition, uint256 amount);
+    function incrementNonce();
     function mergePositions(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] partition, uint256 amount);
 }
 
 const USDC: Address = alloy_primitives::address!("2791Bca1f2de4661ED88A30C99A7a9449Aa84174");
 const CTF: Address = alloy_primitives::address!("4D97DCd97eC945f40cF65F87097ACe5EA0476045");
 const FACTORY: &str = "0xaacFeEa03eb1561C4e67d661e40682Bd20E3541b";
+const EXCHANGE: Address = alloy_primitives::address!("4bFb41d5B3570DeFd03C39a9A4D8dE6Bd8B8982E");
 const PROXY_FACTORY: Address = alloy_primitives::address!("aB45c5A4B0c941a2F231C04C3f49182e1A254052");
 const RELAY_HUB: Address = alloy_primitives::address!("D216153c06E857cD7f72665E0aF1d7D82172F494");
 
@@ -176,6 +178,18 @@ fn a_safe_runs_only_what_its_owner_signed_once_and_durably() {
     assert_eq!(s.get(&format!("/transaction?id={}", uuid::Uuid::new_v4())).1, json!([]));
     assert_eq!(err(s.get("/transaction?id=nope")), (400, "invalid id".into()));
 
+    // The Safe's order, then the exchange's incrementNonce from the Safe: the order is
+    // cancelled with the transaction.
+    let ask = owner.signed("4401", "SELL", m("5"), m("2.5")).maker(owner.derived(&s, 2), 2).sign(&s);
+    let (st, placed) = owner.submit(&s, ask, "GTC");
+    assert_eq!((st, &placed["status"]), (200, &json!("LIVE")), "{placed}");
+    let order = placed["orderID"].as_str().unwrap().to_string();
+    let bump = incrementNonceCall {}.abi_encode();
+    let (st, bumped) = submit(&owner, &safe_request(&s, &owner, &owner.wallet, EXCHANGE, &bump, 1));
+    assert_eq!((st, &bumped["state"]), (200, &json!("STATE_CONFIRMED")), "{bumped}");
+    assert_eq!(owner.l2(&s, "GET", &format!("/data/order/{order}"), None).1["status"], "CANCELED");
+    assert_eq!(nonce(), json!("2"));
+
     // Durable: after a restart the records, the nonce and the deployment are there.
     let (cfg, _dir) = s.stop();
     let s = Server::start_with(cfg);
@@ -185,13 +199,14 @@ fn a_safe_runs_only_what_its_owner_signed_once_and_durably() {
     assert_eq!(
         states,
         [
+            (json!("SAFE"), json!("STATE_CONFIRMED")),
             (json!("SAFE"), json!("STATE_FAILED")),
             (json!("SAFE"), json!("STATE_CONFIRMED")),
             (json!("SAFE-CREATE"), json!("STATE_CONFIRMED"))
         ]
     );
-    assert_eq!(mine[1]["transactionHash"], done["transactionHash"]);
-    assert_eq!(s.get(&format!("/nonce?address={}&type=SAFE", owner.address)).1["nonce"], "1");
+    assert_eq!(mine[2]["transactionHash"], done["transactionHash"]);
+    assert_eq!(s.get(&format!("/nonce?address={}&type=SAFE", owner.address)).1["nonce"], "2");
     assert_eq!(s.get(&format!("/deployed?address={safe}")).1["deployed"], true);
     assert_eq!(stranger.l2(&s, "GET", "/transactions", None).1, json!([]), "none of the stranger's");
     assert_eq!(s.get("/transactions").0, 401);
