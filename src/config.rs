@@ -84,11 +84,11 @@ pub struct Config {
     pub neg_risk_exchange_v2_address: String,
     /// Safe's MultiSend (1.3.0), which a Safe transaction of several calls delegatecalls
     /// through the relayer (default Polygon's).
-    #[arg(long, default_value = crate::app::relayer::POLYGON_SAFE_MULTISEND)]
+    #[arg(long, default_value = crate::domain::relay::POLYGON_SAFE_MULTISEND)]
     pub safe_multisend_address: String,
     /// The relay hub (GSN v1) a proxy wallet's owner signs its relayed calls for (default
     /// Polygon's).
-    #[arg(long, default_value = crate::app::relayer::POLYGON_RELAY_HUB)]
+    #[arg(long, default_value = crate::domain::relay::POLYGON_RELAY_HUB)]
     pub relay_hub_address: String,
     /// The proxy-wallet factory signature-type-1 makers are derived from (CREATE2; default
     /// Polygon's, the one Polymarket's clients derive with).
@@ -393,8 +393,8 @@ impl Config {
     /// The venue's contracts the relayer lets a wallet call: the collateral, ConditionalTokens
     /// and the adapter as set (Polygon's unless set: what a Polymarket client calls), both
     /// versions' exchanges, MultiSend, the Safe and proxy factories and the relay hub.
-    pub fn relay_contracts(&self) -> anyhow::Result<crate::app::relayer::RelayContracts> {
-        use crate::app::relayer as r;
+    pub fn relay_contracts(&self) -> anyhow::Result<crate::domain::relay::RelayContracts> {
+        use crate::domain::relay as r;
         let a = |v: Option<&str>, default: &str, name: &str| -> anyhow::Result<alloy_primitives::Address> {
             let v = v.unwrap_or(default);
             v.trim().parse().map_err(|_| anyhow::anyhow!("{name} is not an address: {v}"))

@@ -75,7 +75,7 @@ pub struct AppState {
     pub day_volumes: overview::DayVolumes,
     pub relayer: relayer::Relayer,
     /// The contracts a relayed call may reach.
-    pub relay_contracts: relayer::RelayContracts,
+    pub relay_contracts: crate::domain::relay::RelayContracts,
 }
 
 /// The WebSocket feeds: their subscriptions and the runtime their connections run on

@@ -16,18 +16,9 @@ use crate::app::ctf::{self, ConvertRequest, CtfError, CtfRequest, Plan};
 use crate::app::AppState;
 use crate::auth::relay::{create_proxy_hash, recover_safe_signer, safe_tx_hash};
 use crate::domain::analytics::CtfKind;
-use crate::domain::relay::{RelayKind, RelayState, RelayTx};
+use crate::domain::relay::{RelayContracts, RelayKind, RelayState, RelayTx};
 use crate::domain::{now_millis, NumberText};
 use crate::store::{Batch, StoreError};
-
-/// Polygon's USDC.e, ConditionalTokens, negative-risk adapter and Safe MultiSend: the
-/// contracts a Polymarket client calls, and the relayer's defaults in ledger mode.
-pub const POLYGON_COLLATERAL: &str = "0x2791Bca1f2de4661ED88A30C99A7a9449Aa84174";
-pub const POLYGON_CTF: &str = "0x4D97DCd97eC945f40cF65F87097ACe5EA0476045";
-pub const POLYGON_NEG_RISK_ADAPTER: &str = "0xd91E80cF2E7be2e162c6513ceD06f1dD0dA35296";
-pub const POLYGON_SAFE_MULTISEND: &str = "0xA238CBeb142c10Ef7Ad8442C6D1f9E89e07e7761";
-/// Polygon's relay hub (GSN v1), through which a proxy wallet's calls are relayed.
-pub const POLYGON_RELAY_HUB: &str = "0xD216153c06E857cD7f72665E0aF1d7D82172F494";
 
 /// The longest `metadata` a transaction keeps.
 const MAX_METADATA: usize = 500;
@@ -57,31 +48,6 @@ mod adapter {
         function splitPosition(bytes32 conditionId, uint256 amount);
         function mergePositions(bytes32 conditionId, uint256 amount);
         function convertPositions(bytes32 marketId, uint256 indexSet, uint256 amount);
-    }
-}
-
-/// The venue's contracts a relayed call may reach.
-#[derive(Debug, Clone)]
-pub struct RelayContracts {
-    pub collateral: Address,
-    pub ctf: Address,
-    pub adapter: Address,
-    /// Both versions' exchanges, standard and negative risk, version 1's first.
-    pub exchanges: Vec<Address>,
-    pub multisend: Address,
-    pub safe_factory: Address,
-    pub proxy_factory: Address,
-    pub relay_hub: Address,
-    /// The account that relays proxy-wallet calls (`GET /relay-payload`): none in ledger
-    /// mode (the zero address).
-    pub relay: Address,
-}
-
-impl RelayContracts {
-    /// Who may be given an allowance or an operator's approval: the exchanges, the adapter
-    /// and ConditionalTokens (which `splitPosition` pulls collateral into).
-    fn spender(&self, a: Address) -> bool {
-        a == self.ctf || a == self.adapter || self.exchanges.contains(&a)
     }
 }
 

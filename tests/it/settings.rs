@@ -26,6 +26,8 @@ const SAMPLES: &[(&str, &str)] = &[
     ("proxy-init-code-hash", "0xabababababababababababababababababababababababababababababababab"),
     ("safe-factory-address", "0x0000000000000000000000000000000000000014"),
     ("safe-init-code-hash", "0xcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd"),
+    ("safe-multisend-address", "0x0000000000000000000000000000000000000018"),
+    ("relay-hub-address", "0x0000000000000000000000000000000000000019"),
     ("settlement", "chain"),
     ("rpc-url", "http://10.1.2.3:8545"),
     ("operator-key-file", "/run/credentials/predex.service/operator"),
