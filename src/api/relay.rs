@@ -231,12 +231,10 @@ async fn submit(s: Arc<AppState>, r: Req) -> ApiResult {
         let by = caller.submitter();
         let request: TransactionRequest =
             serde_json::from_value(Value::Object(body)).map_err(|e| ApiError::bad(format!("Invalid payload: {e}")))?;
-        let tx = relayer::submit(&s, by, request).await?;
-        return reply(&json!({
-            "transactionID": tx.id.to_string(),
-            "transactionHash": format!("0x{}", alloy_primitives::hex::encode(tx.hash)),
-            "state": tx.state.as_str(),
-        }));
+        let t = tx_json(&relayer::submit(&s, by, request).await?);
+        return reply(
+            &json!({ "transactionID": t["transactionID"], "transactionHash": t["transactionHash"], "state": t["state"] }),
+        );
     }
     let op = match body.remove("operation") {
         Some(Value::String(op)) => op,

@@ -392,12 +392,7 @@ pub async fn submit(s: &AppState, by: Submitter, req: TransactionRequest) -> Res
             if !s.store.wallet_deployed(&tx.wallet)? {
                 return Err(RelayError::NotDeployed);
             }
-            let nonce = s.store.relay_nonce(&tx.wallet)?;
-            let signed = req.nonce.as_ref().map(|n| n.text());
-            if signed.as_deref() != Some(nonce.to_string().as_str()) {
-                return Err(RelayError::BadNonce(nonce));
-            }
-            tx.nonce = nonce.to_string();
+            let nonce = signed_nonce(s, &mut tx, &req.nonce)?;
             let hash = safe_tx_hash(s.config.chain_id, safe, to, &data, operation, U256::from(nonce));
             if recover_safe_signer(&hash, &req.signature) != Some(from) {
                 return Err(RelayError::BadSignature);
@@ -424,11 +419,7 @@ pub async fn submit(s: &AppState, by: Submitter, req: TransactionRequest) -> Res
                 .and_then(|g| U256::from_str_radix(&g.text(), 10).ok())
                 .ok_or_else(|| RelayError::Invalid("invalid gasLimit".into()))?;
             let calls = decode_proxy_calls(c, &data)?;
-            let nonce = s.store.relay_nonce(&tx.wallet)?;
-            if req.nonce.as_ref().map(|n| n.text()).as_deref() != Some(nonce.to_string().as_str()) {
-                return Err(RelayError::BadNonce(nonce));
-            }
-            tx.nonce = nonce.to_string();
+            let nonce = signed_nonce(s, &mut tx, &req.nonce)?;
             let hash = relay_hash(from, to, &data, U256::ZERO, U256::ZERO, gas_limit, U256::from(nonce), hub, relay);
             if crate::auth::eip712::parse_signature(&req.signature)
                 .and_then(|sig| sig.recover_address_from_msg(hash.as_slice()).ok())
@@ -459,28 +450,14 @@ async fn execute(
             return Err(RelayError::Invalid("incrementNonce must be the transaction's only call".into()));
         }
         crate::app::orders::check_cancels(s).map_err(|e| RelayError::Unavailable(e.to_string()))?;
-        let mut records = Batch::default();
-        records.put_relay_nonce(&tx.wallet, nonce + 1);
-        for w in deploys {
-            records.put_wallet_deployed(w);
-        }
-        records.add_relay_tx(&tx);
         s.engine
-            .increment_nonce(tx.wallet.clone(), records)
+            .increment_nonce(tx.wallet.clone(), done_records(&tx, nonce, deploys))
             .await
             .map_err(|e| RelayError::Unavailable(e.to_string()))?;
         return Ok(tx);
     }
     let outcome = match plans(s, &tx.wallet, calls).await {
-        Ok(plans) => {
-            let mut records = Batch::default();
-            records.put_relay_nonce(&tx.wallet, nonce + 1);
-            for w in deploys {
-                records.put_wallet_deployed(w);
-            }
-            records.add_relay_tx(&tx);
-            ctf::apply(s, &tx.wallet, &plans, tx.hash, records).await.map(|_| ())
-        }
+        Ok(plans) => ctf::apply(s, &tx.wallet, &plans, tx.hash, done_records(&tx, nonce, deploys)).await.map(|_| ()),
         Err(e) => Err(e),
     };
     match outcome {
@@ -495,6 +472,28 @@ async fn execute(
             Ok(tx)
         }
     }
+}
+
+/// The wallet's nonce, when it is the one the owner signed (recorded in `tx`).
+fn signed_nonce(s: &AppState, tx: &mut RelayTx, signed: &Option<NumberText>) -> Result<u64, RelayError> {
+    let nonce = s.store.relay_nonce(&tx.wallet)?;
+    if signed.as_ref().map(|n| n.text()).as_deref() != Some(nonce.to_string().as_str()) {
+        return Err(RelayError::BadNonce(nonce));
+    }
+    tx.nonce = nonce.to_string();
+    Ok(nonce)
+}
+
+/// What a transaction that ran writes with its effects: its record, the wallet's next
+/// nonce and the wallets it deployed.
+fn done_records(tx: &RelayTx, nonce: u64, deploys: &[String]) -> Batch {
+    let mut records = Batch::default();
+    records.put_relay_nonce(&tx.wallet, nonce + 1);
+    for w in deploys {
+        records.put_wallet_deployed(w);
+    }
+    records.add_relay_tx(tx);
+    records
 }
 
 /// The ledger's plan of each call that moves something (approvals move nothing).
