@@ -45,7 +45,8 @@ fi
 npm_pinned() {
   node -e '
   const dir = process.argv[1], want = require(dir + "/package.json").dependencies;
-  for (const [p, v] of Object.entries(want)) {
+  for (const [p, pin] of Object.entries(want)) {
+    const v = pin.replace(/^npm:.*@/, "");
     let have; try { have = require(dir + "/node_modules/" + p + "/package.json").version; } catch (e) {}
     if (have !== v) process.exit(1);
   }' "$1"
@@ -54,7 +55,7 @@ npm_pinned() {
 # The tools, when any pinned version is missing or different.
 if ! npm_pinned "$root/tools"; then
   # No install scripts: the platform package carries anvil itself, and none needs a build.
-  npm install --prefix "$root/tools" --no-package-lock --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
+  npm install --prefix "$root/tools" --no-package-lock --ignore-scripts --legacy-peer-deps --no-audit --no-fund --loglevel=error >/dev/null
 fi
 "$root/tools/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil" --version >/dev/null
 

@@ -273,6 +273,9 @@ pub struct ChainSettings {
     /// The orders the venue takes, and so the exchanges' interface (1 or 2).
     pub order_version: u8,
     pub confirmations: u64,
+    /// Where makers' wallets of signature types 1 and 2 come from: the exchanges must derive
+    /// them alike (checked at start).
+    pub wallets: WalletFactories,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -457,6 +460,7 @@ impl Config {
             neg_risk_exchange,
             order_version: self.order_version,
             confirmations: self.confirmations,
+            wallets: self.wallet_factories()?,
         }))
     }
 

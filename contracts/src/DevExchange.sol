@@ -2,6 +2,7 @@
 pragma solidity 0.8.19;
 
 import {DevAssets, IERC20Like, IConditionalTokensLike} from "./DevAssets.sol";
+import {DevWallets} from "./DevWallets.sol";
 
 /// predex's development exchange: settles the trades of a CLOB operator between a 6-decimal
 /// ERC-20 collateral and the outcome tokens of a Gnosis ConditionalTokens contract, with the
@@ -34,7 +35,7 @@ struct OrderStatus {
     uint256 remaining;
 }
 
-contract DevExchange is DevAssets {
+contract DevExchange is DevAssets, DevWallets {
     string private constant DOMAIN_NAME = "Service CTF Exchange";
     string private constant DOMAIN_VERSION = "1";
     bytes32 private constant DOMAIN_TYPEHASH =
@@ -46,7 +47,6 @@ contract DevExchange is DevAssets {
     uint256 private constant BPS = 10_000;
     uint256 private constant MAX_FEE_RATE_BPS = 1_000;
     /// Half the order of secp256k1: signatures with a larger s are malleable copies.
-    uint256 private constant HALF_N = 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0;
 
     error NotAdmin();
     error NotOperator();
@@ -107,8 +107,12 @@ contract DevExchange is DevAssets {
     mapping(uint256 => Token) public registry;
     bool private entered;
 
-    /// The proxy and Safe factories are accepted for the constructor's shape and unused.
-    constructor(address _collateral, address _ctf, address, address) DevAssets(_collateral, _ctf) {
+    /// The proxy and Safe factories are where makers' wallets of signature types 1 and 2
+    /// come from (zero: that type is refused).
+    constructor(address _collateral, address _ctf, address _proxyFactory, address _safeFactory)
+        DevAssets(_collateral, _ctf)
+        DevWallets(_proxyFactory, _safeFactory)
+    {
         admins[msg.sender] = 1;
         operators[msg.sender] = 1;
         IERC20Like(_collateral).approve(_ctf, type(uint256).max);
@@ -369,21 +373,8 @@ contract DevExchange is DevAssets {
         if (!isValidNonce(order.maker, order.nonce)) revert InvalidNonce();
     }
 
-    function _signedBy(Order memory order, bytes32 h) private pure returns (bool) {
-        if (order.signatureType != 0 || order.signer != order.maker) return false;
-        bytes memory sig = order.signature;
-        if (sig.length != 65) return false;
-        bytes32 r;
-        bytes32 s;
-        uint8 v;
-        assembly {
-            r := mload(add(sig, 0x20))
-            s := mload(add(sig, 0x40))
-            v := byte(0, mload(add(sig, 0x60)))
-        }
-        if (uint256(s) > HALF_N || (v != 27 && v != 28)) return false;
-        address who = ecrecover(h, v, r, s);
-        return who != address(0) && who == order.signer;
+    function _signedBy(Order memory order, bytes32 h) private view returns (bool) {
+        return _signedFor(order.signatureType, order.maker, order.signer, h, order.signature);
     }
 
     /// The price an order names, scaled by 1e18: collateral per outcome token.

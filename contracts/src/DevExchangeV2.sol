@@ -2,6 +2,7 @@
 pragma solidity 0.8.19;
 
 import {DevAssets, IERC20Like, IConditionalTokensLike} from "./DevAssets.sol";
+import {DevWallets} from "./DevWallets.sol";
 
 /// predex's development exchange for version 2 orders: settles the trades of a CLOB
 /// operator between a 6-decimal ERC-20 collateral and the outcome tokens of a Gnosis
@@ -58,7 +59,7 @@ struct ExchangeInitParams {
     address feeReceiver;
 }
 
-contract DevExchangeV2 is DevAssets {
+contract DevExchangeV2 is DevAssets, DevWallets {
     string private constant DOMAIN_NAME = "Service CTF Exchange";
     string private constant DOMAIN_VERSION = "2";
     bytes32 private constant DOMAIN_TYPEHASH =
@@ -69,7 +70,6 @@ contract DevExchangeV2 is DevAssets {
     uint256 private constant BPS = 10_000;
     uint256 private constant MAX_PAUSE_BLOCK_INTERVAL = 302_400;
     /// Half the order of secp256k1: signatures with a larger s are malleable copies.
-    uint256 private constant HALF_N = 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0;
 
     error NotAdmin();
     error NotOperator();
@@ -146,7 +146,7 @@ contract DevExchangeV2 is DevAssets {
     mapping(bytes32 => uint256[2]) private positions;
     bool private entered;
 
-    constructor(ExchangeInitParams memory p) DevAssets(p.collateral, p.ctf) {
+    constructor(ExchangeInitParams memory p) DevAssets(p.collateral, p.ctf) DevWallets(p.proxyFactory, p.safeFactory) {
         ctfCollateral = p.ctfCollateral;
         outcomeTokenFactory = p.outcomeTokenFactory;
         feeReceiver = p.feeReceiver;
@@ -578,21 +578,8 @@ contract DevExchangeV2 is DevAssets {
         if (isUserPaused(order.maker)) revert UserIsPaused();
     }
 
-    function _signedBy(Order memory order, bytes32 h) private pure returns (bool) {
-        if (order.signatureType != 0 || order.signer != order.maker) return false;
-        bytes memory sig = order.signature;
-        if (sig.length != 65) return false;
-        bytes32 r;
-        bytes32 s;
-        uint8 v;
-        assembly {
-            r := mload(add(sig, 0x20))
-            s := mload(add(sig, 0x40))
-            v := byte(0, mload(add(sig, 0x60)))
-        }
-        if (uint256(s) > HALF_N || (v != 27 && v != 28)) return false;
-        address who = ecrecover(h, v, r, s);
-        return who != address(0) && who == order.signer;
+    function _signedBy(Order memory order, bytes32 h) private view returns (bool) {
+        return _signedFor(order.signatureType, order.maker, order.signer, h, order.signature);
     }
 
     /// Two orders of the same side on the two outcomes cross when, at their prices, the

@@ -18,12 +18,13 @@ use warp::Filter;
 use super::ctf::receipt_json;
 use super::rfq::json_object;
 use super::{authenticate, handle, handle_now, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use crate::app::chain_relay;
 use crate::app::ctf::{convert_for, operate_for, wallet_of, ConvertRequest, CtfRequest};
 use crate::app::relayer::{self, RelayError, Submitter, TransactionRequest};
 use crate::app::AppState;
 use crate::auth::normalize_address;
 use crate::domain::analytics::CtfKind;
-use crate::domain::relay::RelayTx;
+use crate::domain::relay::{RelayKind, RelayTx};
 use crate::domain::{fmt_date, now_secs, OrderStatus};
 
 /// The most transactions `GET /transactions` answers at once.
@@ -35,9 +36,9 @@ pub fn routes(state: Arc<AppState>) -> Routes {
         .and(req())
         .and(with_state(state.clone()))
         .then(|r, s| async move { respond(submit(s, r).await) });
-    let nonce = handle_now(warp::path!("nonce").and(warp::get()), &state, |s, r| nonce(&s, &r));
-    let deployed = handle_now(warp::path!("deployed").and(warp::get()), &state, |s, r| deployed(&s, &r));
-    let payload = handle_now(warp::path!("relay-payload").and(warp::get()), &state, |s, r| relay_payload(&s, &r));
+    let nonce = handle(warp::path!("nonce").and(warp::get()), &state, nonce);
+    let deployed = handle(warp::path!("deployed").and(warp::get()), &state, deployed);
+    let payload = handle(warp::path!("relay-payload").and(warp::get()), &state, relay_payload);
     let one = handle_now(warp::path!("transaction").and(warp::get()), &state, |s, r| transaction(&s, &r));
     let mine = handle(warp::path!("transactions").and(warp::get()), &state, transactions);
     submit.or(nonce).unify().or(deployed).unify().or(payload).unify().or(one).unify().or(mine).unify().boxed()
@@ -58,36 +59,47 @@ fn query_address(r: &Req) -> Result<alloy_primitives::Address, ApiError> {
     r.query_map().get("address").and_then(|a| a.trim().parse().ok()).ok_or_else(|| ApiError::bad("invalid address"))
 }
 
-/// The wallet of `type` (SAFE or PROXY) an owner named by `address` has.
-fn owners_wallet(s: &AppState, r: &Req) -> Result<String, ApiError> {
+/// The owner named by `address`, the wallet of `type` (SAFE or PROXY) it has, and the
+/// wallet's next nonce: the relayer's, and in chain mode at least the chain's.
+async fn owners_wallet(s: &AppState, r: &Req) -> Result<(String, u64), ApiError> {
     let owner = query_address(r)?;
-    let wallet = match r.query_map().get("type").map(String::as_str) {
-        Some("SAFE") => s.wallets.safe(owner),
-        Some("PROXY") => s.wallets.proxy(owner),
+    let (kind, wallet) = match r.query_map().get("type").map(String::as_str) {
+        Some("SAFE") => (RelayKind::Safe, s.wallets.safe(owner)),
+        Some("PROXY") => (RelayKind::Proxy, s.wallets.proxy(owner)),
         _ => return Err(ApiError::bad("type must be SAFE or PROXY")),
     };
-    Ok(format!("{wallet:#x}"))
+    let text = format!("{wallet:#x}");
+    let mut nonce = s.store.relay_nonce(&text)?;
+    if s.chain.is_some() {
+        nonce = nonce.max(chain_relay::chain_nonce(s, kind, owner, wallet).await?);
+    }
+    Ok((text, nonce))
 }
 
 /// GET /nonce?address=<owner>&type=SAFE|PROXY: the next nonce of the owner's Safe, or of
 /// its calls through the relay hub.
-fn nonce(s: &AppState, r: &Req) -> ApiResult {
-    reply(&json!({ "nonce": s.store.relay_nonce(&owners_wallet(s, r)?)?.to_string() }))
+async fn nonce(s: Arc<AppState>, r: Req) -> ApiResult {
+    reply(&json!({ "nonce": owners_wallet(&s, &r).await?.1.to_string() }))
 }
 
 /// GET /relay-payload?address=<owner>&type=PROXY: the relay a proxy wallet's owner signs
-/// for, and its nonce.
-fn relay_payload(s: &AppState, r: &Req) -> ApiResult {
-    let wallet = owners_wallet(s, r)?;
+/// for (the operator in chain mode), and its nonce.
+async fn relay_payload(s: Arc<AppState>, r: Req) -> ApiResult {
+    let (_, nonce) = owners_wallet(&s, &r).await?;
     let relay = s.relay_contracts.relay;
-    reply(&json!({ "address": format!("{relay:#x}"), "nonce": s.store.relay_nonce(&wallet)?.to_string() }))
+    reply(&json!({ "address": format!("{relay:#x}"), "nonce": nonce.to_string() }))
 }
 
-/// GET /deployed?address=<wallet>: whether the relayer has deployed it (a Safe by its
+/// GET /deployed?address=<wallet>: whether the wallet is deployed — in chain mode whether
+/// it holds code, in ledger mode whether the relayer deployed it (a Safe by its
 /// SAFE-CREATE, a proxy wallet by its first call).
-fn deployed(s: &AppState, r: &Req) -> ApiResult {
-    let wallet = query_address(r)?;
-    reply(&json!({ "deployed": s.store.wallet_deployed(&format!("{wallet:#x}"))? }))
+async fn deployed(s: Arc<AppState>, r: Req) -> ApiResult {
+    let wallet = query_address(&r)?;
+    let deployed = match s.chain {
+        Some(_) => chain_relay::deployed(&s, wallet).await?,
+        None => s.store.wallet_deployed(&format!("{wallet:#x}"))?,
+    };
+    reply(&json!({ "deployed": deployed }))
 }
 
 /// GET /transaction?id=: the transaction in an array, as Polymarket's relayer answers (empty
@@ -224,9 +236,12 @@ fn params<T: serde::de::DeserializeOwned>(body: Map<String, Value>) -> Result<T,
 /// SAFE-CREATE or PROXY), read as JSON whatever its content type (the client sends it as a form),
 /// or predex's by-name operation.
 async fn submit(s: Arc<AppState>, r: Req) -> ApiResult {
-    super::ledger_only(&s)?;
     let caller = caller(&s, &r)?;
     let mut body = json_object(&r)?;
+    if !body.contains_key("type") {
+        // The by-name operations move ledger balances.
+        super::ledger_only(&s)?;
+    }
     if body.contains_key("type") {
         let by = caller.submitter();
         let request: TransactionRequest =

@@ -73,11 +73,16 @@ impl ChainSettler {
     /// Applies the receipts of the transactions in flight, in nonce order, as far as they
     /// are at `confirmations`; broadcasts again what the node lost or left unmined.
     async fn outcomes(&mut self) -> anyhow::Result<(usize, usize)> {
-        let chain = &self.state.chain.as_ref().expect("chain mode").link;
+        let on = self.state.chain.as_ref().expect("chain mode");
+        let chain = &on.link;
+        for r in on.relayed.lock().drain(..) {
+            self.in_flight.insert(r.nonce, r);
+        }
         let p = &chain.provider;
         let latest = p.get_block_number().await?;
         let depth = chain.settings.confirmations - 1;
         let (mut decided, mut records, mut done, mut mined) = (Vec::new(), Batch::default(), Vec::new(), Vec::new());
+        let (mut relay_mined, mut relayed) = (Batch::default(), Vec::new());
         let restoring = !self.restored;
         for (nonce, tx) in self.in_flight.iter_mut() {
             let hash = B256::from(tx.hash);
@@ -85,19 +90,36 @@ impl ChainSettler {
                 Some(r) => {
                     let block = r.block_number.unwrap_or(u64::MAX);
                     if r.status() && self.mined.insert(*nonce) {
-                        mined.push((tx.trades.clone(), format!("{hash}")));
+                        match tx.relay {
+                            Some(id) => super::chain_relay::mined(&self.state, &id, &mut relay_mined)?,
+                            None => mined.push((tx.trades.clone(), format!("{hash}"))),
+                        }
                     }
                     if block.saturating_add(depth) > latest {
                         break;
                     }
-                    let verdict = if r.status() {
-                        Verdict::Confirmed(format!("{hash}"))
+                    let outcome = if r.status() {
+                        Ok(format!("{hash}"))
                     } else {
-                        Verdict::Failed(replay_revert(chain, &tx.raw, block).await)
+                        Err(replay_revert(chain, &tx.raw, block).await)
                     };
                     let status = if r.status() { "confirmed" } else { "failed" };
                     *chain.last_tx.lock() = Some(LastTx { hash, at: now_secs(), status });
-                    decided.extend(tx.trades.iter().map(|id| (*id, verdict.clone())));
+                    match tx.relay {
+                        Some(id) => relayed.extend(super::chain_relay::decided(
+                            &self.state,
+                            &id,
+                            outcome.map(|_| ()),
+                            &mut records,
+                        )?),
+                        None => {
+                            let verdict = match outcome {
+                                Ok(h) => Verdict::Confirmed(h),
+                                Err(why) => Verdict::Failed(why),
+                            };
+                            decided.extend(tx.trades.iter().map(|id| (*id, verdict.clone())));
+                        }
+                    }
                     records.delete_chain_tx(*nonce);
                     done.push(*nonce);
                 }
@@ -124,16 +146,27 @@ impl ChainSettler {
         for (ids, hash) in mined {
             self.state.engine.mark_mined(ids, hash).await?;
         }
-        if decided.is_empty() {
+        if !relay_mined.is_empty() {
+            self.state.commit(relay_mined).await?;
+        }
+        if done.is_empty() {
             return Ok((0, 0));
         }
         let ids: Vec<Uuid> = decided.iter().map(|(id, _)| *id).collect();
-        let (c, f) = self.state.engine.settle_decided(decided, records).await?;
+        let (c, f) = if decided.is_empty() {
+            self.state.commit(records).await?;
+            (0, 0)
+        } else {
+            self.state.engine.settle_decided(decided, records).await?
+        };
         for n in done {
             self.in_flight.remove(&n);
             self.mined.remove(&n);
         }
         self.refresh_parties(&ids).await;
+        for tx in &relayed {
+            super::chain_relay::refresh(&self.state, tx).await;
+        }
         Ok((c, f))
     }
 
@@ -261,6 +294,7 @@ async fn sign_pass(chain: &Chain, sender: &mut Sender, calls: Vec<Call>, after: 
             trades: ids,
             last_seq: seq,
             sent_at: now_secs(),
+            relay: None,
         };
         pass.batch.put_chain_tx(&record);
         sender.used(nonce);

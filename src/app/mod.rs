@@ -9,6 +9,7 @@ pub mod backup;
 pub mod bridge;
 pub mod builders;
 pub mod catalogue;
+pub mod chain_relay;
 pub mod chain_settlement;
 pub mod chain_watch;
 pub mod ctf;
@@ -110,7 +111,14 @@ impl Parts {
         Ok(AppState {
             domains: config.order_domains()?,
             wallets: config.wallet_factories()?,
-            relay_contracts: config.relay_contracts()?,
+            relay_contracts: {
+                let mut c = config.relay_contracts()?;
+                // In chain mode the operator relays proxy wallets' calls.
+                if let Some(chain) = &chain {
+                    c.relay = chain.operator;
+                }
+                c
+            },
             relayer: Default::default(),
             access: access::Access::load(&store, &config, internal_token)?,
             keys: keys::Keys::load(&store)?,

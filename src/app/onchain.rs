@@ -37,11 +37,24 @@ pub struct OnChain {
     synced: Mutex<HashSet<(String, String)>>,
     /// Makers paused on the version 2 exchanges, as read or watched since start.
     paused: Mutex<HashSet<String>>,
+    /// The relayer's transactions recorded and sent since the settlement worker's last
+    /// pass, which follows them from then on.
+    pub relayed: Mutex<Vec<crate::domain::chain::ChainTx>>,
 }
 
 impl OnChain {
     pub fn new(link: Chain) -> OnChain {
-        OnChain { link, synced: Default::default(), paused: Default::default() }
+        OnChain { link, synced: Default::default(), paused: Default::default(), relayed: Default::default() }
+    }
+
+    /// The assets of `address` read from the chain since start.
+    pub fn synced_assets(&self, address: &str) -> Vec<String> {
+        self.synced
+            .lock()
+            .iter()
+            .filter(|(a, asset)| a == address && asset != MAKER_READ)
+            .map(|(_, x)| x.clone())
+            .collect()
     }
 
     /// Whether `maker` is paused on the version 2 exchanges, as the chain watch saw it.

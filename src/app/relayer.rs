@@ -1,10 +1,13 @@
-//! Polymarket's relayer in ledger mode (docs/reference/relay.md): a wallet's owner signs a
-//! transaction of its Safe (or the Safe's deployment); predex checks the signature, the
-//! nonce and that the wallet is the owner's own, decodes the calls (only the venue's
-//! contracts, only the functions the ledger has), and applies them in one engine command
-//! written with the transaction's record and the Safe's next nonce: CONFIRMED when the
-//! reply is sent. A call the ledger refuses (not enough balance, an unknown market) leaves
-//! a FAILED record and the nonce unused, as a reverted Safe transaction does.
+//! Polymarket's relayer (docs/reference/relay.md): a wallet's owner signs a transaction of
+//! its Safe (or the Safe's deployment, or its proxy wallet's calls through the relay hub);
+//! predex checks the signature, the nonce and that the wallet is the owner's own, and
+//! decodes the calls (only the venue's contracts, only the functions the venue has).
+//!
+//! In ledger mode it applies them in one engine command written with the transaction's
+//! record and the wallet's next nonce: CONFIRMED when the reply is sent. A call the ledger
+//! refuses (not enough balance, an unknown market) leaves a FAILED record and the nonce
+//! unused, as a reverted transaction does. In chain mode the operator sends the wallet's
+//! transaction (`chain_relay`).
 
 use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::SolCall;
@@ -12,9 +15,11 @@ use serde::Deserialize;
 use tokio::sync::Mutex;
 use uuid::Uuid;
 
+use crate::app::chain_relay;
 use crate::app::ctf::{self, ConvertRequest, CtfError, CtfRequest, Plan};
 use crate::app::AppState;
-use crate::auth::relay::{create_proxy_hash, recover_safe_signer, safe_tx_hash};
+use crate::auth::relay::{create_proxy_hash, recover_safe_signer, relay_hash, safe_tx_hash};
+use crate::chain::{IRelayHub, ISafe, ISafeFactory};
 use crate::domain::analytics::CtfKind;
 use crate::domain::relay::{RelayContracts, RelayKind, RelayState, RelayTx};
 use crate::domain::{now_millis, NumberText};
@@ -270,38 +275,6 @@ fn decode_proxy_calls(c: &RelayContracts, data: &[u8]) -> Result<Vec<Call>, Rela
         .collect()
 }
 
-/// The hash a proxy wallet's owner signs for the relay hub (GSN v1's relay request):
-/// keccak256("rlx:" ‖ from ‖ to ‖ data ‖ fee ‖ gas price ‖ gas limit ‖ nonce ‖ hub ‖ relay).
-#[allow(clippy::too_many_arguments)]
-fn relay_hash(
-    from: Address,
-    to: Address,
-    data: &[u8],
-    fee: U256,
-    gas_price: U256,
-    gas_limit: U256,
-    nonce: U256,
-    hub: Address,
-    relay: Address,
-) -> B256 {
-    let words = [fee, gas_price, gas_limit, nonce].map(|w| w.to_be_bytes::<32>());
-    alloy_primitives::keccak256(
-        [
-            b"rlx:".as_slice(),
-            from.as_slice(),
-            to.as_slice(),
-            data,
-            &words[0],
-            &words[1],
-            &words[2],
-            &words[3],
-            hub.as_slice(),
-            relay.as_slice(),
-        ]
-        .concat(),
-    )
-}
-
 /// Who submits: any owner's transaction for a builder key (the owner's signature is what
 /// authorises it), the key's own address's for a relayer or L2 key.
 pub struct Submitter {
@@ -359,8 +332,20 @@ pub async fn submit(s: &AppState, by: Submitter, req: TransactionRequest) -> Res
                 return Err(RelayError::Invalid("the relayer takes no payment".into()));
             }
             let hash = create_proxy_hash(s.config.chain_id, c.safe_factory);
-            if crate::auth::eip712::recover(&hash, &req.signature) != Some(from) {
-                return Err(RelayError::BadSignature);
+            let sig = crate::auth::eip712::parse_signature(&req.signature)
+                .filter(|sig| sig.recover_address_from_prehash(&hash).ok() == Some(from))
+                .ok_or(RelayError::BadSignature)?;
+            if s.chain.is_some() {
+                if chain_relay::deployed(s, wallet).await? {
+                    return Err(RelayError::Deployed);
+                }
+                let call = ISafeFactory::createProxyCall {
+                    paymentToken: Address::ZERO,
+                    payment: U256::ZERO,
+                    paymentReceiver: Address::ZERO,
+                    createSig: ISafeFactory::Sig { v: 27 + u8::from(sig.v()), r: sig.r().into(), s: sig.s().into() },
+                };
+                return chain_relay::send(s, tx, c.safe_factory, call.abi_encode(), None).await;
             }
             if s.store.wallet_deployed(&tx.wallet)? {
                 return Err(RelayError::Deployed);
@@ -389,13 +374,33 @@ pub async fn submit(s: &AppState, by: Submitter, req: TransactionRequest) -> Res
                 Some(o) => o.parse().map_err(|_| RelayError::Invalid("invalid operation".into()))?,
             };
             let calls = decode_safe_calls(c, to, &data, operation)?;
-            if !s.store.wallet_deployed(&tx.wallet)? {
+            let on_chain = s.chain.is_some();
+            let deployed =
+                if on_chain { chain_relay::deployed(s, safe).await? } else { s.store.wallet_deployed(&tx.wallet)? };
+            if !deployed {
                 return Err(RelayError::NotDeployed);
             }
-            let nonce = signed_nonce(s, &mut tx, &req.nonce)?;
+            let floor = if on_chain { chain_relay::chain_nonce(s, kind, from, safe).await? } else { 0 };
+            let nonce = signed_nonce(s, &mut tx, &req.nonce, floor)?;
             let hash = safe_tx_hash(s.config.chain_id, safe, to, &data, operation, U256::from(nonce));
             if recover_safe_signer(&hash, &req.signature) != Some(from) {
                 return Err(RelayError::BadSignature);
+            }
+            if on_chain {
+                let signatures = hex_bytes(&req.signature, "signature")?;
+                let call = ISafe::execTransactionCall {
+                    to,
+                    value: U256::ZERO,
+                    data: data.into(),
+                    operation,
+                    safeTxGas: U256::ZERO,
+                    baseGas: U256::ZERO,
+                    gasPrice: U256::ZERO,
+                    gasToken: Address::ZERO,
+                    refundReceiver: Address::ZERO,
+                    signatures: signatures.into(),
+                };
+                return chain_relay::send(s, tx, safe, call.abi_encode(), Some(nonce)).await;
             }
             execute(s, tx, &calls, nonce, &[]).await
         }
@@ -419,13 +424,31 @@ pub async fn submit(s: &AppState, by: Submitter, req: TransactionRequest) -> Res
                 .and_then(|g| U256::from_str_radix(&g.text(), 10).ok())
                 .ok_or_else(|| RelayError::Invalid("invalid gasLimit".into()))?;
             let calls = decode_proxy_calls(c, &data)?;
-            let nonce = signed_nonce(s, &mut tx, &req.nonce)?;
+            let floor = match s.chain {
+                Some(_) => chain_relay::chain_nonce(s, kind, from, proxy).await?,
+                None => 0,
+            };
+            let nonce = signed_nonce(s, &mut tx, &req.nonce, floor)?;
             let hash = relay_hash(from, to, &data, U256::ZERO, U256::ZERO, gas_limit, U256::from(nonce), hub, relay);
             if crate::auth::eip712::parse_signature(&req.signature)
                 .and_then(|sig| sig.recover_address_from_msg(hash.as_slice()).ok())
                 != Some(from)
             {
                 return Err(RelayError::BadSignature);
+            }
+            if s.chain.is_some() {
+                let call = IRelayHub::relayCallCall {
+                    from,
+                    recipient: to,
+                    encodedFunction: data.into(),
+                    transactionFee: U256::ZERO,
+                    gasPrice: U256::ZERO,
+                    gasLimit: gas_limit,
+                    nonce: U256::from(nonce),
+                    signature: hex_bytes(&req.signature, "signature")?.into(),
+                    approvalData: Default::default(),
+                };
+                return chain_relay::send(s, tx, hub, call.abi_encode(), Some(nonce)).await;
             }
             // The factory creates the proxy wallet at its first call.
             let wallet = tx.wallet.clone();
@@ -474,9 +497,10 @@ async fn execute(
     }
 }
 
-/// The wallet's nonce, when it is the one the owner signed (recorded in `tx`).
-fn signed_nonce(s: &AppState, tx: &mut RelayTx, signed: &Option<NumberText>) -> Result<u64, RelayError> {
-    let nonce = s.store.relay_nonce(&tx.wallet)?;
+/// The wallet's nonce — the next the relayer has not used, at least `floor` (the chain's) —
+/// when it is the one the owner signed (recorded in `tx`).
+fn signed_nonce(s: &AppState, tx: &mut RelayTx, signed: &Option<NumberText>, floor: u64) -> Result<u64, RelayError> {
+    let nonce = s.store.relay_nonce(&tx.wallet)?.max(floor);
     if signed.as_ref().map(|n| n.text()).as_deref() != Some(nonce.to_string().as_str()) {
         return Err(RelayError::BadNonce(nonce));
     }
@@ -526,4 +550,27 @@ async fn plans(s: &AppState, wallet: &str, calls: &[Call]) -> Result<Vec<Plan>, 
         });
     }
     Ok(out)
+}
+
+/// The markets (condition ids) a recorded transaction's calls name.
+pub fn conditions(s: &AppState, tx: &RelayTx) -> Vec<String> {
+    let c = &s.relay_contracts;
+    let (Ok(to), Ok(data)) = (tx.to.parse::<Address>(), alloy_primitives::hex::decode(&tx.data)) else {
+        return Vec::new();
+    };
+    let calls = match tx.kind {
+        RelayKind::SafeCreate => return Vec::new(),
+        RelayKind::Safe => decode_safe_calls(c, to, &data, u8::from(to == c.multisend)),
+        RelayKind::Proxy => decode_proxy_calls(c, &data),
+    };
+    calls
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|call| match call {
+            Call::Split { condition_id, .. } | Call::Merge { condition_id, .. } | Call::Redeem { condition_id } => {
+                Some(condition_id)
+            }
+            _ => None,
+        })
+        .collect()
 }

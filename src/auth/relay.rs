@@ -63,6 +63,38 @@ pub fn create_proxy_hash(chain_id: u64, factory: Address) -> B256 {
         .eip712_signing_hash(&domain)
 }
 
+/// The hash a proxy wallet's owner signs for the relay hub (GSN v1's relay request):
+/// keccak256("rlx:" ‖ from ‖ to ‖ data ‖ fee ‖ gas price ‖ gas limit ‖ nonce ‖ hub ‖ relay).
+#[allow(clippy::too_many_arguments)]
+pub fn relay_hash(
+    from: Address,
+    to: Address,
+    data: &[u8],
+    fee: U256,
+    gas_price: U256,
+    gas_limit: U256,
+    nonce: U256,
+    hub: Address,
+    relay: Address,
+) -> B256 {
+    let words = [fee, gas_price, gas_limit, nonce].map(|w| w.to_be_bytes::<32>());
+    alloy_primitives::keccak256(
+        [
+            b"rlx:".as_slice(),
+            from.as_slice(),
+            to.as_slice(),
+            data,
+            &words[0],
+            &words[1],
+            &words[2],
+            &words[3],
+            hub.as_slice(),
+            relay.as_slice(),
+        ]
+        .concat(),
+    )
+}
+
 /// The owner who signed a Safe's `hash`, in the two forms a Safe 1.3.0 takes from an owner's
 /// key: v 27/28 over the hash itself, or v 31/32 (eth_sign, as the official relayer client
 /// signs) over the hash as a personal message. None for any other form or a bad signature.

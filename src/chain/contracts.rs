@@ -1,6 +1,10 @@
 //! The contracts' interfaces as predex calls them: the exchanges (Polymarket's CTF Exchange
 //! interfaces, V1 and V2, which predex's development exchanges share), ConditionalTokens,
-//! the negative-risk adapter and the collateral ERC-20.
+//! the negative-risk adapter and the collateral ERC-20, and the wallets' (Safe, its
+//! factory, the proxy-wallet factory and the relay hub).
+
+// The calls' builders take the functions' parameters: a Safe's execTransaction has ten.
+#![allow(clippy::too_many_arguments)]
 
 use alloy_sol_types::sol;
 
@@ -55,6 +59,8 @@ sol! {
         function registerToken(uint256 token, uint256 complement, bytes32 conditionId) external;
         function getConditionId(uint256 token) external view returns (bytes32);
         function nonces(address who) external view returns (uint256);
+        function getSafeAddress(address signer) external view returns (address);
+        function getPolyProxyWalletAddress(address signer) external view returns (address);
         function incrementNonce() external;
         function cancelOrder(Order memory order) external;
         function matchOrders(Order memory takerOrder, Order[] memory makerOrders, uint256 takerFillAmount, uint256[] memory makerFillAmounts) external;
@@ -124,6 +130,8 @@ sol! {
         function getCtfCollateral() external view returns (address);
         function getOutcomeTokenFactory() external view returns (address);
         function getFeeReceiver() external view returns (address);
+        function getSafeAddress(address signer) external view returns (address);
+        function getPolyProxyWalletAddress(address signer) external view returns (address);
         function getMaxFeeRate() external view returns (uint256);
         function isAdmin(address who) external view returns (bool);
         function isOperator(address who) external view returns (bool);
@@ -182,5 +190,54 @@ sol! {
         function approve(address spender, uint256 amount) external returns (bool);
         function transfer(address to, uint256 amount) external returns (bool);
         function mint(address to, uint256 amount) external;
+    }
+
+    /// A Safe factory (Polymarket's interface): one Safe per owner, made for whoever signed
+    /// the EIP-712 `CreateProxy` message.
+    #[sol(rpc)]
+    #[derive(Debug)]
+    interface ISafeFactory {
+        struct Sig {
+            uint8 v;
+            bytes32 r;
+            bytes32 s;
+        }
+        function masterCopy() external view returns (address);
+        function proxyCreationCode() external view returns (bytes memory);
+        function computeProxyAddress(address user) external view returns (address);
+        function createProxy(address paymentToken, uint256 payment, address paymentReceiver, Sig calldata createSig) external;
+    }
+
+    /// A proxy-wallet factory (Polymarket's interface): `proxy(calls)` from the caller's
+    /// wallet, the caller being the relay hub's sender when the hub calls.
+    #[sol(rpc)]
+    #[derive(Debug)]
+    interface IProxyFactory {
+        struct ProxyCall {
+            uint8 typeCode;
+            address to;
+            uint256 value;
+            bytes data;
+        }
+        function getImplementation() external view returns (address);
+        function computeProxyAddress(address user) external view returns (address);
+        function proxy(ProxyCall[] calldata calls) external payable returns (bytes[] memory);
+    }
+
+    /// GSN v1's relay hub, as far as proxy wallets use it.
+    #[sol(rpc)]
+    #[derive(Debug)]
+    interface IRelayHub {
+        function getNonce(address from) external view returns (uint256);
+        function relayCall(address from, address recipient, bytes calldata encodedFunction, uint256 transactionFee, uint256 gasPrice, uint256 gasLimit, uint256 nonce, bytes calldata signature, bytes calldata approvalData) external;
+    }
+
+    /// A Gnosis Safe 1.3.0.
+    #[sol(rpc)]
+    #[derive(Debug)]
+    interface ISafe {
+        function nonce() external view returns (uint256);
+        function getOwners() external view returns (address[] memory);
+        function execTransaction(address to, uint256 value, bytes calldata data, uint8 operation, uint256 safeTxGas, uint256 baseGas, uint256 gasPrice, address gasToken, address refundReceiver, bytes memory signatures) external payable returns (bool success);
     }
 }

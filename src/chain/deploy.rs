@@ -1,20 +1,22 @@
 //! `predex chain deploy`: the contracts of a chain-mode venue on a development chain or a
 //! private testnet, from the artifacts in `contracts/` (read at run time, one JSON file per
 //! role: `collateral`, `conditional-tokens`, `exchange`, `exchange-v2`, `neg-risk-adapter`,
-//! `neg-risk-exchange`, each with the contract's `bytecode`), wired, and printed as the
+//! `neg-risk-exchange`, each with the contract's `bytecode`; and for the wallets, when the
+//! directory has them, `safe`, `safe-fallback-handler`, `safe-multisend`, `safe-proxy`,
+//! `safe-factory`, `relay-hub`, `proxy-wallet`, `proxy-factory`), wired, and printed as the
 //! configuration lines that point predex at them.
 
 use std::path::{Path, PathBuf};
 
 use alloy_network::TransactionBuilder;
-use alloy_primitives::{Address, Bytes};
+use alloy_primitives::{keccak256, Address, Bytes, B256};
 use alloy_provider::{DynProvider, PendingTransactionBuilder, Provider};
 use alloy_rpc_types_eth::TransactionRequest;
 use alloy_sol_types::SolValue;
 use anyhow::{anyhow, bail, Context};
 use serde::Deserialize;
 
-use super::{read_key, wallet_provider, IExchange, IExchangeV2, INegRiskAdapter};
+use super::{read_key, wallet_provider, IExchange, IExchangeV2, INegRiskAdapter, IProxyFactory};
 
 #[derive(Debug, clap::Args)]
 pub struct DeployArgs {
@@ -54,6 +56,19 @@ pub struct Deployed {
     pub neg_risk_exchange: Address,
     /// The version of orders the exchanges take.
     pub order_version: u8,
+    /// The wallets' contracts, when the artifacts had them.
+    pub wallets: Option<WalletContracts>,
+}
+
+/// What makes and runs the wallets of signature types 1 and 2 (docs/operating/settlement.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WalletContracts {
+    pub safe_factory: Address,
+    pub safe_init_code_hash: B256,
+    pub multisend: Address,
+    pub proxy_factory: Address,
+    pub proxy_init_code_hash: B256,
+    pub relay_hub: Address,
 }
 
 impl Deployed {
@@ -69,11 +84,34 @@ impl Deployed {
                 self.exchange, self.neg_risk_exchange
             ),
         };
+        let wallets =
+            match &self.wallets {
+                Some(w) => {
+                    format!(
+                "safe-factory-address = \"{}\"\nsafe-init-code-hash = \"{}\"\nsafe-multisend-address = \"{}\"\n\
+                 proxy-factory-address = \"{}\"\nproxy-init-code-hash = \"{}\"\nrelay-hub-address = \"{}\"\n",
+                w.safe_factory, w.safe_init_code_hash, w.multisend, w.proxy_factory, w.proxy_init_code_hash, w.relay_hub
+            )
+                }
+                None => String::new(),
+            };
         format!(
             "settlement = \"chain\"\nchain-id = {}\nrpc-url = {:?}\ncollateral-address = \"{}\"\nctf-address = \"{}\"\n\
-             {exchanges}neg-risk-adapter-address = \"{}\"\n",
+             {exchanges}neg-risk-adapter-address = \"{}\"\n{wallets}",
             self.chain_id, rpc_url, self.collateral, self.ctf, self.neg_risk_adapter
         )
+    }
+}
+
+impl Deployed {
+    /// The proxy-wallet factory the exchanges check type 1 makers against (zero: none).
+    fn proxy_factory(&self) -> Address {
+        self.wallets.map(|w| w.proxy_factory).unwrap_or_default()
+    }
+
+    /// The Safe factory the exchanges check type 2 makers against (zero: none).
+    fn safe_factory(&self) -> Address {
+        self.wallets.map(|w| w.safe_factory).unwrap_or_default()
     }
 }
 
@@ -102,6 +140,39 @@ async fn succeeded(what: &str, pending: PendingTransactionBuilder<alloy_network:
         bail!("{what}: reverted in transaction {}", receipt.transaction_hash);
     }
     Ok(receipt.contract_address.unwrap_or_default())
+}
+
+/// Deploys the wallets' contracts when `dir` has their artifacts: Gnosis Safe 1.3.0 (the
+/// master copy, its fallback handler, MultiSend), the Safe factory over the Safe proxy's
+/// creation code, the relay hub and the proxy-wallet factory over the published wallet.
+async fn deploy_wallets(p: &DynProvider, dir: &Path) -> anyhow::Result<Option<WalletContracts>> {
+    if !dir.join("safe-factory.json").exists() {
+        return Ok(None);
+    }
+    let master_copy = deploy(p, dir, "safe", Vec::new()).await?;
+    let handler = deploy(p, dir, "safe-fallback-handler", Vec::new()).await?;
+    let multisend = deploy(p, dir, "safe-multisend", Vec::new()).await?;
+    let proxy_code = creation_code(dir, "safe-proxy")?;
+    let safe_init_code_hash = keccak256([proxy_code.as_slice(), master_copy.into_word().as_slice()].concat());
+    let safe_factory =
+        deploy(p, dir, "safe-factory", (master_copy, handler, Bytes::from(proxy_code)).abi_encode_params()).await?;
+    let relay_hub = deploy(p, dir, "relay-hub", Vec::new()).await?;
+    let wallet = Bytes::from(creation_code(dir, "proxy-wallet")?);
+    let proxy_factory = deploy(p, dir, "proxy-factory", (relay_hub, wallet).abi_encode_params()).await?;
+    let implementation = IProxyFactory::new(proxy_factory, p)
+        .getImplementation()
+        .call()
+        .await
+        .context("the proxy factory's implementation")?;
+    let proxy_init_code_hash = keccak256(crate::auth::wallets::proxy_init_code(proxy_factory, implementation));
+    Ok(Some(WalletContracts {
+        safe_factory,
+        safe_init_code_hash,
+        multisend,
+        proxy_factory,
+        proxy_init_code_hash,
+        relay_hub,
+    }))
 }
 
 async fn deploy(p: &DynProvider, dir: &Path, role: &str, args: Vec<u8>) -> anyhow::Result<Address> {
@@ -144,6 +215,7 @@ pub async fn deploy_all(
         None => deploy(p, dir, "collateral", Vec::new()).await?,
     };
     let ctf = deploy(p, dir, "conditional-tokens", Vec::new()).await?;
+    let wallets = deploy_wallets(p, dir).await?;
     let mut d = Deployed {
         chain_id,
         collateral,
@@ -152,6 +224,7 @@ pub async fn deploy_all(
         neg_risk_adapter: Address::ZERO,
         neg_risk_exchange: Address::ZERO,
         order_version,
+        wallets,
     };
     match order_version {
         2 => deploy_v2_exchanges(p, dir, deployer, operator, &mut d).await?,
@@ -180,7 +253,6 @@ async fn deploy_v2_exchanges(
     operator: Address,
     d: &mut Deployed,
 ) -> anyhow::Result<()> {
-    let none = Address::ZERO;
     let (collateral, ctf) = (d.collateral, d.ctf);
     // The adapter's vault (where its fees go) is the deployer.
     let adapter = deploy(p, dir, "neg-risk-adapter", (ctf, collateral, deployer).abi_encode_params()).await?;
@@ -192,8 +264,8 @@ async fn deploy_v2_exchanges(
             ctf,
             ctfCollateral: ctf_collateral,
             outcomeTokenFactory: factory,
-            proxyFactory: none,
-            safeFactory: none,
+            proxyFactory: d.proxy_factory(),
+            safeFactory: d.safe_factory(),
             feeReceiver: operator,
         };
         (init,).abi_encode_params()
@@ -210,12 +282,12 @@ async fn deploy_v2_exchanges(
 /// admits the negative-risk exchange.
 async fn deploy_v1_exchanges(p: &DynProvider, dir: &Path, deployer: Address, d: &mut Deployed) -> anyhow::Result<()> {
     let (collateral, ctf) = (d.collateral, d.ctf);
-    let none = Address::ZERO;
-    let exchange = deploy(p, dir, "exchange", (collateral, ctf, none, none).abi_encode_params()).await?;
+    let (proxies, safes) = (d.proxy_factory(), d.safe_factory());
+    let exchange = deploy(p, dir, "exchange", (collateral, ctf, proxies, safes).abi_encode_params()).await?;
     // The adapter's vault (where its fees go) is the deployer.
     let adapter = deploy(p, dir, "neg-risk-adapter", (ctf, collateral, deployer).abi_encode_params()).await?;
     let neg_risk_exchange =
-        deploy(p, dir, "neg-risk-exchange", (collateral, ctf, adapter, none, none).abi_encode_params()).await?;
+        deploy(p, dir, "neg-risk-exchange", (collateral, ctf, adapter, proxies, safes).abi_encode_params()).await?;
     let a = INegRiskAdapter::new(adapter, p);
     succeeded("adapter addAdmin", a.addAdmin(neg_risk_exchange).send().await?).await?;
     d.exchange = exchange;

@@ -15,7 +15,10 @@ use alloy_rpc_types_eth::TransactionRequest;
 use alloy_signer_local::PrivateKeySigner;
 use anyhow::{anyhow, bail, Context};
 
-pub use contracts::{ICollateral, IConditionalTokens, IExchange, IExchangeV2, INegRiskAdapter};
+pub use contracts::{
+    ICollateral, IConditionalTokens, IExchange, IExchangeV2, INegRiskAdapter, IProxyFactory, IRelayHub, ISafe,
+    ISafeFactory,
+};
 
 use crate::auth::{order_hash, order_hash_v2, OrderDomains, OrderFieldsV2, SignedOrderFields};
 use crate::config::{url_host, ChainSettings};
@@ -273,7 +276,8 @@ impl Chain {
     /// node answers with the configured chain id; every configured contract exists; the
     /// exchanges settle in the configured collateral, the standard one through
     /// ConditionalTokens and the negative-risk one through the adapter; the operator is an
-    /// operator of both exchanges; and each exchange hashes a probe order
+    /// operator of both exchanges; both derive Safe and proxy makers as predex does; and
+    /// each exchange hashes a probe order
     /// as predex does under its order domain (name, version, chain id, address), so a
     /// domain mismatch shows here, not as the first settlement's revert.
     pub async fn check(&self, chain_id: u64, domains: &OrderDomains) -> anyhow::Result<()> {
@@ -297,9 +301,21 @@ impl Chain {
                 bail!("{name} {address} holds no contract on chain {chain_id}");
             }
         }
-        if s.order_version == 2 {
-            return self.check_v2(chain_id, domains).await;
+        match s.order_version {
+            2 => self.check_v2(chain_id, domains).await?,
+            _ => self.check_v1(chain_id, domains).await?,
         }
+        for (name, address) in [("exchange", s.exchange), ("negative-risk exchange", s.neg_risk_exchange)] {
+            self.check_wallets(name, address).await?;
+        }
+        Ok(())
+    }
+
+    /// [`Chain::check`]'s checks of the version 1 exchanges: their collateral, positions
+    /// (ConditionalTokens, or the adapter for negative risk), the operator an operator, and
+    /// the order hash under predex's domain.
+    async fn check_v1(&self, chain_id: u64, domains: &OrderDomains) -> anyhow::Result<()> {
+        let s = &self.settings;
         let probe = probe_order();
         for (name, address, domain, positions, positions_name) in [
             ("exchange", s.exchange, &domains.standard, s.ctf, "ctf-address"),
@@ -355,6 +371,34 @@ impl Chain {
 }
 
 impl Chain {
+    /// Whether the exchange at `address` derives a signer's Safe and proxy wallet as predex
+    /// does (the factories and init-code hashes set): else an order of a Safe or proxy maker
+    /// predex takes would not settle.
+    async fn check_wallets(&self, name: &str, address: Address) -> anyhow::Result<()> {
+        let w = &self.settings.wallets;
+        let x = IExchange::new(address, &self.provider);
+        let probe = Address::repeat_byte(0x11);
+        let safe = x.getSafeAddress(probe).call().await.ok();
+        if safe != Some(w.safe(probe)) {
+            bail!(
+                "the {name} at {address} derives Safe makers otherwise than safe-factory-address {} and \
+                 safe-init-code-hash {}: set them to its Safe factory's",
+                w.safe_factory,
+                w.safe_init_code_hash
+            );
+        }
+        let proxy = x.getPolyProxyWalletAddress(probe).call().await.ok();
+        if proxy != Some(w.proxy(probe)) {
+            bail!(
+                "the {name} at {address} derives proxy-wallet makers otherwise than proxy-factory-address {} and \
+                 proxy-init-code-hash {}: set them to its proxy factory's",
+                w.proxy_factory,
+                w.proxy_init_code_hash
+            );
+        }
+        Ok(())
+    }
+
     /// [`Chain::check`]'s checks of the version 2 exchanges: their collateral, positions
     /// on ConditionalTokens, full sets made through ConditionalTokens (standard) or the
     /// adapter (negative risk), the operator an operator and their fee receiver, and the

@@ -3,9 +3,10 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-/// A settlement transaction, recorded (synced) before it is broadcast and deleted in the
-/// batch that settles its trades, so the records held at any moment are exactly the
-/// transactions sent, or about to be, whose outcome is not applied yet.
+/// An operator's transaction — a settlement, or a wallet transaction the relayer sends —
+/// recorded (synced) before it is broadcast and deleted in the batch that applies its
+/// outcome, so the records held at any moment are exactly the transactions sent, or about
+/// to be, whose outcome is not applied yet.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChainTx {
     /// The operator's account nonce it uses.
@@ -20,4 +21,6 @@ pub struct ChainTx {
     pub last_seq: u64,
     /// UNIX seconds of its last broadcast.
     pub sent_at: u64,
+    /// The relayer's transaction it sends (then `trades` is empty), for a wallet.
+    pub relay: Option<Uuid>,
 }

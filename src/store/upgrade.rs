@@ -6,12 +6,13 @@
 //! directory of a newer format is refused, never read.
 
 use super::*;
+use crate::domain::chain::ChainTx;
 
 /// One step: rewrites a store of format `n` (its index in [`STEPS`], plus one) into `n + 1`.
 type Step = fn(&Store) -> Result<(), StoreError>;
 
 /// The steps from format 1 on.
-const STEPS: &[Step] = &[versions_recorded, builder_codes_indexed];
+const STEPS: &[Step] = &[versions_recorded, builder_codes_indexed, chain_txs_name_their_relay];
 
 /// The format this build writes and reads.
 pub(super) const CURRENT: u64 = STEPS.len() as u64 + 1;
@@ -46,10 +47,10 @@ pub(super) fn to_current(store: &Store) -> Result<(), StoreError> {
 /// never reads as format 2: its bytes end where the version would begin). The event
 /// stream's outbox holds order and trade records too; its market events are unchanged.
 fn versions_recorded(store: &Store) -> Result<(), StoreError> {
-    rewrite(store, cf::ORDERS, |v| decode::<OrderRecord>(cf::ORDERS, v).is_ok())?;
-    rewrite(store, cf::LIVE_ORDERS, |v| decode::<OrderRecord>(cf::LIVE_ORDERS, v).is_ok())?;
-    rewrite(store, cf::TRADES, |v| decode::<TradeRecord>(cf::TRADES, v).is_ok())?;
-    rewrite(store, cf::STREAM_OUTBOX, |v| decode::<StreamEvent>(cf::STREAM_OUTBOX, v).is_ok())
+    rewrite(store, cf::ORDERS, 1, |v| decode::<OrderRecord>(cf::ORDERS, v).is_ok())?;
+    rewrite(store, cf::LIVE_ORDERS, 1, |v| decode::<OrderRecord>(cf::LIVE_ORDERS, v).is_ok())?;
+    rewrite(store, cf::TRADES, 1, |v| decode::<TradeRecord>(cf::TRADES, v).is_ok())?;
+    rewrite(store, cf::STREAM_OUTBOX, 1, |v| decode::<StreamEvent>(cf::STREAM_OUTBOX, v).is_ok())
 }
 
 /// Format 2 → 3: every claimed builder ID is found by its builder code (what a version 2
@@ -67,9 +68,16 @@ fn builder_codes_indexed(store: &Store) -> Result<(), StoreError> {
     store.write([&b], true)
 }
 
-/// Appends the version byte `1` to each value of `name` that is not `current` yet, a
-/// bounded batch at a time.
-fn rewrite(store: &Store, name: &'static str, current: impl Fn(&[u8]) -> bool) -> Result<(), StoreError> {
+/// Format 3 → 4: chain mode's recorded transactions end with the relayer's transaction
+/// they send, if any — none for every record of format 3, a settlement: postcard's `None`
+/// is the byte `0` appended, as in [`versions_recorded`].
+fn chain_txs_name_their_relay(store: &Store) -> Result<(), StoreError> {
+    rewrite(store, cf::CHAIN_TXS, 0, |v| decode::<ChainTx>(cf::CHAIN_TXS, v).is_ok())
+}
+
+/// Appends `byte` to each value of `name` that is not `current` yet, a bounded batch at a
+/// time.
+fn rewrite(store: &Store, name: &'static str, byte: u8, current: impl Fn(&[u8]) -> bool) -> Result<(), StoreError> {
     const CHUNK: usize = 10_000;
     let mut it = store.db.raw_iterator_cf(store.handle(name));
     it.seek_to_first();
@@ -79,7 +87,7 @@ fn rewrite(store: &Store, name: &'static str, current: impl Fn(&[u8]) -> bool) -
         if !current(v) {
             let mut fixed = Vec::with_capacity(v.len() + 1);
             fixed.extend_from_slice(v);
-            fixed.push(1);
+            fixed.push(byte);
             wb.put_cf(store.handle(name), k, fixed);
             n += 1;
             if n % CHUNK == 0 {
@@ -91,7 +99,7 @@ fn rewrite(store: &Store, name: &'static str, current: impl Fn(&[u8]) -> bool) -
     it.status()?;
     store.write_batch(wb, false)?;
     if n > 0 {
-        tracing::info!(family = name, records = n, "recorded the order version");
+        tracing::info!(family = name, records = n, "records rewritten to the store's new format");
     }
     Ok(())
 }
@@ -175,6 +183,32 @@ mod tests {
             assert_eq!(store.builder_of_code(&code).unwrap().as_deref(), Some("acme"));
         }
         assert_eq!(store.builder_of_code(&crate::domain::builders::builder_code("other")).unwrap(), None);
+    }
+
+    /// A settlement transaction recorded in format 3 reads, after the upgrade (twice run),
+    /// as the same transaction sending no relayer transaction.
+    #[test]
+    fn format_3_chain_txs_name_no_relay() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let tx = ChainTx {
+            nonce: 7,
+            hash: [9; 32],
+            raw: vec![1, 2, 3],
+            trades: vec![Uuid::from_u128(5)],
+            last_seq: 11,
+            sent_at: 12,
+            relay: None,
+        };
+        let format_3 = encode(&tx)[..encode(&tx).len() - 1].to_vec();
+        let mut wb = WriteBatch::default();
+        wb.put_cf(store.handle(cf::CHAIN_TXS), 7u64.to_be_bytes(), format_3);
+        store.write_batch(wb, true).unwrap();
+        assert!(store.chain_txs().is_err());
+        for _ in 0..2 {
+            chain_txs_name_their_relay(&store).unwrap();
+            assert_eq!(store.chain_txs().unwrap(), vec![tx.clone()]);
+        }
     }
 
     fn record_is(path: &std::path::Path, version: u64) {

@@ -10,6 +10,7 @@ mod bridge;
 mod builders;
 mod catalogue;
 mod chain;
+mod chain_wallets;
 mod clients;
 mod crash;
 mod ctf;

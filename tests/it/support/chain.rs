@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use predex::chain::wallet_provider;
 use predex::config::Config;
@@ -33,20 +33,37 @@ impl Anvil {
         Anvil::start_with(&[])
     }
 
+    /// Starts anvil on a port just found free. Another process may take that port before anvil
+    /// binds it; anvil then exits, and it is started again on another port.
     pub fn start_with(args: &[&str]) -> Anvil {
         let bin = root().join("tools/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil");
         assert!(bin.exists(), "anvil is missing at {}: run scripts/setup.sh", bin.display());
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new(bin)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--silent"])
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start anvil");
-        let anvil = Anvil { url: format!("http://127.0.0.1:{port}"), child };
-        crate::support::wait_for(30, || anvil.rpc("eth_chainId", json!([])).ok());
-        anvil
+        let mut last = String::new();
+        for _ in 0..3 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let log = tempfile::NamedTempFile::new().unwrap();
+            let child = Command::new(&bin)
+                .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--silent"])
+                .args(args)
+                .stdout(Stdio::null())
+                .stderr(log.reopen().unwrap())
+                .spawn()
+                .expect("start anvil");
+            let mut anvil = Anvil { url: format!("http://127.0.0.1:{port}"), child };
+            let end = Instant::now() + Duration::from_secs(60);
+            while Instant::now() < end {
+                if anvil.rpc("eth_chainId", json!([])).is_ok() {
+                    return anvil;
+                }
+                if anvil.child.try_wait().unwrap().is_some() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            last = std::fs::read_to_string(log.path()).unwrap_or_default();
+            drop(anvil);
+        }
+        panic!("anvil did not start: {last}");
     }
 
     /// One JSON-RPC call: its result, or its error object.
@@ -109,6 +126,12 @@ pub fn chain_config(dir: &Path, deployed: &Config, key: PathBuf) -> Config {
         order_version: deployed.order_version,
         exchange_v2_address: deployed.exchange_v2_address.clone(),
         neg_risk_exchange_v2_address: deployed.neg_risk_exchange_v2_address.clone(),
+        safe_factory_address: deployed.safe_factory_address.clone(),
+        safe_init_code_hash: deployed.safe_init_code_hash.clone(),
+        safe_multisend_address: deployed.safe_multisend_address.clone(),
+        proxy_factory_address: deployed.proxy_factory_address.clone(),
+        proxy_init_code_hash: deployed.proxy_init_code_hash.clone(),
+        relay_hub_address: deployed.relay_hub_address.clone(),
         ..test_config(dir)
     }
 }
@@ -339,6 +362,12 @@ pub(crate) fn spawn_predex(data: &Path, deployed: &Config, key: &Path, rpc: &str
         ("PREDEX_ORDER_VERSION", deployed.order_version.to_string()),
         ("PREDEX_EXCHANGE_V2_ADDRESS", deployed.exchange_v2_address.clone()),
         ("PREDEX_NEG_RISK_EXCHANGE_V2_ADDRESS", deployed.neg_risk_exchange_v2_address.clone()),
+        ("PREDEX_SAFE_FACTORY_ADDRESS", deployed.safe_factory_address.clone()),
+        ("PREDEX_SAFE_INIT_CODE_HASH", deployed.safe_init_code_hash.clone()),
+        ("PREDEX_SAFE_MULTISEND_ADDRESS", deployed.safe_multisend_address.clone()),
+        ("PREDEX_PROXY_FACTORY_ADDRESS", deployed.proxy_factory_address.clone()),
+        ("PREDEX_PROXY_INIT_CODE_HASH", deployed.proxy_init_code_hash.clone()),
+        ("PREDEX_RELAY_HUB_ADDRESS", deployed.relay_hub_address.clone()),
     ];
     let p = crate::support::spawn_with(data, &env);
     let mut server =
