@@ -1,6 +1,7 @@
-//! Conditional tokens in ledger mode (SPEC §1.6, docs/reference/ctf.md): `POST /ctf/split`,
-//! `/ctf/merge`, `/ctf/redeem` and `/ctf/convert`, L2-signed. The operations are
-//! `app::ctf`.
+//! Conditional tokens (SPEC §1.6, docs/reference/ctf.md): `POST /ctf/split`, `/ctf/merge`,
+//! `/ctf/redeem` and `/ctf/convert`, L2-signed. In ledger mode the operations are
+//! `app::ctf`; in chain mode split, merge and redeem answer what the wallet sends
+//! (`app::chain_ctf`) and convert is refused.
 
 use std::sync::Arc;
 
@@ -9,6 +10,7 @@ use warp::http::StatusCode;
 use warp::Filter;
 
 use super::{authenticate, handle, reply, req, respond, with_state, ApiError, ApiResult, Req, Routes};
+use crate::app::chain_ctf::{self, PrepareError};
 use crate::app::ctf::{convert_for, operate_for, wallet_of, ConvertRequest, CtfError, CtfRequest, Receipt, Subject};
 use crate::app::AppState;
 use crate::domain::analytics::CtfKind;
@@ -55,11 +57,34 @@ pub fn routes(state: Arc<AppState>) -> Routes {
 }
 
 async fn operate(s: Arc<AppState>, kind: CtfKind, r: Req) -> ApiResult {
-    super::ledger_only(&s)?;
     let key = authenticate(&s, &r)?;
     let b: CtfRequest = r.json()?;
     let wallet = wallet_of(&s, &key, b.address.as_deref())?;
+    if s.chain.is_some() {
+        return prepared(&s, kind, key.address.as_ref(), &wallet, &b).await;
+    }
     reply(&receipt_json(&operate_for(&s, kind, &wallet, b).await?))
+}
+
+/// Chain mode: what the wallet sends to run the operation (docs/reference/ctf.md).
+async fn prepared(s: &AppState, kind: CtfKind, owner: &str, wallet: &str, b: &CtfRequest) -> ApiResult {
+    let (to, data) = chain_ctf::operation_call(s, kind, b)?;
+    let address = |a: &str| a.parse().map_err(|_| ApiError::bad("address must be a 0x address"));
+    let mut v = chain_ctf::prepared(s, address(owner)?, address(wallet)?, to, data).await?;
+    v["type"] = json!(kind.name());
+    v["conditionId"] = json!(b.condition_id);
+    v["address"] = json!(wallet);
+    reply(&v)
+}
+
+impl From<PrepareError> for ApiError {
+    fn from(e: PrepareError) -> ApiError {
+        match e {
+            PrepareError::Ctf(e) => e.into(),
+            PrepareError::Relay(e) => e.into(),
+            PrepareError::Invalid(m) => ApiError::bad(m),
+        }
+    }
 }
 
 /// POST /ctf/convert: the negative-risk adapter's convertPositions(marketId, indexSet,

@@ -47,8 +47,9 @@ pub async fn chain_nonce(s: &AppState, kind: RelayKind, owner: Address, wallet: 
 }
 
 /// Sends `input` to `to` for the relayer's transaction `tx` (its wallet's nonce `nonce`,
-/// none for a deployment): the record as written, STATE_NEW with the transaction's hash,
-/// or STATE_FAILED with the reason when the call would revert.
+/// none for a deployment): the record as written — STATE_NEW with the transaction's hash
+/// when recorded, STATE_EXECUTED once the node took it, or STATE_FAILED with the reason
+/// when the call would revert.
 pub async fn send(
     s: &AppState,
     mut tx: RelayTx,
@@ -110,24 +111,54 @@ pub async fn send(
         return Err(e.into());
     }
     sender.used(operator_nonce);
-    if let Err(e) = p.send_raw_transaction(&record.raw).await {
+    let broadcast = p.send_raw_transaction(&record.raw).await;
+    drop(sender);
+    let executed = match broadcast {
+        // At the node: STATE_EXECUTED.
+        Ok(_) => {
+            let mut b = Batch::default();
+            let moved = advance(s, &tx.id, RelayState::Executed, &mut b);
+            match moved {
+                Ok(true) => s.commit(b).await.map(|_| true),
+                other => other,
+            }
+        }
         // Recorded: the settlement worker sends it again.
-        tracing::warn!(nonce = operator_nonce, error = %e, "relayed transaction not broadcast");
-    }
+        Err(e) => {
+            tracing::warn!(nonce = operator_nonce, error = %e, "relayed transaction not broadcast");
+            Ok(false)
+        }
+    };
+    // The worker follows it from here: after the write above, so a state never goes back.
     on.relayed.lock().push(record);
+    if executed? {
+        tx.state = RelayState::Executed;
+    }
     Ok(tx)
+}
+
+/// Moves the relayer's transaction `id` forward to `to` (NEW → EXECUTED → MINED), never
+/// back; whether it moved.
+fn advance(s: &AppState, id: &uuid::Uuid, to: RelayState, b: &mut Batch) -> Result<bool, crate::store::StoreError> {
+    let rank = |st: RelayState| match st {
+        RelayState::New => 0,
+        RelayState::Executed => 1,
+        RelayState::Mined => 2,
+        RelayState::Confirmed | RelayState::Failed => 3,
+    };
+    let Some(mut tx) = s.store.relay_tx(id)? else { return Ok(false) };
+    if rank(tx.state) >= rank(to) {
+        return Ok(false);
+    }
+    tx.state = to;
+    tx.updated_at = now_millis();
+    b.add_relay_tx(&tx);
+    Ok(true)
 }
 
 /// The relayer's transaction `id` MINED (its transaction has a successful receipt).
 pub fn mined(s: &AppState, id: &uuid::Uuid, b: &mut Batch) -> Result<(), crate::store::StoreError> {
-    if let Some(mut tx) = s.store.relay_tx(id)? {
-        if tx.state == RelayState::New {
-            tx.state = RelayState::Mined;
-            tx.updated_at = now_millis();
-            b.add_relay_tx(&tx);
-        }
-    }
-    Ok(())
+    advance(s, id, RelayState::Mined, b).map(|_| ())
 }
 
 /// The relayer's transaction `id` decided at `confirmations`: CONFIRMED, or FAILED with the

@@ -156,6 +156,8 @@ sol! {
         function getCollectionId(bytes32 parentCollectionId, bytes32 conditionId, uint256 indexSet) external view returns (bytes32);
         function getPositionId(address collateralToken, bytes32 collectionId) external pure returns (uint256);
         function splitPosition(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] calldata partition, uint256 amount) external;
+        function mergePositions(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] calldata partition, uint256 amount) external;
+        function redeemPositions(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] calldata indexSets) external;
         function balanceOf(address owner, uint256 id) external view returns (uint256);
         function isApprovedForAll(address owner, address operator) external view returns (bool);
         function setApprovalForAll(address operator, bool approved) external;
@@ -178,6 +180,8 @@ sol! {
         function getPositionId(bytes32 questionId, bool outcome) external view returns (uint256);
         function getOracle(bytes32 marketId) external view returns (address);
         function getQuestionCount(bytes32 marketId) external view returns (uint256);
+        function splitPosition(bytes32 conditionId, uint256 amount) external;
+        function mergePositions(bytes32 conditionId, uint256 amount) external;
     }
 
     /// The collateral: an ERC-20 (6 decimals); the development one also mints.

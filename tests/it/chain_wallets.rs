@@ -239,7 +239,7 @@ fn the_relayer_sends_wallets_transactions_from_the_operator() {
     // The Safe, deployed by the operator for the owner's signature, once.
     assert_eq!(deployed(safe), json!(false));
     let (st, created) = submit(&alice, &create_request(&v, &alice));
-    assert_eq!((st, &created["state"]), (200, &json!("STATE_NEW")), "{created}");
+    assert_eq!((st, &created["state"]), (200, &json!("STATE_EXECUTED")), "{created}");
     let t = confirmed(&created["transactionID"]);
     assert_eq!(t["transactionHash"], created["transactionHash"]);
     let receipt = v.rt.block_on(async {
@@ -260,7 +260,7 @@ fn the_relayer_sends_wallets_transactions_from_the_operator() {
         .map(|(n, (to, data))| {
             assert_eq!(nonce(&alice, "SAFE"), n as u64);
             let (st, b) = submit(&alice, &safe_request(&v, &alice, to, &data, n as u64));
-            assert_eq!((st, &b["state"]), (200, &json!("STATE_NEW")), "{b}");
+            assert_eq!((st, &b["state"]), (200, &json!("STATE_EXECUTED")), "{b}");
             b["transactionID"].clone()
         })
         .collect();
@@ -300,9 +300,54 @@ fn the_relayer_sends_wallets_transactions_from_the_operator() {
     let batch = multi_send(&[(collateral, allow), split.clone()]);
     let request = safe_request_op(&v, &alice, multisend, &batch, ids.len() as u64, 1);
     let (st, b) = submit(&alice, &request);
-    assert_eq!((st, &b["state"]), (200, &json!("STATE_NEW")), "{b}");
+    assert_eq!((st, &b["state"]), (200, &json!("STATE_EXECUTED")), "{b}");
     confirmed(&b["transactionID"]);
     assert_eq!(v.holdings_of(safe, &[&yes, &no]), (90_000_000, vec![10_000_000, 10_000_000]));
+
+    // /ctf/merge for the Safe answers the relayer request and the hash its owner signs;
+    // signed, the relayer runs it.
+    let body = json!({"conditionId": cond, "amount": "5000000", "address": format!("{safe:#x}")});
+    let (st, prepared) = alice.l2(s, "POST", "/ctf/merge", Some(&body));
+    assert_eq!(
+        (st, &prepared["submit"]["type"], &prepared["type"]),
+        (200, &json!("SAFE"), &json!("MERGE")),
+        "{prepared}"
+    );
+    let hash: alloy_primitives::B256 = prepared["hash"].as_str().unwrap().parse().unwrap();
+    let mut sig = alice.wallet.sign_message_sync(hash.as_slice()).unwrap().as_bytes();
+    sig[64] += 4;
+    let mut request = prepared["submit"].clone();
+    request["signature"] = json!(format!("0x{}", alloy_primitives::hex::encode(sig)));
+    let (st, b) = submit(&alice, &request);
+    assert_eq!((st, &b["state"]), (200, &json!("STATE_EXECUTED")), "{b}");
+    confirmed(&b["transactionID"]);
+    assert_eq!(v.holdings_of(safe, &[&yes, &no]), (95_000_000, vec![5_000_000, 5_000_000]));
+    // Another's Safe is not the key's to prepare for; convert is not prepared on chain.
+    let (st, b) = bob.l2(s, "POST", "/ctf/merge", Some(&body));
+    assert_eq!((st, b["error"].as_str()), (400, Some("the address has to be the owner of the API KEY")), "{b}");
+    let convert = json!({"marketId": cond, "indexSet": "1", "amount": "1"});
+    assert_eq!(alice.l2(s, "POST", "/ctf/convert", Some(&convert)).0, 409);
+
+    // For the key's own address, /ctf/split answers the transaction it signs and sends.
+    let carol = v.trader(20_000_000, true);
+    let body = json!({"conditionId": cond, "amount": "10000000"});
+    let (st, prepared) = carol.l2(s, "POST", "/ctf/split", Some(&body));
+    assert_eq!(st, 200, "{prepared}");
+    let tx = &prepared["transaction"];
+    assert_eq!((tx["chainId"].as_u64(), &tx["value"]), (Some(v.deployed.chain_id), &json!("0")), "{prepared}");
+    let to: Address = tx["to"].as_str().unwrap().parse().unwrap();
+    let data = alloy_primitives::hex::decode(tx["data"].as_str().unwrap()).unwrap();
+    let (url, key) = (v.anvil.url.clone(), carol.wallet.clone());
+    let allow = ICollateral::approveCall { spender: to, amount: U256::MAX }.abi_encode();
+    let collateral = Venue::address(&v.deployed.collateral_address);
+    v.rt.block_on(async move {
+        let p = wallet_provider(&url, key).unwrap();
+        for (at, input) in [(collateral, allow), (to, data)] {
+            let tx = alloy_rpc_types_eth::TransactionRequest::default().to(at).input(input.into());
+            assert!(p.send_transaction(tx).await.unwrap().get_receipt().await.unwrap().status());
+        }
+    });
+    assert_eq!(v.holdings(&carol, &[&yes, &no]), (10_000_000, vec![10_000_000, 10_000_000]));
 
     // Bob's proxy wallet: its calls through the hub, relayed by the operator, which
     // /relay-payload names.
@@ -310,7 +355,7 @@ fn the_relayer_sends_wallets_transactions_from_the_operator() {
     assert_eq!((st, payload["address"].as_str()), (200, Some(format!("{operator:#x}").as_str())), "{payload}");
     let calls = approvals(&v).into_iter().map(|(to, data)| call(to, data)).collect();
     let (st, b) = submit(&bob, &proxy_submission(&v, &bob, calls, operator, nonce(&bob, "PROXY")));
-    assert_eq!((st, &b["state"]), (200, &json!("STATE_NEW")), "{b}");
+    assert_eq!((st, &b["state"]), (200, &json!("STATE_EXECUTED")), "{b}");
     confirmed(&b["transactionID"]);
     assert_eq!(deployed(proxy), json!(true));
     assert_eq!(nonce(&bob, "PROXY"), 1);
@@ -326,7 +371,7 @@ fn the_relayer_sends_wallets_transactions_from_the_operator() {
     let (st, b) = bob.submit(s, bob.signed(&no, "BUY", 40_000_000, 80_000_000).maker(proxy, 1).sign(s), "GTC");
     assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{b}");
     assert_eq!(crate::chain::settled(&v, &bob)["status"], "CONFIRMED");
-    assert_eq!(v.holdings_of(safe, &[&yes, &no]), (50_000_000, vec![90_000_000, 10_000_000]));
+    assert_eq!(v.holdings_of(safe, &[&yes, &no]), (55_000_000, vec![85_000_000, 5_000_000]));
     assert_eq!(v.holdings_of(proxy, &[&yes, &no]), (60_000_000, vec![0, 80_000_000]));
     for t in [&alice, &bob] {
         let gas =
@@ -431,8 +476,28 @@ fn split_call(v: &Venue, condition: alloy_primitives::B256, amount: u64) -> (Add
     (Venue::address(&v.deployed.ctf_address), call.abi_encode())
 }
 
+/// `kill -9` of `child`, then predex started again on its data, straight to the node.
+fn restart(
+    v: Venue,
+    mut child: crate::support::Proc,
+    data: &std::path::Path,
+    key: &std::path::Path,
+) -> (crate::support::Proc, Venue) {
+    let _ = child.child.kill();
+    let _ = child.child.wait();
+    drop(child);
+    let Venue { server, deployed, anvil, _dir, rt } = v;
+    drop(server);
+    let (child, server) = spawn_predex(data, &deployed, key, &anvil.url);
+    (child, Venue { server, deployed, anvil, _dir, rt })
+}
+
+fn operator() -> Address {
+    DEPLOYER_KEY.parse::<alloy_signer_local::PrivateKeySigner>().unwrap().address()
+}
+
 fn operator_nonce(v: &Venue) -> u64 {
-    let operator = DEPLOYER_KEY.parse::<alloy_signer_local::PrivateKeySigner>().unwrap().address();
+    let operator = operator();
     v.rt.block_on(async { wallet_provider_ro(&v.anvil.url).get_transaction_count(operator).pending().await.unwrap() })
 }
 
@@ -474,25 +539,20 @@ fn a_relayed_transaction_survives_kill_9_and_one_that_reverts_frees_its_nonce() 
         child.child.wait().unwrap();
         format!("{}", alloy_primitives::keccak256(alloy_primitives::hex::decode(raw).unwrap()))
     });
-    drop(child);
-    let Venue { server, deployed, anvil, _dir, rt } = v;
-    drop(server);
-    let (_child, server) = spawn_predex(&data, &deployed, &key, &anvil.url);
-    let v = Venue { server, deployed, anvil, _dir, rt };
-    let s = &v.server;
-    let submit = |body: &serde_json::Value| alice.l2(s, "POST", "/submit", Some(body));
-    let recorded = crate::support::wait_for(60, || {
-        let (_, list) = alice.l2(s, "GET", "/transactions", None);
-        let t = list.as_array()?.first()?.clone();
-        (t["state"] == "STATE_CONFIRMED").then_some(t)
-    });
+    let (child, v) = restart(v, child, &data, &key);
+    let confirmed = |v: &Venue, n: usize| {
+        crate::support::wait_for(60, || {
+            let (_, list) = alice.l2(&v.server, "GET", "/transactions", None);
+            let t = list.as_array()?.get(n)?.clone();
+            (t["state"] == "STATE_CONFIRMED").then_some(t)
+        })
+    };
+    let recorded = confirmed(&v, 0);
     assert_eq!(recorded["transactionHash"], json!(sent), "the recorded transaction: {recorded}");
     assert_eq!(operator_nonce(&v), before + 1, "sent once");
     assert!(!code(&v, safe).is_empty());
-    let (cond, yes, no) = v.market();
 
-    // The Safe lets a third party (the test's own account) take its collateral, then the
-    // relayer gives ConditionalTokens its allowance.
+    // The Safe lets a third party (the test's own account) take its collateral.
     let collateral = Venue::address(&v.deployed.collateral_address);
     let ctf = Venue::address(&v.deployed.ctf_address);
     let taker = relayer();
@@ -504,12 +564,25 @@ fn a_relayed_transaction_survives_kill_9_and_one_that_reverts_frees_its_nonce() 
         ICollateral::approveCall { spender: taker, amount: U256::MAX }.abi_encode().into(),
     )
     .unwrap();
+
+    // The relayer's transaction giving ConditionalTokens its allowance is at the node,
+    // unmined, when predex is killed: after the restart it is mined once.
+    v.anvil.rpc("evm_setAutomine", json!([false])).unwrap();
     let allow = ICollateral::approveCall { spender: ctf, amount: U256::MAX }.abi_encode();
-    let (st, b) = submit(&safe_request(&v, &alice, collateral, &allow, 1));
-    assert_eq!((st, &b["state"]), (200, &json!("STATE_NEW")), "{b}");
+    let (st, b) = alice.l2(&v.server, "POST", "/submit", Some(&safe_request(&v, &alice, collateral, &allow, 1)));
+    assert_eq!((st, &b["state"]), (200, &json!("STATE_EXECUTED")), "{b}");
+    assert_eq!(operator_nonce(&v), before + 2, "in the pool");
+    let (_child, v) = restart(v, child, &data, &key);
+    v.anvil.rpc("evm_mine", json!([])).unwrap();
+    v.anvil.rpc("evm_setAutomine", json!([true])).unwrap();
+    let recorded = confirmed(&v, 0);
+    assert_eq!(recorded["transactionHash"], b["transactionHash"], "{recorded}");
+    let latest = v.anvil.rpc("eth_getTransactionCount", json!([format!("{:#x}", operator()), "latest"])).unwrap();
+    assert_eq!(latest, json!(format!("{:#x}", before + 2)), "mined once");
+    let s = &v.server;
+    let (cond, yes, no) = v.market();
+    let submit = |body: &serde_json::Value| alice.l2(s, "POST", "/submit", Some(body));
     let state = |id: &serde_json::Value| s.get(&format!("/transaction?id={}", id.as_str().unwrap())).1[0].clone();
-    let id = b["transactionID"].clone();
-    crate::support::wait_for(60, || (state(&id)["state"] == "STATE_CONFIRMED").then_some(()));
     mint(&v, safe, 10_000_000);
 
     // A split that would run is sent; the third party's transfer, paying more, is mined
@@ -517,7 +590,7 @@ fn a_relayed_transaction_survives_kill_9_and_one_that_reverts_frees_its_nonce() 
     v.anvil.rpc("evm_setAutomine", json!([false])).unwrap();
     let split = split_call(&v, cond.parse().unwrap(), 10_000_000);
     let (st, b) = submit(&safe_request(&v, &alice, split.0, &split.1, 2));
-    assert_eq!((st, &b["state"]), (200, &json!("STATE_NEW")), "{b}");
+    assert_eq!((st, &b["state"]), (200, &json!("STATE_EXECUTED")), "{b}");
     let id = b["transactionID"].clone();
     let url = v.anvil.url.clone();
     v.rt.block_on(async move {
@@ -546,7 +619,7 @@ fn a_relayed_transaction_survives_kill_9_and_one_that_reverts_frees_its_nonce() 
     // Paid for again, the owner's next signature with that nonce runs.
     mint(&v, safe, 10_000_000);
     let (st, b) = submit(&safe_request(&v, &alice, split.0, &split.1, 2));
-    assert_eq!((st, &b["state"]), (200, &json!("STATE_NEW")), "{b}");
+    assert_eq!((st, &b["state"]), (200, &json!("STATE_EXECUTED")), "{b}");
     let id = b["transactionID"].clone();
     crate::support::wait_for(60, || (state(&id)["state"] == "STATE_CONFIRMED").then_some(()));
     assert_eq!(v.holdings_of(safe, &[&yes, &no]), (0, vec![10_000_000, 10_000_000]));
