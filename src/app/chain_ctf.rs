@@ -114,7 +114,7 @@ pub async fn prepared(
     let c = &s.relay_contracts;
     let nonce = |kind: RelayKind| async move {
         let stored = s.store.relay_nonce(&format!("{wallet:#x}")).map_err(RelayError::from)?;
-        Ok::<u64, RelayError>(stored.max(super::chain_relay::chain_nonce(s, kind, owner, wallet).await?))
+        Ok::<u64, RelayError>(stored.max(super::relayer::chain::chain_nonce(s, kind, owner, wallet).await?))
     };
     if wallet == owner {
         return Ok(json!({

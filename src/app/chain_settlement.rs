@@ -66,7 +66,8 @@ impl ChainSettler {
     async fn pass(&mut self) -> anyhow::Result<(usize, usize, usize, usize)> {
         let (confirmed, failed) = self.outcomes().await?;
         let sent = self.send_new().await?;
-        let cancelled = self.watch.pass().await?;
+        let (cancelled, changed) = self.watch.pass().await?;
+        super::onchain::follow(&self.state, changed).await;
         Ok((sent, confirmed, failed, cancelled))
     }
 
@@ -91,7 +92,7 @@ impl ChainSettler {
                     let block = r.block_number.unwrap_or(u64::MAX);
                     if r.status() && self.mined.insert(*nonce) {
                         match tx.relay {
-                            Some(id) => super::chain_relay::mined(&self.state, &id, &mut relay_mined)?,
+                            Some(id) => super::relayer::chain::mined(&self.state, &id, &mut relay_mined)?,
                             None => mined.push((tx.trades.clone(), format!("{hash}"))),
                         }
                     }
@@ -106,7 +107,7 @@ impl ChainSettler {
                     let status = if r.status() { "confirmed" } else { "failed" };
                     *chain.last_tx.lock() = Some(LastTx { hash, at: now_secs(), status });
                     match tx.relay {
-                        Some(id) => relayed.extend(super::chain_relay::decided(
+                        Some(id) => relayed.extend(super::relayer::chain::decided(
                             &self.state,
                             &id,
                             outcome.map(|_| ()),
@@ -165,7 +166,7 @@ impl ChainSettler {
         }
         self.refresh_parties(&ids).await;
         for tx in &relayed {
-            super::chain_relay::refresh(&self.state, tx).await;
+            super::relayer::chain::refresh(&self.state, tx).await;
         }
         Ok((c, f))
     }

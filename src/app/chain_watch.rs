@@ -6,6 +6,11 @@
 //! maker stops its orders with `pauseUser` (its `UserPaused` log): predex cancels them all
 //! and refuses the maker's orders until its `UserUnpaused`.
 //!
+//! Balances follow the chain: the collateral's and ConditionalTokens' logs of the same
+//! blocks say whose collateral or positions changed — a transfer in or out, an allowance,
+//! a split or merge it sent itself, an operator's approval — and `onchain::follow` reads
+//! those accounts again.
+//!
 //! Logs are read block range by block range from the last block applied, which is kept in
 //! the store, so a cancellation made while predex was down is applied at its next start.
 //! `incrementNonce` leaves no log: the nonces of the makers with open orders are read
@@ -39,12 +44,13 @@ impl ChainWatch {
     }
 
     /// One pass: the logs of the blocks since the last, and the nonces when they are due.
-    /// Returns how many open orders it cancelled.
-    pub async fn pass(&mut self) -> anyhow::Result<usize> {
+    /// Returns how many open orders it cancelled, and what the collateral's and
+    /// ConditionalTokens' logs say changed for whom (`onchain::follow` reads it again).
+    pub async fn pass(&mut self) -> anyhow::Result<(usize, Vec<crate::chain::WalletChange>)> {
         let s = &self.state;
         let chain = &s.chain.as_ref().expect("chain mode").link;
         let latest = chain.provider.get_block_number().await?;
-        let mut cancelled = 0;
+        let (mut cancelled, mut changed) = (0, Vec::new());
         // A data directory's first pass starts at the head: no order of it is older.
         let from = self.through.map_or(latest, |b| b + 1);
         if from <= latest {
@@ -58,6 +64,7 @@ impl ChainWatch {
             } else {
                 chain.cancelled_orders(from, to).await?.iter().map(crate::auth::order_id).collect()
             };
+            changed = chain.wallet_changes(from, to).await?;
             if !ids.is_empty() {
                 let gone = s.engine.cancel_signed(ids).await?;
                 for id in &gone {
@@ -77,7 +84,7 @@ impl ChainWatch {
             }
             self.nonces_read_at = now;
         }
-        Ok(cancelled)
+        Ok((cancelled, changed))
     }
 }
 

@@ -10,7 +10,6 @@ pub mod bridge;
 pub mod builders;
 pub mod catalogue;
 pub mod chain_ctf;
-pub mod chain_relay;
 pub mod chain_settlement;
 pub mod chain_watch;
 pub mod ctf;

@@ -5,7 +5,8 @@
 //! collateral within the allowances given to the exchanges, tokens once the exchange is
 //! approved for them. Open orders and unsettled trades are held against it in the ledger
 //! as in ledger mode. An account is read from the chain the first time an order spends
-//! from it and whenever its owner asks (`GET /balance-allowance/update`).
+//! from it, whenever its owner asks (`GET /balance-allowance/update`), and again whenever
+//! the chain's logs show it changed (`follow`).
 
 use std::collections::HashSet;
 
@@ -127,3 +128,26 @@ pub async fn ensure_maker(s: &AppState, maker: &str) -> Result<bool, OnchainErro
 
 /// The `synced` entry that says a maker was read (beside its assets' entries).
 const MAKER_READ: &str = "maker";
+
+/// Reads again from the chain every account predex follows (has read since start) that
+/// `changes` touched.
+pub async fn follow(s: &AppState, changes: Vec<crate::chain::WalletChange>) {
+    use crate::chain::WalletChange;
+    let Some(on) = s.chain.as_ref() else { return };
+    let mut accounts = std::collections::BTreeSet::new();
+    for change in changes {
+        let address = format!("{:#x}", change.address());
+        let followed = on.synced_assets(&address);
+        let assets = match change {
+            WalletChange::Collateral(_) => vec![COLLATERAL.to_string()],
+            WalletChange::Token(_, id) => vec![id.to_string()],
+            WalletChange::Tokens(_) => followed.iter().filter(|a| *a != COLLATERAL).cloned().collect(),
+        };
+        accounts.extend(assets.into_iter().filter(|a| followed.contains(a)).map(|a| (address.clone(), a)));
+    }
+    for (address, asset) in accounts {
+        if let Err(e) = refresh(s, &address, &asset).await {
+            tracing::warn!(%address, %asset, error = %e, "balance not read from the chain");
+        }
+    }
+}

@@ -7,7 +7,7 @@
 //! record and the wallet's next nonce: CONFIRMED when the reply is sent. A call the ledger
 //! refuses (not enough balance, an unknown market) leaves a FAILED record and the nonce
 //! unused, as a reverted transaction does. In chain mode the operator sends the wallet's
-//! transaction (`chain_relay`).
+//! transaction (`chain`).
 
 use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::SolCall;
@@ -15,7 +15,6 @@ use serde::Deserialize;
 use tokio::sync::Mutex;
 use uuid::Uuid;
 
-use crate::app::chain_relay;
 use crate::app::ctf::{self, ConvertRequest, CtfError, CtfRequest, Plan};
 use crate::app::AppState;
 use crate::auth::relay::{create_proxy_hash, recover_safe_signer, relay_hash, safe_tx_hash};
@@ -123,6 +122,8 @@ pub struct SignatureParams {
     pub payment: Option<NumberText>,
     pub payment_receiver: Option<String>,
 }
+
+pub mod chain;
 
 /// A call the ledger carries out.
 #[derive(Debug, PartialEq, Eq)]
@@ -336,7 +337,7 @@ pub async fn submit(s: &AppState, by: Submitter, req: TransactionRequest) -> Res
                 .filter(|sig| sig.recover_address_from_prehash(&hash).ok() == Some(from))
                 .ok_or(RelayError::BadSignature)?;
             if s.chain.is_some() {
-                if chain_relay::deployed(s, wallet).await? {
+                if chain::deployed(s, wallet).await? {
                     return Err(RelayError::Deployed);
                 }
                 let call = ISafeFactory::createProxyCall {
@@ -345,7 +346,7 @@ pub async fn submit(s: &AppState, by: Submitter, req: TransactionRequest) -> Res
                     paymentReceiver: Address::ZERO,
                     createSig: ISafeFactory::Sig { v: 27 + u8::from(sig.v()), r: sig.r().into(), s: sig.s().into() },
                 };
-                return chain_relay::send(s, tx, c.safe_factory, call.abi_encode(), None).await;
+                return chain::send(s, tx, c.safe_factory, call.abi_encode(), None).await;
             }
             if s.store.wallet_deployed(&tx.wallet)? {
                 return Err(RelayError::Deployed);
@@ -376,11 +377,11 @@ pub async fn submit(s: &AppState, by: Submitter, req: TransactionRequest) -> Res
             let calls = decode_safe_calls(c, to, &data, operation)?;
             let on_chain = s.chain.is_some();
             let deployed =
-                if on_chain { chain_relay::deployed(s, safe).await? } else { s.store.wallet_deployed(&tx.wallet)? };
+                if on_chain { chain::deployed(s, safe).await? } else { s.store.wallet_deployed(&tx.wallet)? };
             if !deployed {
                 return Err(RelayError::NotDeployed);
             }
-            let floor = if on_chain { chain_relay::chain_nonce(s, kind, from, safe).await? } else { 0 };
+            let floor = if on_chain { chain::chain_nonce(s, kind, from, safe).await? } else { 0 };
             let nonce = signed_nonce(s, &mut tx, &req.nonce, floor)?;
             let hash = safe_tx_hash(s.config.chain_id, safe, to, &data, operation, U256::from(nonce));
             if recover_safe_signer(&hash, &req.signature) != Some(from) {
@@ -400,7 +401,7 @@ pub async fn submit(s: &AppState, by: Submitter, req: TransactionRequest) -> Res
                     refundReceiver: Address::ZERO,
                     signatures: signatures.into(),
                 };
-                return chain_relay::send(s, tx, safe, call.abi_encode(), Some(nonce)).await;
+                return chain::send(s, tx, safe, call.abi_encode(), Some(nonce)).await;
             }
             execute(s, tx, &calls, nonce, &[]).await
         }
@@ -425,7 +426,7 @@ pub async fn submit(s: &AppState, by: Submitter, req: TransactionRequest) -> Res
                 .ok_or_else(|| RelayError::Invalid("invalid gasLimit".into()))?;
             let calls = decode_proxy_calls(c, &data)?;
             let floor = match s.chain {
-                Some(_) => chain_relay::chain_nonce(s, kind, from, proxy).await?,
+                Some(_) => chain::chain_nonce(s, kind, from, proxy).await?,
                 None => 0,
             };
             let nonce = signed_nonce(s, &mut tx, &req.nonce, floor)?;
@@ -448,7 +449,7 @@ pub async fn submit(s: &AppState, by: Submitter, req: TransactionRequest) -> Res
                     signature: hex_bytes(&req.signature, "signature")?.into(),
                     approvalData: Default::default(),
                 };
-                return chain_relay::send(s, tx, hub, call.abi_encode(), Some(nonce)).await;
+                return chain::send(s, tx, hub, call.abi_encode(), Some(nonce)).await;
             }
             // The factory creates the proxy wallet at its first call.
             let wallet = tx.wallet.clone();

@@ -150,6 +150,10 @@ sol! {
     #[sol(rpc)]
     #[derive(Debug)]
     interface IConditionalTokens {
+        event TransferSingle(address indexed operator, address indexed from, address indexed to, uint256 id, uint256 value);
+        event TransferBatch(address indexed operator, address indexed from, address indexed to, uint256[] ids, uint256[] values);
+        event ApprovalForAll(address indexed owner, address indexed operator, bool approved);
+
         function prepareCondition(address oracle, bytes32 questionId, uint256 outcomeSlotCount) external;
         function getOutcomeSlotCount(bytes32 conditionId) external view returns (uint256);
         function getConditionId(address oracle, bytes32 questionId, uint256 outcomeSlotCount) external pure returns (bytes32);
@@ -188,6 +192,9 @@ sol! {
     #[sol(rpc)]
     #[derive(Debug)]
     interface ICollateral {
+        event Transfer(address indexed from, address indexed to, uint256 value);
+        event Approval(address indexed owner, address indexed spender, uint256 value);
+
         function decimals() external view returns (uint8);
         function balanceOf(address who) external view returns (uint256);
         function allowance(address owner, address spender) external view returns (uint256);

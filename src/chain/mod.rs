@@ -272,6 +272,52 @@ impl Chain {
         Ok(logs.iter().filter_map(|l| l.topics().get(1).copied()).collect())
     }
 
+    /// What the collateral's and ConditionalTokens' logs of blocks `from..=to` say changed
+    /// for whom: a transfer or an allowance of collateral, a transfer of positions, an
+    /// operator's approval over all of an owner's positions.
+    pub async fn wallet_changes(&self, from: u64, to: u64) -> anyhow::Result<Vec<WalletChange>> {
+        use alloy_sol_types::SolEvent;
+        let s = &self.settings;
+        let filter = alloy_rpc_types_eth::Filter::new()
+            .address(vec![s.collateral, s.ctf])
+            .event_signature(vec![
+                ICollateral::Transfer::SIGNATURE_HASH,
+                ICollateral::Approval::SIGNATURE_HASH,
+                IConditionalTokens::TransferSingle::SIGNATURE_HASH,
+                IConditionalTokens::TransferBatch::SIGNATURE_HASH,
+                IConditionalTokens::ApprovalForAll::SIGNATURE_HASH,
+            ])
+            .from_block(from)
+            .to_block(to);
+        let mut out = Vec::new();
+        for log in self.provider.get_logs(&filter).await? {
+            let at = log.address();
+            if at == s.collateral {
+                if let Ok(e) = log.log_decode::<ICollateral::Transfer>() {
+                    out.push(WalletChange::Collateral(e.inner.from));
+                    out.push(WalletChange::Collateral(e.inner.to));
+                } else if let Ok(e) = log.log_decode::<ICollateral::Approval>() {
+                    out.push(WalletChange::Collateral(e.inner.owner));
+                }
+            } else if at == s.ctf {
+                if let Ok(e) = log.log_decode::<IConditionalTokens::TransferSingle>() {
+                    out.push(WalletChange::Token(e.inner.from, e.inner.id));
+                    out.push(WalletChange::Token(e.inner.to, e.inner.id));
+                } else if let Ok(e) = log.log_decode::<IConditionalTokens::TransferBatch>() {
+                    for id in &e.inner.ids {
+                        out.push(WalletChange::Token(e.inner.from, *id));
+                        out.push(WalletChange::Token(e.inner.to, *id));
+                    }
+                } else if let Ok(e) = log.log_decode::<IConditionalTokens::ApprovalForAll>() {
+                    out.push(WalletChange::Tokens(e.inner.owner));
+                }
+            }
+        }
+        out.retain(|c| c.address() != Address::ZERO);
+        out.dedup();
+        Ok(out)
+    }
+
     /// What must hold before the exchange starts in chain mode, each failure one line: the
     /// node answers with the configured chain id; every configured contract exists; the
     /// exchanges settle in the configured collateral, the standard one through
@@ -455,6 +501,25 @@ impl Chain {
             }
         }
         Ok(())
+    }
+}
+
+/// What a log says changed for an account on chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WalletChange {
+    /// Its collateral, or an allowance of it.
+    Collateral(Address),
+    /// Its balance of one position.
+    Token(Address, U256),
+    /// Whom it lets move all its positions.
+    Tokens(Address),
+}
+
+impl WalletChange {
+    pub fn address(&self) -> Address {
+        match self {
+            WalletChange::Collateral(a) | WalletChange::Token(a, _) | WalletChange::Tokens(a) => *a,
+        }
     }
 }
 

@@ -330,6 +330,8 @@ fn the_relayer_sends_wallets_transactions_from_the_operator() {
 
     // For the key's own address, /ctf/split answers the transaction it signs and sends.
     let carol = v.trader(20_000_000, true);
+    let read = |path: &str| carol.l2(s, "GET", &format!("{path}?asset_type=COLLATERAL&signature_type=0"), None).1;
+    assert_eq!(read("/balance-allowance/update")["balance"], "20000000");
     let body = json!({"conditionId": cond, "amount": "10000000"});
     let (st, prepared) = carol.l2(s, "POST", "/ctf/split", Some(&body));
     assert_eq!(st, 200, "{prepared}");
@@ -348,6 +350,8 @@ fn the_relayer_sends_wallets_transactions_from_the_operator() {
         }
     });
     assert_eq!(v.holdings(&carol, &[&yes, &no]), (10_000_000, vec![10_000_000, 10_000_000]));
+    // The venue's figure follows what she did on chain herself, unasked.
+    crate::support::wait_for(30, || (read("/balance-allowance")["balance"] == "10000000").then_some(()));
 
     // Bob's proxy wallet: its calls through the hub, relayed by the operator, which
     // /relay-payload names.

@@ -12,8 +12,8 @@ use alloy_primitives::{Address, Bytes, U256};
 use alloy_provider::Provider;
 use alloy_rpc_types_eth::TransactionRequest;
 
-use super::relayer::RelayError;
-use super::AppState;
+use super::RelayError;
+use crate::app::AppState;
 use crate::chain::{revert_reason, ISafe};
 use crate::domain::chain::ChainTx;
 use crate::domain::relay::{RelayKind, RelayState, RelayTx};
@@ -192,7 +192,7 @@ pub fn decided(
 /// since start.
 pub async fn refresh(s: &AppState, tx: &RelayTx) {
     let mut assets = vec![COLLATERAL.to_string()];
-    for condition in super::relayer::conditions(s, tx) {
+    for condition in super::conditions(s, tx) {
         if let Some(view) = s.registry.condition(&condition) {
             assets.extend(view.market.tokens.iter().map(|t| t.token_id.clone()));
         }
@@ -203,7 +203,7 @@ pub async fn refresh(s: &AppState, tx: &RelayTx) {
     assets.sort();
     assets.dedup();
     for asset in assets {
-        if let Err(e) = super::onchain::refresh(s, &tx.wallet, &asset).await {
+        if let Err(e) = crate::app::onchain::refresh(s, &tx.wallet, &asset).await {
             tracing::warn!(wallet = %tx.wallet, %asset, error = %e, "balance not read from the chain");
         }
     }
