@@ -168,6 +168,8 @@ impl Chain {
 
     /// [`Chain::send`] with the sending lock held by the caller.
     pub async fn send_locked(&self, sender: &mut Sender, what: &str, tx: TransactionRequest) -> anyhow::Result<()> {
+        // The node's count again: the operator may have sent from its key outside predex.
+        sender.forget();
         let nonce = sender.nonce(self).await.with_context(|| format!("{what}: no nonce"))?;
         let pending = match self.provider.send_transaction(tx.with_nonce(nonce)).await {
             Ok(p) => p,
