@@ -28,7 +28,9 @@ use uuid::Uuid;
 
 use super::AppState;
 use crate::auth::SignedOrderFields;
-use crate::chain::{exchange_order, exchange_order_v2, revert_reason, Chain, IExchange, IExchangeV2, LastTx, Sender};
+use crate::chain::{
+    exchange_order, exchange_order_v2, gas_limit, revert_reason, Chain, IExchange, IExchangeV2, LastTx, Sender,
+};
 use crate::domain::chain::ChainTx;
 use crate::domain::{exchange_fee, now_secs, Amount, OrderRecord, Side, TradeRecord};
 use crate::engine::Verdict;
@@ -281,10 +283,7 @@ async fn sign_pass(chain: &Chain, sender: &mut Sender, calls: Vec<Call>, after: 
         };
         let nonce = sender.nonce(chain).await?;
         tx.set_nonce(nonce);
-        // A block is packed by its transactions' gas limits: a margin over the estimate
-        // for what the transactions before it in the block change (a balance emptied
-        // and filled again), no more (docs/operating/settlement.md, Throughput).
-        tx.set_gas_limit(gas + gas / 10 + 30_000);
+        tx.set_gas_limit(gas_limit(gas));
         tx.set_max_fee_per_gas(fees.max_fee_per_gas);
         tx.set_max_priority_fee_per_gas(fees.max_priority_fee_per_gas);
         let envelope = tx.build(&chain.wallet).await.map_err(|e| anyhow::anyhow!("sign: {e}"))?;

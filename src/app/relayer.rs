@@ -18,7 +18,10 @@ use uuid::Uuid;
 use crate::app::ctf::{self, ConvertRequest, CtfError, CtfRequest, Plan};
 use crate::app::AppState;
 use crate::auth::relay::{create_proxy_hash, recover_safe_signer, relay_hash, safe_tx_hash};
-use crate::chain::{IRelayHub, ISafe, ISafeFactory};
+use crate::chain::{
+    ICollateral, IConditionalTokens, IExchange, IMultiSend, INegRiskAdapter, IProxyFactory, IRelayHub, ISafe,
+    ISafeFactory,
+};
 use crate::domain::analytics::CtfKind;
 use crate::domain::relay::{RelayContracts, RelayKind, RelayState, RelayTx};
 use crate::domain::{now_millis, NumberText};
@@ -26,34 +29,6 @@ use crate::store::{Batch, StoreError};
 
 /// The longest `metadata` a transaction keeps.
 const MAX_METADATA: usize = 500;
-
-mod abi {
-    alloy_sol_types::sol! {
-        function approve(address spender, uint256 amount) returns (bool);
-        function setApprovalForAll(address operator, bool approved);
-        function splitPosition(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] partition, uint256 amount);
-        function mergePositions(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] partition, uint256 amount);
-        function redeemPositions(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] indexSets);
-        function multiSend(bytes transactions);
-        function incrementNonce();
-
-        struct ProxyCall {
-            uint8 typeCode;
-            address to;
-            uint256 value;
-            bytes data;
-        }
-        function proxy(ProxyCall[] calls) returns (bytes[] returnValues);
-    }
-}
-
-mod adapter {
-    alloy_sol_types::sol! {
-        function splitPosition(bytes32 conditionId, uint256 amount);
-        function mergePositions(bytes32 conditionId, uint256 amount);
-        function convertPositions(bytes32 marketId, uint256 indexSet, uint256 amount);
-    }
-}
 
 /// The relayer's state: one transaction checked and applied at a time, so two holding the
 /// same nonce never both run.
@@ -183,41 +158,41 @@ fn condition(b: B256) -> String {
 fn decode_call(c: &RelayContracts, to: Address, data: &[u8]) -> Result<Call, RelayError> {
     let binary = |partition: &[U256]| partition == [U256::from(1), U256::from(2)];
     if to == c.collateral {
-        let call = abi::approveCall::abi_decode(data).map_err(|_| RelayError::CallNotAllowed)?;
+        let call = ICollateral::approveCall::abi_decode(data).map_err(|_| RelayError::CallNotAllowed)?;
         return if c.spender(call.spender) { Ok(Call::Approval) } else { Err(RelayError::CallNotAllowed) };
     }
     if to == c.ctf {
-        if let Ok(call) = abi::setApprovalForAllCall::abi_decode(data) {
+        if let Ok(call) = IConditionalTokens::setApprovalForAllCall::abi_decode(data) {
             return if c.spender(call.operator) { Ok(Call::Approval) } else { Err(RelayError::CallNotAllowed) };
         }
-        if let Ok(call) = abi::splitPositionCall::abi_decode(data) {
+        if let Ok(call) = IConditionalTokens::splitPositionCall::abi_decode(data) {
             if call.collateralToken == c.collateral && call.parentCollectionId.is_zero() && binary(&call.partition) {
                 return Ok(Call::Split { condition_id: condition(call.conditionId), amount: amount(call.amount)? });
             }
         }
-        if let Ok(call) = abi::mergePositionsCall::abi_decode(data) {
+        if let Ok(call) = IConditionalTokens::mergePositionsCall::abi_decode(data) {
             if call.collateralToken == c.collateral && call.parentCollectionId.is_zero() && binary(&call.partition) {
                 return Ok(Call::Merge { condition_id: condition(call.conditionId), amount: amount(call.amount)? });
             }
         }
-        if let Ok(call) = abi::redeemPositionsCall::abi_decode(data) {
+        if let Ok(call) = IConditionalTokens::redeemPositionsCall::abi_decode(data) {
             if call.collateralToken == c.collateral && call.parentCollectionId.is_zero() && binary(&call.indexSets) {
                 return Ok(Call::Redeem { condition_id: condition(call.conditionId) });
             }
         }
         return Err(RelayError::CallNotAllowed);
     }
-    if c.exchanges[..2].contains(&to) && abi::incrementNonceCall::abi_decode(data).is_ok() {
+    if c.exchanges[..2].contains(&to) && IExchange::incrementNonceCall::abi_decode(data).is_ok() {
         return Ok(Call::IncrementNonce);
     }
     if to == c.adapter {
-        if let Ok(call) = adapter::splitPositionCall::abi_decode(data) {
+        if let Ok(call) = INegRiskAdapter::splitPositionCall::abi_decode(data) {
             return Ok(Call::Split { condition_id: condition(call.conditionId), amount: amount(call.amount)? });
         }
-        if let Ok(call) = adapter::mergePositionsCall::abi_decode(data) {
+        if let Ok(call) = INegRiskAdapter::mergePositionsCall::abi_decode(data) {
             return Ok(Call::Merge { condition_id: condition(call.conditionId), amount: amount(call.amount)? });
         }
-        if let Ok(call) = adapter::convertPositionsCall::abi_decode(data) {
+        if let Ok(call) = INegRiskAdapter::convertPositionsCall::abi_decode(data) {
             let index_set = u64::try_from(call.indexSet).map_err(|_| RelayError::CallNotAllowed)?;
             return Ok(Call::Convert { market_id: condition(call.marketId), index_set, amount: amount(call.amount)? });
         }
@@ -232,7 +207,8 @@ fn decode_safe_calls(c: &RelayContracts, to: Address, data: &[u8], operation: u8
     match operation {
         0 => Ok(vec![decode_call(c, to, data)?]),
         1 if to == c.multisend => {
-            let packed = abi::multiSendCall::abi_decode(data).map_err(|_| RelayError::CallNotAllowed)?.transactions;
+            let packed =
+                IMultiSend::multiSendCall::abi_decode(data).map_err(|_| RelayError::CallNotAllowed)?.transactions;
             let mut rest = packed.as_ref();
             let mut calls = Vec::new();
             while !rest.is_empty() {
@@ -261,7 +237,7 @@ fn decode_safe_calls(c: &RelayContracts, to: Address, data: &[u8], operation: u8
 /// The calls of a proxy wallet's `proxy(calls)` at the proxy factory: plain calls (type
 /// code 1) without value.
 fn decode_proxy_calls(c: &RelayContracts, data: &[u8]) -> Result<Vec<Call>, RelayError> {
-    let calls = abi::proxyCall::abi_decode(data).map_err(|_| RelayError::CallNotAllowed)?.calls;
+    let calls = IProxyFactory::proxyCall::abi_decode(data).map_err(|_| RelayError::CallNotAllowed)?.calls;
     if calls.is_empty() {
         return Err(RelayError::CallNotAllowed);
     }

@@ -186,6 +186,7 @@ sol! {
         function getQuestionCount(bytes32 marketId) external view returns (uint256);
         function splitPosition(bytes32 conditionId, uint256 amount) external;
         function mergePositions(bytes32 conditionId, uint256 amount) external;
+        function convertPositions(bytes32 marketId, uint256 indexSet, uint256 amount) external;
     }
 
     /// The collateral: an ERC-20 (6 decimals); the development one also mints.
@@ -250,5 +251,10 @@ sol! {
         function nonce() external view returns (uint256);
         function getOwners() external view returns (address[] memory);
         function execTransaction(address to, uint256 value, bytes calldata data, uint8 operation, uint256 safeTxGas, uint256 baseGas, uint256 gasPrice, address gasToken, address refundReceiver, bytes memory signatures) external payable returns (bool success);
+    }
+
+    /// Safe's MultiSend: packed calls run one after another by a Safe's delegatecall.
+    interface IMultiSend {
+        function multiSend(bytes memory transactions) external payable;
     }
 }

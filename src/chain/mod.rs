@@ -16,8 +16,8 @@ use alloy_signer_local::PrivateKeySigner;
 use anyhow::{anyhow, bail, Context};
 
 pub use contracts::{
-    ICollateral, IConditionalTokens, IExchange, IExchangeV2, INegRiskAdapter, IProxyFactory, IRelayHub, ISafe,
-    ISafeFactory,
+    ICollateral, IConditionalTokens, IExchange, IExchangeV2, IMultiSend, INegRiskAdapter, IProxyFactory, IRelayHub,
+    ISafe, ISafeFactory,
 };
 
 use crate::auth::{order_hash, order_hash_v2, OrderDomains, OrderFieldsV2, SignedOrderFields};
@@ -504,6 +504,14 @@ impl Chain {
         }
         Ok(())
     }
+}
+
+/// The gas limit of an operator's transaction whose estimate is `estimate`. A block is
+/// packed by its transactions' gas limits: a margin over the estimate for what the
+/// transactions before it in the block change (a balance emptied and filled again), no
+/// more (docs/operating/settlement.md, Throughput).
+pub fn gas_limit(estimate: u64) -> u64 {
+    estimate + estimate / 10 + 30_000
 }
 
 /// What a log says changed for an account on chain.

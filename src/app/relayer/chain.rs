@@ -7,6 +7,7 @@
 //! batch, then broadcast; the settlement worker follows it to MINED and CONFIRMED (or
 //! FAILED) and reads the wallet's balances from the chain again.
 
+use alloy_eips::eip2718::Encodable2718;
 use alloy_network::TransactionBuilder;
 use alloy_primitives::{Address, Bytes, U256};
 use alloy_provider::Provider;
@@ -83,11 +84,10 @@ pub async fn send(
     sender.forget();
     let operator_nonce = sender.nonce(chain).await.map_err(unavailable)?;
     request.set_nonce(operator_nonce);
-    request.set_gas_limit(gas + gas / 10 + 30_000);
+    request.set_gas_limit(crate::chain::gas_limit(gas));
     request.set_max_fee_per_gas(fees.max_fee_per_gas);
     request.set_max_priority_fee_per_gas(fees.max_priority_fee_per_gas);
     let envelope = request.build(&chain.wallet).await.map_err(|e| unavailable(format!("sign: {e}")))?;
-    use alloy_eips::eip2718::Encodable2718;
     tx.hash = envelope.tx_hash().0;
     tx.state = RelayState::New;
     let record = ChainTx {
