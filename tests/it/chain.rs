@@ -2,7 +2,6 @@
 //! scripts/setup.sh; a test fails when it is missing), deploys the contracts with
 //! `predex chain deploy`, and starts predex against them.
 
-use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -26,17 +25,6 @@ fn refusal(c: Config) -> String {
             Err(e) => format!("{e:#}"),
         }
     })
-}
-
-/// Contracts built with the exchanges' domain named as Polymarket's are, in `dir`.
-fn build_contracts(dir: &Path, domain_name: &str) {
-    let out = Command::new("node")
-        .arg(root().join("scripts/contracts.js"))
-        .args(["--domain-name", domain_name, "--out"])
-        .arg(dir)
-        .output()
-        .expect("run node scripts/contracts.js");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]
@@ -107,6 +95,74 @@ fn deploy_prints_the_settings_and_predex_starts_only_against_them() {
     );
     assert_eq!(st, 409, "{b}");
     assert!(b["error"].as_str().unwrap().contains("faucet is closed in chain mode"), "{b}");
+}
+
+/// `chain deploy --polygon-layout` puts every contract where Polymarket's clients hard-code
+/// it — and the wallets' init-code hashes come out as Polygon's — only on an anvil with
+/// Polygon's chain id, and only once.
+#[test]
+fn the_polygon_layout_puts_every_contract_at_its_polygon_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
+    let contracts = root().join("contracts");
+    let run = |anvil: &Anvil, extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_predex"))
+            .args(["chain", "deploy", "--rpc-url", &anvil.url, "--key-file"])
+            .arg(&key)
+            .arg("--contracts-dir")
+            .arg(&contracts)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let other = Anvil::start();
+    let out = run(&other, &["--polygon-layout"]);
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("needs Polygon's chain id 137"), "{e}");
+    assert!(other.rpc("eth_getCode", json!(["0x4D97DCd97eC945f40cF65F87097ACe5EA0476045", "latest"])).unwrap() == "0x");
+
+    let anvil = Anvil::start_with(&["--chain-id", "137"]);
+    let d = deploy(&anvil, &key, &contracts, &["--polygon-layout"]);
+    let low = |x: &str| x.to_lowercase();
+    let polygon = [
+        (d.collateral_address.as_deref().unwrap(), "0x2791Bca1f2de4661ED88A30C99A7a9449Aa84174"),
+        (d.ctf_address.as_deref().unwrap(), "0x4D97DCd97eC945f40cF65F87097ACe5EA0476045"),
+        (d.neg_risk_adapter_address.as_deref().unwrap(), "0xd91E80cF2E7be2e162c6513ceD06f1dD0dA35296"),
+        (&d.exchange_address, predex::config::DEFAULT_EXCHANGE),
+        (&d.neg_risk_exchange_address, predex::config::DEFAULT_NEG_RISK_EXCHANGE),
+        (&d.safe_factory_address, predex::auth::wallets::POLYGON_SAFE_FACTORY),
+        (&d.safe_init_code_hash, predex::auth::wallets::POLYGON_SAFE_INIT_CODE_HASH),
+        (&d.safe_multisend_address, "0xA238CBeb142c10Ef7Ad8442C6D1f9E89e07e7761"),
+        (&d.proxy_factory_address, predex::auth::wallets::POLYGON_PROXY_FACTORY),
+        (&d.proxy_init_code_hash, predex::auth::wallets::POLYGON_PROXY_INIT_CODE_HASH),
+        (&d.relay_hub_address, "0xD216153c06E857cD7f72665E0aF1d7D82172F494"),
+    ];
+    for (got, want) in polygon {
+        assert_eq!(low(got), low(want));
+    }
+    for at in [predex::config::DEFAULT_EXCHANGE, predex::chain::deploy::POLYGON_SAFE_MASTER_COPY] {
+        let code = anvil.rpc("eth_getCode", json!([at, "latest"])).unwrap();
+        assert!(code.as_str().unwrap().len() > 1000, "no contract at {at}");
+    }
+    // The contracts were made as deployed there: the exchange hashes orders under its own
+    // address and knows its collateral, and the scratch code is gone.
+    let p = wallet_provider(&anvil.url, OTHER_KEY.parse().unwrap()).unwrap();
+    let exchange: alloy_primitives::Address = predex::config::DEFAULT_EXCHANGE.parse().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let collateral =
+        rt.block_on(async { predex::chain::IExchange::new(exchange, &p).getCollateral().call().await }).unwrap();
+    assert_eq!(low(&collateral.to_string()), low(d.collateral_address.as_deref().unwrap()));
+    assert_eq!(
+        anvil.rpc("eth_getCode", json!(["0x00000000000000000000000000000000005ca7c4", "latest"])).unwrap(),
+        "0x"
+    );
+
+    // Once: a second run finds the contracts there.
+    let out = run(&anvil, &["--polygon-layout"]);
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("already has code"), "{e}");
 }
 
 #[test]

@@ -57,8 +57,8 @@ fn wallets_land_where_they_are_derived_and_their_orders_settle_on_chain() {
     assert!(!code(&v, proxy).is_empty(), "no proxy wallet at {proxy}");
     assert!(relay(&v, &signed).is_err(), "a relayed call replayed");
 
-    mint(&v, safe, 100_000_000);
-    mint(&v, proxy, 100_000_000);
+    v.mint(safe, 100_000_000);
+    v.mint(proxy, 100_000_000);
     // A mint: the Safe buys YES, the proxy wallet NO, each at 0.50 for 100 tokens.
     let (st, b) = alice.submit(s, alice.signed(&yes, "BUY", 50_000_000, 100_000_000).maker(safe, 2).sign(s), "GTC");
     assert_eq!((st, &b["status"]), (200, &json!("LIVE")), "{b}");
@@ -74,8 +74,7 @@ fn wallets_land_where_they_are_derived_and_their_orders_settle_on_chain() {
     // The owners' own addresses hold nothing and paid no gas.
     for t in [&alice, &bob] {
         assert_eq!(v.holdings(t, &[&yes, &no]), (0, vec![0, 0]));
-        let gas =
-            v.rt.block_on(async { wallet_provider_ro(&v.anvil.url).get_balance(t.wallet.address()).await.unwrap() });
+        let gas = v.gas_of(t.wallet.address());
         assert_eq!(gas, U256::ZERO);
     }
 }
@@ -195,16 +194,6 @@ fn code(v: &Venue, at: Address) -> Bytes {
     v.rt.block_on(async { wallet_provider_ro(&v.anvil.url).get_code_at(at).await.unwrap() })
 }
 
-fn mint(v: &Venue, to: Address, amount: u64) {
-    let collateral = Venue::address(&v.deployed.collateral_address);
-    let url = v.anvil.url.clone();
-    v.rt.block_on(async move {
-        let p = wallet_provider(&url, DEPLOYER_KEY.parse().unwrap()).unwrap();
-        let r = ICollateral::new(collateral, &p).mint(to, U256::from(amount)).send().await.unwrap();
-        assert!(r.get_receipt().await.unwrap().status());
-    });
-}
-
 /// The relayer in chain mode: the operator sends what wallets' owners signed — a Safe's
 /// deployment, its transactions, a proxy wallet's calls through the hub — recorded before
 /// they are broadcast, followed to STATE_CONFIRMED; one that would revert is FAILED with
@@ -293,7 +282,7 @@ fn the_relayer_sends_wallets_transactions_from_the_operator() {
 
     // Paid for, and with ConditionalTokens allowed to pull the collateral in the same
     // transaction (MultiSend), the split runs with that nonce: the Safe holds both positions.
-    mint(&v, safe, 100_000_000);
+    v.mint(safe, 100_000_000);
     let collateral = Venue::address(&v.deployed.collateral_address);
     let allow = ICollateral::approveCall { spender: split.0, amount: U256::MAX }.abi_encode();
     let multisend = Venue::address(&Some(v.deployed.safe_multisend_address.clone()));
@@ -367,7 +356,7 @@ fn the_relayer_sends_wallets_transactions_from_the_operator() {
     // The wallets trade, and the operator's settlement takes the nonce after its relaying.
     // Collateral that arrives from outside is read when its owner asks (the relayed
     // approvals had the proxy's balance read, at 0).
-    mint(&v, proxy, 100_000_000);
+    v.mint(proxy, 100_000_000);
     let (st, b) = bob.l2(s, "GET", "/balance-allowance/update?asset_type=COLLATERAL&signature_type=1", None);
     assert_eq!((st, b["balance"].as_str()), (200, Some("100000000")), "{b}");
     let (st, b) = alice.submit(s, alice.signed(&yes, "BUY", 40_000_000, 80_000_000).maker(safe, 2).sign(s), "GTC");
@@ -378,8 +367,7 @@ fn the_relayer_sends_wallets_transactions_from_the_operator() {
     assert_eq!(v.holdings_of(safe, &[&yes, &no]), (55_000_000, vec![85_000_000, 5_000_000]));
     assert_eq!(v.holdings_of(proxy, &[&yes, &no]), (60_000_000, vec![0, 80_000_000]));
     for t in [&alice, &bob] {
-        let gas =
-            v.rt.block_on(async { wallet_provider_ro(&v.anvil.url).get_balance(t.wallet.address()).await.unwrap() });
+        let gas = v.gas_of(t.wallet.address());
         assert_eq!(gas, U256::ZERO);
     }
 }
@@ -587,7 +575,7 @@ fn a_relayed_transaction_survives_kill_9_and_one_that_reverts_frees_its_nonce() 
     let (cond, yes, no) = v.market();
     let submit = |body: &serde_json::Value| alice.l2(s, "POST", "/submit", Some(body));
     let state = |id: &serde_json::Value| s.get(&format!("/transaction?id={}", id.as_str().unwrap())).1[0].clone();
-    mint(&v, safe, 10_000_000);
+    v.mint(safe, 10_000_000);
 
     // A split that would run is sent; the third party's transfer, paying more, is mined
     // before it in the same block: the Safe has nothing to split and the call reverts.
@@ -621,7 +609,7 @@ fn a_relayed_transaction_survives_kill_9_and_one_that_reverts_frees_its_nonce() 
     assert_eq!(n["nonce"], "2", "the reverted transaction's nonce is free");
 
     // Paid for again, the owner's next signature with that nonce runs.
-    mint(&v, safe, 10_000_000);
+    v.mint(safe, 10_000_000);
     let (st, b) = submit(&safe_request(&v, &alice, split.0, &split.1, 2));
     assert_eq!((st, &b["state"]), (200, &json!("STATE_EXECUTED")), "{b}");
     let id = b["transactionID"].clone();

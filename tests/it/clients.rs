@@ -244,3 +244,103 @@ fn official_rust_v2_client() {
         eprintln!("{text}");
     }
 }
+
+/// Polymarket's clients, unpatched, against a chain-mode venue on the Polygon layout (anvil
+/// with chain id 137, every contract where the clients hard-code it): each relayer client
+/// deploys its owner's Safe, gives the venue its approvals and splits from the Safe and the
+/// proxy wallet, the operator paying the gas; then each CLOB client trades for those wallets
+/// (signature types 2 and 1, the wallet as funder), its bids matched by an EOA and settled
+/// on chain. Every balance is read on chain, to the base unit.
+#[test]
+fn official_clients_with_wallets_on_the_polygon_layout() {
+    use crate::support::chain::Venue;
+    let v = Venue::start_polygon();
+    let s = &v.server;
+    let (cond, yes, no) = v.market();
+    let builder = s.trader(0);
+    let (st, creds) = builder.l2(s, "POST", "/auth/builder-api-key", Some(&serde_json::json!({"builderId": "relay"})));
+    assert_eq!(st, 200, "{creds}");
+    let key = |t: &Trader| format!("0x{}", alloy_primitives::hex::encode(t.wallet.to_bytes()));
+    let client = |program: &Path, script: &Path, env: &[(&str, String)]| {
+        let out = Command::new(program)
+            .arg(script)
+            .env("PREDEX_CLOB", &s.clob)
+            .env("PREDEX_COND", &cond)
+            .env("PREDEX_YES", &yes)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .output()
+            .expect("the client's test starts");
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{}: {text}", script.display());
+        eprintln!("{text}");
+    };
+    let (node, python) = (Path::new("node"), root().join("tools/py/bin/python"));
+    let dir = root().join("tests/clients/node");
+
+    // The relayer clients, as in ledger mode: each owner's wallets funded on chain first.
+    let relayers = [
+        (node, dir.join("builder_relayer_client_test.mjs"), [m("100"), m("20")], [m("94"), m("6"), m("15"), m("5")]),
+        (
+            python.as_path(),
+            root().join("tests/clients/py_builder_relayer_client_test.py"),
+            [m("10"), m("10")],
+            [m("7"), m("3"), m("8"), m("2")],
+        ),
+    ];
+    let mut owners = Vec::new();
+    for (program, script, [in_safe, in_proxy], [safe_usdc, safe_sets, proxy_usdc, proxy_sets]) in relayers {
+        let owner = s.trader(0);
+        let (safe, proxy) = (owner.derived(s, 2), owner.derived(s, 1));
+        v.mint(safe, in_safe);
+        v.mint(proxy, in_proxy);
+        client(
+            program,
+            &script,
+            &[
+                ("PREDEX_OWNER_KEY", key(&owner)),
+                ("PREDEX_BUILDER_KEY", creds["apiKey"].as_str().unwrap().into()),
+                ("PREDEX_BUILDER_SECRET", creds["secret"].as_str().unwrap().into()),
+                ("PREDEX_BUILDER_PASSPHRASE", creds["passphrase"].as_str().unwrap().into()),
+            ],
+        );
+        assert_eq!(v.holdings_of(safe, &[&yes, &no]), (safe_usdc, vec![safe_sets, safe_sets]), "{}", script.display());
+        assert_eq!(v.holdings_of(proxy, &[&yes, &no]), (proxy_usdc, vec![proxy_sets, proxy_sets]));
+        assert_eq!(v.gas_of(owner.wallet.address()), alloy_primitives::U256::ZERO, "the relayer paid");
+        owners.push((program, owner));
+    }
+
+    // The CLOB clients trade for those wallets: a bid of 10 YES at 0.40 each, matched by an
+    // EOA's bid for NO at 0.60 (a mint on chain).
+    let eoa = v.trader(m("100"), true);
+    for (program, owner) in owners {
+        let script = match program == node {
+            true => dir.join("clob_client_wallets_test.mjs"),
+            false => root().join("tests/clients/py_clob_client_wallets_test.py"),
+        };
+        for signature_type in [2, 1] {
+            let funder = owner.derived(s, signature_type);
+            let (usdc, held) = v.holdings_of(funder, &[&yes]);
+            client(
+                program,
+                &script,
+                &[
+                    ("PREDEX_OWNER_KEY", key(&owner)),
+                    ("PREDEX_SIGNATURE_TYPE", signature_type.to_string()),
+                    ("PREDEX_FUNDER", format!("{funder:#x}")),
+                    ("PREDEX_FUNDER_USDC", usdc.to_string()),
+                ],
+            );
+            let taken = eoa.place(s, &no, "BUY", "0.60", "10");
+            assert_eq!(taken["status"], "MATCHED", "{taken}");
+            assert_eq!(crate::chain::settled(&v, &eoa)["status"], "CONFIRMED");
+            assert_eq!(
+                v.holdings_of(funder, &[&yes]),
+                (usdc - m("4"), vec![held[0] + m("10")]),
+                "{}",
+                script.display()
+            );
+        }
+        assert_eq!(v.gas_of(owner.wallet.address()), alloy_primitives::U256::ZERO);
+    }
+    s.check();
+}

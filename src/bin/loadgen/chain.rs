@@ -80,7 +80,16 @@ impl Venue {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let d = predex::chain::deploy::deploy_all(&deployer, &args.contracts_dir, operator, operator, None, 1).await?;
+        let d = predex::chain::deploy::deploy_all(
+            &deployer,
+            &args.contracts_dir,
+            operator,
+            operator,
+            None,
+            1,
+            predex::chain::deploy::Layout::Node,
+        )
+        .await?;
         let dir = std::env::temp_dir().join(format!("predex-loadgen-chain-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)?;

@@ -1,12 +1,14 @@
 // Polymarket's relayer client (@polymarket/builder-relayer-client, pinned with its lockfile in
-// this directory) against a real predex in ledger mode, unpatched: only its constructor
-// arguments (relayer URL, chain id, signer, builder credentials, Safe or proxy). It deploys
+// this directory) against a real predex, in ledger mode or in chain mode on the Polygon
+// layout, unpatched: only its constructor arguments (relayer URL, chain id, signer, builder
+// credentials, Safe or proxy). It deploys
 // the owner's Safe, sets the trading approvals in one MultiSend, splits and merges from the
 // Safe, and reads its transactions back; a call outside the venue's contracts is refused.
 // Then, as a proxy-wallet user, it sets the approvals and splits from the proxy wallet.
 //
-// Run by the integration test `clients::official_relayer_client`, which gives it a builder
-// key and a market, and then checks the Safe's balances; exits non-zero at the first failed
+// Run by the integration tests `clients::official_relayer_client` and
+// `clients::official_clients_with_wallets_on_the_polygon_layout`, which give it a builder key
+// and a market, and then check the wallets' balances; exits non-zero at the first failed
 // check.
 
 import { RelayClient, RelayerTxType, deriveProxyWallet, deriveSafe } from "@polymarket/builder-relayer-client";
@@ -61,7 +63,8 @@ const safe = deriveSafe(account.address, SAFE_FACTORY);
 async function done(response, what) {
   check(response.transactionID && /^0x[0-9a-f]{64}$/.test(response.transactionHash), `${what}: ${JSON.stringify(response)}`);
   const tx = await response.wait();
-  check(tx !== undefined && tx.state === "STATE_CONFIRMED", `${what}: ${JSON.stringify(tx)}`);
+  // Ledger mode confirms at once; on chain the client stops waiting once it is mined.
+  check(tx !== undefined && ["STATE_MINED", "STATE_CONFIRMED"].includes(tx.state), `${what}: ${JSON.stringify(tx)}`);
   check(tx.transactionHash === response.transactionHash, `${what}: the hash`);
   return tx;
 }
@@ -95,7 +98,7 @@ check((await relayer.getNonce(account.address, "SAFE")).nonce === "3", "the nonc
 const mine = await relayer.getTransactions();
 check(mine.length === 4 && mine[3].transactionID === created.transactionID, mine);
 const [again] = await relayer.getTransaction(approved.transactionID);
-check(again.state === "STATE_CONFIRMED" && again.from.toLowerCase() === account.address.toLowerCase(), again);
+check(["STATE_MINED", "STATE_CONFIRMED"].includes(again.state) && again.from.toLowerCase() === account.address.toLowerCase(), again);
 
 // A call outside the venue's contracts is refused, and the nonce stays.
 let refused = "";

@@ -96,6 +96,18 @@ pub fn key_file(dir: &Path, name: &str, key: &str) -> PathBuf {
     p
 }
 
+/// Contracts built with the exchanges' domain named `domain_name` (Polymarket's, say), in
+/// `dir`.
+pub fn build_contracts(dir: &Path, domain_name: &str) {
+    let out = Command::new("node")
+        .arg(root().join("scripts/contracts.js"))
+        .args(["--domain-name", domain_name, "--out"])
+        .arg(dir)
+        .output()
+        .expect("run node scripts/contracts.js");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// Runs `predex chain deploy` and returns the settings it printed, parsed as a config.
 pub fn deploy(anvil: &Anvil, key: &Path, contracts: &Path, extra: &[&str]) -> Config {
     let out = Command::new(env!("CARGO_BIN_EXE_predex"))
@@ -176,6 +188,27 @@ impl Venue {
         Venue { server, deployed, anvil, _dir: dir, rt }
     }
 
+    /// A venue as Polymarket's official clients find it unchanged: anvil with Polygon's chain
+    /// id, every contract at its Polygon address (`chain deploy --polygon-layout`), the
+    /// exchanges built under Polymarket's order domain, and keys open to anyone who signs.
+    pub fn start_polygon() -> Venue {
+        let anvil = Anvil::start_with(&["--chain-id", "137"]);
+        let dir = tempfile::tempdir().unwrap();
+        let contracts = dir.path().join("contracts");
+        build_contracts(&contracts, predex::auth::POLYMARKET_ORDER_DOMAIN);
+        let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
+        let deployed = deploy(&anvil, &key, &contracts, &["--polygon-layout"]);
+        let data = dir.path().join("data");
+        let server = Server::start_with(Config {
+            settlement_interval_ms: 200,
+            order_domain_name: predex::auth::POLYMARKET_ORDER_DOMAIN.into(),
+            invite_only: false,
+            ..chain_config(&data, &deployed, key)
+        });
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        Venue { server, deployed, anvil, _dir: dir, rt }
+    }
+
     pub(crate) fn address(v: &Option<String>) -> alloy_primitives::Address {
         v.as_deref().unwrap().parse().unwrap()
     }
@@ -209,18 +242,8 @@ impl Venue {
         let url = self.anvil.url.clone();
         let wallet = t.wallet.clone();
         let me = wallet.address();
+        self.mint(me, usdc);
         self.rt.block_on(async move {
-            let deployer = wallet_provider(&url, DEPLOYER_KEY.parse().unwrap()).unwrap();
-            let c = ICollateral::new(collateral, &deployer);
-            assert!(c
-                .mint(me, alloy_primitives::U256::from(usdc))
-                .send()
-                .await
-                .unwrap()
-                .get_receipt()
-                .await
-                .unwrap()
-                .status());
             if approve {
                 let p = wallet_provider(&url, wallet).unwrap();
                 let c = ICollateral::new(collateral, &p);
@@ -237,6 +260,25 @@ impl Venue {
             }
         });
         t
+    }
+
+    /// Development collateral minted on chain to `to` by the deployer.
+    pub(crate) fn mint(&self, to: alloy_primitives::Address, amount: u64) {
+        use predex::chain::ICollateral;
+        let collateral = Venue::address(&self.deployed.collateral_address);
+        let url = self.anvil.url.clone();
+        self.rt.block_on(async move {
+            let p = wallet_provider(&url, DEPLOYER_KEY.parse().unwrap()).unwrap();
+            let r =
+                ICollateral::new(collateral, &p).mint(to, alloy_primitives::U256::from(amount)).send().await.unwrap();
+            assert!(r.get_receipt().await.unwrap().status());
+        });
+    }
+
+    /// The native balance of `who`, in wei.
+    pub(crate) fn gas_of(&self, who: alloy_primitives::Address) -> alloy_primitives::U256 {
+        use alloy_provider::Provider;
+        self.rt.block_on(async { wallet_provider_ro(&self.anvil.url).get_balance(who).await.unwrap() })
     }
 
     /// The exchange's condition id for a token (zero when unregistered).
