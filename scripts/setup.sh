@@ -9,7 +9,7 @@
 # - Debian's chromium, that browser, run headless;
 # - Debian's nats-server, the JetStream server the event stream's tests start;
 # - Python venvs with Polymarket's Python clients and the unified SDK (tools/py, tools/py-sdk);
-# - the Rust V2 client harness (tests/clients/rust), built with cargo.
+# - the harness of the Rust clients, V1 and V2 (tests/clients/rust), built with cargo.
 # Idempotent and quick when everything is already there.
 set -e
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -91,8 +91,8 @@ if ! npm_pinned "$clients"; then
   npm ci --prefix "$clients" --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
 fi
 
-# The official Rust client the client tests drive (tests/clients/rust: its own lockfile
-# pins it), built into target/clients (unoptimised: two minutes from nothing); quick
+# The official Rust clients the client tests drive (tests/clients/rust: its own lockfile
+# pins them), built into target/clients (unoptimised: two minutes from nothing); quick
 # when nothing changed.
 cargo build --quiet --locked --manifest-path "$root/tests/clients/rust/Cargo.toml" \
   --target-dir "$root/target/clients"

@@ -83,11 +83,18 @@ pub(crate) fn wallet(s: &AppState, key: &ApiKeyRecord, r: &Req) -> Result<String
 /// token the wallet has to its figure (SPEC §2.11). A version 2 venue answers `allowances`
 /// as Polymarket does, by spender: each of the venue's two exchanges to `balance`, what it
 /// may take of the asset (the unified SDK reads the keys as addresses).
+///
+/// In chain mode an asset predex has not read for the wallet yet is read from the chain
+/// first (once; the chain watch follows it from then on).
 async fn balance_allowance(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate_read(&s, &r)?;
     let token = asset_token(&s, &r)?;
-    let accounts = s.engine.accounts(wallet(&s, &key, &r)?).await?;
+    let address = wallet(&s, &key, &r)?;
     let want = token.as_deref().unwrap_or(COLLATERAL);
+    if s.chain.is_some() {
+        crate::app::onchain::ensure(&s, &address, want).await?;
+    }
+    let accounts = s.engine.accounts(address).await?;
     let balance = accounts.iter().find(|(a, _)| a == want).map_or(Amount::ZERO, |(_, acc)| acc.available());
     let mut allowances = Map::new();
     if s.config.order_version == 2 {

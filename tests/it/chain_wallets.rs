@@ -81,7 +81,7 @@ fn wallets_land_where_they_are_derived_and_their_orders_settle_on_chain() {
 
 /// The approvals a wallet gives the venue: collateral to both exchanges, positions to both
 /// exchanges and the adapter.
-fn approvals(v: &Venue) -> Vec<(Address, Bytes)> {
+pub(crate) fn approvals(v: &Venue) -> Vec<(Address, Bytes)> {
     let collateral = Venue::address(&v.deployed.collateral_address);
     let ctf = Venue::address(&v.deployed.ctf_address);
     let adapter = Venue::address(&v.deployed.neg_risk_adapter_address);
@@ -121,7 +121,7 @@ fn relayer() -> Address {
     OTHER_KEY.parse::<alloy_signer_local::PrivateKeySigner>().unwrap().address()
 }
 
-fn create_safe(v: &Venue, owner: &Trader) -> Result<(), String> {
+pub(crate) fn create_safe(v: &Venue, owner: &Trader) -> Result<(), String> {
     let factory = Venue::address(&Some(v.deployed.safe_factory_address.clone()));
     let sig = owner.wallet.sign_hash_sync(&create_proxy_hash(v.deployed.chain_id, factory)).unwrap();
     let sig = ISafeFactory::Sig { v: 27 + u8::from(sig.v()), r: sig.r().into(), s: sig.s().into() };
@@ -139,7 +139,7 @@ async fn safe_owners(v: &Venue, safe: Address) -> Vec<Address> {
 }
 
 /// `signer` signs the Safe's next transaction (a call of `data` at `to`), which the relayer sends.
-fn safe_exec(v: &Venue, signer: &Trader, safe: Address, to: Address, data: Bytes) -> Result<(), String> {
+pub(crate) fn safe_exec(v: &Venue, signer: &Trader, safe: Address, to: Address, data: Bytes) -> Result<(), String> {
     let nonce =
         v.rt.block_on(async { ISafe::new(safe, wallet_provider_ro(&v.anvil.url)).nonce().call().await.unwrap() });
     let hash = safe_tx_hash(v.deployed.chain_id, safe, to, &data, 0, nonce);

@@ -261,9 +261,9 @@ fn official_clients_with_wallets_on_the_polygon_layout() {
     let (st, creds) = builder.l2(s, "POST", "/auth/builder-api-key", Some(&serde_json::json!({"builderId": "relay"})));
     assert_eq!(st, 200, "{creds}");
     let key = |t: &Trader| format!("0x{}", alloy_primitives::hex::encode(t.wallet.to_bytes()));
-    let client = |program: &Path, script: &Path, env: &[(&str, String)]| {
+    let client = |program: &Path, script: Option<&Path>, env: &[(&str, String)]| {
         let out = Command::new(program)
-            .arg(script)
+            .args(script)
             .env("PREDEX_CLOB", &s.clob)
             .env("PREDEX_COND", &cond)
             .env("PREDEX_YES", &yes)
@@ -271,7 +271,7 @@ fn official_clients_with_wallets_on_the_polygon_layout() {
             .output()
             .expect("the client's test starts");
         let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        assert!(out.status.success(), "{}: {text}", script.display());
+        assert!(out.status.success(), "{}: {text}", program.display());
         eprintln!("{text}");
     };
     let (node, python) = (Path::new("node"), root().join("tools/py/bin/python"));
@@ -295,7 +295,7 @@ fn official_clients_with_wallets_on_the_polygon_layout() {
         v.mint(proxy, in_proxy);
         client(
             program,
-            &script,
+            Some(&script),
             &[
                 ("PREDEX_OWNER_KEY", key(&owner)),
                 ("PREDEX_BUILDER_KEY", creds["apiKey"].as_str().unwrap().into()),
@@ -322,7 +322,7 @@ fn official_clients_with_wallets_on_the_polygon_layout() {
             let (usdc, held) = v.holdings_of(funder, &[&yes]);
             client(
                 program,
-                &script,
+                Some(&script),
                 &[
                     ("PREDEX_OWNER_KEY", key(&owner)),
                     ("PREDEX_SIGNATURE_TYPE", signature_type.to_string()),
@@ -342,5 +342,35 @@ fn official_clients_with_wallets_on_the_polygon_layout() {
         }
         assert_eq!(v.gas_of(owner.wallet.address()), alloy_primitives::U256::ZERO);
     }
+
+    // The Rust client (tests/clients/rust, built by scripts/setup.sh): a fresh owner's Safe,
+    // made through the factory and approved by the Safe's own transactions, holding only
+    // collateral when the client reads its balance (the client reads `allowances` as spender
+    // → allowance; a version 1 venue answers token → amount, docs/reference/spec-choices.md),
+    // trades with an EOA.
+    let bin = root().join("target/clients/debug/v1-client-check");
+    assert!(bin.exists(), "{} is missing: run scripts/setup.sh", bin.display());
+    let owner = s.trader(0);
+    let safe = owner.derived(s, 2);
+    crate::chain_wallets::create_safe(&v, &owner).expect("the Safe is made");
+    for (to, data) in crate::chain_wallets::approvals(&v) {
+        crate::chain_wallets::safe_exec(&v, &owner, safe, to, data).expect("the Safe approves");
+    }
+    v.mint(safe, m("50"));
+    let taker = v.trader(m("100"), true);
+    client(
+        &bin,
+        None,
+        &[
+            ("PREDEX_NO", no.clone()),
+            ("PREDEX_FUNDER", format!("{safe:#x}")),
+            ("PREDEX_FUNDER_USDC", m("50").to_string()),
+            ("PREDEX_MAKER_KEY", key(&owner)),
+            ("PREDEX_TAKER_KEY", key(&taker)),
+        ],
+    );
+    assert_eq!(crate::chain::settled(&v, &taker)["status"], "CONFIRMED");
+    assert_eq!(v.holdings_of(safe, &[&yes, &no]), (m("46"), vec![m("10"), 0]));
+    assert_eq!(v.holdings(&taker, &[&yes, &no]), (m("94"), vec![0, m("10")]));
     s.check();
 }
