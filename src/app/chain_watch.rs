@@ -65,6 +65,10 @@ impl ChainWatch {
                 chain.cancelled_orders(from, to).await?.iter().map(crate::auth::order_id).collect()
             };
             changed = chain.wallet_changes(from, to).await?;
+            let mut batch = Batch::default();
+            for op in chain.ctf_operations(from, to).await? {
+                ctf_activity(s, chain, &op, &mut batch).await?;
+            }
             if !ids.is_empty() {
                 let gone = s.engine.cancel_signed(ids).await?;
                 for id in &gone {
@@ -72,7 +76,6 @@ impl ChainWatch {
                 }
                 cancelled += gone.len();
             }
-            let mut batch = Batch::default();
             batch.put_chain_watched_through(to);
             s.commit(batch).await?;
             self.through = Some(to);
@@ -86,6 +89,50 @@ impl ChainWatch {
         }
         Ok((cancelled, changed))
     }
+}
+
+/// The activity row of a split, merge or redemption a wallet did on chain in one of the
+/// venue's markets, written with the watch's progress (so once): the time is the block's,
+/// the size the sets split or merged — for a redemption the collateral paid, which for a
+/// resolved binary market is the winning tokens burned (the log does not say how many
+/// losing ones went with them).
+async fn ctf_activity(
+    s: &AppState,
+    chain: &crate::chain::Chain,
+    op: &crate::chain::CtfOperation,
+    batch: &mut Batch,
+) -> anyhow::Result<()> {
+    use crate::chain::CtfOperationKind;
+    use crate::domain::analytics::{CtfActivity, CtfKind};
+    use crate::domain::Amount;
+    let Some(view) = s.registry.condition(&format!("{}", op.condition)) else { return Ok(()) };
+    let time = match op.time {
+        Some(t) => t,
+        None => match chain.provider.get_block_by_number(op.block.into()).await? {
+            Some(b) => b.header.timestamp,
+            None => now_secs(),
+        },
+    };
+    let amount = Amount(u64::try_from(op.amount).unwrap_or(u64::MAX));
+    let kind = match op.kind {
+        CtfOperationKind::Split => CtfKind::Split,
+        CtfOperationKind::Merge => CtfKind::Merge,
+        CtfOperationKind::Redeem => CtfKind::Redeem,
+    };
+    let row = CtfActivity {
+        kind,
+        condition_id: view.market.condition_id.clone(),
+        market_idx: view.market.idx,
+        size: amount,
+        usdc_size: amount,
+        tx_hash: op.tx.0,
+        time,
+    };
+    // Ordered by the block's time, then (blocks of one second: a development chain's) by
+    // the block and the log's place in it.
+    let micros = time * 1_000_000 + (op.block % 1000) * 1000 + op.log_index % 1000;
+    batch.add_activity(&format!("{:#x}", op.wallet), micros, &row);
+    Ok(())
 }
 
 /// Reads `maker`'s nonce on the exchanges; when it is above `known` (what its orders are

@@ -153,6 +153,9 @@ sol! {
         event TransferSingle(address indexed operator, address indexed from, address indexed to, uint256 id, uint256 value);
         event TransferBatch(address indexed operator, address indexed from, address indexed to, uint256[] ids, uint256[] values);
         event ApprovalForAll(address indexed owner, address indexed operator, bool approved);
+        event PositionSplit(address indexed stakeholder, address collateralToken, bytes32 indexed parentCollectionId, bytes32 indexed conditionId, uint256[] partition, uint256 amount);
+        event PositionsMerge(address indexed stakeholder, address collateralToken, bytes32 indexed parentCollectionId, bytes32 indexed conditionId, uint256[] partition, uint256 amount);
+        event PayoutRedemption(address indexed redeemer, address indexed collateralToken, bytes32 indexed parentCollectionId, bytes32 conditionId, uint256[] indexSets, uint256 payout);
 
         function prepareCondition(address oracle, bytes32 questionId, uint256 outcomeSlotCount) external;
         function getOutcomeSlotCount(bytes32 conditionId) external view returns (uint256);

@@ -74,6 +74,28 @@ pub fn exchange_order_v2(o: &OrderFieldsV2, signature: Bytes) -> IExchangeV2::Or
     }
 }
 
+/// A wallet's split, merge or redemption of positions, as ConditionalTokens logged it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CtfOperation {
+    pub kind: CtfOperationKind,
+    pub wallet: Address,
+    pub condition: B256,
+    /// The sets split or merged, or the collateral a redemption paid.
+    pub amount: U256,
+    pub tx: B256,
+    pub block: u64,
+    pub log_index: u64,
+    /// The block's time, when the node gives it with the log.
+    pub time: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CtfOperationKind {
+    Split,
+    Merge,
+    Redeem,
+}
+
 /// The operator's connection to the chain in chain mode.
 pub struct Chain {
     pub settings: ChainSettings,
@@ -317,6 +339,69 @@ impl Chain {
         }
         out.retain(|c| c.address() != Address::ZERO);
         out.dedup();
+        Ok(out)
+    }
+
+    /// The splits, merges and redemptions of positions over the venue's collateral (no
+    /// parent collection) in blocks `from..=to`, by wallets other than the venue's own
+    /// contracts (an exchange minting or merging for a match, the adapter).
+    pub async fn ctf_operations(&self, from: u64, to: u64) -> anyhow::Result<Vec<CtfOperation>> {
+        use alloy_sol_types::SolEvent;
+        use IConditionalTokens::{PayoutRedemption, PositionSplit, PositionsMerge};
+        let s = &self.settings;
+        let filter = alloy_rpc_types_eth::Filter::new()
+            .address(s.ctf)
+            .event_signature(vec![
+                PositionSplit::SIGNATURE_HASH,
+                PositionsMerge::SIGNATURE_HASH,
+                PayoutRedemption::SIGNATURE_HASH,
+            ])
+            .from_block(from)
+            .to_block(to);
+        let venue = [s.exchange, s.neg_risk_exchange, s.neg_risk_adapter];
+        let mut out = Vec::new();
+        for log in self.provider.get_logs(&filter).await? {
+            let (kind, wallet, collateral, parent, condition, amount) = if let Ok(e) = log.log_decode::<PositionSplit>()
+            {
+                let e = e.inner.data;
+                (
+                    CtfOperationKind::Split,
+                    e.stakeholder,
+                    e.collateralToken,
+                    e.parentCollectionId,
+                    e.conditionId,
+                    e.amount,
+                )
+            } else if let Ok(e) = log.log_decode::<PositionsMerge>() {
+                let e = e.inner.data;
+                (
+                    CtfOperationKind::Merge,
+                    e.stakeholder,
+                    e.collateralToken,
+                    e.parentCollectionId,
+                    e.conditionId,
+                    e.amount,
+                )
+            } else if let Ok(e) = log.log_decode::<PayoutRedemption>() {
+                let e = e.inner.data;
+                (CtfOperationKind::Redeem, e.redeemer, e.collateralToken, e.parentCollectionId, e.conditionId, e.payout)
+            } else {
+                continue;
+            };
+            if collateral != s.collateral || parent != B256::ZERO || venue.contains(&wallet) {
+                continue;
+            }
+            out.push(CtfOperation {
+                kind,
+                wallet,
+                condition,
+                amount,
+                tx: log.transaction_hash.unwrap_or_default(),
+                block: log.block_number.unwrap_or_default(),
+                log_index: log.log_index.unwrap_or_default(),
+                time: log.block_timestamp,
+            });
+        }
         Ok(out)
     }
 

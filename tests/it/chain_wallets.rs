@@ -341,6 +341,22 @@ fn the_relayer_sends_wallets_transactions_from_the_operator() {
     assert_eq!(v.holdings(&carol, &[&yes, &no]), (10_000_000, vec![10_000_000, 10_000_000]));
     // The venue's figure follows what she did on chain herself, unasked.
     crate::support::wait_for(30, || (read("/balance-allowance")["balance"] == "10000000").then_some(()));
+    // /activity shows what each wallet did on chain: the Safe's split and merge (relayed),
+    // Carol's split (her own); not the exchange's mints.
+    let activity = |who: Address| {
+        crate::support::wait_for(30, || {
+            let (st, a) = s.analytics_get(&format!("/activity?user={who:#x}"));
+            let rows: Vec<(String, String, String)> = a
+                .as_array()?
+                .iter()
+                .map(|r| (r["type"].to_string(), r["size"].to_string(), r["conditionId"].to_string()))
+                .collect();
+            (st == 200 && !rows.is_empty()).then_some(rows)
+        })
+    };
+    let row = |kind: &str, size: &str| (format!("{kind:?}"), size.to_string(), format!("{cond:?}"));
+    assert_eq!(activity(safe), vec![row("MERGE", "5"), row("SPLIT", "10")]);
+    assert_eq!(activity(carol.wallet.address()), vec![row("SPLIT", "10")]);
 
     // Bob's proxy wallet: its calls through the hub, relayed by the operator, which
     // /relay-payload names.
