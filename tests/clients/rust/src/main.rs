@@ -7,35 +7,16 @@ use std::str::FromStr;
 
 use alloy::signers::local::PrivateKeySigner;
 use alloy::signers::Signer as _;
-use anyhow::{bail, Context};
+use anyhow::Context;
 use polymarket_client_sdk_v2::clob::types::request::{
     BalanceAllowanceRequest, CancelMarketOrderRequest, MidpointRequest, OrderBookSummaryRequest, OrdersRequest,
     PriceRequest, SpreadRequest, TradesRequest,
 };
 use polymarket_client_sdk_v2::clob::types::{Amount, AssetType, OrderStatusType, OrderType, Side};
 use polymarket_client_sdk_v2::clob::{Client, Config};
-use polymarket_client_sdk_v2::types::{Decimal, B256, U256};
+use polymarket_client_sdk_v2::types::{B256, U256};
 use polymarket_client_sdk_v2::POLYGON;
-
-fn env(name: &str) -> anyhow::Result<String> {
-    std::env::var(name).with_context(|| format!("{name} is not set"))
-}
-
-struct Checks(usize);
-
-impl Checks {
-    fn check(&mut self, ok: bool, what: impl std::fmt::Display) -> anyhow::Result<()> {
-        if !ok {
-            bail!("FAILED after {} checks: {what}", self.0);
-        }
-        self.0 += 1;
-        Ok(())
-    }
-}
-
-fn dec(s: &str) -> Decimal {
-    Decimal::from_str(s).expect("a decimal")
-}
+use v2_client_check::{dec, env, Checks};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

@@ -11,32 +11,13 @@ use std::str::FromStr;
 use alloy::primitives::Address;
 use alloy::signers::local::PrivateKeySigner;
 use alloy::signers::Signer as _;
-use anyhow::{bail, Context};
+use anyhow::Context;
 use polymarket_client_sdk::clob::types::request::{BalanceAllowanceRequest, TradesRequest};
 use polymarket_client_sdk::clob::types::{AssetType, OrderStatusType, OrderType, Side, SignatureType};
 use polymarket_client_sdk::clob::{Client, Config};
-use polymarket_client_sdk::types::{Decimal, B256, U256};
+use polymarket_client_sdk::types::{B256, U256};
 use polymarket_client_sdk::POLYGON;
-
-fn env(name: &str) -> anyhow::Result<String> {
-    std::env::var(name).with_context(|| format!("{name} is not set"))
-}
-
-struct Checks(usize);
-
-impl Checks {
-    fn check(&mut self, ok: bool, what: impl std::fmt::Display) -> anyhow::Result<()> {
-        if !ok {
-            bail!("FAILED after {} checks: {what}", self.0);
-        }
-        self.0 += 1;
-        Ok(())
-    }
-}
-
-fn dec(s: &str) -> Decimal {
-    Decimal::from_str(s).expect("a decimal")
-}
+use v2_client_check::{dec, env, Checks};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -69,7 +50,8 @@ async fn run(c: &mut Checks) -> anyhow::Result<()> {
     c.check(format!("{keys:?}").contains(&maker.credentials().key().to_string()), format!("api keys {keys:?}"))?;
 
     // The Safe's collateral, as the venue reads it on chain for the owner's key and type 2.
-    let request = BalanceAllowanceRequest::builder().asset_type(AssetType::Collateral).signature_type(SignatureType::GnosisSafe);
+    let request =
+        BalanceAllowanceRequest::builder().asset_type(AssetType::Collateral).signature_type(SignatureType::GnosisSafe);
     let held = maker.balance_allowance(request.build()).await?;
     c.check(held.balance == safe_usdc, format!("the Safe's balance {held:?}"))?;
 
@@ -77,11 +59,13 @@ async fn run(c: &mut Checks) -> anyhow::Result<()> {
     let limit = |side: Side, token: U256, price: &str, size: &str| {
         maker.limit_order().token_id(token).price(dec(price)).size(dec(size)).side(side).order_type(OrderType::GTC)
     };
-    let bid = maker.post_order(maker.sign(&maker_key, limit(Side::Buy, yes, "0.40", "10").build().await?).await?).await?;
+    let bid =
+        maker.post_order(maker.sign(&maker_key, limit(Side::Buy, yes, "0.40", "10").build().await?).await?).await?;
     c.check(bid.success && bid.status == OrderStatusType::Live, format!("bid {bid:?}"))?;
     let order = maker.order(&bid.order_id).await?;
     c.check(order.maker_address == safe && order.asset_id == yes, format!("the Safe's order {order:?}"))?;
-    let other = maker.post_order(maker.sign(&maker_key, limit(Side::Buy, yes, "0.30", "5").build().await?).await?).await?;
+    let other =
+        maker.post_order(maker.sign(&maker_key, limit(Side::Buy, yes, "0.30", "5").build().await?).await?).await?;
     c.check(other.success, format!("another bid {other:?}"))?;
     let cancelled = maker.cancel_order(&other.order_id).await?;
     c.check(cancelled.canceled == vec![other.order_id.clone()], format!("cancel_order {cancelled:?}"))?;
