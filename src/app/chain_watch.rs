@@ -102,8 +102,7 @@ async fn ctf_activity(
     op: &crate::chain::CtfOperation,
     batch: &mut Batch,
 ) -> anyhow::Result<()> {
-    use crate::chain::CtfOperationKind;
-    use crate::domain::analytics::{CtfActivity, CtfKind};
+    use crate::domain::analytics::CtfActivity;
     use crate::domain::Amount;
     let Some(view) = s.registry.condition(&format!("{}", op.condition)) else { return Ok(()) };
     let time = match op.time {
@@ -114,13 +113,8 @@ async fn ctf_activity(
         },
     };
     let amount = Amount(u64::try_from(op.amount).unwrap_or(u64::MAX));
-    let kind = match op.kind {
-        CtfOperationKind::Split => CtfKind::Split,
-        CtfOperationKind::Merge => CtfKind::Merge,
-        CtfOperationKind::Redeem => CtfKind::Redeem,
-    };
     let row = CtfActivity {
-        kind,
+        kind: op.kind,
         condition_id: view.market.condition_id.clone(),
         market_idx: view.market.idx,
         size: amount,

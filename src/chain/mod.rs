@@ -77,7 +77,8 @@ pub fn exchange_order_v2(o: &OrderFieldsV2, signature: Bytes) -> IExchangeV2::Or
 /// A wallet's split, merge or redemption of positions, as ConditionalTokens logged it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CtfOperation {
-    pub kind: CtfOperationKind,
+    /// Split, Merge or Redeem.
+    pub kind: crate::domain::analytics::CtfKind,
     pub wallet: Address,
     pub condition: B256,
     /// The sets split or merged, or the collateral a redemption paid.
@@ -87,13 +88,6 @@ pub struct CtfOperation {
     pub log_index: u64,
     /// The block's time, when the node gives it with the log.
     pub time: Option<u64>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CtfOperationKind {
-    Split,
-    Merge,
-    Redeem,
 }
 
 /// The operator's connection to the chain in chain mode.
@@ -346,6 +340,7 @@ impl Chain {
     /// parent collection) in blocks `from..=to`, by wallets other than the venue's own
     /// contracts (an exchange minting or merging for a match, the adapter).
     pub async fn ctf_operations(&self, from: u64, to: u64) -> anyhow::Result<Vec<CtfOperation>> {
+        use crate::domain::analytics::CtfKind;
         use alloy_sol_types::SolEvent;
         use IConditionalTokens::{PayoutRedemption, PositionSplit, PositionsMerge};
         let s = &self.settings;
@@ -364,27 +359,13 @@ impl Chain {
             let (kind, wallet, collateral, parent, condition, amount) = if let Ok(e) = log.log_decode::<PositionSplit>()
             {
                 let e = e.inner.data;
-                (
-                    CtfOperationKind::Split,
-                    e.stakeholder,
-                    e.collateralToken,
-                    e.parentCollectionId,
-                    e.conditionId,
-                    e.amount,
-                )
+                (CtfKind::Split, e.stakeholder, e.collateralToken, e.parentCollectionId, e.conditionId, e.amount)
             } else if let Ok(e) = log.log_decode::<PositionsMerge>() {
                 let e = e.inner.data;
-                (
-                    CtfOperationKind::Merge,
-                    e.stakeholder,
-                    e.collateralToken,
-                    e.parentCollectionId,
-                    e.conditionId,
-                    e.amount,
-                )
+                (CtfKind::Merge, e.stakeholder, e.collateralToken, e.parentCollectionId, e.conditionId, e.amount)
             } else if let Ok(e) = log.log_decode::<PayoutRedemption>() {
                 let e = e.inner.data;
-                (CtfOperationKind::Redeem, e.redeemer, e.collateralToken, e.parentCollectionId, e.conditionId, e.payout)
+                (CtfKind::Redeem, e.redeemer, e.collateralToken, e.parentCollectionId, e.conditionId, e.payout)
             } else {
                 continue;
             };

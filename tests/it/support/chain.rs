@@ -174,37 +174,41 @@ impl Venue {
     }
 
     fn start_with(contracts: &Path, domain_name: &str, version: u8) -> Venue {
-        let anvil = Anvil::start();
         let dir = tempfile::tempdir().unwrap();
-        let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
-        let deployed = deploy(&anvil, &key, contracts, &["--order-version", &version.to_string()]);
-        let data = dir.path().join("data");
-        let server = Server::start_with(Config {
-            settlement_interval_ms: 200,
-            order_domain_name: domain_name.into(),
-            ..chain_config(&data, &deployed, key)
-        });
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        Venue { server, deployed, anvil, _dir: dir, rt }
+        Venue::start_on(Anvil::start(), dir, contracts, &["--order-version", &version.to_string()], |c| {
+            c.order_domain_name = domain_name.into()
+        })
     }
 
     /// A venue as Polymarket's official clients find it unchanged: anvil with Polygon's chain
     /// id, every contract at its Polygon address (`chain deploy --polygon-layout`), the
     /// exchanges built under Polymarket's order domain, and keys open to anyone who signs.
     pub fn start_polygon() -> Venue {
-        let anvil = Anvil::start_with(&["--chain-id", "137"]);
         let dir = tempfile::tempdir().unwrap();
         let contracts = dir.path().join("contracts");
         build_contracts(&contracts, predex::auth::POLYMARKET_ORDER_DOMAIN);
+        let anvil = Anvil::start_with(&["--chain-id", "137"]);
+        Venue::start_on(anvil, dir, &contracts, &["--polygon-layout"], |c| {
+            c.order_domain_name = predex::auth::POLYMARKET_ORDER_DOMAIN.into();
+            c.invite_only = false;
+        })
+    }
+
+    /// Deploys `contracts` on `anvil` with `deploy_args` and starts predex against them, its
+    /// data in `dir`, settling every 200 ms, as `tune` sets it otherwise.
+    fn start_on(
+        anvil: Anvil,
+        dir: tempfile::TempDir,
+        contracts: &Path,
+        deploy_args: &[&str],
+        tune: impl FnOnce(&mut Config),
+    ) -> Venue {
         let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
-        let deployed = deploy(&anvil, &key, &contracts, &["--polygon-layout"]);
+        let deployed = deploy(&anvil, &key, contracts, deploy_args);
         let data = dir.path().join("data");
-        let server = Server::start_with(Config {
-            settlement_interval_ms: 200,
-            order_domain_name: predex::auth::POLYMARKET_ORDER_DOMAIN.into(),
-            invite_only: false,
-            ..chain_config(&data, &deployed, key)
-        });
+        let mut config = Config { settlement_interval_ms: 200, ..chain_config(&data, &deployed, key) };
+        tune(&mut config);
+        let server = Server::start_with(config);
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         Venue { server, deployed, anvil, _dir: dir, rt }
     }
