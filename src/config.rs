@@ -115,6 +115,11 @@ pub struct Config {
     /// `LoadCredential=`. The key itself is never in the configuration and never logged.
     #[arg(long, value_name = "FILE")]
     pub operator_key_file: Option<PathBuf>,
+    /// Chain mode: a file holding the key of the account that sends wallets' relayed
+    /// transactions and pays their gas (hex; systemd's `LoadCredential=`). Unset: the
+    /// operator's key, its nonces shared with settlement.
+    #[arg(long, value_name = "FILE")]
+    pub relayer_key_file: Option<PathBuf>,
     /// A file holding the key that seals API-key, builder and relayer secrets at rest (64
     /// hex digits; `predex admin secrets-key --out FILE` makes one; systemd's
     /// `LoadCredential=`). Never in the configuration itself, never logged.
@@ -264,6 +269,8 @@ pub enum Settlement {
 pub struct ChainSettings {
     pub rpc_url: String,
     pub operator_key_file: PathBuf,
+    /// The relayer's own key, when it is not the operator's.
+    pub relayer_key_file: Option<PathBuf>,
     pub collateral: alloy_primitives::Address,
     pub ctf: alloy_primitives::Address,
     pub neg_risk_adapter: alloy_primitives::Address,
@@ -453,6 +460,7 @@ impl Config {
         Ok(Some(ChainSettings {
             rpc_url,
             operator_key_file: required(&self.operator_key_file, "operator-key-file")?.clone(),
+            relayer_key_file: self.relayer_key_file.clone(),
             collateral: address(&self.collateral_address, "collateral-address")?,
             ctf: address(&self.ctf_address, "ctf-address")?,
             neg_risk_adapter: address(&self.neg_risk_adapter_address, "neg-risk-adapter-address")?,

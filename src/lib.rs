@@ -110,9 +110,17 @@ impl App {
         let mut chain = connect_chain(&config).await?;
         let (store, internal_token) = open_store(&config)?;
         if let Some(chain) = &mut chain {
-            // Recorded settlements keep their nonces from whatever the operator sends next.
-            for tx in store.chain_txs().context("read the recorded settlement transactions")? {
-                chain.sending.get_mut().used(tx.nonce);
+            // Recorded transactions keep their nonces from whatever their account sends next.
+            for tx in store.chain_txs().context("read the recorded chain transactions")? {
+                let account = match tx.account {
+                    None => &mut chain.operator,
+                    Some(a) => match &mut chain.relayer {
+                        Some(r) if r.address.0 .0 == a => r,
+                        // Another key's, from before the relayer's key changed.
+                        _ => continue,
+                    },
+                };
+                account.sending.get_mut().used(tx.nonce);
             }
         }
         let core = engine::recover(&store, fee_address(&config, chain.as_ref())?).context("recover state")?;
@@ -250,7 +258,7 @@ async fn connect_chain(config: &Config) -> anyhow::Result<Option<chain::Chain>> 
     let Some(settings) = config.chain()? else { return Ok(None) };
     let chain = chain::Chain::connect(&settings)?;
     chain.check(config.chain_id, &config.order_domains()?).await.context("chain mode")?;
-    tracing::info!(rpc = %config::url_host(&settings.rpc_url), operator = %chain.operator, "chain mode: settling on chain");
+    tracing::info!(rpc = %config::url_host(&settings.rpc_url), operator = %chain.operator.address, relayer = %chain.relayer().address, "chain mode: settling on chain");
     Ok(Some(chain))
 }
 
@@ -284,7 +292,7 @@ fn fee_address(config: &Config, chain: Option<&chain::Chain>) -> anyhow::Result<
     let configured = config.fee_address.as_deref().and_then(auth::normalize_address);
     match chain {
         Some(chain) => {
-            let operator = format!("{:#x}", chain.operator);
+            let operator = format!("{:#x}", chain.operator.address);
             if configured.as_ref().is_some_and(|f| *f != operator) {
                 anyhow::bail!(
                     "fee-address must be the operator's address {operator} in chain mode: the exchange pays fees to the operator"

@@ -36,6 +36,9 @@ use crate::domain::{exchange_fee, now_secs, Amount, OrderRecord, Side, TradeReco
 use crate::engine::Verdict;
 use crate::store::Batch;
 
+/// A recorded transaction's account (`None`: the operator) and nonce.
+type TxKey = (Option<[u8; 20]>, u64);
+
 /// PENDING trades taken per pass.
 const TAKE: usize = 256;
 /// A transaction not mined after this long is broadcast again (same bytes, same nonce).
@@ -44,14 +47,14 @@ const RESEND_SECS: u64 = 30;
 pub struct ChainSettler {
     state: Arc<AppState>,
     rt: tokio::runtime::Runtime,
-    /// Recorded transactions whose outcome is not applied, by nonce.
-    in_flight: BTreeMap<u64, ChainTx>,
+    /// Recorded transactions whose outcome is not applied, by account and nonce.
+    in_flight: BTreeMap<TxKey, ChainTx>,
     /// The last trade sequence sent (or failed before sending).
     sent_through: u64,
     /// Whether the records found at start have been looked up on the node.
     restored: bool,
-    /// The transactions in flight (by nonce) whose trades are marked MINED.
-    mined: HashSet<u64>,
+    /// The transactions in flight whose trades are marked MINED.
+    mined: HashSet<TxKey>,
     /// Makers' own cancellations on the exchanges.
     watch: super::chain_watch::ChainWatch,
 }
@@ -59,7 +62,7 @@ pub struct ChainSettler {
 impl ChainSettler {
     pub fn new(state: Arc<AppState>) -> anyhow::Result<ChainSettler> {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        let in_flight: BTreeMap<u64, ChainTx> = state.store.chain_txs()?.into_iter().map(|t| (t.nonce, t)).collect();
+        let in_flight: BTreeMap<TxKey, ChainTx> = state.store.chain_txs()?.into_iter().map(|t| (t.key(), t)).collect();
         let sent_through = in_flight.values().map(|t| t.last_seq).max().unwrap_or(0);
         let watch = super::chain_watch::ChainWatch::new(state.clone())?;
         Ok(ChainSettler { state, rt, in_flight, sent_through, restored: false, mined: HashSet::new(), watch })
@@ -73,13 +76,15 @@ impl ChainSettler {
         Ok((sent, confirmed, failed, cancelled))
     }
 
-    /// Applies the receipts of the transactions in flight, in nonce order, as far as they
-    /// are at `confirmations`; broadcasts again what the node lost or left unmined.
+    /// Applies the receipts of the transactions in flight, each account's in nonce order,
+    /// as far as they are at `confirmations`; broadcasts again what the node lost or left
+    /// unmined. An account whose next transaction is not decided yet holds back its later
+    /// ones, not the other account's.
     async fn outcomes(&mut self) -> anyhow::Result<(usize, usize)> {
         let on = self.state.chain.as_ref().expect("chain mode");
         let chain = &on.link;
         for r in on.relayed.lock().drain(..) {
-            self.in_flight.insert(r.nonce, r);
+            self.in_flight.insert(r.key(), r);
         }
         let p = &chain.provider;
         let latest = p.get_block_number().await?;
@@ -87,25 +92,28 @@ impl ChainSettler {
         let (mut decided, mut records, mut done, mut mined) = (Vec::new(), Batch::default(), Vec::new(), Vec::new());
         let (mut relay_mined, mut relayed) = (Batch::default(), Vec::new());
         let restoring = !self.restored;
-        for (nonce, tx) in self.in_flight.iter_mut() {
+        // Accounts whose next transaction is not decided: their later ones wait.
+        let mut waiting = HashSet::new();
+        for (key, tx) in self.in_flight.iter_mut() {
+            if waiting.contains(&tx.account) {
+                continue;
+            }
             let hash = B256::from(tx.hash);
             match p.get_transaction_receipt(hash).await? {
                 Some(r) => {
                     let block = r.block_number.unwrap_or(u64::MAX);
-                    if r.status() && self.mined.insert(*nonce) {
+                    if r.status() && self.mined.insert(*key) {
                         match tx.relay {
                             Some(id) => super::relayer::chain::mined(&self.state, &id, &mut relay_mined)?,
                             None => mined.push((tx.trades.clone(), format!("{hash}"))),
                         }
                     }
                     if block.saturating_add(depth) > latest {
-                        break;
+                        waiting.insert(tx.account);
+                        continue;
                     }
-                    let outcome = if r.status() {
-                        Ok(format!("{hash}"))
-                    } else {
-                        Err(replay_revert(chain, &tx.raw, block).await)
-                    };
+                    let outcome =
+                        if r.status() { Ok(format!("{hash}")) } else { Err(replay_revert(chain, tx, block).await) };
                     let status = if r.status() { "confirmed" } else { "failed" };
                     *chain.last_tx.lock() = Some(LastTx { hash, at: now_secs(), status });
                     match tx.relay {
@@ -123,8 +131,8 @@ impl ChainSettler {
                             decided.extend(tx.trades.iter().map(|id| (*id, verdict.clone())));
                         }
                     }
-                    records.delete_chain_tx(*nonce);
-                    done.push(*nonce);
+                    records.delete_chain_tx(tx);
+                    done.push(*key);
                 }
                 None => {
                     let now = now_secs();
@@ -134,12 +142,12 @@ impl ChainSettler {
                         }
                         // Unchanged bytes: the same nonce, the same hash.
                         if let Err(e) = p.send_raw_transaction(&tx.raw).await {
-                            tracing::warn!(nonce, %hash, error = %e, "settlement transaction not re-broadcast");
+                            tracing::warn!(nonce = tx.nonce, %hash, error = %e, "transaction not re-broadcast");
                         }
                         tx.sent_at = now;
                     }
                     if !restoring {
-                        break;
+                        waiting.insert(tx.account);
                     }
                 }
             }
@@ -203,7 +211,7 @@ impl ChainSettler {
         let state = self.state.clone();
         let chain = &state.chain.as_ref().expect("chain mode").link;
         let calls = settlement_calls(&state, chain, &trades);
-        let mut sender = chain.sending.lock().await;
+        let mut sender = chain.operator.sending.lock().await;
         // Once per pass: the node's count of the operator's transactions.
         sender.forget();
         let pass = sign_pass(chain, &mut sender, calls, self.sent_through).await?;
@@ -218,7 +226,7 @@ impl ChainSettler {
         drop(sender);
         let sent = pass.records.len();
         for r in pass.records {
-            self.in_flight.insert(r.nonce, r);
+            self.in_flight.insert(r.key(), r);
         }
         self.sent_through = pass.through;
         if !pass.failed.is_empty() {
@@ -286,7 +294,7 @@ async fn sign_pass(chain: &Chain, sender: &mut Sender, calls: Vec<Call>, after: 
         tx.set_gas_limit(gas_limit(gas));
         tx.set_max_fee_per_gas(fees.max_fee_per_gas);
         tx.set_max_priority_fee_per_gas(fees.max_priority_fee_per_gas);
-        let envelope = tx.build(&chain.wallet).await.map_err(|e| anyhow::anyhow!("sign: {e}"))?;
+        let envelope = tx.build(&chain.operator.wallet).await.map_err(|e| anyhow::anyhow!("sign: {e}"))?;
         let record = ChainTx {
             nonce,
             hash: envelope.tx_hash().0,
@@ -295,6 +303,7 @@ async fn sign_pass(chain: &Chain, sender: &mut Sender, calls: Vec<Call>, after: 
             last_seq: seq,
             sent_at: now_secs(),
             relay: None,
+            account: None,
         };
         pass.batch.put_chain_tx(&record);
         sender.used(nonce);
@@ -320,7 +329,7 @@ fn settlement_calls(state: &AppState, chain: &Chain, trades: &[Arc<TradeRecord>]
             let tx = call.map(|(input, neg_risk)| {
                 let exchange = if neg_risk { chain.settings.neg_risk_exchange } else { chain.settings.exchange };
                 TransactionRequest::default()
-                    .with_from(chain.operator)
+                    .with_from(chain.operator.address)
                     .with_to(exchange)
                     .with_input(Bytes::from(input))
                     .with_chain_id(state.config.chain_id)
@@ -539,13 +548,15 @@ fn fields(o: &OrderRecord, salt: U256) -> Option<SignedOrderFields> {
     })
 }
 
-/// Why a mined transaction reverted: its call replayed on the state it met.
-async fn replay_revert(chain: &crate::chain::Chain, raw: &[u8], block: u64) -> String {
+/// Why a mined transaction reverted: its call replayed, from its account, on the state it
+/// met.
+async fn replay_revert(chain: &crate::chain::Chain, record: &ChainTx, block: u64) -> String {
     use alloy_eips::eip2718::Decodable2718;
-    let Ok(envelope) = alloy_consensus::TxEnvelope::decode_2718(&mut &raw[..]) else {
+    let Ok(envelope) = alloy_consensus::TxEnvelope::decode_2718(&mut &record.raw[..]) else {
         return "transaction reverted".into();
     };
-    let tx = TransactionRequest::from_transaction_with_sender(envelope, chain.operator);
+    let from = record.account.map_or(chain.operator.address, alloy_primitives::Address::from);
+    let tx = TransactionRequest::from_transaction_with_sender(envelope, from);
     match chain.provider.call(tx).block(block.into()).await {
         Err(e) => revert_reason(&e),
         Ok(_) => "transaction reverted".into(),

@@ -113,9 +113,9 @@ impl Parts {
             wallets: config.wallet_factories()?,
             relay_contracts: {
                 let mut c = config.relay_contracts()?;
-                // In chain mode the operator relays proxy wallets' calls.
+                // In chain mode the relayer account relays proxy wallets' calls.
                 if let Some(chain) = &chain {
-                    c.relay = chain.operator;
+                    c.relay = chain.relayer().address;
                 }
                 c
             },

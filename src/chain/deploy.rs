@@ -305,7 +305,7 @@ async fn construct_at(p: &DynProvider, at: Address, code: Vec<u8>) -> anyhow::Re
 
 /// Deploys and wires the contracts; returns the configuration lines.
 pub async fn run(args: DeployArgs) -> anyhow::Result<String> {
-    let key = read_key(&args.key_file)?;
+    let key = read_key(&args.key_file, "operator key file")?;
     let deployer = key.address();
     let operator = args.operator.unwrap_or(deployer);
     let p = wallet_provider(&args.rpc_url, key)?;

@@ -34,11 +34,11 @@ impl Chain {
         let s = &self.settings;
         let ctf = IConditionalTokens::new(s.ctf, &self.provider);
         let two = U256::from(2);
-        let condition_id = ctf.getConditionId(self.operator, question_id, two).call().await?;
+        let condition_id = ctf.getConditionId(self.operator.address, question_id, two).call().await?;
         if ctf.getOutcomeSlotCount(condition_id).call().await?.is_zero() {
             self.send(
                 "prepareCondition",
-                ctf.prepareCondition(self.operator, question_id, two).into_transaction_request(),
+                ctf.prepareCondition(self.operator.address, question_id, two).into_transaction_request(),
             )
             .await?;
         }
@@ -78,21 +78,21 @@ impl Chain {
             None => {
                 let m = match market_id {
                     Some(m) => {
-                        if adapter.getOracle(m).call().await? != self.operator {
+                        if adapter.getOracle(m).call().await? != self.operator.address {
                             bail!("neg_risk_market_id {m} is no adapter market of this operator");
                         }
                         m
                     }
                     None => {
                         let call = adapter.prepareMarket(U256::ZERO, metadata.clone());
-                        let mut sender = self.sending.lock().await;
+                        let mut sender = self.operator.sending.lock().await;
                         let m = call.call().await.context("prepareMarket")?;
                         self.send_locked(&mut sender, "prepareMarket", call.into_transaction_request()).await?;
                         m
                     }
                 };
                 let call = adapter.prepareQuestion(m, metadata);
-                let mut sender = self.sending.lock().await;
+                let mut sender = self.operator.sending.lock().await;
                 let q = call.call().await.context("prepareQuestion")?;
                 self.send_locked(&mut sender, "prepareQuestion", call.into_transaction_request()).await?;
                 q

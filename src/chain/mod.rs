@@ -25,8 +25,8 @@ use crate::config::{url_host, ChainSettings};
 
 /// Reads a private key kept in a file (hex, `0x` optional, surrounding whitespace ignored).
 /// No error quotes the file's content.
-pub fn read_key(path: &Path) -> anyhow::Result<PrivateKeySigner> {
-    let text = crate::keyfile::read_private(path, "operator key file")?;
+pub fn read_key(path: &Path, setting: &str) -> anyhow::Result<PrivateKeySigner> {
+    let text = crate::keyfile::read_private(path, setting)?;
     text.parse().map_err(|_| anyhow!("the key file {} does not hold a hex private key", path.display()))
 }
 
@@ -93,15 +93,31 @@ pub struct CtfOperation {
 /// The operator's connection to the chain in chain mode.
 pub struct Chain {
     pub settings: ChainSettings,
-    pub operator: Address,
     pub provider: DynProvider,
-    /// Signs the settlement transactions (which predex records before broadcasting).
-    pub wallet: EthereumWallet,
-    /// Held from a transaction's nonce until it is broadcast: the operator's transactions
-    /// go out one at a time, in nonce order, each with a nonce of [`Sender::nonce`].
-    pub sending: tokio::sync::Mutex<Sender>,
+    /// Sends settlements and the operator's administrative transactions (markets).
+    pub operator: Account,
+    /// Sends wallets' relayed transactions when `--relayer-key-file` names another key;
+    /// otherwise the operator does ([`Chain::relayer`]).
+    pub relayer: Option<Account>,
     /// The last settlement transaction broadcast or decided (the operator's dashboard).
     pub last_tx: parking_lot::Mutex<Option<LastTx>>,
+}
+
+/// An account predex signs transactions with and allocates the nonces of.
+pub struct Account {
+    pub address: Address,
+    /// Signs its transactions (which predex records before broadcasting).
+    pub wallet: EthereumWallet,
+    /// Held from a transaction's nonce until it is broadcast: the account's transactions
+    /// go out one at a time, in nonce order, each with a nonce of [`Sender::nonce`].
+    pub sending: tokio::sync::Mutex<Sender>,
+}
+
+impl Account {
+    fn new(key: PrivateKeySigner) -> Account {
+        let address = key.address();
+        Account { address, wallet: EthereumWallet::from(key), sending: tokio::sync::Mutex::new(Sender::new(address)) }
+    }
 }
 
 /// A settlement transaction as the dashboard shows it.
@@ -114,15 +130,18 @@ pub struct LastTx {
     pub status: &'static str,
 }
 
-/// The operator's next nonce, shared by everything it sends (settlements, markets): the
-/// node's count of its transactions, pending included, or past what predex recorded or
-/// sent, whichever is higher. A settlement recorded but not yet at the node keeps its
-/// nonce from any other transaction.
+/// An account's next nonce, shared by everything it sends (the operator's: settlements,
+/// markets and, without a relayer key of its own, relayed transactions): the node's count
+/// of its transactions, pending included, or past what predex recorded or sent, whichever
+/// is higher. A transaction recorded but not yet at the node keeps its nonce from any
+/// other transaction.
 ///
 /// The node is asked once per settlement pass ([`Sender::forget`]), not per transaction:
-/// between two passes predex is the operator's only sender.
-#[derive(Debug, Default)]
+/// between two passes predex is the account's only sender.
+#[derive(Debug)]
 pub struct Sender {
+    /// Whose nonces.
+    account: Address,
     /// The nonce after the last one predex used.
     pub next: u64,
     /// Whether `next` was compared with the node's count since the last `forget`.
@@ -130,10 +149,14 @@ pub struct Sender {
 }
 
 impl Sender {
+    pub fn new(account: Address) -> Sender {
+        Sender { account, next: 0, known: false }
+    }
+
     /// The nonce for the next transaction; [`Sender::used`] once it is recorded or sent.
     pub async fn nonce(&mut self, chain: &Chain) -> anyhow::Result<u64> {
         if !self.known {
-            self.next = self.next.max(chain.provider.get_transaction_count(chain.operator).pending().await?);
+            self.next = self.next.max(chain.provider.get_transaction_count(self.account).pending().await?);
             self.known = true;
         }
         Ok(self.next)
@@ -153,32 +176,37 @@ impl std::fmt::Debug for Chain {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Chain")
             .field("rpc", &crate::config::url_host(&self.settings.rpc_url))
-            .field("operator", &self.operator)
+            .field("operator", &self.operator.address)
+            .field("relayer", &self.relayer().address)
             .finish()
     }
 }
 
 impl Chain {
-    /// Reads the operator's key and connects (nothing is sent yet).
+    /// Reads the operator's key (and the relayer's, when it has its own) and connects
+    /// (nothing is sent yet).
     pub fn connect(settings: &ChainSettings) -> anyhow::Result<Chain> {
-        let key = read_key(&settings.operator_key_file)?;
-        let operator = key.address();
-        let wallet = EthereumWallet::from(key.clone());
-        let provider = wallet_provider(&settings.rpc_url, key)?;
-        Ok(Chain {
-            settings: settings.clone(),
-            operator,
-            provider,
-            wallet,
-            sending: Default::default(),
-            last_tx: Default::default(),
-        })
+        let key = read_key(&settings.operator_key_file, "operator key file")?;
+        let provider = wallet_provider(&settings.rpc_url, key.clone())?;
+        let operator = Account::new(key);
+        let relayer = match &settings.relayer_key_file {
+            Some(path) => {
+                Some(Account::new(read_key(path, "relayer key file")?)).filter(|r| r.address != operator.address)
+            }
+            None => None,
+        };
+        Ok(Chain { settings: settings.clone(), provider, operator, relayer, last_tx: Default::default() })
+    }
+
+    /// The account that sends wallets' relayed transactions.
+    pub fn relayer(&self) -> &Account {
+        self.relayer.as_ref().unwrap_or(&self.operator)
     }
 
     /// Sends one of the operator's administrative transactions and waits until it is mined;
     /// an error unless it succeeded.
     pub async fn send(&self, what: &str, tx: TransactionRequest) -> anyhow::Result<()> {
-        let mut sender = self.sending.lock().await;
+        let mut sender = self.operator.sending.lock().await;
         self.send_locked(&mut sender, what, tx).await
     }
 
@@ -459,12 +487,15 @@ impl Chain {
                 bail!("the {name} at {address} moves positions through {ctf}, not {positions_name} {positions}");
             }
             let is_operator = exchange
-                .isOperator(self.operator)
+                .isOperator(self.operator.address)
                 .call()
                 .await
                 .with_context(|| format!("the {name} at {address} does not answer isOperator"))?;
             if !is_operator {
-                bail!("the operator key's address {} is not an operator of the {name} at {address}", self.operator);
+                bail!(
+                    "the operator key's address {} is not an operator of the {name} at {address}",
+                    self.operator.address
+                );
             }
             let theirs = exchange
                 .hashOrder(exchange_order(&probe, Bytes::new()))
@@ -544,14 +575,17 @@ impl Chain {
             if made != factory {
                 bail!("the {name} at {address} makes full sets through {made}, not {factory_name} {factory}");
             }
-            if !x.isOperator(self.operator).call().await.with_context(|| answer("isOperator"))? {
-                bail!("the operator key's address {} is not an operator of the {name} at {address}", self.operator);
+            if !x.isOperator(self.operator.address).call().await.with_context(|| answer("isOperator"))? {
+                bail!(
+                    "the operator key's address {} is not an operator of the {name} at {address}",
+                    self.operator.address
+                );
             }
             let receiver = x.getFeeReceiver().call().await.with_context(|| answer("getFeeReceiver"))?;
-            if receiver != self.operator {
+            if receiver != self.operator.address {
                 bail!(
                     "the {name} at {address} pays fees to {receiver}, not the operator {}: predex records them as the operator's",
-                    self.operator
+                    self.operator.address
                 );
             }
             let theirs = x

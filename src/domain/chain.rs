@@ -3,13 +3,13 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-/// An operator's transaction — a settlement, or a wallet transaction the relayer sends —
+/// A transaction predex signs — a settlement, or a wallet transaction the relayer sends —
 /// recorded (synced) before it is broadcast and deleted in the batch that applies its
 /// outcome, so the records held at any moment are exactly the transactions sent, or about
 /// to be, whose outcome is not applied yet.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChainTx {
-    /// The operator's account nonce it uses.
+    /// Its account's nonce.
     pub nonce: u64,
     /// Its hash (32 bytes).
     pub hash: [u8; 32],
@@ -23,4 +23,14 @@ pub struct ChainTx {
     pub sent_at: u64,
     /// The relayer's transaction it sends (then `trades` is empty), for a wallet.
     pub relay: Option<Uuid>,
+    /// The account that signed it when it is not the operator (a relayer key of its own).
+    pub account: Option<[u8; 20]>,
+}
+
+impl ChainTx {
+    /// Who sent it and its nonce: the order its account's transactions are decided in
+    /// (the operator's, `None`, first).
+    pub fn key(&self) -> (Option<[u8; 20]>, u64) {
+        (self.account, self.nonce)
+    }
 }

@@ -12,7 +12,8 @@ use crate::domain::chain::ChainTx;
 type Step = fn(&Store) -> Result<(), StoreError>;
 
 /// The steps from format 1 on.
-const STEPS: &[Step] = &[versions_recorded, builder_codes_indexed, chain_txs_name_their_relay];
+const STEPS: &[Step] =
+    &[versions_recorded, builder_codes_indexed, chain_txs_name_their_relay, chain_txs_name_their_account];
 
 /// The format this build writes and reads.
 pub(super) const CURRENT: u64 = STEPS.len() as u64 + 1;
@@ -72,7 +73,29 @@ fn builder_codes_indexed(store: &Store) -> Result<(), StoreError> {
 /// they send, if any — none for every record of format 3, a settlement: postcard's `None`
 /// is the byte `0` appended, as in [`versions_recorded`].
 fn chain_txs_name_their_relay(store: &Store) -> Result<(), StoreError> {
-    rewrite(store, cf::CHAIN_TXS, 0, |v| decode::<ChainTx>(cf::CHAIN_TXS, v).is_ok())
+    rewrite(store, cf::CHAIN_TXS, 0, |v| chain_tx_nones_missing(v) < 2)
+}
+
+/// Format 4 → 5: chain mode's recorded transactions end with the account that signed them
+/// when it is not the operator's — none for every record of format 4 (a relayer key of its
+/// own came with format 5): `None` appended, as in [`chain_txs_name_their_relay`].
+fn chain_txs_name_their_account(store: &Store) -> Result<(), StoreError> {
+    rewrite(store, cf::CHAIN_TXS, 0, |v| chain_tx_nones_missing(v) < 1)
+}
+
+/// How many trailing `None`s (postcard's byte `0` each) a recorded transaction lacks to
+/// read as this build's [`ChainTx`]: 0 for the current format, 1 for format 4, 2 for
+/// format 3. A value of an older format never reads as a newer one: its bytes end where
+/// the next field would begin.
+fn chain_tx_nones_missing(v: &[u8]) -> usize {
+    let mut padded = v.to_vec();
+    for missing in 0..3 {
+        if decode::<ChainTx>(cf::CHAIN_TXS, &padded).is_ok() {
+            return missing;
+        }
+        padded.push(0);
+    }
+    3
 }
 
 /// Appends `byte` to each value of `name` that is not `current` yet, a bounded batch at a
@@ -185,29 +208,39 @@ mod tests {
         assert_eq!(store.builder_of_code(&crate::domain::builders::builder_code("other")).unwrap(), None);
     }
 
-    /// A settlement transaction recorded in format 3 reads, after the upgrade (twice run),
-    /// as the same transaction sending no relayer transaction.
+    /// A settlement transaction recorded in format 3 reads, after the upgrades (each run
+    /// twice), as the same transaction sending no relayer transaction, signed by the
+    /// operator; one of format 4 likewise.
     #[test]
-    fn format_3_chain_txs_name_no_relay() {
+    fn format_3_and_4_chain_txs_name_no_relay_and_no_account() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let tx = ChainTx {
-            nonce: 7,
+        let tx = |nonce| ChainTx {
+            nonce,
             hash: [9; 32],
             raw: vec![1, 2, 3],
             trades: vec![Uuid::from_u128(5)],
             last_seq: 11,
             sent_at: 12,
             relay: None,
+            account: None,
         };
-        let format_3 = encode(&tx)[..encode(&tx).len() - 1].to_vec();
+        let older = |nonce: u64, fields: usize| {
+            let v = encode(&tx(nonce));
+            v[..v.len() - fields].to_vec()
+        };
         let mut wb = WriteBatch::default();
-        wb.put_cf(store.handle(cf::CHAIN_TXS), 7u64.to_be_bytes(), format_3);
+        wb.put_cf(store.handle(cf::CHAIN_TXS), 7u64.to_be_bytes(), older(7, 2));
+        wb.put_cf(store.handle(cf::CHAIN_TXS), 8u64.to_be_bytes(), older(8, 1));
         store.write_batch(wb, true).unwrap();
         assert!(store.chain_txs().is_err());
         for _ in 0..2 {
             chain_txs_name_their_relay(&store).unwrap();
-            assert_eq!(store.chain_txs().unwrap(), vec![tx.clone()]);
+        }
+        assert!(store.chain_txs().is_err(), "format 4 lacks the account");
+        for _ in 0..2 {
+            chain_txs_name_their_account(&store).unwrap();
+            assert_eq!(store.chain_txs().unwrap(), vec![tx(7), tx(8)]);
         }
     }
 

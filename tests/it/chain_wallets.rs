@@ -484,19 +484,21 @@ fn split_call(v: &Venue, condition: alloy_primitives::B256, amount: u64) -> (Add
     (Venue::address(&v.deployed.ctf_address), call.abi_encode())
 }
 
-/// `kill -9` of `child`, then predex started again on its data, straight to the node.
+/// `kill -9` of `child`, then predex started again on its data (with the settings `more`),
+/// straight to the node.
 fn restart(
     v: Venue,
     mut child: crate::support::Proc,
     data: &std::path::Path,
     key: &std::path::Path,
+    more: &[(&str, String)],
 ) -> (crate::support::Proc, Venue) {
     let _ = child.child.kill();
     let _ = child.child.wait();
     drop(child);
     let Venue { server, deployed, anvil, _dir, rt } = v;
     drop(server);
-    let (child, server) = spawn_predex(data, &deployed, key, &anvil.url);
+    let (child, server) = spawn_predex_with(data, &deployed, key, &anvil.url, more);
     (child, Venue { server, deployed, anvil, _dir, rt })
 }
 
@@ -505,8 +507,95 @@ fn operator() -> Address {
 }
 
 fn operator_nonce(v: &Venue) -> u64 {
-    let operator = operator();
-    v.rt.block_on(async { wallet_provider_ro(&v.anvil.url).get_transaction_count(operator).pending().await.unwrap() })
+    nonce_of(v, operator(), "pending")
+}
+
+/// `account`'s transaction count at the node, at `tag` (`pending`, `latest`).
+fn nonce_of(v: &Venue, account: Address, tag: &str) -> u64 {
+    let n = v.anvil.rpc("eth_getTransactionCount", json!([format!("{account:#x}"), tag])).unwrap();
+    u64::from_str_radix(n.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+}
+
+/// With a relayer key of its own (`--relayer-key-file`), the relayer account sends and
+/// pays for wallets' transactions, its nonces apart from the operator's: a relayed
+/// transaction and a settlement both in the pool when predex is killed (`kill -9`) are
+/// each mined once after the restart, each from its account; and a settlement the node
+/// lost, waiting to be sent again, holds back none of the relayer's transactions.
+#[test]
+fn a_relayer_key_of_its_own_sends_wallets_transactions_beside_the_operators_settlements() {
+    let anvil = Anvil::start();
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
+    let relayer_signer = alloy_signer_local::PrivateKeySigner::random();
+    let relayer = relayer_signer.address();
+    let relayer_key = key_file(dir.path(), "relayer.key", &format!("{:#x}", relayer_signer.to_bytes()));
+    anvil.rpc("anvil_setBalance", json!([format!("{relayer:#x}"), "0x3635C9ADC5DEA00000"])).unwrap();
+    let more = [("PREDEX_RELAYER_KEY_FILE", relayer_key.display().to_string())];
+    let deployed = deploy(&anvil, &key, &root().join("contracts"), &[]);
+    let data = dir.path().join("data");
+    let (child, server) = spawn_predex_with(&data, &deployed, &key, &anvil.url, &more);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let v = Venue { server, deployed, anvil, _dir: dir, rt };
+    let alice = v.server.trader(0);
+    let safe = alice.derived(&v.server, 2);
+    let (_, yes, no) = v.market();
+    let (carol, dave) = (v.trader(100_000_000, true), v.trader(100_000_000, true));
+    let trade = |v: &Venue| {
+        let (st, b) = carol.submit(&v.server, carol.order(&v.server, &yes, "BUY", "0.50", "20"), "GTC");
+        assert_eq!(st, 200, "{b}");
+        let (st, b) = dave.submit(&v.server, dave.order(&v.server, &no, "BUY", "0.50", "20"), "GTC");
+        assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{b}");
+    };
+    // Proxy wallets' owners sign over the account that relays their calls.
+    let (_, payload) = v.server.get(&format!("/relay-payload?address={}&type=PROXY", alice.address));
+    assert_eq!(payload["address"], json!(format!("{relayer:#x}")), "{payload}");
+    let (operator_before, relayer_before) = (operator_nonce(&v), nonce_of(&v, relayer, "pending"));
+
+    // The Safe's deployment (the relayer's) and a settlement (the operator's), both in the
+    // pool when predex is killed.
+    v.anvil.rpc("evm_setAutomine", json!([false])).unwrap();
+    let (st, created) = alice.l2(&v.server, "POST", "/submit", Some(&create_request(&v, &alice)));
+    assert_eq!((st, &created["state"]), (200, &json!("STATE_EXECUTED")), "{created}");
+    trade(&v);
+    crate::support::wait_for(30, || (operator_nonce(&v) == operator_before + 1).then_some(()));
+    assert_eq!(nonce_of(&v, relayer, "pending"), relayer_before + 1);
+    let (_child, v) = restart(v, child, &data, &key, &more);
+    v.anvil.rpc("evm_mine", json!([])).unwrap();
+    v.anvil.rpc("evm_setAutomine", json!([true])).unwrap();
+    let state = |v: &Venue, id: &serde_json::Value| {
+        v.server.get(&format!("/transaction?id={}", id.as_str().unwrap())).1[0]["state"].clone()
+    };
+    crate::support::wait_for(60, || (state(&v, &created["transactionID"]) == "STATE_CONFIRMED").then_some(()));
+    let t = crate::chain::settled(&v, &dave);
+    assert_eq!(t["status"], "CONFIRMED", "{t}");
+    assert_eq!(nonce_of(&v, operator(), "latest"), operator_before + 1, "the settlement, once");
+    assert_eq!(nonce_of(&v, relayer, "latest"), relayer_before + 1, "the deployment, once");
+    let sent = v.anvil.rpc("eth_getTransactionByHash", json!([created["transactionHash"]])).unwrap();
+    assert_eq!(sent["from"], json!(format!("{relayer:#x}")), "{sent}");
+    assert!(!code(&v, safe).is_empty());
+
+    // A settlement the node lost waits RESEND_SECS to be sent again; the relayer's
+    // transaction meanwhile is decided.
+    v.anvil.rpc("evm_setAutomine", json!([false])).unwrap();
+    trade(&v);
+    crate::support::wait_for(30, || (operator_nonce(&v) == operator_before + 2).then_some(()));
+    v.anvil.rpc("anvil_dropAllTransactions", json!([])).unwrap();
+    let lost = std::time::Instant::now();
+    let ctf = Venue::address(&v.deployed.ctf_address);
+    let allow = ICollateral::approveCall { spender: ctf, amount: U256::MAX }.abi_encode();
+    let collateral = Venue::address(&v.deployed.collateral_address);
+    let (st, approved) = alice.l2(&v.server, "POST", "/submit", Some(&safe_request(&v, &alice, collateral, &allow, 0)));
+    assert_eq!((st, &approved["state"]), (200, &json!("STATE_EXECUTED")), "{approved}");
+    v.anvil.rpc("evm_mine", json!([])).unwrap();
+    v.anvil.rpc("evm_setAutomine", json!([true])).unwrap();
+    crate::support::wait_for(60, || (state(&v, &approved["transactionID"]) == "STATE_CONFIRMED").then_some(()));
+    let (_, trades) = dave.l2(&v.server, "GET", "/data/trades", None);
+    assert!(lost.elapsed().as_secs() < 25, "decided before the settlement was sent again");
+    assert!(["MATCHED", "PENDING"].iter().any(|s| trades["data"][0]["status"] == *s), "{trades}");
+    let t = crate::chain::settled(&v, &dave);
+    assert_eq!(t["status"], "CONFIRMED", "{t}");
+    assert_eq!(nonce_of(&v, operator(), "latest"), operator_before + 2);
+    assert_eq!(nonce_of(&v, relayer, "latest"), relayer_before + 2);
 }
 
 /// A relayed transaction recorded but not at the node when predex is killed (`kill -9`) is
@@ -547,7 +636,7 @@ fn a_relayed_transaction_survives_kill_9_and_one_that_reverts_frees_its_nonce() 
         child.child.wait().unwrap();
         format!("{}", alloy_primitives::keccak256(alloy_primitives::hex::decode(raw).unwrap()))
     });
-    let (child, v) = restart(v, child, &data, &key);
+    let (child, v) = restart(v, child, &data, &key, &[]);
     let confirmed = |v: &Venue, n: usize| {
         crate::support::wait_for(60, || {
             let (_, list) = alice.l2(&v.server, "GET", "/transactions", None);
@@ -580,7 +669,7 @@ fn a_relayed_transaction_survives_kill_9_and_one_that_reverts_frees_its_nonce() 
     let (st, b) = alice.l2(&v.server, "POST", "/submit", Some(&safe_request(&v, &alice, collateral, &allow, 1)));
     assert_eq!((st, &b["state"]), (200, &json!("STATE_EXECUTED")), "{b}");
     assert_eq!(operator_nonce(&v), before + 2, "in the pool");
-    let (_child, v) = restart(v, child, &data, &key);
+    let (_child, v) = restart(v, child, &data, &key, &[]);
     v.anvil.rpc("evm_mine", json!([])).unwrap();
     v.anvil.rpc("evm_setAutomine", json!([true])).unwrap();
     let recorded = confirmed(&v, 0);

@@ -31,6 +31,7 @@ const SAMPLES: &[(&str, &str)] = &[
     ("settlement", "chain"),
     ("rpc-url", "http://10.1.2.3:8545"),
     ("operator-key-file", "/run/credentials/predex.service/operator"),
+    ("relayer-key-file", "/run/credentials/predex.service/relayer"),
     ("secrets-key-file", "/run/credentials/predex.service/secrets"),
     ("internal-token-file", "/run/credentials/predex.service/token"),
     ("backup-dir", "/srv/predex-backup"),

@@ -157,7 +157,10 @@ function showSettlement(s) {
   chain.hidden = !s.chain;
   if (s.chain) {
     setText("operator", s.chain.operator);
-    setText("gas", s.chain.gasBalance === null ? "unknown (node not answering)" : `${s.chain.gasBalance} (native token)`);
+    const gas = (b) => (b === null ? "unknown (node not answering)" : `${b} (native token)`);
+    setText("gas", gas(s.chain.gasBalance));
+    setText("relayer", s.chain.relayer === s.chain.operator ? "the operator" : s.chain.relayer);
+    setText("relayer-gas", gas(s.chain.relayerGasBalance));
     setText("in-flight", String(s.chain.inFlight));
     const t = s.chain.lastTx;
     setText("last-tx", t ? `${t.status} ${clock(t.at * 1000)} ${t.hash}` : "none since start");

@@ -167,18 +167,24 @@ async fn overview(s: &AppState) -> ApiResult {
         None => Value::Null,
         Some(c) => {
             use alloy_provider::Provider;
-            let balance = tokio::time::timeout(
-                Duration::from_secs(2),
-                std::future::IntoFuture::into_future(c.provider.get_balance(c.operator)),
-            )
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .map(alloy_primitives::utils::format_ether);
+            let gas = |account| async move {
+                tokio::time::timeout(
+                    Duration::from_secs(2),
+                    std::future::IntoFuture::into_future(c.provider.get_balance(account)),
+                )
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .map(alloy_primitives::utils::format_ether)
+            };
+            let relayer = c.relayer().address;
+            let (balance, relayer_balance) = tokio::join!(gas(c.operator.address), gas(relayer));
             let last = *c.last_tx.lock();
             json!({
-                "operator": format!("{:#x}", c.operator),
+                "operator": format!("{:#x}", c.operator.address),
                 "gasBalance": balance,
+                "relayer": format!("{relayer:#x}"),
+                "relayerGasBalance": relayer_balance,
                 "inFlight": s.store.chain_txs()?.len(),
                 "lastTx": last.map(|t| json!({ "hash": format!("{:#x}", t.hash), "at": t.at, "status": t.status })),
             })

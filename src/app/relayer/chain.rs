@@ -1,9 +1,10 @@
 //! The relayer in chain mode (docs/reference/relay.md): a wallet transaction its owner
-//! signed, checked as in ledger mode, is sent by the operator — the Safe factory's
+//! signed, checked as in ledger mode, is sent by the relayer account (the operator's
+//! unless `--relayer-key-file` names another) — the Safe factory's
 //! `createProxy`, the Safe's `execTransaction`, the relay hub's `relayCall` — so the wallet
 //! pays no gas. It goes the way of a settlement (`chain_settlement`): its gas estimated
 //! (a revert is the transaction FAILED with the reason, nothing sent, the nonce unused),
-//! signed with the operator's next nonce, recorded with the relayer's record in one synced
+//! signed with the account's next nonce, recorded with the relayer's record in one synced
 //! batch, then broadcast; the settlement worker follows it to MINED and CONFIRMED (or
 //! FAILED) and reads the wallet's balances from the chain again.
 
@@ -61,8 +62,9 @@ pub async fn send(
     let on = s.chain.as_ref().expect("chain mode");
     let chain = &on.link;
     let p = &chain.provider;
+    let relayer = chain.relayer();
     let mut request = TransactionRequest::default()
-        .with_from(chain.operator)
+        .with_from(relayer.address)
         .with_to(to)
         .with_input(Bytes::from(input))
         .with_chain_id(s.config.chain_id);
@@ -79,25 +81,26 @@ pub async fn send(
         Err(e) => return Err(unavailable(e)),
     };
     let fees = p.estimate_eip1559_fees().await.map_err(unavailable)?;
-    let mut sender = chain.sending.lock().await;
-    // The node's count again: the operator may have sent from its key outside predex.
+    let mut sender = relayer.sending.lock().await;
+    // The node's count again: the account may have sent from its key outside predex.
     sender.forget();
-    let operator_nonce = sender.nonce(chain).await.map_err(unavailable)?;
-    request.set_nonce(operator_nonce);
+    let account_nonce = sender.nonce(chain).await.map_err(unavailable)?;
+    request.set_nonce(account_nonce);
     request.set_gas_limit(crate::chain::gas_limit(gas));
     request.set_max_fee_per_gas(fees.max_fee_per_gas);
     request.set_max_priority_fee_per_gas(fees.max_priority_fee_per_gas);
-    let envelope = request.build(&chain.wallet).await.map_err(|e| unavailable(format!("sign: {e}")))?;
+    let envelope = request.build(&relayer.wallet).await.map_err(|e| unavailable(format!("sign: {e}")))?;
     tx.hash = envelope.tx_hash().0;
     tx.state = RelayState::New;
     let record = ChainTx {
-        nonce: operator_nonce,
+        nonce: account_nonce,
         hash: tx.hash,
         raw: envelope.encoded_2718(),
         trades: Vec::new(),
         last_seq: 0,
         sent_at: now_secs(),
         relay: Some(tx.id),
+        account: chain.relayer.as_ref().map(|r| r.address.0 .0),
     };
     let mut b = Batch::default();
     b.add_relay_tx(&tx);
@@ -110,7 +113,7 @@ pub async fn send(
         sender.forget();
         return Err(e.into());
     }
-    sender.used(operator_nonce);
+    sender.used(account_nonce);
     let broadcast = p.send_raw_transaction(&record.raw).await;
     drop(sender);
     let executed = match broadcast {
@@ -125,7 +128,7 @@ pub async fn send(
         }
         // Recorded: the settlement worker sends it again.
         Err(e) => {
-            tracing::warn!(nonce = operator_nonce, error = %e, "relayed transaction not broadcast");
+            tracing::warn!(nonce = account_nonce, error = %e, "relayed transaction not broadcast");
             Ok(false)
         }
     };

@@ -394,8 +394,19 @@ pub(crate) enum OwnCall {
 /// predex as its binary, a child process to `kill -9`, in chain mode against what
 /// `deployed` names, reaching the node at `rpc`; and a handle on its servers.
 pub(crate) fn spawn_predex(data: &Path, deployed: &Config, key: &Path, rpc: &str) -> (crate::support::Proc, Server) {
+    spawn_predex_with(data, deployed, key, rpc, &[])
+}
+
+/// [`spawn_predex`] with more settings (`PREDEX_*` variables).
+pub(crate) fn spawn_predex_with(
+    data: &Path,
+    deployed: &Config,
+    key: &Path,
+    rpc: &str,
+    more: &[(&str, String)],
+) -> (crate::support::Proc, Server) {
     let s = |x: &Option<String>| x.clone().unwrap();
-    let env = [
+    let mut env = vec![
         ("PREDEX_SETTLEMENT", "chain".to_string()),
         ("PREDEX_CHAIN_ID", deployed.chain_id.to_string()),
         ("PREDEX_RPC_URL", rpc.to_string()),
@@ -415,6 +426,7 @@ pub(crate) fn spawn_predex(data: &Path, deployed: &Config, key: &Path, rpc: &str
         ("PREDEX_PROXY_INIT_CODE_HASH", deployed.proxy_init_code_hash.clone()),
         ("PREDEX_RELAY_HUB_ADDRESS", deployed.relay_hub_address.clone()),
     ];
+    env.extend(more.iter().cloned());
     let p = crate::support::spawn_with(data, &env);
     let mut server =
         Server::external(p.server.clob.clone(), p.server.internal.clone(), chain_config(data, deployed, key.into()));
