@@ -51,6 +51,20 @@ contract DevWrappedCollateral is DevERC20 {
         _burn(msg.sender, amount);
         require(IERC20Min(underlying).transfer(to, amount), "unwrap failed");
     }
+
+    /// Mints `amount` to the owner with nothing wrapped: a conversion splits it into the YES
+    /// positions it hands out, whose NO halves it burns.
+    function mint(uint256 amount) external {
+        require(msg.sender == owner, "not the owner");
+        _mint(msg.sender, amount);
+    }
+
+    /// Pays `amount` of the underlying to `to` with nothing unwrapped: a conversion's
+    /// collateral, which the NO positions it burned held.
+    function release(address to, uint256 amount) external {
+        require(msg.sender == owner, "not the owner");
+        require(IERC20Min(underlying).transfer(to, amount), "release failed");
+    }
 }
 
 /// predex's development adapter for negative-risk markets, with the interface of
@@ -58,8 +72,8 @@ contract DevWrappedCollateral is DevERC20 {
 /// questions, each question is a binary condition prepared on ConditionalTokens with this
 /// adapter as its oracle, and positions are made of wrapped collateral. Exchanges that
 /// settle through it pass it as their ConditionalTokens: it splits, merges and moves
-/// positions (the last for its admins only, as an operator approved by the owner).
-/// Conversion between questions is not implemented.
+/// positions (the last for its admins only, as an operator approved by the owner), and
+/// converts a set of NO positions into the other questions' YES positions and collateral.
 contract DevNegRiskAdapter {
     bytes32 private constant MASK = bytes32(type(uint256).max) << 8;
 
@@ -84,12 +98,20 @@ contract DevNegRiskAdapter {
     error MarketNotPrepared();
     error OnlyOracle();
     error InvalidFeeBips();
+    error NoConvertiblePositions();
+    error InvalidIndexSet();
 
     event MarketPrepared(bytes32 indexed marketId, address indexed oracle, uint256 feeBips, bytes data);
     event QuestionPrepared(bytes32 indexed marketId, bytes32 indexed questionId, uint256 index, bytes data);
     event OutcomeReported(bytes32 indexed marketId, bytes32 indexed questionId, bool outcome);
     event PositionSplit(address indexed stakeholder, bytes32 indexed conditionId, uint256 amount);
     event PositionsMerge(address indexed stakeholder, bytes32 indexed conditionId, uint256 amount);
+    event PositionsConverted(
+        address indexed stakeholder, bytes32 indexed marketId, uint256 indexed indexSet, uint256 amount
+    );
+
+    /// Where converted NO positions go: no one holds its key, so they are never redeemed.
+    address public constant NO_TOKEN_BURN_ADDRESS = address(bytes20(keccak256("NO_TOKEN_BURN_ADDRESS")));
 
     constructor(address _ctf, address _collateral, address _vault) {
         ctf = ICTF(_ctf);
@@ -219,6 +241,68 @@ contract DevNegRiskAdapter {
         ctf.redeemPositions(address(wcol), bytes32(0), conditionId, _two(1, 2));
         uint256 payout = wcol.balanceOf(address(this));
         if (payout > 0) wcol.unwrap(msg.sender, payout);
+    }
+
+    // ---- conversion
+
+    /// Converts `amount` NO of each question in `indexSet` (bit i: question i) into `amount`
+    /// YES of each other question of the market and (questions in the set − 1) · `amount`
+    /// collateral, less the market's fee (to the vault, in collateral and YES alike). Only
+    /// one question resolves YES, so what is given and what is got pay alike whichever it
+    /// is. The caller approves this adapter on ConditionalTokens, as for a merge.
+    function convertPositions(bytes32 marketId, uint256 indexSet, uint256 amount) external {
+        Market storage m = markets[marketId];
+        if (m.oracle == address(0)) revert MarketNotPrepared();
+        uint256 n = m.questionCount;
+        if (n <= 1) revert NoConvertiblePositions();
+        if (indexSet == 0 || indexSet >> n != 0) revert InvalidIndexSet();
+        if (amount == 0) return;
+        (uint256[] memory given, uint256[] memory made) = _convertible(marketId, n, indexSet, amount);
+        ctf.safeBatchTransferFrom(msg.sender, NO_TOKEN_BURN_ADDRESS, given, _fill(given.length, amount), "");
+        uint256 fee = (amount * m.feeBips) / 10_000;
+        if (given.length > 1) {
+            if (fee > 0) wcol.release(vault, (given.length - 1) * fee);
+            wcol.release(msg.sender, (given.length - 1) * (amount - fee));
+        }
+        if (made.length > 0) {
+            if (fee > 0) ctf.safeBatchTransferFrom(address(this), vault, made, _fill(made.length, fee), "");
+            ctf.safeBatchTransferFrom(address(this), msg.sender, made, _fill(made.length, amount - fee), "");
+        }
+        emit PositionsConverted(msg.sender, marketId, indexSet, amount);
+    }
+
+    /// The NO positions a conversion takes (the questions in `indexSet`) and the YES
+    /// positions it gives (the others), made here: `amount` split on each other question
+    /// from wrapped collateral minted for it, its NO half burned.
+    function _convertible(bytes32 marketId, uint256 n, uint256 indexSet, uint256 amount)
+        private
+        returns (uint256[] memory given, uint256[] memory made)
+    {
+        uint256 k;
+        for (uint256 i; i < n; ++i) {
+            if ((indexSet >> i) & 1 == 1) ++k;
+        }
+        given = new uint256[](k);
+        made = new uint256[](n - k);
+        uint256[] memory halves = new uint256[](n - k);
+        if (n > k) wcol.mint((n - k) * amount);
+        (uint256 g, uint256 y) = (0, 0);
+        for (uint256 i; i < n; ++i) {
+            bytes32 condition = getConditionId(bytes32(uint256(marketId) + i));
+            if ((indexSet >> i) & 1 == 1) {
+                given[g++] = _position(condition, false);
+            } else {
+                ctf.splitPosition(address(wcol), bytes32(0), condition, _two(1, 2), amount);
+                made[y] = _position(condition, true);
+                halves[y++] = _position(condition, false);
+            }
+        }
+        if (n > k) ctf.safeBatchTransferFrom(address(this), NO_TOKEN_BURN_ADDRESS, halves, _fill(n - k, amount), "");
+    }
+
+    function _fill(uint256 length, uint256 value) private pure returns (uint256[] memory v) {
+        v = new uint256[](length);
+        for (uint256 i; i < length; ++i) v[i] = value;
     }
 
     function balanceOf(address owner, uint256 id) external view returns (uint256) {

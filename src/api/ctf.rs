@@ -1,7 +1,6 @@
 //! Conditional tokens (SPEC §1.6, docs/reference/ctf.md): `POST /ctf/split`, `/ctf/merge`,
 //! `/ctf/redeem` and `/ctf/convert`, L2-signed. In ledger mode the operations are
-//! `app::ctf`; in chain mode split, merge and redeem answer what the wallet sends
-//! (`app::chain_ctf`) and convert is refused.
+//! `app::ctf`; in chain mode each answers what the wallet sends (`app::chain_ctf`).
 
 use std::sync::Arc;
 
@@ -69,12 +68,25 @@ async fn operate(s: Arc<AppState>, kind: CtfKind, r: Req) -> ApiResult {
 /// Chain mode: what the wallet sends to run the operation (docs/reference/ctf.md).
 async fn prepared(s: &AppState, kind: CtfKind, owner: &str, wallet: &str, b: &CtfRequest) -> ApiResult {
     let (to, data) = chain_ctf::operation_call(s, kind, b)?;
-    let address = |a: &str| a.parse().map_err(|_| ApiError::bad("address must be a 0x address"));
-    let mut v = chain_ctf::prepared(s, address(owner)?, address(wallet)?, to, data).await?;
+    let mut v = prepared_call(s, owner, wallet, to, data).await?;
     v["type"] = json!(kind.name());
     v["conditionId"] = json!(b.condition_id);
-    v["address"] = json!(wallet);
     reply(&v)
+}
+
+/// Chain mode: what `wallet` (`owner`'s address or a wallet of it) sends to call `data` at
+/// `to`, its address with it.
+async fn prepared_call(
+    s: &AppState,
+    owner: &str,
+    wallet: &str,
+    to: alloy_primitives::Address,
+    data: Vec<u8>,
+) -> Result<Value, ApiError> {
+    let address = |a: &str| a.parse().map_err(|_| ApiError::bad("address must be a 0x address"));
+    let mut v = chain_ctf::prepared(s, address(owner)?, address(wallet)?, to, data).await?;
+    v["address"] = json!(wallet);
+    Ok(v)
 }
 
 impl From<PrepareError> for ApiError {
@@ -88,15 +100,23 @@ impl From<PrepareError> for ApiError {
 }
 
 /// POST /ctf/convert: the negative-risk adapter's convertPositions(marketId, indexSet,
-/// amount) in ledger mode. For each question in `indexSet` it burns `amount` NO tokens;
-/// for each other question of the market it mints `amount` YES tokens; and it pays
-/// (|indexSet| − 1) · `amount` collateral. Value is conserved whichever question wins.
-/// A market's questions are its binary markets in creation order (docs/reference/ctf.md).
+/// amount). For each question in `indexSet` it burns `amount` NO tokens; for each other
+/// question of the market it mints `amount` YES tokens; and it pays (|indexSet| − 1) ·
+/// `amount` collateral. Value is conserved whichever question wins. A market's questions
+/// are its binary markets in creation order (docs/reference/ctf.md). In chain mode the
+/// answer is what the wallet sends to the adapter.
 async fn convert(s: Arc<AppState>, r: Req) -> ApiResult {
-    super::ledger_only(&s)?;
     let key = authenticate(&s, &r)?;
     let b: ConvertRequest = r.json()?;
     let wallet = wallet_of(&s, &key, b.address.as_deref())?;
+    if s.chain.is_some() {
+        let (to, data) = chain_ctf::convert_call(&s, &b)?;
+        let mut v = prepared_call(&s, key.address.as_ref(), &wallet, to, data).await?;
+        v["type"] = json!(CtfKind::Conversion.name());
+        v["marketId"] = json!(b.market_id);
+        v["indexSet"] = json!(b.index_set.text());
+        return reply(&v);
+    }
     reply(&receipt_json(&convert_for(&s, &wallet, b).await?))
 }
 

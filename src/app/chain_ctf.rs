@@ -1,5 +1,5 @@
 //! Conditional-token operations in chain mode (docs/reference/ctf.md): `/ctf/split`,
-//! `/merge` and `/redeem` move nothing themselves — the chain does. Each answers
+//! `/merge`, `/redeem` and `/convert` move nothing themselves — the chain does. Each answers
 //! what the wallet sends: for the key's own address the prepared transaction (to, data,
 //! value, chain id) it signs and sends; for its Safe or proxy wallet the relayer request
 //! (`POST /submit`) with everything but the signature, and the hash the owner signs.
@@ -8,7 +8,7 @@ use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::SolCall;
 use serde_json::{json, Value};
 
-use super::ctf::{base_amount, CtfError, CtfRequest};
+use super::ctf::{base_amount, convert_terms, ConvertRequest, CtfError, CtfRequest};
 use super::relayer::RelayError;
 use super::AppState;
 use crate::auth::relay::{relay_hash, safe_tx_hash};
@@ -95,6 +95,21 @@ pub fn operation_call(s: &AppState, kind: CtfKind, b: &CtfRequest) -> Result<(Ad
         CtfKind::Reward | CtfKind::Conversion => return Err(CtfError::UnknownOperation.into()),
     };
     Ok(call)
+}
+
+/// The adapter's `convertPositions` of a conversion, checked as in ledger mode. The index
+/// set names the adapter's questions, bit i its question i (the last byte of the question
+/// id); for a market whose questions predex made one after another, its markets in
+/// creation order, as the ledger counts them.
+pub fn convert_call(s: &AppState, b: &ConvertRequest) -> Result<(Address, Vec<u8>), PrepareError> {
+    let (_, set, amount) = convert_terms(s, b)?;
+    let market_id: B256 = b.market_id.parse().map_err(|_| CtfError::MarketNotFound)?;
+    let call = INegRiskAdapter::convertPositionsCall {
+        marketId: market_id,
+        indexSet: U256::from(set),
+        amount: U256::from(amount),
+    };
+    Ok((s.relay_contracts.adapter, call.abi_encode()))
 }
 
 fn hex(b: &[u8]) -> String {

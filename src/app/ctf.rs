@@ -275,8 +275,12 @@ pub async fn convert_for(s: &AppState, wallet: &str, b: ConvertRequest) -> Resul
     receipt(s, wallet, plan).await
 }
 
-/// What a conversion ([`convert_for`]) will move.
-pub fn plan_convert(s: &AppState, b: &ConvertRequest) -> Result<Plan, CtfError> {
+/// A conversion's questions (the market's binary markets in creation order), index set
+/// and amount, checked.
+pub fn convert_terms(
+    s: &AppState,
+    b: &ConvertRequest,
+) -> Result<(Vec<std::sync::Arc<crate::commit::views::MarketView>>, u64, u64), CtfError> {
     let questions: Vec<_> = s
         .registry
         .tables()
@@ -294,8 +298,14 @@ pub fn plan_convert(s: &AppState, b: &ConvertRequest) -> Result<Plan, CtfError> 
         .filter(|&x| x > 0 && (n >= 64 || x >> n == 0))
         .ok_or(CtfError::BadIndexSet(n))?;
     let a = base_amount(Some(&b.amount))?;
+    Ok((questions, set, a))
+}
+
+/// What a conversion ([`convert_for`]) will move.
+pub fn plan_convert(s: &AppState, b: &ConvertRequest) -> Result<Plan, CtfError> {
+    let (questions, set, a) = convert_terms(s, b)?;
     let picked = |i: usize| set >> i & 1 == 1;
-    let k = (0..n).filter(|&i| picked(i)).count() as u64;
+    let k = (0..questions.len()).filter(|&i| picked(i)).count() as u64;
     let out = a.checked_mul(k - 1).ok_or(CtfError::AmountTooLarge)?;
     use LedgerChange::{Credit, Debit};
     let (mut changes, mut rows, mut moves) = (Vec::new(), Vec::new(), Vec::new());

@@ -540,14 +540,23 @@ pub fn conditions(s: &AppState, tx: &RelayTx) -> Vec<String> {
         RelayKind::Safe => decode_safe_calls(c, to, &data, u8::from(to == c.multisend)),
         RelayKind::Proxy => decode_proxy_calls(c, &data),
     };
-    calls
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|call| match call {
+    let mut out = Vec::new();
+    for call in calls.unwrap_or_default() {
+        match call {
             Call::Split { condition_id, .. } | Call::Merge { condition_id, .. } | Call::Redeem { condition_id } => {
-                Some(condition_id)
+                out.push(condition_id)
             }
-            _ => None,
-        })
-        .collect()
+            // Every question of the market.
+            Call::Convert { market_id, .. } => out.extend(
+                s.registry
+                    .tables()
+                    .list
+                    .iter()
+                    .filter(|v| v.market.neg_risk_market_id.as_deref() == Some(market_id.as_str()))
+                    .map(|v| v.market.condition_id.clone()),
+            ),
+            _ => {}
+        }
+    }
+    out
 }

@@ -304,8 +304,7 @@ fn a_strangers_order_naming_anothers_wallet_is_refused(s: &Server, carol: &Trade
     }
 }
 
-/// The bridge, bonds, conversions, the relay's by-name operations: refused in chain mode,
-/// nothing moved.
+/// The bridge, bonds, the relay's by-name operations: refused in chain mode, nothing moved.
 fn what_moves_balances_the_chain_does_not_hold_is_refused(s: &Server, alice: &Trader, cond: &str, market_id: &str) {
     let refused = |base: &str, path: &str, body: Value| {
         let (st, b) = alice.l2_at(base, "POST", path, Some(&body));
@@ -323,7 +322,10 @@ fn what_moves_balances_the_chain_does_not_hold_is_refused(s: &Server, alice: &Tr
     // Split, merge and redeem are prepared for the wallet to send (chain_wallets), not run.
     let (st, b) = alice.l2(s, "POST", "/ctf/split", Some(&json!({"conditionId": cond, "amount": "1000000"})));
     assert_eq!((st, b["transaction"]["value"].as_str()), (200, Some("0")), "{b}");
-    refused(&s.clob, "/ctf/convert", json!({"marketId": market_id, "indexSet": "1", "amount": "1"}));
+    // A conversion likewise (chain_wallets).
+    let (st, b) =
+        alice.l2(s, "POST", "/ctf/convert", Some(&json!({"marketId": market_id, "indexSet": "1", "amount": "1"})));
+    assert_eq!((st, b["transaction"]["value"].as_str()), (200, Some("0")), "{b}");
     refused(&s.clob, "/submit", json!({"operation": "incrementNonce"}));
     let (st, b) = alice.l2(s, "GET", "/balance-allowance/update", None);
     assert_eq!((st, b["balance"].as_str().unwrap()), (200, "100000000"), "nothing moved: {b}");

@@ -311,11 +311,9 @@ fn the_relayer_sends_wallets_transactions_from_the_operator() {
     assert_eq!((st, &b["state"]), (200, &json!("STATE_EXECUTED")), "{b}");
     confirmed(&b["transactionID"]);
     assert_eq!(v.holdings_of(safe, &[&yes, &no]), (95_000_000, vec![5_000_000, 5_000_000]));
-    // Another's Safe is not the key's to prepare for; convert is not prepared on chain.
+    // Another's Safe is not the key's to prepare for.
     let (st, b) = bob.l2(s, "POST", "/ctf/merge", Some(&body));
     assert_eq!((st, b["error"].as_str()), (400, Some("the address has to be the owner of the API KEY")), "{b}");
-    let convert = json!({"marketId": cond, "indexSet": "1", "amount": "1"});
-    assert_eq!(alice.l2(s, "POST", "/ctf/convert", Some(&convert)).0, 409);
 
     // For the key's own address, /ctf/split answers the transaction it signs and sends.
     let carol = v.trader(20_000_000, true);
@@ -385,6 +383,129 @@ fn the_relayer_sends_wallets_transactions_from_the_operator() {
     for t in [&alice, &bob] {
         let gas = v.gas_of(t.wallet.address());
         assert_eq!(gas, U256::ZERO);
+    }
+}
+
+/// A negative-risk conversion on chain: `/ctf/convert` answers the adapter's
+/// `convertPositions` for an EOA to send and the relayer request for a Safe; run, each
+/// wallet's NO of the converted questions are gone, the other question's YES and the
+/// collateral (questions converted − 1, per unit) are there, on chain and in predex's
+/// figures. Bad terms are refused as in ledger mode.
+#[test]
+fn a_negative_risk_conversion_runs_on_chain_for_an_eoa_and_for_a_safe() {
+    let v = Venue::start();
+    let s = &v.server;
+    let question = |q: &str, market: Option<&str>| {
+        let mut body = json!({"question": q, "neg_risk": true});
+        if let Some(m) = market {
+            body["neg_risk_market_id"] = json!(m);
+        }
+        let (st, m) = s.internal_post("/internal/markets", &body);
+        assert_eq!(st, 200, "{m}");
+        m
+    };
+    let a = question("Candidate A?", None);
+    let market_id = a["neg_risk_market_id"].as_str().unwrap().to_string();
+    let (b, c) = (question("Candidate B?", Some(&market_id)), question("Candidate C?", Some(&market_id)));
+    let token = |m: &serde_json::Value, i: usize| m["tokens"][i]["token_id"].as_str().unwrap().to_string();
+    let tokens = [token(&a, 1), token(&b, 1), token(&c, 1), token(&a, 0), token(&b, 0), token(&c, 0)];
+    let tokens: Vec<&str> = tokens.iter().map(String::as_str).collect();
+    let adapter = Venue::address(&v.deployed.neg_risk_adapter_address);
+    let collateral = Venue::address(&v.deployed.collateral_address);
+    let split = |m: &serde_json::Value| {
+        let id = m["condition_id"].as_str().unwrap().parse().unwrap();
+        let amount = U256::from(10_000_000u64);
+        (adapter, predex::chain::INegRiskAdapter::splitPositionCall { conditionId: id, amount }.abi_encode())
+    };
+    let convert = json!({"marketId": market_id, "indexSet": "3", "amount": "10000000"});
+
+    // Carol, on her own: splits A and B at the adapter, then converts their NO.
+    let carol = v.trader(30_000_000, true);
+    let (url, key) = (v.anvil.url.clone(), carol.wallet.clone());
+    let send_all = |key: alloy_signer_local::PrivateKeySigner, calls: Vec<(Address, Vec<u8>)>| {
+        let url = url.clone();
+        v.rt.block_on(async move {
+            let p = wallet_provider(&url, key).unwrap();
+            for (at, input) in calls {
+                let tx = alloy_rpc_types_eth::TransactionRequest::default().to(at).input(input.into());
+                assert!(p.send_transaction(tx).await.unwrap().get_receipt().await.unwrap().status());
+            }
+        })
+    };
+    let allow = ICollateral::approveCall { spender: adapter, amount: U256::MAX }.abi_encode();
+    send_all(key.clone(), vec![(collateral, allow.clone()), split(&a), split(&b)]);
+    assert_eq!(v.holdings(&carol, &tokens), (10_000_000, vec![10_000_000, 10_000_000, 0, 10_000_000, 10_000_000, 0]));
+    let (st, prepared) = carol.l2(s, "POST", "/ctf/convert", Some(&convert));
+    assert_eq!((st, &prepared["type"], &prepared["indexSet"]), (200, &json!("CONVERSION"), &json!("3")), "{prepared}");
+    let tx = &prepared["transaction"];
+    assert_eq!(tx["to"], json!(format!("{adapter:#x}")), "{prepared}");
+    let data = alloy_primitives::hex::decode(tx["data"].as_str().unwrap()).unwrap();
+    send_all(key, vec![(adapter, data)]);
+    // Two NO in, one unit of collateral and C's YES out.
+    let after = (20_000_000, vec![0, 0, 0, 10_000_000, 10_000_000, 10_000_000]);
+    assert_eq!(v.holdings(&carol, &tokens), after);
+    let read = |t: &Trader, asset: &str, sig: u8| {
+        let q = match asset {
+            "COLLATERAL" => format!("asset_type=COLLATERAL&signature_type={sig}"),
+            id => format!("asset_type=CONDITIONAL&token_id={id}&signature_type={sig}"),
+        };
+        t.l2(s, "GET", &format!("/balance-allowance?{q}"), None).1["balance"].clone()
+    };
+    assert_eq!(read(&carol, tokens[5], 0), json!("10000000"), "C's YES, read from the chain");
+    crate::support::wait_for(30, || (read(&carol, "COLLATERAL", 0) == json!("20000000")).then_some(()));
+
+    // Alice's Safe, through the relayer: deployed, approvals and splits in one MultiSend,
+    // then the conversion /ctf/convert prepares, signed by her.
+    let alice = s.trader(0);
+    let safe = alice.derived(s, 2);
+    let submit = |body: &serde_json::Value| alice.l2(s, "POST", "/submit", Some(body));
+    let confirmed = |b: &serde_json::Value| {
+        let id = b["transactionID"].as_str().unwrap().to_string();
+        crate::support::wait_for(60, || {
+            let t = s.get(&format!("/transaction?id={id}")).1[0].clone();
+            assert_ne!(t["state"], "STATE_FAILED", "{t}");
+            (t["state"] == "STATE_CONFIRMED").then_some(())
+        })
+    };
+    let (st, created) = submit(&create_request(&v, &alice));
+    assert_eq!(st, 200, "{created}");
+    confirmed(&created);
+    v.mint(safe, 30_000_000);
+    // The venue's approvals (so predex counts what the Safe holds), the adapter's allowance.
+    let mut calls: Vec<(Address, Vec<u8>)> = approvals(&v).into_iter().map(|(to, d)| (to, d.to_vec())).collect();
+    calls.extend([(collateral, allow), split(&a), split(&b)]);
+    let batch = multi_send(&calls);
+    let multisend = Venue::address(&Some(v.deployed.safe_multisend_address.clone()));
+    let (st, done) = submit(&safe_request_op(&v, &alice, multisend, &batch, 0, 1));
+    assert_eq!(st, 200, "{done}");
+    confirmed(&done);
+    let mut body = convert.clone();
+    body["address"] = json!(format!("{safe:#x}"));
+    let (st, prepared) = alice.l2(s, "POST", "/ctf/convert", Some(&body));
+    assert_eq!((st, &prepared["submit"]["type"]), (200, &json!("SAFE")), "{prepared}");
+    let hash: alloy_primitives::B256 = prepared["hash"].as_str().unwrap().parse().unwrap();
+    let mut sig = alice.wallet.sign_message_sync(hash.as_slice()).unwrap().as_bytes();
+    sig[64] += 4;
+    let mut request = prepared["submit"].clone();
+    request["signature"] = json!(format!("0x{}", alloy_primitives::hex::encode(sig)));
+    let (st, b) = submit(&request);
+    assert_eq!((st, &b["state"]), (200, &json!("STATE_EXECUTED")), "{b}");
+    confirmed(&b);
+    assert_eq!(v.holdings_of(safe, &tokens), after);
+    // Read again when the relayed transaction was decided.
+    crate::support::wait_for(30, || (read(&alice, tokens[5], 2) == json!("10000000")).then_some(()));
+    assert_eq!(read(&alice, "COLLATERAL", 2), json!("20000000"));
+    assert_eq!(v.gas_of(alice.wallet.address()), U256::ZERO);
+
+    // Bad terms: as in ledger mode, nothing prepared.
+    for (terms, status) in [
+        (json!({"marketId": market_id, "indexSet": "8", "amount": "1"}), 400),
+        (json!({"marketId": market_id, "indexSet": "0", "amount": "1"}), 400),
+        (json!({"marketId": market_id, "indexSet": "1", "amount": "0"}), 400),
+        (json!({"marketId": format!("0x{}", "ab".repeat(32)), "indexSet": "1", "amount": "1"}), 404),
+    ] {
+        let (st, b) = carol.l2(s, "POST", "/ctf/convert", Some(&terms));
+        assert_eq!(st, status, "{terms}: {b}");
     }
 }
 
