@@ -67,7 +67,8 @@ async fn operate(s: Arc<AppState>, kind: CtfKind, r: Req) -> ApiResult {
 
 /// Chain mode: what the wallet sends to run the operation (docs/reference/ctf.md).
 async fn prepared(s: &AppState, kind: CtfKind, owner: &str, wallet: &str, b: &CtfRequest) -> ApiResult {
-    let (to, data) = chain_ctf::operation_call(s, kind, b)?;
+    let at = wallet.parse().map_err(|_| ApiError::bad("address must be a 0x address"))?;
+    let (to, data) = chain_ctf::operation_call(s, kind, b, at).await?;
     let mut v = prepared_call(s, owner, wallet, to, data).await?;
     v["type"] = json!(kind.name());
     v["conditionId"] = json!(b.condition_id);
@@ -94,7 +95,6 @@ impl From<PrepareError> for ApiError {
         match e {
             PrepareError::Ctf(e) => e.into(),
             PrepareError::Relay(e) => e.into(),
-            PrepareError::Invalid(m) => ApiError::bad(m),
         }
     }
 }

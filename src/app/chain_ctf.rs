@@ -26,16 +26,19 @@ pub enum PrepareError {
     Ctf(#[from] CtfError),
     #[error(transparent)]
     Relay(#[from] RelayError),
-    #[error("{0}")]
-    Invalid(String),
 }
 
 fn condition(id: &str) -> Result<B256, CtfError> {
     id.parse().map_err(|_| CtfError::MarketNotFound)
 }
 
-/// The contract and call of a split, merge or redeem of a market.
-pub fn operation_call(s: &AppState, kind: CtfKind, b: &CtfRequest) -> Result<(Address, Vec<u8>), PrepareError> {
+/// The contract and call of a split, merge or redeem of a market by `wallet`.
+pub async fn operation_call(
+    s: &AppState,
+    kind: CtfKind,
+    b: &CtfRequest,
+    wallet: Address,
+) -> Result<(Address, Vec<u8>), PrepareError> {
     let view = s.registry.condition(&b.condition_id).ok_or(CtfError::MarketNotFound)?;
     let m = &view.market;
     let c = &s.relay_contracts;
@@ -78,11 +81,19 @@ pub fn operation_call(s: &AppState, kind: CtfKind, b: &CtfRequest) -> Result<(Ad
                 return Err(CtfError::RedeemTakesNoAmount.into());
             }
             if m.neg_risk {
-                return Err(PrepareError::Invalid(
-                    "a negative-risk market is redeemed through the adapter with the amounts held: not prepared in \
-                     chain mode yet"
-                        .into(),
-                ));
+                // The adapter redeems the amounts it is given: what the wallet holds now.
+                let chain = &s.chain.as_ref().expect("chain mode").link;
+                let ctf = IConditionalTokens::new(c.ctf, &chain.provider);
+                let mut amounts = Vec::new();
+                for t in &m.tokens {
+                    let token = U256::from_str_radix(&t.token_id, 10).map_err(|_| CtfError::MarketNotFound)?;
+                    let held = ctf.balanceOf(wallet, token).call().await;
+                    amounts.push(held.map_err(|e| RelayError::Unavailable(format!("chain: {e}")))?);
+                }
+                if amounts.iter().all(U256::is_zero) {
+                    return Err(CtfError::NothingToRedeem.into());
+                }
+                return Ok((c.adapter, INegRiskAdapter::redeemPositionsCall { conditionId: id, amounts }.abi_encode()));
             }
             let call = IConditionalTokens::redeemPositionsCall {
                 collateralToken: c.collateral,

@@ -136,15 +136,21 @@ pub async fn plan(s: &AppState, kind: CtfKind, wallet: &str, b: CtfRequest) -> R
             if b.amount.is_some() {
                 return Err(CtfError::RedeemTakesNoAmount);
             }
-            redemption(s, &m.condition_id, &wallet, &yes, &no).await?
+            redemption(s, &m.condition_id, &wallet, &yes, &no, None).await?
         }
         CtfKind::Reward | CtfKind::Conversion => return Err(CtfError::UnknownOperation),
     };
+    Ok(market_plan(kind, m, (changes, positions, size, usdc_size)))
+}
 
+/// The plan of an operation on one market that moves `movement`.
+fn market_plan(kind: CtfKind, m: &crate::domain::Market, movement: Movement) -> Plan {
+    let (changes, positions, size, usdc_size) = movement;
+    let (yes, no) = (m.tokens[0].token_id.clone(), m.tokens[1].token_id.clone());
     let row = Row { kind, market: m.idx, condition_id: m.condition_id.clone(), size, usdc_size };
     let moves = vec![(m.idx, yes, positions[0]), (m.idx, no, positions[1])];
     let subject = Subject::Condition(m.condition_id.clone());
-    Ok(Plan { kind, subject, changes, rows: vec![row], moves, size, usdc_size })
+    Plan { kind, subject, changes, rows: vec![row], moves, size, usdc_size }
 }
 
 /// What an operation moves: the ledger changes, the position change per token (YES, NO),
@@ -166,9 +172,35 @@ fn complete_sets(kind: CtfKind, a: u64, yes: &str, no: &str) -> Movement {
     }
 }
 
-/// Redeeming everything the wallet holds free of a resolved market: the winning side pays
-/// one unit a token, the losing side nothing.
-async fn redemption(s: &AppState, condition_id: &str, wallet: &str, yes: &str, no: &str) -> Result<Movement, CtfError> {
+/// A redemption of `amounts` (YES, NO) of a market, as the negative-risk adapter's
+/// `redeemPositions` takes them; `None`: everything held, as ConditionalTokens'.
+pub async fn plan_redeem(
+    s: &AppState,
+    wallet: &str,
+    condition_id: &str,
+    amounts: Option<[u64; 2]>,
+) -> Result<Plan, CtfError> {
+    let request = CtfRequest { condition_id: condition_id.to_string(), amount: None, address: None };
+    if amounts.is_none() {
+        return plan(s, CtfKind::Redeem, wallet, request).await;
+    }
+    let view = s.registry.condition(condition_id).ok_or(CtfError::MarketNotFound)?;
+    let m = &view.market;
+    let (yes, no) = (&m.tokens[0].token_id, &m.tokens[1].token_id);
+    let movement = redemption(s, &m.condition_id, wallet, yes, no, amounts).await?;
+    Ok(market_plan(CtfKind::Redeem, m, movement))
+}
+
+/// Redeeming `amounts` (YES, NO) of a resolved market, or everything the wallet holds free
+/// of it: the winning side pays one unit a token, the losing side nothing.
+async fn redemption(
+    s: &AppState,
+    condition_id: &str,
+    wallet: &str,
+    yes: &str,
+    no: &str,
+    amounts: Option<[u64; 2]>,
+) -> Result<Movement, CtfError> {
     use LedgerChange::{Credit, Debit};
     let meta = s.catalogue.meta(condition_id);
     let winner = match meta.as_deref() {
@@ -182,7 +214,11 @@ async fn redemption(s: &AppState, condition_id: &str, wallet: &str, yes: &str, n
     let free = |t: &str| {
         accounts.iter().find(|(a, _)| a == t).map_or(0, |(_, x)| x.balance.saturating_sub(x.reserved).units())
     };
-    let held = [free(yes), free(no)];
+    let free = [free(yes), free(no)];
+    let held = amounts.unwrap_or(free);
+    if held[0] > free[0] || held[1] > free[1] {
+        return Err(CtfError::NotEnoughBalance);
+    }
     if held == [0, 0] {
         return Err(CtfError::NothingToRedeem);
     }

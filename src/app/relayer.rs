@@ -114,8 +114,11 @@ enum Call {
         condition_id: String,
         amount: u64,
     },
+    /// ConditionalTokens' redemption of everything held, or the adapter's of the amounts
+    /// (YES, NO) given.
     Redeem {
         condition_id: String,
+        amounts: Option<[u64; 2]>,
     },
     Convert {
         market_id: String,
@@ -177,7 +180,7 @@ fn decode_call(c: &RelayContracts, to: Address, data: &[u8]) -> Result<Call, Rel
         }
         if let Ok(call) = IConditionalTokens::redeemPositionsCall::abi_decode(data) {
             if call.collateralToken == c.collateral && call.parentCollectionId.is_zero() && binary(&call.indexSets) {
-                return Ok(Call::Redeem { condition_id: condition(call.conditionId) });
+                return Ok(Call::Redeem { condition_id: condition(call.conditionId), amounts: None });
             }
         }
         return Err(RelayError::CallNotAllowed);
@@ -191,6 +194,13 @@ fn decode_call(c: &RelayContracts, to: Address, data: &[u8]) -> Result<Call, Rel
         }
         if let Ok(call) = INegRiskAdapter::mergePositionsCall::abi_decode(data) {
             return Ok(Call::Merge { condition_id: condition(call.conditionId), amount: amount(call.amount)? });
+        }
+        if let Ok(call) = INegRiskAdapter::redeemPositionsCall::abi_decode(data) {
+            let [yes, no] = call.amounts[..] else { return Err(RelayError::CallNotAllowed) };
+            let whole =
+                |a: U256| u64::try_from(a).map_err(|_| RelayError::Invalid("amounts must fit the ledger".into()));
+            let amounts = Some([whole(yes)?, whole(no)?]);
+            return Ok(Call::Redeem { condition_id: condition(call.conditionId), amounts });
         }
         if let Ok(call) = INegRiskAdapter::convertPositionsCall::abi_decode(data) {
             let index_set = u64::try_from(call.indexSet).map_err(|_| RelayError::CallNotAllowed)?;
@@ -514,7 +524,7 @@ async fn plans(s: &AppState, wallet: &str, calls: &[Call]) -> Result<Vec<Plan>, 
             Call::Merge { condition_id, amount } => {
                 ctf::plan(s, CtfKind::Merge, wallet, request(condition_id, Some(*amount))).await?
             }
-            Call::Redeem { condition_id } => ctf::plan(s, CtfKind::Redeem, wallet, request(condition_id, None)).await?,
+            Call::Redeem { condition_id, amounts } => ctf::plan_redeem(s, wallet, condition_id, *amounts).await?,
             Call::Convert { market_id, index_set, amount } => ctf::plan_convert(
                 s,
                 &ConvertRequest {
@@ -543,7 +553,7 @@ pub fn conditions(s: &AppState, tx: &RelayTx) -> Vec<String> {
     let mut out = Vec::new();
     for call in calls.unwrap_or_default() {
         match call {
-            Call::Split { condition_id, .. } | Call::Merge { condition_id, .. } | Call::Redeem { condition_id } => {
+            Call::Split { condition_id, .. } | Call::Merge { condition_id, .. } | Call::Redeem { condition_id, .. } => {
                 out.push(condition_id)
             }
             // Every question of the market.

@@ -190,6 +190,7 @@ sol! {
         function splitPosition(bytes32 conditionId, uint256 amount) external;
         function mergePositions(bytes32 conditionId, uint256 amount) external;
         function convertPositions(bytes32 marketId, uint256 indexSet, uint256 amount) external;
+        function redeemPositions(bytes32 conditionId, uint256[] calldata amounts) external;
     }
 
     /// The collateral: an ERC-20 (6 decimals); the development one also mints.

@@ -392,7 +392,7 @@ fn the_relayer_sends_wallets_transactions_from_the_operator() {
 /// collateral (questions converted − 1, per unit) are there, on chain and in predex's
 /// figures. Bad terms are refused as in ledger mode.
 #[test]
-fn a_negative_risk_conversion_runs_on_chain_for_an_eoa_and_for_a_safe() {
+fn a_negative_risk_conversion_and_redemption_run_on_chain_for_an_eoa_and_for_a_safe() {
     let v = Venue::start();
     let s = &v.server;
     let question = |q: &str, market: Option<&str>| {
@@ -497,6 +497,35 @@ fn a_negative_risk_conversion_runs_on_chain_for_an_eoa_and_for_a_safe() {
     assert_eq!(read(&alice, "COLLATERAL", 2), json!("20000000"));
     assert_eq!(v.gas_of(alice.wallet.address()), U256::ZERO);
 
+    // C wins (its oracle, the operator, reports it to the adapter): /ctf/redeem answers the
+    // adapter's redeemPositions of what each wallet holds, paying C's YES.
+    let question: alloy_primitives::B256 = c["question_id"].as_str().unwrap().parse().unwrap();
+    let report = reportOutcomeCall { questionId: question, outcome: true }.abi_encode();
+    send_all(DEPLOYER_KEY.parse().unwrap(), vec![(adapter, report)]);
+    let redeem = json!({"conditionId": c["condition_id"]});
+    let (st, prepared) = carol.l2(s, "POST", "/ctf/redeem", Some(&redeem));
+    assert_eq!((st, &prepared["transaction"]["to"]), (200, &json!(format!("{adapter:#x}"))), "{prepared}");
+    let data = alloy_primitives::hex::decode(prepared["transaction"]["data"].as_str().unwrap()).unwrap();
+    send_all(carol.wallet.clone(), vec![(adapter, data)]);
+    let won = (30_000_000, vec![0, 0, 0, 10_000_000, 10_000_000, 0]);
+    assert_eq!(v.holdings(&carol, &tokens), won);
+    let mut body = redeem.clone();
+    body["address"] = json!(format!("{safe:#x}"));
+    let (st, prepared) = alice.l2(s, "POST", "/ctf/redeem", Some(&body));
+    assert_eq!(st, 200, "{prepared}");
+    let hash: alloy_primitives::B256 = prepared["hash"].as_str().unwrap().parse().unwrap();
+    let mut sig = alice.wallet.sign_message_sync(hash.as_slice()).unwrap().as_bytes();
+    sig[64] += 4;
+    let mut request = prepared["submit"].clone();
+    request["signature"] = json!(format!("0x{}", alloy_primitives::hex::encode(sig)));
+    let (st, b) = submit(&request);
+    assert_eq!((st, &b["state"]), (200, &json!("STATE_EXECUTED")), "{b}");
+    confirmed(&b);
+    assert_eq!(v.holdings_of(safe, &tokens), won);
+    crate::support::wait_for(30, || (read(&alice, "COLLATERAL", 2) == json!("30000000")).then_some(()));
+    let (st, b) = carol.l2(s, "POST", "/ctf/redeem", Some(&redeem));
+    assert_eq!((st, b["error"].as_str()), (400, Some("nothing to redeem")), "{b}");
+
     // Bad terms: as in ledger mode, nothing prepared.
     for (terms, status) in [
         (json!({"marketId": market_id, "indexSet": "8", "amount": "1"}), 400),
@@ -551,6 +580,7 @@ fn safe_request_op(
 
 alloy_sol_types::sol! {
     function multiSend(bytes transactions);
+    function reportOutcome(bytes32 questionId, bool outcome);
     function transferFrom(address from, address to, uint256 amount) returns (bool);
 }
 

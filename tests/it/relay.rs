@@ -20,6 +20,7 @@ sol! {
     function splitPosition(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] partition, uint256 amount);
     function incrementNonce();
     function mergePositions(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] partition, uint256 amount);
+    function redeemPositions(bytes32 conditionId, uint256[] amounts);
 }
 
 const USDC: Address = alloy_primitives::address!("2791Bca1f2de4661ED88A30C99A7a9449Aa84174");
@@ -28,6 +29,7 @@ const FACTORY: &str = "0xaacFeEa03eb1561C4e67d661e40682Bd20E3541b";
 const EXCHANGE: Address = alloy_primitives::address!("4bFb41d5B3570DeFd03C39a9A4D8dE6Bd8B8982E");
 const PROXY_FACTORY: Address = alloy_primitives::address!("aB45c5A4B0c941a2F231C04C3f49182e1A254052");
 const RELAY_HUB: Address = alloy_primitives::address!("D216153c06E857cD7f72665E0aF1d7D82172F494");
+const ADAPTER: Address = alloy_primitives::address!("d91E80cF2E7be2e162c6513ceD06f1dD0dA35296");
 
 fn hex(b: &[u8]) -> String {
     format!("0x{}", alloy_primitives::hex::encode(b))
@@ -211,6 +213,49 @@ fn a_safe_runs_only_what_its_owner_signed_once_and_durably() {
     assert_eq!(stranger.l2(&s, "GET", "/transactions", None).1, json!([]), "none of the stranger's");
     assert_eq!(s.get("/transactions").0, 401);
     assert_eq!(err(s.get("/nonce?address=0x12&type=SAFE")), (400, "invalid address".into()));
+    s.check();
+}
+
+/// The negative-risk adapter's redemption through the relayer redeems the amounts the
+/// call gives (YES, NO), not everything held: the winners pay one unit each; more than the
+/// Safe holds fails as a reverted transaction, nothing moved; a call not of two amounts is
+/// not relayed.
+#[test]
+fn the_adapters_redemption_redeems_the_amounts_it_is_given() {
+    let s = Server::start();
+    let cond = format!("0x{}", "c5".repeat(32));
+    s.create_market(&cond, "4501", "4502", "0.01", true);
+    let owner = s.trader(0);
+    let safe = format!("{:#x}", owner.derived(&s, 2));
+    s.credit(&safe, "USDC", m("50"));
+    let submit = |body: &Value| owner.l2(&s, "POST", "/submit", Some(body));
+    let held = |asset: &str| -> u64 {
+        let b = s.internal_get(&format!("/internal/balances?address={safe}")).1;
+        b[asset]["balance"].as_str().map_or(0, |x| predex::domain::parse_decimal(x, 6).unwrap())
+    };
+    let safe_tx = |to: Address, data: &[u8], nonce: u64| safe_request(&s, &owner, &owner.wallet, to, data, nonce);
+    let redeem = |yes: u64, no: u64| {
+        redeemPositionsCall { conditionId: cond.parse().unwrap(), amounts: vec![U256::from(yes), U256::from(no)] }
+            .abi_encode()
+    };
+    assert_eq!(submit(&create_request(&s, &owner, &owner.wallet)).0, 200);
+    let (st, b) = submit(&safe_tx(CTF, &split(&cond, m("10"), USDC), 0));
+    assert_eq!((st, &b["state"]), (200, &json!("STATE_CONFIRMED")), "{b}");
+    let (st, b) =
+        s.internal_post("/internal/resolution", &json!({"condition_id": cond, "status": "RESOLVED", "outcome": "Yes"}));
+    assert_eq!(st, 200, "{b}");
+
+    let (st, b) = submit(&safe_tx(ADAPTER, &redeem(m("4"), m("1")), 1));
+    assert_eq!((st, &b["state"]), (200, &json!("STATE_CONFIRMED")), "{b}");
+    assert_eq!((held("USDC"), held("4501"), held("4502")), (m("44"), m("6"), m("9")));
+    let (st, b) = submit(&safe_tx(ADAPTER, &redeem(m("7"), 0), 2));
+    assert_eq!((st, &b["state"]), (200, &json!("STATE_FAILED")), "{b}");
+    let three = redeemPositionsCall { conditionId: cond.parse().unwrap(), amounts: vec![U256::from(1); 3] };
+    assert_eq!(err(submit(&safe_tx(ADAPTER, &three.abi_encode(), 2))), (400, "call not allowed".into()));
+    assert_eq!((held("USDC"), held("4501"), held("4502")), (m("44"), m("6"), m("9")));
+    let (st, b) = submit(&safe_tx(ADAPTER, &redeem(m("6"), m("9")), 2));
+    assert_eq!((st, &b["state"]), (200, &json!("STATE_CONFIRMED")), "{b}");
+    assert_eq!((held("USDC"), held("4501"), held("4502")), (m("50"), 0, 0));
     s.check();
 }
 
