@@ -467,6 +467,17 @@ fn a_negative_risk_conversion_and_redemption_run_on_chain_for_an_eoa_and_for_a_s
             (t["state"] == "STATE_CONFIRMED").then_some(())
         })
     };
+    // A request /ctf/* prepared for the Safe, signed by its owner and relayed, decided.
+    let relayed = |prepared: &serde_json::Value| {
+        let hash: alloy_primitives::B256 = prepared["hash"].as_str().unwrap().parse().unwrap();
+        let mut sig = alice.wallet.sign_message_sync(hash.as_slice()).unwrap().as_bytes();
+        sig[64] += 4;
+        let mut request = prepared["submit"].clone();
+        request["signature"] = json!(format!("0x{}", alloy_primitives::hex::encode(sig)));
+        let (st, b) = submit(&request);
+        assert_eq!((st, &b["state"]), (200, &json!("STATE_EXECUTED")), "{b}");
+        confirmed(&b);
+    };
     let (st, created) = submit(&create_request(&v, &alice));
     assert_eq!(st, 200, "{created}");
     confirmed(&created);
@@ -483,18 +494,13 @@ fn a_negative_risk_conversion_and_redemption_run_on_chain_for_an_eoa_and_for_a_s
     body["address"] = json!(format!("{safe:#x}"));
     let (st, prepared) = alice.l2(s, "POST", "/ctf/convert", Some(&body));
     assert_eq!((st, &prepared["submit"]["type"]), (200, &json!("SAFE")), "{prepared}");
-    let hash: alloy_primitives::B256 = prepared["hash"].as_str().unwrap().parse().unwrap();
-    let mut sig = alice.wallet.sign_message_sync(hash.as_slice()).unwrap().as_bytes();
-    sig[64] += 4;
-    let mut request = prepared["submit"].clone();
-    request["signature"] = json!(format!("0x{}", alloy_primitives::hex::encode(sig)));
-    let (st, b) = submit(&request);
-    assert_eq!((st, &b["state"]), (200, &json!("STATE_EXECUTED")), "{b}");
-    confirmed(&b);
+    relayed(&prepared);
     assert_eq!(v.holdings_of(safe, &tokens), after);
-    // Read again when the relayed transaction was decided.
-    crate::support::wait_for(30, || (read(&alice, tokens[5], 2) == json!("10000000")).then_some(()));
-    assert_eq!(read(&alice, "COLLATERAL", 2), json!("20000000"));
+    // Read again when the relayed transaction was decided (one asset after another).
+    crate::support::wait_for(30, || {
+        (read(&alice, tokens[5], 2) == json!("10000000") && read(&alice, "COLLATERAL", 2) == json!("20000000"))
+            .then_some(())
+    });
     assert_eq!(v.gas_of(alice.wallet.address()), U256::ZERO);
 
     // C wins (its oracle, the operator, reports it to the adapter): /ctf/redeem answers the
@@ -513,14 +519,7 @@ fn a_negative_risk_conversion_and_redemption_run_on_chain_for_an_eoa_and_for_a_s
     body["address"] = json!(format!("{safe:#x}"));
     let (st, prepared) = alice.l2(s, "POST", "/ctf/redeem", Some(&body));
     assert_eq!(st, 200, "{prepared}");
-    let hash: alloy_primitives::B256 = prepared["hash"].as_str().unwrap().parse().unwrap();
-    let mut sig = alice.wallet.sign_message_sync(hash.as_slice()).unwrap().as_bytes();
-    sig[64] += 4;
-    let mut request = prepared["submit"].clone();
-    request["signature"] = json!(format!("0x{}", alloy_primitives::hex::encode(sig)));
-    let (st, b) = submit(&request);
-    assert_eq!((st, &b["state"]), (200, &json!("STATE_EXECUTED")), "{b}");
-    confirmed(&b);
+    relayed(&prepared);
     assert_eq!(v.holdings_of(safe, &tokens), won);
     crate::support::wait_for(30, || (read(&alice, "COLLATERAL", 2) == json!("30000000")).then_some(()));
     let (st, b) = carol.l2(s, "POST", "/ctf/redeem", Some(&redeem));
