@@ -180,10 +180,6 @@ pub async fn plan_redeem(
     condition_id: &str,
     amounts: Option<[u64; 2]>,
 ) -> Result<Plan, CtfError> {
-    let request = CtfRequest { condition_id: condition_id.to_string(), amount: None, address: None };
-    if amounts.is_none() {
-        return plan(s, CtfKind::Redeem, wallet, request).await;
-    }
     let view = s.registry.condition(condition_id).ok_or(CtfError::MarketNotFound)?;
     let m = &view.market;
     let (yes, no) = (&m.tokens[0].token_id, &m.tokens[1].token_id);
@@ -311,20 +307,25 @@ pub async fn convert_for(s: &AppState, wallet: &str, b: ConvertRequest) -> Resul
     receipt(s, wallet, plan).await
 }
 
+/// The questions of the negative-risk market `market_id`: its binary markets in creation
+/// order.
+pub fn questions_of(s: &AppState, market_id: &str) -> Vec<std::sync::Arc<crate::commit::views::MarketView>> {
+    s.registry
+        .tables()
+        .list
+        .iter()
+        .filter(|v| v.market.neg_risk && v.market.neg_risk_market_id.as_deref() == Some(market_id))
+        .cloned()
+        .collect()
+}
+
 /// A conversion's questions (the market's binary markets in creation order), index set
 /// and amount, checked.
 pub fn convert_terms(
     s: &AppState,
     b: &ConvertRequest,
 ) -> Result<(Vec<std::sync::Arc<crate::commit::views::MarketView>>, u64, u64), CtfError> {
-    let questions: Vec<_> = s
-        .registry
-        .tables()
-        .list
-        .iter()
-        .filter(|v| v.market.neg_risk && v.market.neg_risk_market_id.as_deref() == Some(b.market_id.as_str()))
-        .cloned()
-        .collect();
+    let questions = questions_of(s, &b.market_id);
     if questions.is_empty() {
         return Err(CtfError::MarketNotFound);
     }

@@ -557,14 +557,9 @@ pub fn conditions(s: &AppState, tx: &RelayTx) -> Vec<String> {
                 out.push(condition_id)
             }
             // Every question of the market.
-            Call::Convert { market_id, .. } => out.extend(
-                s.registry
-                    .tables()
-                    .list
-                    .iter()
-                    .filter(|v| v.market.neg_risk_market_id.as_deref() == Some(market_id.as_str()))
-                    .map(|v| v.market.condition_id.clone()),
-            ),
+            Call::Convert { market_id, .. } => {
+                out.extend(ctf::questions_of(s, &market_id).iter().map(|v| v.market.condition_id.clone()))
+            }
             _ => {}
         }
     }
