@@ -136,6 +136,18 @@ impl App {
         }
         // Written meanwhile, on a thread of the store's: done before anything is written.
         store.wait_logs_ahead().context("write the log files ahead")?;
+        if let Some(chain) = &chain {
+            // A new data directory follows the chain's logs from its head at start, so
+            // what a wallet does once predex runs shows whenever the first pass comes.
+            if store.chain_watched_through()?.is_none() {
+                let head = alloy_provider::Provider::get_block_number(&chain.provider)
+                    .await
+                    .context("read the chain's head")?;
+                let mut b = store::Batch::default();
+                b.put_chain_watched_through(head.saturating_sub(1));
+                store.write([&b], true).context("record where the chain watch starts")?;
+            }
+        }
         let exported = Arc::new(metrics::Metrics::new());
         // Before the first write to publish (recovery's own rewrites are not events).
         let events = app::events::EventStream::new(&config, store.clone(), exported.clone())?;

@@ -109,6 +109,7 @@ contract DevNegRiskAdapter {
     event PositionsConverted(
         address indexed stakeholder, bytes32 indexed marketId, uint256 indexed indexSet, uint256 amount
     );
+    event PayoutRedemption(address indexed redeemer, bytes32 indexed conditionId, uint256[] amounts, uint256 payout);
 
     /// Where converted NO positions go: no one holds its key, so they are never redeemed.
     address public constant NO_TOKEN_BURN_ADDRESS = address(bytes20(keccak256("NO_TOKEN_BURN_ADDRESS")));
@@ -241,6 +242,7 @@ contract DevNegRiskAdapter {
         ctf.redeemPositions(address(wcol), bytes32(0), conditionId, _two(1, 2));
         uint256 payout = wcol.balanceOf(address(this));
         if (payout > 0) wcol.unwrap(msg.sender, payout);
+        emit PayoutRedemption(msg.sender, conditionId, amounts, payout);
     }
 
     // ---- conversion

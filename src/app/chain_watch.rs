@@ -32,7 +32,7 @@ const NONCE_SECS: u64 = 2;
 
 pub struct ChainWatch {
     state: Arc<AppState>,
-    /// The last block whose logs are applied; none until the first pass.
+    /// The last block whose logs are applied (start sets it for a new data directory).
     through: Option<u64>,
     nonces_read_at: u64,
 }
@@ -51,7 +51,7 @@ impl ChainWatch {
         let chain = &s.chain.as_ref().expect("chain mode").link;
         let latest = chain.provider.get_block_number().await?;
         let (mut cancelled, mut changed) = (0, Vec::new());
-        // A data directory's first pass starts at the head: no order of it is older.
+        // Without a recorded start (start records one), the head: no order of this data directory is older.
         let from = self.through.map_or(latest, |b| b + 1);
         if from <= latest {
             let to = latest.min(from + BLOCKS_PER_PASS - 1);
@@ -91,8 +91,8 @@ impl ChainWatch {
     }
 }
 
-/// The activity row of a split, merge or redemption a wallet did on chain in one of the
-/// venue's markets, written with the watch's progress (so once): the time is the block's,
+/// The activity rows of a split, merge, conversion or redemption a wallet did on chain in
+/// the venue's markets, written with the watch's progress (so once): the time is the block's,
 /// the size the sets split or merged — for a redemption the collateral paid, which for a
 /// resolved binary market is the winning tokens burned (the log does not say how many
 /// losing ones went with them).
@@ -102,30 +102,47 @@ async fn ctf_activity(
     op: &crate::chain::CtfOperation,
     batch: &mut Batch,
 ) -> anyhow::Result<()> {
-    use crate::domain::analytics::CtfActivity;
+    use crate::domain::analytics::{CtfActivity, CtfKind};
     use crate::domain::Amount;
-    let Some(view) = s.registry.condition(&format!("{}", op.condition)) else { return Ok(()) };
-    let time = match op.time {
-        Some(t) => t,
-        None => match chain.provider.get_block_by_number(op.block.into()).await? {
-            Some(b) => b.header.timestamp,
-            None => now_secs(),
-        },
+    let time = || async {
+        anyhow::Ok(match op.time {
+            Some(t) => t,
+            None => match chain.provider.get_block_by_number(op.block.into()).await? {
+                Some(b) => b.header.timestamp,
+                None => now_secs(),
+            },
+        })
     };
-    let amount = Amount(u64::try_from(op.amount).unwrap_or(u64::MAX));
-    let row = CtfActivity {
-        kind: op.kind,
-        condition_id: view.market.condition_id.clone(),
-        market_idx: view.market.idx,
-        size: amount,
-        usdc_size: amount,
-        tx_hash: op.tx.0,
-        time,
+    let rows = if op.kind == CtfKind::Conversion {
+        // As the ledger writes a conversion: a row per question given (the first with
+        // the collateral paid, before the market's fee).
+        let request = crate::app::ctf::ConvertRequest {
+            market_id: format!("{}", op.condition),
+            index_set: crate::domain::NumberText::Text(op.index_set.to_string()),
+            amount: op.amount.to_string(),
+            address: None,
+        };
+        let Ok(plan) = crate::app::ctf::plan_convert(s, &request) else { return Ok(()) };
+        crate::app::ctf::activity_rows(&plan, op.tx.0, time().await?)
+    } else {
+        let Some(view) = s.registry.condition(&format!("{}", op.condition)) else { return Ok(()) };
+        let amount = Amount(u64::try_from(op.amount).unwrap_or(u64::MAX));
+        vec![CtfActivity {
+            kind: op.kind,
+            condition_id: view.market.condition_id.clone(),
+            market_idx: view.market.idx,
+            size: amount,
+            usdc_size: amount,
+            tx_hash: op.tx.0,
+            time: time().await?,
+        }]
     };
-    // Ordered by the block's time, then (blocks of one second: a development chain's) by
-    // the block and the log's place in it.
-    let micros = time * 1_000_000 + (op.block % 1000) * 1000 + op.log_index % 1000;
-    batch.add_activity(&format!("{:#x}", op.wallet), micros, &row);
+    for (i, row) in rows.iter().enumerate() {
+        // Ordered by the block's time, then (blocks of one second: a development chain's)
+        // by the block and the log's place in it.
+        let micros = row.time * 1_000_000 + (op.block % 1000) * 1000 + (op.log_index % 100) * 10 + i as u64 % 10;
+        batch.add_activity(&format!("{:#x}", op.wallet), micros, row);
+    }
     Ok(())
 }
 

@@ -257,16 +257,7 @@ pub async fn apply(
     let micros = now_micros();
     let time = micros / 1_000_000;
     let changes: Vec<_> = plans.iter().flat_map(|p| p.changes.iter().cloned()).collect();
-    for (i, r) in plans.iter().flat_map(|p| &p.rows).enumerate() {
-        let row = CtfActivity {
-            kind: r.kind,
-            condition_id: r.condition_id.clone(),
-            market_idx: r.market,
-            size: Amount(r.size),
-            usdc_size: Amount(r.usdc_size),
-            tx_hash: tx,
-            time,
-        };
+    for (i, row) in plans.iter().flat_map(|p| activity_rows(p, tx, time)).enumerate() {
         records.add_activity(wallet, micros + i as u64, &row);
     }
     for (market, token, p) in plans.iter().flat_map(|p| &p.moves) {
@@ -282,6 +273,22 @@ pub async fn apply(
     let balances =
         changes.iter().zip(&accounts).map(|((asset, _), acc)| (asset.clone(), acc.balance.units())).collect();
     Ok((time, balances))
+}
+
+/// The activity rows of an operation planned, done in transaction `tx` at `time`.
+pub fn activity_rows(plan: &Plan, tx: [u8; 32], time: u64) -> Vec<CtfActivity> {
+    plan.rows
+        .iter()
+        .map(|r| CtfActivity {
+            kind: r.kind,
+            condition_id: r.condition_id.clone(),
+            market_idx: r.market,
+            size: Amount(r.size),
+            usdc_size: Amount(r.usdc_size),
+            tx_hash: tx,
+            time,
+        })
+        .collect()
 }
 
 #[derive(Deserialize)]

@@ -24,7 +24,7 @@ use crate::chain::{
 };
 use crate::domain::analytics::CtfKind;
 use crate::domain::relay::{RelayContracts, RelayKind, RelayState, RelayTx};
-use crate::domain::{now_millis, NumberText};
+use crate::domain::{now_millis, NumberText, OrderStatus};
 use crate::store::{Batch, StoreError};
 
 /// The longest `metadata` a transaction keeps.
@@ -101,7 +101,7 @@ pub struct SignatureParams {
 pub mod chain;
 
 /// A call the ledger carries out.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 enum Call {
     /// An allowance or an operator's approval toward the venue: the ledger needs none, so
     /// it is recorded with the transaction and changes nothing else.
@@ -128,6 +128,12 @@ enum Call {
     /// A version 1 exchange's incrementNonce: the wallet's orders are cancelled. Alone in
     /// its transaction (it is its own engine command).
     IncrementNonce,
+    /// A version 1 exchange's cancelOrder or cancelOrders: the wallet's own open orders,
+    /// signed under that exchange's domain.
+    Cancel {
+        neg_risk: bool,
+        orders: Vec<IExchange::Order>,
+    },
 }
 
 fn address(s: &str, what: &str) -> Result<Address, RelayError> {
@@ -185,8 +191,20 @@ fn decode_call(c: &RelayContracts, to: Address, data: &[u8]) -> Result<Call, Rel
         }
         return Err(RelayError::CallNotAllowed);
     }
-    if c.exchanges[..2].contains(&to) && IExchange::incrementNonceCall::abi_decode(data).is_ok() {
-        return Ok(Call::IncrementNonce);
+    if c.exchanges[..2].contains(&to) {
+        let neg_risk = to == c.exchanges[1];
+        if IExchange::incrementNonceCall::abi_decode(data).is_ok() {
+            return Ok(Call::IncrementNonce);
+        }
+        if let Ok(call) = IExchange::cancelOrderCall::abi_decode(data) {
+            return Ok(Call::Cancel { neg_risk, orders: vec![call.order] });
+        }
+        if let Ok(call) = IExchange::cancelOrdersCall::abi_decode(data) {
+            if !call.orders.is_empty() {
+                return Ok(Call::Cancel { neg_risk, orders: call.orders });
+            }
+        }
+        return Err(RelayError::CallNotAllowed);
     }
     if to == c.adapter {
         if let Ok(call) = INegRiskAdapter::splitPositionCall::abi_decode(data) {
@@ -450,12 +468,12 @@ pub async fn submit(s: &AppState, by: Submitter, req: TransactionRequest) -> Res
 /// the nonce unused.
 async fn execute(
     s: &AppState,
-    mut tx: RelayTx,
+    tx: RelayTx,
     calls: &[Call],
     nonce: u64,
     deploys: &[String],
 ) -> Result<RelayTx, RelayError> {
-    if calls.contains(&Call::IncrementNonce) {
+    if calls.iter().any(|c| matches!(c, Call::IncrementNonce)) {
         if calls.len() > 1 {
             return Err(RelayError::Invalid("incrementNonce must be the transaction's only call".into()));
         }
@@ -466,6 +484,12 @@ async fn execute(
             .map_err(|e| RelayError::Unavailable(e.to_string()))?;
         return Ok(tx);
     }
+    if calls.iter().any(|c| matches!(c, Call::Cancel { .. })) {
+        if calls.iter().any(|c| !matches!(c, Call::Cancel { .. } | Call::Approval)) {
+            return Err(RelayError::Invalid("cancelOrder cannot run with calls that move positions".into()));
+        }
+        return cancel(s, tx, calls, nonce, deploys).await;
+    }
     let outcome = match plans(s, &tx.wallet, calls).await {
         Ok(plans) => ctf::apply(s, &tx.wallet, &plans, tx.hash, done_records(&tx, nonce, deploys)).await.map(|_| ()),
         Err(e) => Err(e),
@@ -473,14 +497,58 @@ async fn execute(
     match outcome {
         Ok(()) => Ok(tx),
         Err(e @ (CtfError::Store(_) | CtfError::Engine(_))) => Err(RelayError::Unavailable(e.to_string())),
-        Err(e) => {
-            tx.state = RelayState::Failed;
-            tx.error = Some(e.to_string());
-            let mut b = Batch::default();
-            b.add_relay_tx(&tx);
-            s.commit(b).await?;
-            Ok(tx)
+        Err(e) => failed(s, tx, e.to_string()).await,
+    }
+}
+
+/// A transaction the ledger refused, as a reverted one: recorded FAILED with `why`, the
+/// nonce unused.
+async fn failed(s: &AppState, mut tx: RelayTx, why: String) -> Result<RelayTx, RelayError> {
+    tx.state = RelayState::Failed;
+    tx.error = Some(why);
+    let mut b = Batch::default();
+    b.add_relay_tx(&tx);
+    s.commit(b).await?;
+    Ok(tx)
+}
+
+/// The exchange's cancelOrder(s) from the wallet: every order named must be an open order
+/// of the wallet (its maker, as the exchange requires of the caller), named once; then
+/// they are cancelled with the transaction's record in one engine command. Otherwise the
+/// transaction fails as the exchange's call reverts, nothing cancelled. An order predex
+/// never took cannot be cancelled here (the chain would mark its hash cancelled; the
+/// ledger keeps no hashes of orders it never saw).
+async fn cancel(
+    s: &AppState,
+    tx: RelayTx,
+    calls: &[Call],
+    nonce: u64,
+    deploys: &[String],
+) -> Result<RelayTx, RelayError> {
+    crate::app::orders::check_cancels(s).map_err(|e| RelayError::Unavailable(e.to_string()))?;
+    let mut ids = Vec::new();
+    for call in calls {
+        let Call::Cancel { neg_risk, orders } = call else { continue };
+        let domain = s.domains.of(1, *neg_risk);
+        for o in orders {
+            let hash = crate::auth::eip712::order_hash(&crate::chain::signed_fields(o), domain);
+            if format!("{:#x}", o.maker) != tx.wallet {
+                return failed(s, tx, "not the order's maker".into()).await;
+            }
+            let id = crate::auth::eip712::order_id(&hash);
+            let open =
+                s.store.get_order(&id)?.is_some_and(|o| matches!(o.status, OrderStatus::Live | OrderStatus::Deferred));
+            if !open || ids.contains(&id) {
+                return failed(s, tx, "order filled or cancelled".into()).await;
+            }
+            ids.push(id);
         }
+    }
+    let records = done_records(&tx, nonce, deploys);
+    match s.engine.cancel_own(tx.wallet.clone(), ids, records).await {
+        Ok(_) => Ok(tx),
+        Err(crate::engine::EngineError::Rejected(_)) => failed(s, tx, "order filled or cancelled".into()).await,
+        Err(e) => Err(RelayError::Unavailable(e.to_string())),
     }
 }
 
@@ -517,7 +585,7 @@ async fn plans(s: &AppState, wallet: &str, calls: &[Call]) -> Result<Vec<Plan>, 
             address: None,
         };
         out.push(match call {
-            Call::Approval | Call::IncrementNonce => continue,
+            Call::Approval | Call::IncrementNonce | Call::Cancel { .. } => continue,
             Call::Split { condition_id, amount } => {
                 ctf::plan(s, CtfKind::Split, wallet, request(condition_id, Some(*amount))).await?
             }

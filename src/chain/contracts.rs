@@ -63,6 +63,7 @@ sol! {
         function getPolyProxyWalletAddress(address signer) external view returns (address);
         function incrementNonce() external;
         function cancelOrder(Order memory order) external;
+        function cancelOrders(Order[] memory orders) external;
         function matchOrders(Order memory takerOrder, Order[] memory makerOrders, uint256 takerFillAmount, uint256[] memory makerFillAmounts) external;
     }
 
@@ -177,6 +178,10 @@ sol! {
     interface INegRiskAdapter {
         event MarketPrepared(bytes32 indexed marketId, address indexed oracle, uint256 feeBips, bytes data);
         event QuestionPrepared(bytes32 indexed marketId, bytes32 indexed questionId, uint256 index, bytes data);
+        event PositionSplit(address indexed stakeholder, bytes32 indexed conditionId, uint256 amount);
+        event PositionsMerge(address indexed stakeholder, bytes32 indexed conditionId, uint256 amount);
+        event PositionsConverted(address indexed stakeholder, bytes32 indexed marketId, uint256 indexed indexSet, uint256 amount);
+        event PayoutRedemption(address indexed redeemer, bytes32 indexed conditionId, uint256[] amounts, uint256 payout);
 
         function addAdmin(address who) external;
         function isAdmin(address who) external view returns (bool);

@@ -56,6 +56,24 @@ pub fn exchange_order(o: &SignedOrderFields, signature: Bytes) -> IExchange::Ord
     }
 }
 
+/// The signed fields of the exchange's form of an order.
+pub fn signed_fields(o: &IExchange::Order) -> SignedOrderFields {
+    SignedOrderFields {
+        salt: o.salt,
+        maker: o.maker,
+        signer: o.signer,
+        taker: o.taker,
+        token_id: o.tokenId,
+        maker_amount: o.makerAmount,
+        taker_amount: o.takerAmount,
+        expiration: o.expiration,
+        nonce: o.nonce,
+        fee_rate_bps: o.feeRateBps,
+        side: o.side,
+        signature_type: o.signatureType,
+    }
+}
+
 /// The V2 exchange's form of a version 2 order.
 pub fn exchange_order_v2(o: &OrderFieldsV2, signature: Bytes) -> IExchangeV2::Order {
     IExchangeV2::Order {
@@ -77,12 +95,16 @@ pub fn exchange_order_v2(o: &OrderFieldsV2, signature: Bytes) -> IExchangeV2::Or
 /// A wallet's split, merge or redemption of positions, as ConditionalTokens logged it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CtfOperation {
-    /// Split, Merge or Redeem.
+    /// Split, Merge, Redeem or Conversion.
     pub kind: crate::domain::analytics::CtfKind,
     pub wallet: Address,
+    /// The condition; a conversion's negative-risk market.
     pub condition: B256,
-    /// The sets split or merged, or the collateral a redemption paid.
+    /// The sets split or merged, the collateral a redemption paid, or the NO tokens of each
+    /// question a conversion gave.
     pub amount: U256,
+    /// A conversion's questions (bit i: question i); zero otherwise.
+    pub index_set: U256,
     pub tx: B256,
     pub block: u64,
     pub log_index: u64,
@@ -366,38 +388,68 @@ impl Chain {
 
     /// The splits, merges and redemptions of positions over the venue's collateral (no
     /// parent collection) in blocks `from..=to`, by wallets other than the venue's own
-    /// contracts (an exchange minting or merging for a match, the adapter).
+    /// contracts (an exchange minting or merging for a match, the adapter); and the
+    /// negative-risk adapter's splits, merges, conversions and redemptions, by the wallets
+    /// that called it (ConditionalTokens' logs of those name the adapter).
     pub async fn ctf_operations(&self, from: u64, to: u64) -> anyhow::Result<Vec<CtfOperation>> {
         use crate::domain::analytics::CtfKind;
         use alloy_sol_types::SolEvent;
         use IConditionalTokens::{PayoutRedemption, PositionSplit, PositionsMerge};
+        use INegRiskAdapter as Adapter;
         let s = &self.settings;
         let filter = alloy_rpc_types_eth::Filter::new()
-            .address(s.ctf)
+            .address(vec![s.ctf, s.neg_risk_adapter])
             .event_signature(vec![
                 PositionSplit::SIGNATURE_HASH,
                 PositionsMerge::SIGNATURE_HASH,
                 PayoutRedemption::SIGNATURE_HASH,
+                Adapter::PositionSplit::SIGNATURE_HASH,
+                Adapter::PositionsMerge::SIGNATURE_HASH,
+                Adapter::PositionsConverted::SIGNATURE_HASH,
+                Adapter::PayoutRedemption::SIGNATURE_HASH,
             ])
             .from_block(from)
             .to_block(to);
         let venue = [s.exchange, s.neg_risk_exchange, s.neg_risk_adapter];
         let mut out = Vec::new();
         for log in self.provider.get_logs(&filter).await? {
-            let (kind, wallet, collateral, parent, condition, amount) = if let Ok(e) = log.log_decode::<PositionSplit>()
-            {
-                let e = e.inner.data;
-                (CtfKind::Split, e.stakeholder, e.collateralToken, e.parentCollectionId, e.conditionId, e.amount)
-            } else if let Ok(e) = log.log_decode::<PositionsMerge>() {
-                let e = e.inner.data;
-                (CtfKind::Merge, e.stakeholder, e.collateralToken, e.parentCollectionId, e.conditionId, e.amount)
-            } else if let Ok(e) = log.log_decode::<PayoutRedemption>() {
-                let e = e.inner.data;
-                (CtfKind::Redeem, e.redeemer, e.collateralToken, e.parentCollectionId, e.conditionId, e.payout)
+            let (kind, wallet, condition, amount, index_set) = if log.address() == s.neg_risk_adapter {
+                if let Ok(e) = log.log_decode::<Adapter::PositionSplit>() {
+                    let e = e.inner.data;
+                    (CtfKind::Split, e.stakeholder, e.conditionId, e.amount, U256::ZERO)
+                } else if let Ok(e) = log.log_decode::<Adapter::PositionsMerge>() {
+                    let e = e.inner.data;
+                    (CtfKind::Merge, e.stakeholder, e.conditionId, e.amount, U256::ZERO)
+                } else if let Ok(e) = log.log_decode::<Adapter::PositionsConverted>() {
+                    let e = e.inner.data;
+                    (CtfKind::Conversion, e.stakeholder, e.marketId, e.amount, e.indexSet)
+                } else if let Ok(e) = log.log_decode::<Adapter::PayoutRedemption>() {
+                    let e = e.inner.data;
+                    (CtfKind::Redeem, e.redeemer, e.conditionId, e.payout, U256::ZERO)
+                } else {
+                    continue;
+                }
             } else {
-                continue;
+                let (kind, wallet, collateral, parent, condition, amount) = if let Ok(e) =
+                    log.log_decode::<PositionSplit>()
+                {
+                    let e = e.inner.data;
+                    (CtfKind::Split, e.stakeholder, e.collateralToken, e.parentCollectionId, e.conditionId, e.amount)
+                } else if let Ok(e) = log.log_decode::<PositionsMerge>() {
+                    let e = e.inner.data;
+                    (CtfKind::Merge, e.stakeholder, e.collateralToken, e.parentCollectionId, e.conditionId, e.amount)
+                } else if let Ok(e) = log.log_decode::<PayoutRedemption>() {
+                    let e = e.inner.data;
+                    (CtfKind::Redeem, e.redeemer, e.collateralToken, e.parentCollectionId, e.conditionId, e.payout)
+                } else {
+                    continue;
+                };
+                if collateral != s.collateral || parent != B256::ZERO {
+                    continue;
+                }
+                (kind, wallet, condition, amount, U256::ZERO)
             };
-            if collateral != s.collateral || parent != B256::ZERO || venue.contains(&wallet) {
+            if venue.contains(&wallet) {
                 continue;
             }
             out.push(CtfOperation {
@@ -405,6 +457,7 @@ impl Chain {
                 wallet,
                 condition,
                 amount,
+                index_set,
                 tx: log.transaction_hash.unwrap_or_default(),
                 block: log.block_number.unwrap_or_default(),
                 log_index: log.log_index.unwrap_or_default(),

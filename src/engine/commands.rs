@@ -125,6 +125,14 @@ pub enum Command {
         address: String,
         reply: Reply<Vec<Uuid>>,
     },
+    /// A maker's own cancel of its open orders (`Core::cancel_own`), written with
+    /// `records` (the relayer's record of the transaction that asked); replies them.
+    CancelOwn {
+        maker: String,
+        ids: Vec<Uuid>,
+        records: Batch,
+        reply: Reply<Vec<Uuid>>,
+    },
     /// Orders their makers cancelled on the exchange; replies the ones that were open.
     CancelSigned {
         ids: Vec<Uuid>,

@@ -115,6 +115,9 @@ impl EngineHandle {
     pub async fn cancel_maker(&self, address: String) -> Result<Vec<Uuid>, EngineError> {
         self.call(|reply| Command::CancelMaker { address, reply }).await
     }
+    pub async fn cancel_own(&self, maker: String, ids: Vec<Uuid>, records: Batch) -> Result<Vec<Uuid>, EngineError> {
+        self.call(|reply| Command::CancelOwn { maker, ids, records, reply }).await
+    }
     pub async fn cancel_signed(&self, ids: Vec<Uuid>) -> Result<Vec<Uuid>, EngineError> {
         self.call(|reply| Command::CancelSigned { ids, reply }).await
     }

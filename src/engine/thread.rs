@@ -228,6 +228,16 @@ fn run(
                 let (ids, markets) = split_touched(gone);
                 finish(core, out, batch, &markets, Vec::new(), None, reply, ids);
             }
+            Command::CancelOwn { maker, ids, records, reply } => match core.cancel_own(&maker, &ids, &mut batch) {
+                Ok(gone) => {
+                    batch.ops.extend(records.ops);
+                    let (ids, markets) = split_touched(gone);
+                    finish(core, out, batch, &markets, Vec::new(), None, reply, ids);
+                }
+                Err(r) => {
+                    let _ = reply.send(Err(EngineError::Rejected(r)));
+                }
+            },
             Command::CancelSigned { ids, reply } => {
                 let gone = core.cancel_signed(&ids, &mut batch);
                 let (ids, markets) = split_touched(gone);

@@ -522,8 +522,27 @@ fn a_negative_risk_conversion_and_redemption_run_on_chain_for_an_eoa_and_for_a_s
     relayed(&prepared);
     assert_eq!(v.holdings_of(safe, &tokens), won);
     crate::support::wait_for(30, || (read(&alice, "COLLATERAL", 2) == json!("30000000")).then_some(()));
-    let (st, b) = carol.l2(s, "POST", "/ctf/redeem", Some(&redeem));
-    assert_eq!((st, b["error"].as_str()), (400, Some("nothing to redeem")), "{b}");
+    let (st, nothing) = carol.l2(s, "POST", "/ctf/redeem", Some(&redeem));
+    assert_eq!((st, nothing["error"].as_str()), (400, Some("nothing to redeem")), "{nothing}");
+
+    // /activity shows what each wallet did at the adapter (ConditionalTokens' logs name the
+    // adapter): its splits, the conversion (a row per question given), the redemption (the
+    // collateral paid); the same for Carol's own transactions and the Safe's relayed ones.
+    let row = |kind: &str, m: &serde_json::Value| (kind.to_string(), "10".to_string(), m["condition_id"].to_string());
+    let expected =
+        vec![row("REDEEM", &c), row("CONVERSION", &b), row("CONVERSION", &a), row("SPLIT", &b), row("SPLIT", &a)];
+    for who in [carol.wallet.address(), safe] {
+        let rows = crate::support::wait_for(30, || {
+            let (st, list) = s.analytics_get(&format!("/activity?user={who:#x}"));
+            let rows: Vec<(String, String, String)> = list
+                .as_array()?
+                .iter()
+                .map(|r| (r["type"].as_str().unwrap().to_string(), r["size"].to_string(), r["conditionId"].to_string()))
+                .collect();
+            (st == 200 && rows.len() >= expected.len()).then_some(rows)
+        });
+        assert_eq!(rows, expected, "{who:#x}");
+    }
 
     // Bad terms: as in ledger mode, nothing prepared.
     for (terms, status) in [
@@ -564,17 +583,7 @@ fn safe_request_op(
     nonce: u64,
     operation: u8,
 ) -> serde_json::Value {
-    let safe = owner.derived(&v.server, 2);
-    let hash = safe_tx_hash(v.deployed.chain_id, safe, to, data, operation, U256::from(nonce));
-    let mut sig = owner.wallet.sign_message_sync(hash.as_slice()).unwrap().as_bytes();
-    sig[64] += 4;
-    json!({
-        "type": "SAFE", "from": owner.address, "to": format!("{to:#x}"), "proxyWallet": format!("{safe:#x}"),
-        "data": format!("0x{}", alloy_primitives::hex::encode(data)), "nonce": nonce.to_string(),
-        "signature": format!("0x{}", alloy_primitives::hex::encode(sig)),
-        "signatureParams": {"gasPrice": "0", "operation": operation.to_string(), "safeTxnGas": "0", "baseGas": "0",
-                            "gasToken": Address::ZERO, "refundReceiver": Address::ZERO},
-    })
+    crate::relay::safe_request_op(&v.server, owner, &owner.wallet, to, data, nonce, operation)
 }
 
 alloy_sol_types::sol! {
@@ -584,7 +593,7 @@ alloy_sol_types::sol! {
 }
 
 /// MultiSend's `multiSend` of plain calls: each `0 ‖ to ‖ value 0 ‖ length ‖ data`.
-fn multi_send(calls: &[(Address, Vec<u8>)]) -> Vec<u8> {
+pub(crate) fn multi_send(calls: &[(Address, Vec<u8>)]) -> Vec<u8> {
     let mut packed = Vec::new();
     for (to, data) in calls {
         packed.push(0u8);

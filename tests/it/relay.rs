@@ -7,6 +7,7 @@ use alloy_signer_local::PrivateKeySigner;
 use alloy_sol_types::{sol, SolCall};
 use serde_json::{json, Value};
 
+use crate::chain_wallets::multi_send;
 use crate::support::*;
 
 sol! {
@@ -30,6 +31,7 @@ const EXCHANGE: Address = alloy_primitives::address!("4bFb41d5B3570DeFd03C39a9A4
 const PROXY_FACTORY: Address = alloy_primitives::address!("aB45c5A4B0c941a2F231C04C3f49182e1A254052");
 const RELAY_HUB: Address = alloy_primitives::address!("D216153c06E857cD7f72665E0aF1d7D82172F494");
 const ADAPTER: Address = alloy_primitives::address!("d91E80cF2E7be2e162c6513ceD06f1dD0dA35296");
+const MULTISEND: Address = alloy_primitives::address!("A238CBeb142c10Ef7Ad8442C6D1f9E89e07e7761");
 
 fn hex(b: &[u8]) -> String {
     format!("0x{}", alloy_primitives::hex::encode(b))
@@ -49,14 +51,27 @@ fn create_request(s: &Server, owner: &Trader, key: &PrivateKeySigner) -> Value {
 /// A Safe transaction of `owner`'s Safe running `data` at `to` with `nonce`, signed by `key`
 /// as the official client signs (eth_sign, v + 4).
 fn safe_request(s: &Server, owner: &Trader, key: &PrivateKeySigner, to: Address, data: &[u8], nonce: u64) -> Value {
+    safe_request_op(s, owner, key, to, data, nonce, 0)
+}
+
+/// [`safe_request`] with the Safe's `operation` (1: a delegatecall, MultiSend's).
+pub(crate) fn safe_request_op(
+    s: &Server,
+    owner: &Trader,
+    key: &PrivateKeySigner,
+    to: Address,
+    data: &[u8],
+    nonce: u64,
+    operation: u8,
+) -> Value {
     let safe = owner.derived(s, 2);
-    let hash = predex::auth::relay::safe_tx_hash(s.config.chain_id, safe, to, data, 0, U256::from(nonce));
+    let hash = predex::auth::relay::safe_tx_hash(s.config.chain_id, safe, to, data, operation, U256::from(nonce));
     let mut sig = key.sign_message_sync(hash.as_slice()).unwrap().as_bytes();
     sig[64] += 4;
     json!({
         "type": "SAFE", "from": owner.address, "to": format!("{to:#x}"), "proxyWallet": format!("{safe:#x}"),
         "data": hex(data), "nonce": nonce.to_string(), "signature": hex(&sig),
-        "signatureParams": {"gasPrice": "0", "operation": "0", "safeTxnGas": "0", "baseGas": "0",
+        "signatureParams": {"gasPrice": "0", "operation": operation.to_string(), "safeTxnGas": "0", "baseGas": "0",
                             "gasToken": Address::ZERO, "refundReceiver": Address::ZERO},
     })
 }
@@ -256,6 +271,109 @@ fn the_adapters_redemption_redeems_the_amounts_it_is_given() {
     let (st, b) = submit(&safe_tx(ADAPTER, &redeem(m("6"), m("9")), 2));
     assert_eq!((st, &b["state"]), (200, &json!("STATE_CONFIRMED")), "{b}");
     assert_eq!((held("USDC"), held("4501"), held("4502")), (m("50"), 0, 0));
+    s.check();
+}
+
+/// The exchange's form of an order `sign` made (its JSON as a client sends it).
+fn exchange_order(o: &Value) -> predex::chain::IExchange::Order {
+    let text = |k: &str| o[k].as_str().map_or_else(|| o[k].to_string(), str::to_string);
+    let n = |k: &str| U256::from_str_radix(&text(k), 10).unwrap();
+    predex::chain::IExchange::Order {
+        salt: n("salt"),
+        maker: text("maker").parse().unwrap(),
+        signer: text("signer").parse().unwrap(),
+        taker: text("taker").parse().unwrap(),
+        tokenId: n("tokenId"),
+        makerAmount: n("makerAmount"),
+        takerAmount: n("takerAmount"),
+        expiration: n("expiration"),
+        nonce: n("nonce"),
+        feeRateBps: n("feeRateBps"),
+        side: u8::from(o["side"] == "SELL"),
+        signatureType: o["signatureType"].as_u64().unwrap() as u8,
+        signature: alloy_primitives::hex::decode(text("signature")).unwrap().into(),
+    }
+}
+
+#[test]
+fn a_safe_cancels_only_its_own_open_orders_on_the_exchange() {
+    use predex::chain::IExchange::{cancelOrderCall, cancelOrdersCall};
+    let s = Server::start();
+    let cond = format!("0x{}", "c6".repeat(32));
+    s.create_market(&cond, "4601", "4602", "0.01", false);
+    let (owner, other) = (s.trader(0), s.trader(0));
+    let safe = format!("{:#x}", owner.derived(&s, 2));
+    s.credit(&safe, "USDC", m("10"));
+    s.credit(&other.address, "USDC", m("10"));
+    let submit = |body: &Value| owner.l2(&s, "POST", "/submit", Some(body));
+    let safe_tx = |to: Address, data: &[u8], nonce: u64| safe_request(&s, &owner, &owner.wallet, to, data, nonce);
+    let status = |t: &Trader, id: &str| t.l2(&s, "GET", &format!("/data/order/{id}"), None).1["status"].clone();
+    let available = || s.internal_get(&format!("/internal/balances?address={safe}")).1["USDC"]["available"].clone();
+    assert_eq!(submit(&create_request(&s, &owner, &owner.wallet)).0, 200);
+
+    // Two bids of the Safe (2.5 USDC each held for them) and one of another trader.
+    let bid = |t: &Trader, maker: Option<Address>| {
+        let b = t.signed("4601", "BUY", m("2.5"), m("5"));
+        let o = match maker {
+            Some(safe) => b.maker(safe, 2).sign(&s),
+            None => b.sign(&s),
+        };
+        let (st, placed) = t.submit(&s, o.clone(), "GTC");
+        assert_eq!((st, &placed["status"]), (200, &json!("LIVE")), "{placed}");
+        (exchange_order(&o), placed["orderID"].as_str().unwrap().to_string())
+    };
+    let (a, a_id) = bid(&owner, Some(owner.derived(&s, 2)));
+    let (b, b_id) = bid(&owner, Some(owner.derived(&s, 2)));
+    let (c, c_id) = bid(&other, None);
+    assert_eq!(available(), json!("5"));
+    let neg_risk_exchange = s.domains().neg_risk.domain.verifying_contract.unwrap();
+
+    // What the exchange would revert: another maker's order, an order named twice, an
+    // order signed for the other exchange. Each fails as a reverted transaction: recorded,
+    // the nonce unused, nothing cancelled.
+    let failures = [
+        (EXCHANGE, cancelOrderCall { order: c.clone() }.abi_encode(), "not the order's maker"),
+        (EXCHANGE, cancelOrdersCall { orders: vec![a.clone(), a.clone()] }.abi_encode(), "order filled or cancelled"),
+        (neg_risk_exchange, cancelOrderCall { order: a.clone() }.abi_encode(), "order filled or cancelled"),
+    ];
+    for (to, data, why) in failures {
+        let (st, r) = submit(&safe_tx(to, &data, 0));
+        assert_eq!((st, &r["state"]), (200, &json!("STATE_FAILED")), "{r}");
+        let id = r["transactionID"].as_str().unwrap();
+        assert_eq!(s.get(&format!("/transaction?id={id}")).1[0]["errorMsg"], why);
+    }
+    let none = cancelOrdersCall { orders: vec![] }.abi_encode();
+    assert_eq!(err(submit(&safe_tx(EXCHANGE, &none, 0))), (400, "call not allowed".into()));
+    assert_eq!((status(&owner, &a_id), status(&other, &c_id)), (json!("LIVE"), json!("LIVE")));
+    assert_eq!(s.get(&format!("/nonce?address={}&type=SAFE", owner.address)).1["nonce"], "0");
+
+    // The Safe's own two orders, in one call: both cancelled, their collateral freed.
+    let (st, r) = submit(&safe_tx(EXCHANGE, &cancelOrdersCall { orders: vec![a.clone(), b] }.abi_encode(), 0));
+    assert_eq!((st, &r["state"]), (200, &json!("STATE_CONFIRMED")), "{r}");
+    assert_eq!((status(&owner, &a_id), status(&owner, &b_id)), (json!("CANCELED"), json!("CANCELED")));
+    assert_eq!((available(), status(&other, &c_id)), (json!("10"), json!("LIVE")));
+    let (st, r) = submit(&safe_tx(EXCHANGE, &cancelOrderCall { order: a }.abi_encode(), 1));
+    assert_eq!((st, &r["state"]), (200, &json!("STATE_FAILED")), "{r}");
+
+    // A MultiSend's calls run in order: a merge may spend what the split before it made,
+    // a second split may not spend what the first took.
+    let twice = multi_send(&[(CTF, split(&cond, m("6"), USDC)), (CTF, split(&cond, m("6"), USDC))]);
+    let (st, r) = submit(&safe_request_op(&s, &owner, &owner.wallet, MULTISEND, &twice, 1, 1));
+    assert_eq!((st, &r["state"]), (200, &json!("STATE_FAILED")), "{r}");
+    let there_and_back = multi_send(&[(CTF, split(&cond, m("10"), USDC)), (CTF, merge(&cond, m("4")))]);
+    let (st, r) = submit(&safe_request_op(&s, &owner, &owner.wallet, MULTISEND, &there_and_back, 1, 1));
+    assert_eq!((st, &r["state"]), (200, &json!("STATE_CONFIRMED")), "{r}");
+    let b = s.internal_get(&format!("/internal/balances?address={safe}")).1;
+    assert_eq!(
+        (&b["USDC"]["balance"], &b["4601"]["balance"], &b["4602"]["balance"]),
+        (&json!("4"), &json!("6"), &json!("6"))
+    );
+
+    // Durable: the cancels are there after a restart.
+    let (cfg, _dir) = s.stop();
+    let s = Server::start_with(cfg);
+    assert_eq!(owner.l2(&s, "GET", &format!("/data/order/{a_id}"), None).1["status"], "CANCELED");
+    assert_eq!(other.l2(&s, "GET", &format!("/data/order/{c_id}"), None).1["status"], "LIVE");
     s.check();
 }
 

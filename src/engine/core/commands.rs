@@ -195,6 +195,16 @@ impl Core {
         out
     }
 
+    /// Cancels open orders of `maker` at its own request to the exchange (`cancelOrder`):
+    /// all of them, or none (NotOwner) when one is not an open order of that maker — as
+    /// the exchange reverts the whole call.
+    pub fn cancel_own(&mut self, maker: &str, ids: &[Uuid], batch: &mut Batch) -> Result<Vec<(Uuid, u32)>, Reject> {
+        if !ids.iter().all(|id| self.orders.get(id).is_some_and(|o| *o.rec.maker == *maker)) {
+            return Err(Reject::NotOwner);
+        }
+        Ok(self.cancel_signed(ids, batch))
+    }
+
     /// The makers of open orders, each once, with the nonce their orders are signed with.
     pub fn open_makers(&self) -> Vec<(String, u64)> {
         let mut makers: Vec<Arc<str>> = self.orders.values().map(|o| o.rec.maker.clone()).collect();
@@ -268,15 +278,20 @@ impl Core {
         changes: &[(String, LedgerChange)],
         batch: &mut Batch,
     ) -> Result<(), Reject> {
-        for (asset, change) in changes {
+        // In order, as a transaction's calls run: a debit may spend what an earlier change
+        // of the same asset credited, never more than is free at that point.
+        for (i, (asset, change)) in changes.iter().enumerate() {
             let LedgerChange::Debit(_) = change else { continue };
-            let wanted = changes
-                .iter()
-                .filter(|(a, _)| a == asset)
-                .map(|(_, c)| if let LedgerChange::Debit(n) = c { *n } else { Amount::ZERO })
-                .fold(Amount::ZERO, Amount::saturating_add);
+            let (mut credited, mut debited) = (Amount::ZERO, Amount::ZERO);
+            for (_, c) in changes[..=i].iter().filter(|(a, _)| a == asset) {
+                match *c {
+                    LedgerChange::Credit(n) => credited = credited.saturating_add(n),
+                    LedgerChange::Debit(n) => debited = debited.saturating_add(n),
+                    LedgerChange::Set(_) => {}
+                }
+            }
             let acc = self.ledger.account(address, asset);
-            if acc.balance.saturating_sub(acc.reserved) < wanted {
+            if acc.balance.saturating_sub(acc.reserved).saturating_add(credited) < debited {
                 return Err(Reject::NotEnoughBalance);
             }
         }
