@@ -274,27 +274,6 @@ fn the_adapters_redemption_redeems_the_amounts_it_is_given() {
     s.check();
 }
 
-/// The exchange's form of an order `sign` made (its JSON as a client sends it).
-fn exchange_order(o: &Value) -> predex::chain::IExchange::Order {
-    let text = |k: &str| o[k].as_str().map_or_else(|| o[k].to_string(), str::to_string);
-    let n = |k: &str| U256::from_str_radix(&text(k), 10).unwrap();
-    predex::chain::IExchange::Order {
-        salt: n("salt"),
-        maker: text("maker").parse().unwrap(),
-        signer: text("signer").parse().unwrap(),
-        taker: text("taker").parse().unwrap(),
-        tokenId: n("tokenId"),
-        makerAmount: n("makerAmount"),
-        takerAmount: n("takerAmount"),
-        expiration: n("expiration"),
-        nonce: n("nonce"),
-        feeRateBps: n("feeRateBps"),
-        side: u8::from(o["side"] == "SELL"),
-        signatureType: o["signatureType"].as_u64().unwrap() as u8,
-        signature: alloy_primitives::hex::decode(text("signature")).unwrap().into(),
-    }
-}
-
 #[test]
 fn a_safe_cancels_only_its_own_open_orders_on_the_exchange() {
     use predex::chain::IExchange::{cancelOrderCall, cancelOrdersCall};
@@ -320,7 +299,7 @@ fn a_safe_cancels_only_its_own_open_orders_on_the_exchange() {
         };
         let (st, placed) = t.submit(&s, o.clone(), "GTC");
         assert_eq!((st, &placed["status"]), (200, &json!("LIVE")), "{placed}");
-        (exchange_order(&o), placed["orderID"].as_str().unwrap().to_string())
+        (crate::support::chain::onchain_order(&o), placed["orderID"].as_str().unwrap().to_string())
     };
     let (a, a_id) = bid(&owner, Some(owner.derived(&s, 2)));
     let (b, b_id) = bid(&owner, Some(owner.derived(&s, 2)));
