@@ -70,10 +70,10 @@ impl ChainSettler {
 
     async fn pass(&mut self) -> anyhow::Result<(usize, usize, usize, usize)> {
         let (confirmed, failed) = self.outcomes().await?;
-        let sent = self.send_new().await?;
+        let (sent, refused) = self.send_new().await?;
         let (cancelled, changed) = self.watch.pass().await?;
         super::onchain::follow(&self.state, changed).await;
-        Ok((sent, confirmed, failed, cancelled))
+        Ok((sent, confirmed, failed + refused, cancelled))
     }
 
     /// Applies the receipts of the transactions in flight, each account's in nonce order,
@@ -126,7 +126,10 @@ impl ChainSettler {
                         None => {
                             let verdict = match outcome {
                                 Ok(h) => Verdict::Confirmed(h),
-                                Err(why) => Verdict::Failed(why),
+                                Err(why) => {
+                                    tracing::warn!(trades = ?tx.trades, %hash, reason = %why, "settlement reverted on chain");
+                                    Verdict::Failed { why, hash: Some(format!("{hash}")) }
+                                }
                             };
                             decided.extend(tx.trades.iter().map(|id| (*id, verdict.clone())));
                         }
@@ -203,10 +206,10 @@ impl ChainSettler {
     /// ([`matches`]). A pass estimates every call's gas at once, signs the ones that
     /// would not revert with consecutive nonces, records them all in one synced batch, and
     /// only then broadcasts them: one round trip and one sync per pass, not per call.
-    async fn send_new(&mut self) -> anyhow::Result<usize> {
+    async fn send_new(&mut self) -> anyhow::Result<(usize, usize)> {
         let trades = self.state.engine.pending_after(self.sent_through, TAKE).await?;
         if trades.is_empty() {
-            return Ok(0);
+            return Ok((0, 0));
         }
         let state = self.state.clone();
         let chain = &state.chain.as_ref().expect("chain mode").link;
@@ -229,13 +232,22 @@ impl ChainSettler {
             self.in_flight.insert(r.key(), r);
         }
         self.sent_through = pass.through;
+        let mut refused = 0;
         if !pass.failed.is_empty() {
             let ids: Vec<Uuid> = pass.failed.iter().map(|(id, _)| *id).collect();
-            self.state.engine.settle_decided(pass.failed, Batch::default()).await?;
+            refused = self.state.engine.settle_decided(pass.failed, Batch::default()).await?.1;
             self.refresh_parties(&ids).await;
         }
-        Ok(sent)
+        Ok((sent, refused))
     }
+}
+
+/// A match that cannot settle (its call not built, or the node's estimate says it
+/// reverts): FAILED with `why`, nothing sent, logged once.
+fn refuse(pass: &mut Pass, ids: Vec<Uuid>, seq: u64, why: String) {
+    tracing::warn!(trades = ?ids, reason = %why, "settlement refused: nothing sent");
+    pass.failed.extend(ids.into_iter().map(|id| (id, Verdict::Failed { why: why.clone(), hash: None })));
+    pass.through = seq;
 }
 
 /// What a pass signed and recorded, and what it found cannot settle.
@@ -267,8 +279,7 @@ async fn sign_pass(chain: &Chain, sender: &mut Sender, calls: Vec<Call>, after: 
     for (tx, ids, seq) in calls {
         let (mut tx, gas) = match tx {
             Err(why) => {
-                pass.failed.extend(ids.into_iter().map(|id| (id, Verdict::Failed(why.clone()))));
-                pass.through = seq;
+                refuse(&mut pass, ids, seq, why);
                 continue;
             }
             Ok(tx) => (tx, estimates.next().expect("an estimate per call")),
@@ -277,9 +288,7 @@ async fn sign_pass(chain: &Chain, sender: &mut Sender, calls: Vec<Call>, after: 
             Ok(g) => g,
             // The node's answer that the call reverts: FAILED, nothing sent.
             Err(e) if e.as_error_resp().is_some() => {
-                let why = revert_reason(&e);
-                pass.failed.extend(ids.into_iter().map(|id| (id, Verdict::Failed(why.clone()))));
-                pass.through = seq;
+                refuse(&mut pass, ids, seq, revert_reason(&e));
                 continue;
             }
             // The node unreachable, a connection dropped: what was signed so far is

@@ -82,8 +82,16 @@ impl ChainWatch {
         }
         let now = now_secs();
         if chain.settings.order_version == 1 && now.saturating_sub(self.nonces_read_at) >= NONCE_SECS {
+            // The makers with open orders, and the ones seen at admission lately (a maker
+            // with no open order may move its nonce, and its next orders must follow).
+            let mut makers: std::collections::BTreeMap<String, u64> =
+                s.chain.as_ref().expect("chain mode").recent_makers(now).into_iter().collect();
             for (maker, nonce) in s.engine.open_makers().await? {
-                cancelled += raise_nonce(s, &maker, nonce).await?;
+                let known = makers.entry(maker).or_default();
+                *known = (*known).max(nonce);
+            }
+            for (maker, known) in makers {
+                cancelled += raise_nonce(s, &maker, known).await?;
             }
             self.nonces_read_at = now;
         }
@@ -150,8 +158,9 @@ async fn ctf_activity(
 /// placed with), predex's becomes it and the maker's open orders are cancelled. Returns
 /// how many.
 pub async fn raise_nonce(s: &AppState, maker: &str, known: u64) -> anyhow::Result<usize> {
-    let chain = &s.chain.as_ref().expect("chain mode").link;
-    let onchain = chain.maker_nonce(maker.parse()?).await?;
+    let on = s.chain.as_ref().expect("chain mode");
+    let onchain = on.link.maker_nonce(maker.parse()?).await?;
+    on.maker_read(maker, onchain, now_secs());
     if onchain <= known {
         return Ok(0);
     }

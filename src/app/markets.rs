@@ -206,11 +206,19 @@ pub(crate) async fn write(s: &AppState, mut spec: MarketSpec, ours: bool) -> Res
 /// question id. Bad input is refused before anything is sent.
 pub async fn make_market(s: &AppState, spec: &mut MarketSpec) -> Result<B256, OnchainError> {
     let chain = &on_chain(s)?.link;
-    if !spec.condition_id.is_empty() || !spec.tokens.is_empty() {
+    if !spec.condition_id.is_empty() || spec.tokens.iter().any(|t| !t.token_id.is_empty()) {
         return Err(OnchainError::Invalid(
-            "in chain mode the condition and its tokens are made on chain: leave condition_id and tokens out".into(),
+            "in chain mode the condition and its tokens are made on chain: leave condition_id and token ids out".into(),
         ));
     }
+    // The outcomes' labels, when the body names them (YES first), else Yes and No.
+    let outcomes = match &spec.tokens[..] {
+        [] => ["Yes".to_string(), "No".to_string()],
+        [yes, no] if !yes.outcome.trim().is_empty() && !no.outcome.trim().is_empty() => {
+            [yes.outcome.clone(), no.outcome.clone()]
+        }
+        _ => return Err(OnchainError::Invalid("a binary market has exactly two outcomes, each named".into())),
+    };
     let hash = |name: &str, v: &Option<String>| -> Result<Option<B256>, OnchainError> {
         v.as_deref()
             .map(|t| t.parse::<B256>().map_err(|_| OnchainError::Invalid(format!("{name} must be 32 bytes of hex"))))
@@ -248,9 +256,10 @@ pub async fn make_market(s: &AppState, spec: &mut MarketSpec) -> Result<B256, On
         chain.prepare_binary(q).await.map_err(chain_err)?
     };
     spec.condition_id = made.condition_id.to_string();
+    let [yes, no] = outcomes;
     spec.tokens = vec![
-        Token { token_id: made.yes.to_string(), outcome: "Yes".into() },
-        Token { token_id: made.no.to_string(), outcome: "No".into() },
+        Token { token_id: made.yes.to_string(), outcome: yes },
+        Token { token_id: made.no.to_string(), outcome: no },
     ];
     spec.neg_risk_market_id = made.neg_risk_market_id.map(|m| m.to_string());
     Ok(made.question_id)

@@ -8,7 +8,7 @@
 //! from it, whenever its owner asks (`GET /balance-allowance/update`), and again whenever
 //! the chain's logs show it changed (`follow`).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use alloy_primitives::{Address, U256};
 use parking_lot::Mutex;
@@ -38,6 +38,9 @@ pub struct OnChain {
     synced: Mutex<HashSet<(String, String)>>,
     /// Makers paused on the version 2 exchanges, as read or watched since start.
     paused: Mutex<HashSet<String>>,
+    /// Version 1 makers seen at admission lately, with their exchange nonce as last read:
+    /// the chain watch reads them again every pass, open orders or not.
+    makers: Mutex<HashMap<String, MakerSeen>>,
     /// The relayer's transactions recorded and sent since the settlement worker's last
     /// pass, which follows them from then on.
     pub relayed: Mutex<Vec<crate::domain::chain::ChainTx>>,
@@ -45,7 +48,29 @@ pub struct OnChain {
 
 impl OnChain {
     pub fn new(link: Chain) -> OnChain {
-        OnChain { link, synced: Default::default(), paused: Default::default(), relayed: Default::default() }
+        OnChain {
+            link,
+            synced: Default::default(),
+            paused: Default::default(),
+            makers: Default::default(),
+            relayed: Default::default(),
+        }
+    }
+
+    /// The version 1 makers seen at admission in the last [`RECENT_MAKER_SECS`], with the
+    /// nonce last read for each; the others are forgotten (the table stays bounded).
+    pub fn recent_makers(&self, now: u64) -> Vec<(String, u64)> {
+        let mut makers = self.makers.lock();
+        makers.retain(|_, m| now.saturating_sub(m.seen_at) <= RECENT_MAKER_SECS);
+        makers.iter().map(|(k, m)| (k.clone(), m.nonce)).collect()
+    }
+
+    /// `maker`'s exchange nonce as just read from the chain, when it is one seen lately.
+    pub fn maker_read(&self, maker: &str, nonce: u64, now: u64) {
+        if let Some(m) = self.makers.lock().get_mut(maker) {
+            m.nonce = nonce;
+            m.read_at = now;
+        }
     }
 
     /// The assets of `address` read from the chain since start.
@@ -107,24 +132,49 @@ pub async fn ensure(s: &AppState, address: &str, asset: &str) -> Result<(), Onch
     refresh(s, address, asset).await.map(|_| ())
 }
 
-/// What the exchanges say of a maker, read once per maker and process before its first
-/// order: version 1's nonce, so an order with the nonce the exchanges hold is accepted and
-/// a stale one refused; version 2's pause, kept (and then followed by the chain watch).
+/// What the exchanges say of a maker, before its order is admitted. Version 1's nonce, so
+/// an order with the nonce the exchanges hold is accepted and a stale one refused: read
+/// when the maker was not read in the last [`MAKER_STALE_SECS`] (the chain watch reads the
+/// makers seen lately every pass, so a maker that trades is read there, not here).
+/// Version 2's pause: read once per maker and process, then followed by the chain watch.
 /// Returns whether the maker has paused itself on the version 2 exchanges.
 pub async fn ensure_maker(s: &AppState, maker: &str) -> Result<bool, OnchainError> {
-    let key = (maker.to_string(), MAKER_READ.to_string());
     let on = on_chain(s)?;
-    if !on.synced.lock().contains(&key) {
-        if on.link.settings.order_version == 2 {
-            let address: Address = maker.parse().map_err(|_| OnchainError::Invalid("invalid address".into()))?;
-            on.set_paused(maker, on.link.maker_paused(address).await.map_err(chain_err)?);
-        } else {
-            super::chain_watch::raise_nonce(s, maker, 0).await.map_err(chain_err)?;
+    if on.link.settings.order_version == 1 {
+        let now = crate::domain::now_secs();
+        let (stale, known) = {
+            let mut makers = on.makers.lock();
+            let m = makers.entry(maker.to_string()).or_default();
+            m.seen_at = now;
+            (m.read_at == 0 || now.saturating_sub(m.read_at) > MAKER_STALE_SECS, m.nonce)
+        };
+        if stale {
+            super::chain_watch::raise_nonce(s, maker, known).await.map_err(chain_err)?;
         }
+        return Ok(false);
+    }
+    let key = (maker.to_string(), MAKER_READ.to_string());
+    if !on.synced.lock().contains(&key) {
+        let address: Address = maker.parse().map_err(|_| OnchainError::Invalid("invalid address".into()))?;
+        on.set_paused(maker, on.link.maker_paused(address).await.map_err(chain_err)?);
         on.synced.lock().insert(key);
     }
     Ok(on.paused.lock().contains(maker))
 }
+
+/// A version 1 maker seen at admission: its exchange nonce as last read, when it was read
+/// and when the maker was last seen (UNIX seconds).
+#[derive(Debug, Default)]
+struct MakerSeen {
+    nonce: u64,
+    read_at: u64,
+    seen_at: u64,
+}
+
+/// How long a maker's nonce read counts at admission.
+const MAKER_STALE_SECS: u64 = 60;
+/// How long after its last order the chain watch keeps reading a maker's nonce.
+pub const RECENT_MAKER_SECS: u64 = 600;
 
 /// The `synced` entry that says a maker was read (beside its assets' entries).
 const MAKER_READ: &str = "maker";

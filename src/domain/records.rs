@@ -13,6 +13,8 @@ use super::num::{Amount, Price, Side};
 /// One outcome token of a binary market.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Token {
+    /// Left out of a chain-mode market's creation (the chain makes it): empty until then.
+    #[serde(default)]
     pub token_id: String,
     pub outcome: String,
 }

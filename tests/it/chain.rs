@@ -203,6 +203,7 @@ fn markets_are_made_on_chain_and_balances_come_from_it() {
     let s = &v.server;
     let (cond, yes, no) = a_binary_market_comes_from_the_chain_and_a_retry_is_the_same(&v);
     what_the_chain_decides_is_not_the_operators_to_give(s);
+    outcome_labels_without_ids_are_the_markets(s);
     the_operator_cli_makes_a_market_from_a_question(&v);
     let market_id = negative_risk_questions_share_one_adapter_market(&v);
     let (alice, carol) = balances_are_what_the_chain_lets_the_exchanges_move(&v);
@@ -243,6 +244,20 @@ fn what_the_chain_decides_is_not_the_operators_to_give(s: &Server) {
     assert_eq!((st, b["error"].as_str().unwrap()), (400, "tick_size must be 0.1, 0.01, 0.001 or 0.0001"));
     let (st, b) = s.internal_post("/internal/markets", &json!({"question": "Q", "question_id": "0x12"}));
     assert_eq!((st, b["error"].as_str().unwrap()), (400, "question_id must be 32 bytes of hex"));
+    for tokens in [json!([{"outcome": "Up"}]), json!([{"outcome": "Up"}, {"outcome": " "}])] {
+        let (st, b) = s.internal_post("/internal/markets", &json!({"question": "Q", "tokens": tokens}));
+        assert_eq!((st, b["error"].as_str().unwrap()), (400, "a binary market has exactly two outcomes, each named"));
+    }
+}
+
+/// Outcomes named without token ids: the chain makes the ids, the labels are the body's.
+fn outcome_labels_without_ids_are_the_markets(s: &Server) {
+    let body = json!({"question": "Up or down?", "tokens": [{"outcome": "Up"}, {"outcome": "Down"}]});
+    let (st, m) = s.internal_post("/internal/markets", &body);
+    assert_eq!(st, 200, "{m}");
+    let outcomes: Vec<_> = m["tokens"].as_array().unwrap().iter().map(|t| t["outcome"].clone()).collect();
+    assert_eq!(outcomes, [json!("Up"), json!("Down")], "{m}");
+    assert!(m["tokens"][0]["token_id"].as_str().is_some_and(|id| id.len() > 10), "{m}");
 }
 
 /// A question alone.
@@ -458,8 +473,14 @@ fn a_match_the_exchange_refuses_fails_and_gives_back_what_it_held() {
     let t = settled(&v, &bob);
     assert_eq!(t["status"], "FAILED", "{t}");
     assert!(!t["error_msg"].as_str().unwrap_or_default().is_empty(), "{t}");
+    assert_eq!(t["transaction_hash"], "", "{t}");
     assert_eq!(operator_nonce(&v.anvil, "latest"), before, "estimated to revert: nothing sent");
     gave_back(&v, &bob, &yes, &no);
+    // Counted as a failed settlement, as a mined revert is.
+    crate::support::wait_for(10, || {
+        let metrics = s.internal_request("GET", "/metrics").call().unwrap().into_string().unwrap();
+        metrics.lines().any(|l| l == r#"predex_settlements_total{result="failed"} 1"#).then_some(())
+    });
 }
 
 /// A match whose maker makes `call` on the exchange in the block its settlement is mined
@@ -484,6 +505,9 @@ fn refused_match_fails(v: &Venue, call: OwnCall, why: &str) {
     let t = settled(v, &bob);
     assert_eq!((&t["status"], &t["error_msg"]), (&json!("FAILED"), &json!(why)), "{call:?}: {t}");
     assert_eq!(operator_nonce(&v.anvil, "latest"), before + 1, "{call:?}: mined, reverted");
+    // The trade keeps the hash of the transaction that reverted.
+    let receipt = v.anvil.rpc("eth_getTransactionReceipt", json!([t["transaction_hash"]])).unwrap();
+    assert_eq!(receipt["status"], "0x0", "{call:?}: {t} {receipt}");
     assert_eq!(v.holdings(&alice, &[&yes, &no]), (100_000_000, vec![0, 0]), "{call:?}");
     gave_back(v, &bob, &yes, &no);
 }
@@ -1052,4 +1076,25 @@ fn a_version_2_venue_starts_only_against_its_v2_exchanges() {
     assert!(e.contains("pays fees to") && e.contains("not the operator"), "{e}");
     let s = Server::start_with(chain_config(data.path(), &theirs, other));
     assert_eq!(s.get("/version").1["version"], 2);
+}
+
+/// A maker with no open order moves its nonce on the exchange (incrementNonce, which leaves
+/// no log): within seconds its orders with the new nonce are admitted and with the old
+/// refused, with no restart.
+#[test]
+fn a_maker_without_open_orders_that_moves_its_nonce_is_followed() {
+    let v = Venue::start();
+    let s = &v.server;
+    let (_, yes, _) = v.market();
+    let alice = v.trader(100_000_000, true);
+    // Seen once: her bid rests and she cancels it, so none of her orders is open.
+    let o = alice.order(s, &yes, "BUY", "0.40", "10");
+    let (st, b) = alice.submit(s, o.clone(), "GTC");
+    assert_eq!(st, 200, "{b}");
+    let (st, c) = alice.l2(s, "DELETE", "/order", Some(&json!({"orderID": b["orderID"]})));
+    assert_eq!((st, c["canceled"].as_array().map(Vec::len)), (200, Some(1)), "{c}");
+    v.own_call(&alice, OwnCall::IncrementNonce, &o, false);
+    let bid = |nonce: u64| alice.signed(&yes, "BUY", 4_000_000, 10_000_000).nonce(nonce).sign(s);
+    crate::support::wait_for(30, || (alice.submit(s, bid(1), "GTC").0 == 200).then_some(()));
+    assert_eq!(crate::support::err(alice.submit(s, bid(0), "GTC")), (400, "invalid nonce".into()));
 }

@@ -16,8 +16,9 @@ pub(super) fn expect_receipts(ledger: &mut Ledger, flows: &[Flow; 2]) {
 pub enum Verdict {
     /// Settled by the transaction with this hash.
     Confirmed(String),
-    /// Its transaction reverted (or would have): why.
-    Failed(String),
+    /// Its transaction reverted (or would have): why, and the hash of the transaction
+    /// that was mined and reverted (none when nothing was sent).
+    Failed { why: String, hash: Option<String> },
 }
 
 /// A matched trade waiting for settlement, with what its legs (taker, maker) move and
@@ -129,7 +130,12 @@ impl Core {
         t.last_update = now;
         let why = match verdict {
             None => self.cannot_settle(t, seq, &flows),
-            Some(Verdict::Failed(why)) => Some(why.clone()),
+            Some(Verdict::Failed { why, hash }) => {
+                if let Some(h) = hash {
+                    t.transaction_hash = h.clone();
+                }
+                Some(why.clone())
+            }
             Some(Verdict::Confirmed(hash)) => {
                 t.transaction_hash = hash.clone();
                 None
