@@ -83,12 +83,11 @@ pub async fn operation_call(
             if m.neg_risk {
                 // The adapter redeems the amounts it is given: what the wallet holds now.
                 let chain = &s.chain.as_ref().expect("chain mode").link;
-                let ctf = IConditionalTokens::new(c.ctf, &chain.provider);
                 let mut amounts = Vec::new();
                 for t in &m.tokens {
                     let token = U256::from_str_radix(&t.token_id, 10).map_err(|_| CtfError::MarketNotFound)?;
-                    let held = ctf.balanceOf(wallet, token).call().await;
-                    amounts.push(held.map_err(|e| RelayError::Unavailable(format!("chain: {e}")))?);
+                    let held = chain.token_balance(wallet, token).await;
+                    amounts.push(held.map_err(|e| RelayError::Unavailable(format!("chain: {e:#}")))?);
                 }
                 if amounts.iter().all(U256::is_zero) {
                     return Err(CtfError::NothingToRedeem.into());

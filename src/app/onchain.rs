@@ -144,7 +144,11 @@ pub async fn ensure_maker(s: &AppState, maker: &str) -> Result<bool, OnchainErro
         let now = crate::domain::now_secs();
         let (stale, known) = {
             let mut makers = on.makers.lock();
-            let m = makers.entry(maker.to_string()).or_default();
+            // Allocated once per maker, not per order.
+            if !makers.contains_key(maker) {
+                makers.insert(maker.to_string(), MakerSeen::default());
+            }
+            let m = makers.get_mut(maker).expect("just inserted");
             m.seen_at = now;
             (m.read_at == 0 || now.saturating_sub(m.read_at) > MAKER_STALE_SECS, m.nonce)
         };
@@ -174,7 +178,7 @@ struct MakerSeen {
 /// How long a maker's nonce read counts at admission.
 const MAKER_STALE_SECS: u64 = 60;
 /// How long after its last order the chain watch keeps reading a maker's nonce.
-pub const RECENT_MAKER_SECS: u64 = 600;
+const RECENT_MAKER_SECS: u64 = 600;
 
 /// The `synced` entry that says a maker was read (beside its assets' entries).
 const MAKER_READ: &str = "maker";

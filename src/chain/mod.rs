@@ -263,13 +263,18 @@ impl Chain {
         Ok(balance.min(standard).min(neg_risk))
     }
 
+    /// What `owner` holds of the position `token` on ConditionalTokens.
+    pub async fn token_balance(&self, owner: Address, token: U256) -> anyhow::Result<U256> {
+        Ok(IConditionalTokens::new(self.settings.ctf, &self.provider).balanceOf(owner, token).call().await?)
+    }
+
     /// The tokens of `token` that `owner` can sell: its balance, when it has approved the
     /// exchange that trades them (and, for negative risk, the adapter) to move its
     /// positions; none otherwise.
     pub async fn token_spendable(&self, owner: Address, token: U256, neg_risk: bool) -> anyhow::Result<U256> {
         let s = &self.settings;
         let ctf = IConditionalTokens::new(s.ctf, &self.provider);
-        let balance = ctf.balanceOf(owner, token).call().await?;
+        let balance = self.token_balance(owner, token).await?;
         // Version 1's negative-risk exchange moves positions through the adapter; version
         // 2's on ConditionalTokens itself.
         let operators: &[Address] = match (neg_risk, s.order_version) {
