@@ -33,6 +33,15 @@ pub enum AdminCmd {
     /// The embedded ledger (testnet faucet).
     #[command(subcommand)]
     Ledger(LedgerCmd),
+    /// Chain mode: mint the development collateral to a wallet (and, with the server's
+    /// `--faucet-gas`, send it the gas for its approvals). The amount in whole USDC (e.g.
+    /// 100.5).
+    Faucet {
+        #[arg(long)]
+        address: String,
+        #[arg(long)]
+        amount: String,
+    },
     /// The invite-only waitlist.
     #[command(subcommand)]
     Waitlist(WaitlistCmd),
@@ -257,6 +266,11 @@ fn request(cmd: AdminCmd) -> anyhow::Result<(&'static str, String, Option<Value>
                 .map_err(|_| anyhow::anyhow!("amount must be a number with at most 6 decimals, got {amount}"))?;
             let body = json!({"address": address, "asset": asset, "amount": micro.to_string()});
             ("POST", "/internal/ledger/credit".into(), Some(body))
+        }
+        AdminCmd::Faucet { address, amount } => {
+            let micro = crate::domain::parse_decimal(&amount, 6)
+                .map_err(|_| anyhow::anyhow!("amount must be a number with at most 6 decimals, got {amount}"))?;
+            ("POST", "/internal/faucet".into(), Some(json!({"address": address, "amount": micro.to_string()})))
         }
         AdminCmd::Ledger(LedgerCmd::Show { address }) => {
             ("GET", format!("/internal/balances?address={}", urlencode(&address)), None)

@@ -146,6 +146,17 @@ pub struct Config {
     /// trade is CONFIRMED.
     #[arg(long, default_value_t = 1)]
     pub confirmations: u64,
+    /// Chain mode's faucet (`POST /internal/faucet`): the most of the development collateral
+    /// one gift mints (whole USDC).
+    #[arg(long, default_value_t = 10_000)]
+    pub faucet_max: u64,
+    /// Chain mode's faucet: how long an address waits between two gifts (seconds).
+    #[arg(long, default_value_t = 3600)]
+    pub faucet_interval_secs: u64,
+    /// Chain mode's faucet: each gift also tops up the address's native balance to what its
+    /// approvals cost (400,000 gas at twice the node's fee).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub faucet_gas: bool,
     /// Demo catalogue loaded into an empty data directory.
     #[arg(long, default_value = "data/markets.json")]
     pub catalogue: PathBuf,

@@ -85,7 +85,10 @@ pub(crate) fn wallet(s: &AppState, key: &ApiKeyRecord, r: &Req) -> Result<String
 /// may take of the asset (the unified SDK reads the keys as addresses).
 ///
 /// In chain mode an asset predex has not read for the wallet yet is read from the chain
-/// first (once; the chain watch follows it from then on).
+/// first (once; the chain watch follows it from then on), and the collateral's
+/// `allowances` are Polymarket's: each spender — the exchange, the negative-risk exchange
+/// and the negative-risk adapter — to what the wallet lets it move, as read.
+/// `balance` is the wallet's collateral on chain less what its open orders hold.
 async fn balance_allowance(s: Arc<AppState>, r: Req) -> ApiResult {
     let key = authenticate_read(&s, &r)?;
     let token = asset_token(&s, &r)?;
@@ -94,10 +97,20 @@ async fn balance_allowance(s: Arc<AppState>, r: Req) -> ApiResult {
     if s.chain.is_some() {
         crate::app::onchain::ensure(&s, &address, want).await?;
     }
-    let accounts = s.engine.accounts(address).await?;
+    let accounts = s.engine.accounts(address.clone()).await?;
     let balance = accounts.iter().find(|(a, _)| a == want).map_or(Amount::ZERO, |(_, acc)| acc.available());
     let mut allowances = Map::new();
-    if s.config.order_version == 2 {
+    let held = s.chain.as_ref().filter(|_| want == COLLATERAL).and_then(|on| Some((on, on.collateral_of(&address)?)));
+    if let Some((on, held)) = held {
+        let c = &on.link.settings;
+        for (spender, allowed) in [
+            (c.exchange, held.exchange),
+            (c.neg_risk_exchange, held.neg_risk_exchange),
+            (c.neg_risk_adapter, held.adapter),
+        ] {
+            allowances.insert(spender.to_string(), Value::String(allowed.to_string()));
+        }
+    } else if s.config.order_version == 2 {
         for exchange in s.domains.exchanges(2) {
             allowances.insert(exchange.to_string(), Value::String(balance.units().to_string()));
         }

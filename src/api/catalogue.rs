@@ -149,8 +149,26 @@ fn market_json(s: &AppState, r: &MarketRow) -> Value {
             .and_then(|x| x.resolved_outcome)
             .and_then(|i| m.tokens.get(i as usize))
             .map(|t| t.outcome.clone()),
+        "payoutReport": payout_report_json(s, meta),
         "events": event.map(|e| vec![json!({ "id": e.id.to_string(), "slug": e.page.slug, "title": e.page.title })]).unwrap_or_default(),
     })
+}
+
+/// Chain mode: where a resolved market's payouts stand on chain (`status` as a trade's:
+/// PENDING, MINED, CONFIRMED, FAILED; the reporting transaction's hash once signed; why it
+/// failed). Null before resolution and in ledger mode.
+fn payout_report_json(s: &AppState, meta: Option<&crate::app::catalogue::MarketMeta>) -> Value {
+    let Some(meta) = meta.filter(|m| s.chain.is_some() && m.resolution == Some(ResolutionStatus::Resolved)) else {
+        return Value::Null;
+    };
+    match s.store.payout_report(&meta.condition_id) {
+        Ok(Some(r)) => json!({
+            "status": r.state.as_str(),
+            "transactionHash": r.hash.map(|h| format!("{:#x}", alloy_primitives::B256::from(h))),
+            "error": r.error,
+        }),
+        _ => Value::Null,
+    }
 }
 
 /// A value JSON-encoded into a string (Gamma's stringified arrays).

@@ -52,6 +52,8 @@ pub fn routes(state: Arc<AppState>, bound: std::net::SocketAddr) -> Routes {
         .unify()
         .or(post!("ledger" / "credit", credit))
         .unify()
+        .or(post!("faucet", faucet))
+        .unify()
         .or(post!("waitlist" / "approve", approve))
         .unify()
         .or(post!("mode", mode))
@@ -264,6 +266,25 @@ async fn credit(s: Arc<AppState>, r: Req) -> ApiResult {
     reply(
         &json!({ "address": address, "asset": asset.key(), "balance": acc.balance.units().to_string(), "available": acc.available().units().to_string() }),
     )
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FaucetBody {
+    address: String,
+    amount: String,
+}
+
+/// POST /internal/faucet {address, amount}: chain mode's faucet (`app::faucet`).
+async fn faucet(s: Arc<AppState>, r: Req) -> ApiResult {
+    let b: FaucetBody = r.json()?;
+    let g = crate::app::faucet::give(&s, &b.address, &b.amount).await?;
+    reply(&json!({
+        "address": format!("{:#x}", g.address),
+        "amount": g.amount.to_string(),
+        "transactionHash": format!("{:#x}", g.mint),
+        "gas": g.gas.map(|(wei, hash)| json!({ "wei": wei.to_string(), "transactionHash": format!("{hash:#x}") })),
+    }))
 }
 
 #[derive(Deserialize)]

@@ -132,6 +132,19 @@ impl From<crate::app::onchain::OnchainError> for ApiError {
     }
 }
 
+impl From<crate::app::faucet::FaucetError> for ApiError {
+    fn from(e: crate::app::faucet::FaucetError) -> ApiError {
+        use crate::app::faucet::FaucetError as F;
+        let status = match e {
+            F::Address | F::Amount(_) => StatusCode::BAD_REQUEST,
+            F::LedgerMode | F::NotMintable => StatusCode::CONFLICT,
+            F::TooSoon(_) => StatusCode::TOO_MANY_REQUESTS,
+            F::Chain(_) => StatusCode::SERVICE_UNAVAILABLE,
+        };
+        ApiError::new(status, e.to_string())
+    }
+}
+
 impl Reply for ApiError {
     fn into_response(self) -> Response {
         warp::reply::with_status(warp::reply::json(&serde_json::json!({ "error": self.message })), self.status)

@@ -14,6 +14,10 @@
 //! `confirmations` it settles them: CONFIRMED when it succeeded, FAILED with the
 //! exchange's custom error when it reverted. A match the
 //! node's gas estimate already reverts is FAILED with that error and nothing is sent.
+//!
+//! The relayer's transactions and resolved markets' payout reports
+//! ([`super::resolution::payouts`]) are recorded the same way and followed here with the
+//! settlements.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -71,6 +75,11 @@ impl ChainSettler {
     async fn pass(&mut self) -> anyhow::Result<(usize, usize, usize, usize)> {
         let (confirmed, failed) = self.outcomes().await?;
         let (sent, refused) = self.send_new().await?;
+        let reports = super::resolution::payouts::send_due(&self.state).await?;
+        let sent = sent + reports.len();
+        for r in reports {
+            self.in_flight.insert(r.key(), r);
+        }
         let (cancelled, changed) = self.watch.pass().await?;
         super::onchain::follow(&self.state, changed).await;
         Ok((sent, confirmed, failed + refused, cancelled))
@@ -90,7 +99,8 @@ impl ChainSettler {
         let latest = p.get_block_number().await?;
         let depth = chain.settings.confirmations - 1;
         let (mut decided, mut records, mut done, mut mined) = (Vec::new(), Batch::default(), Vec::new(), Vec::new());
-        let (mut relay_mined, mut relayed) = (Batch::default(), Vec::new());
+        // What a relayed transaction or a payout report records once mined.
+        let (mut mined_records, mut relayed) = (Batch::default(), Vec::new());
         let restoring = !self.restored;
         // Accounts whose next transaction is not decided: their later ones wait.
         let mut waiting = HashSet::new();
@@ -103,9 +113,10 @@ impl ChainSettler {
                 Some(r) => {
                     let block = r.block_number.unwrap_or(u64::MAX);
                     if r.status() && self.mined.insert(*key) {
-                        match tx.relay {
-                            Some(id) => super::relayer::chain::mined(&self.state, &id, &mut relay_mined)?,
-                            None => mined.push((tx.trades.clone(), format!("{hash}"))),
+                        match (tx.relay, &tx.report) {
+                            (Some(id), _) => super::relayer::chain::mined(&self.state, &id, &mut mined_records)?,
+                            (None, Some(c)) => super::resolution::payouts::mined(&self.state, c, &mut mined_records)?,
+                            (None, None) => mined.push((tx.trades.clone(), format!("{hash}"))),
                         }
                     }
                     if block.saturating_add(depth) > latest {
@@ -116,14 +127,17 @@ impl ChainSettler {
                         if r.status() { Ok(format!("{hash}")) } else { Err(replay_revert(chain, tx, block).await) };
                     let status = if r.status() { "confirmed" } else { "failed" };
                     *chain.last_tx.lock() = Some(LastTx { hash, at: now_secs(), status });
-                    match tx.relay {
-                        Some(id) => relayed.extend(super::relayer::chain::decided(
+                    match (tx.relay, &tx.report) {
+                        (Some(id), _) => relayed.extend(super::relayer::chain::decided(
                             &self.state,
                             &id,
                             outcome.map(|_| ()),
                             &mut records,
                         )?),
-                        None => {
+                        (None, Some(c)) => {
+                            super::resolution::payouts::decided(&self.state, c, outcome.map(|_| ()), &mut records)?
+                        }
+                        (None, None) => {
                             let verdict = match outcome {
                                 Ok(h) => Verdict::Confirmed(h),
                                 Err(why) => {
@@ -160,8 +174,8 @@ impl ChainSettler {
         for (ids, hash) in mined {
             self.state.engine.mark_mined(ids, hash).await?;
         }
-        if !relay_mined.is_empty() {
-            self.state.commit(relay_mined).await?;
+        if !mined_records.is_empty() {
+            self.state.commit(mined_records).await?;
         }
         if done.is_empty() {
             return Ok((0, 0));
@@ -313,6 +327,7 @@ async fn sign_pass(chain: &Chain, sender: &mut Sender, calls: Vec<Call>, after: 
             sent_at: now_secs(),
             relay: None,
             account: None,
+            report: None,
         };
         pass.batch.put_chain_tx(&record);
         sender.used(nonce);

@@ -15,6 +15,7 @@ pub mod chain_watch;
 pub mod ctf;
 pub mod demo;
 pub mod events;
+pub mod faucet;
 pub mod keys;
 pub mod markets;
 pub mod onchain;

@@ -1,10 +1,11 @@
 //! Chain mode's rules above the chain link (`crate::chain`): the ledger's settled balances
 //! taken from the chain (docs/operating/settlement.md).
 //!
-//! In chain mode an account's settled balance is what the chain lets the exchange move:
-//! collateral within the allowances given to the exchanges, tokens once the exchange is
-//! approved for them. Open orders and unsettled trades are held against it in the ledger
-//! as in ledger mode. An account is read from the chain the first time an order spends
+//! In chain mode an account's settled balance is read from the chain: the collateral's
+//! balance (a BUY is admitted only within the allowance its wallet gave the exchange of
+//! the order's market, [`allows`]), a token's balance once the exchange that trades it is
+//! approved. Open orders and unsettled trades are held against it in the ledger as in
+//! ledger mode. An account is read from the chain the first time an order spends
 //! from it, whenever its owner asks (`GET /balance-allowance/update`), and again whenever
 //! the chain's logs show it changed (`follow`).
 
@@ -14,7 +15,7 @@ use alloy_primitives::{Address, U256};
 use parking_lot::Mutex;
 
 use super::AppState;
-use crate::chain::Chain;
+use crate::chain::{Chain, CollateralHeld};
 use crate::domain::{Amount, COLLATERAL};
 use crate::engine::{EngineError, LedgerChange};
 use crate::ledger::Account;
@@ -44,6 +45,10 @@ pub struct OnChain {
     /// The relayer's transactions recorded and sent since the settlement worker's last
     /// pass, which follows them from then on.
     pub relayed: Mutex<Vec<crate::domain::chain::ChainTx>>,
+    /// The faucet's gifts of the last interval.
+    pub faucet: super::faucet::Faucet,
+    /// The collateral allowances of each wallet whose collateral was read, as last read.
+    collateral: Mutex<HashMap<String, CollateralHeld>>,
 }
 
 impl OnChain {
@@ -54,6 +59,8 @@ impl OnChain {
             paused: Default::default(),
             makers: Default::default(),
             relayed: Default::default(),
+            faucet: Default::default(),
+            collateral: Default::default(),
         }
     }
 
@@ -63,6 +70,11 @@ impl OnChain {
         let mut makers = self.makers.lock();
         makers.retain(|_, m| now.saturating_sub(m.seen_at) <= RECENT_MAKER_SECS);
         makers.iter().map(|(k, m)| (k.clone(), m.nonce)).collect()
+    }
+
+    /// `address`'s collateral and allowances as last read (none before its first read).
+    pub fn collateral_of(&self, address: &str) -> Option<CollateralHeld> {
+        self.collateral.lock().get(address).copied()
     }
 
     /// `maker`'s exchange nonce as just read from the chain, when it is one seen lately.
@@ -101,27 +113,40 @@ pub(crate) fn chain_err(e: anyhow::Error) -> OnchainError {
     OnchainError::Chain(format!("{e:#}"))
 }
 
-/// Reads what the chain lets `address` spend of `asset` (`USDC` or a token id) and makes
-/// it the account's settled balance; returns the account after.
+/// Reads what `address` holds of `asset` (`USDC` or a token id) and makes it the
+/// account's settled balance: the collateral's balance (its allowances kept beside it, for
+/// admission and `/balance-allowance`), a token's balance once the exchange that trades it
+/// is approved; returns the account after.
 pub async fn refresh(s: &AppState, address: &str, asset: &str) -> Result<Account, OnchainError> {
     let on = on_chain(s)?;
     let chain = &on.link;
     let owner: Address = address.parse().map_err(|_| OnchainError::Invalid("invalid address".into()))?;
-    let units = if asset == COLLATERAL {
-        chain.collateral_spendable(owner).await
+    let (units, held) = if asset == COLLATERAL {
+        let held = chain.collateral_of(owner).await.map_err(chain_err)?;
+        (held.balance, Some(held))
     } else {
         let neg_risk = s.registry.token(asset).is_some_and(|(m, _)| m.market.neg_risk);
         let token = U256::from_str_radix(asset, 10).map_err(|_| OnchainError::Invalid("Invalid token id".into()))?;
-        chain.token_spendable(owner, token, neg_risk).await
-    }
-    .map_err(chain_err)?;
+        (chain.token_spendable(owner, token, neg_risk).await.map_err(chain_err)?, None)
+    };
     let amount = Amount(u64::try_from(units).unwrap_or(u64::MAX));
     let accounts = s
         .engine
         .transfer(address.to_string(), vec![(asset.to_string(), LedgerChange::Set(amount))], Default::default())
         .await?;
+    if let Some(held) = held {
+        on.collateral.lock().insert(address.to_string(), held);
+    }
     on.synced.lock().insert((address.to_string(), asset.to_string()));
     Ok(accounts[0])
+}
+
+/// Whether `maker`'s allowance to the exchange of the order's market (negative-risk or
+/// not) covers `spend` more collateral beside what its open orders hold (`reserved`, on
+/// either exchange: the check errs on the side of refusing). Read after [`ensure`].
+pub fn allows(s: &AppState, maker: &str, neg_risk: bool, reserved: Amount, spend: Amount) -> bool {
+    let Some(held) = s.chain.as_ref().and_then(|on| on.collateral_of(maker)) else { return false };
+    held.allowance_toward(neg_risk) >= U256::from(reserved.units()) + U256::from(spend.units())
 }
 
 /// [`refresh`], once per account and process: before an order first spends from it.

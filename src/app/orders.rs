@@ -126,6 +126,14 @@ pub async fn place(
         crate::app::onchain::ensure(s, &order.maker, order.spend_key())
             .await
             .map_err(|e| OrderError::Chain(e.to_string()))?;
+        if order.side == Side::Buy {
+            let neg_risk = s.registry.token(&order.token.token_id).is_some_and(|(m, _)| m.market.neg_risk);
+            let accounts = s.engine.accounts(order.maker.to_string()).await?;
+            let reserved = accounts.iter().find(|(a, _)| a == COLLATERAL).map_or(Amount::ZERO, |(_, x)| x.reserved);
+            if !crate::app::onchain::allows(s, &order.maker, neg_risk, reserved, order.maker_amount) {
+                return Err(OrderError::Rejected { reject: Reject::NotEnoughBalance, id: order.id });
+            }
+        }
     }
     let id = order.id;
     // The builder the request names (builder headers), else the one whose code a version

@@ -157,6 +157,7 @@ sol! {
         event PositionSplit(address indexed stakeholder, address collateralToken, bytes32 indexed parentCollectionId, bytes32 indexed conditionId, uint256[] partition, uint256 amount);
         event PositionsMerge(address indexed stakeholder, address collateralToken, bytes32 indexed parentCollectionId, bytes32 indexed conditionId, uint256[] partition, uint256 amount);
         event PayoutRedemption(address indexed redeemer, address indexed collateralToken, bytes32 indexed parentCollectionId, bytes32 conditionId, uint256[] indexSets, uint256 payout);
+        event ConditionPreparation(bytes32 indexed conditionId, address indexed oracle, bytes32 indexed questionId, uint256 outcomeSlotCount);
 
         function prepareCondition(address oracle, bytes32 questionId, uint256 outcomeSlotCount) external;
         function getOutcomeSlotCount(bytes32 conditionId) external view returns (uint256);
@@ -166,6 +167,8 @@ sol! {
         function splitPosition(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] calldata partition, uint256 amount) external;
         function mergePositions(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] calldata partition, uint256 amount) external;
         function redeemPositions(address collateralToken, bytes32 parentCollectionId, bytes32 conditionId, uint256[] calldata indexSets) external;
+        function reportPayouts(bytes32 questionId, uint256[] calldata payouts) external;
+        function payoutDenominator(bytes32 conditionId) external view returns (uint256);
         function balanceOf(address owner, uint256 id) external view returns (uint256);
         function isApprovedForAll(address owner, address operator) external view returns (bool);
         function setApprovalForAll(address operator, bool approved) external;
@@ -196,6 +199,7 @@ sol! {
         function mergePositions(bytes32 conditionId, uint256 amount) external;
         function convertPositions(bytes32 marketId, uint256 indexSet, uint256 amount) external;
         function redeemPositions(bytes32 conditionId, uint256[] calldata amounts) external;
+        function reportOutcome(bytes32 questionId, bool outcome) external;
     }
 
     /// The collateral: an ERC-20 (6 decimals); the development one also mints.

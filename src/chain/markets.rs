@@ -127,6 +127,59 @@ impl Chain {
         if e.getConditionId(yes).call().await? == condition_id {
             return Ok(());
         }
-        self.send("registerToken", e.registerToken(yes, no, condition_id).into_transaction_request()).await
+        self.send("registerToken", e.registerToken(yes, no, condition_id).into_transaction_request()).await?;
+        Ok(())
+    }
+}
+
+impl Chain {
+    /// The transaction that reports a resolved condition's payouts — the winning outcome
+    /// `winner` (0: YES) paid in full — as its oracle: ConditionalTokens'
+    /// `reportPayouts(questionId, [1, 0] | [0, 1])` for a binary market predex's operator
+    /// prepared, the negative-risk adapter's `reportOutcome(questionId, yes)` for one of its
+    /// questions (the adapter market's oracle is predex's operator). The question and the
+    /// oracle are read from the condition's `ConditionPreparation` log. `Err` inside: why
+    /// predex cannot report it.
+    pub async fn payout_call(
+        &self,
+        condition_id: B256,
+        winner: u8,
+    ) -> anyhow::Result<Result<alloy_rpc_types_eth::TransactionRequest, String>> {
+        use alloy_network::TransactionBuilder;
+        use alloy_provider::Provider;
+        use alloy_sol_types::{SolCall, SolEvent};
+        let s = &self.settings;
+        let filter = alloy_rpc_types_eth::Filter::new()
+            .address(s.ctf)
+            .event_signature(IConditionalTokens::ConditionPreparation::SIGNATURE_HASH)
+            .topic1(condition_id)
+            .from_block(0);
+        let logs = self.provider.get_logs(&filter).await?;
+        let Some(prepared) = logs.iter().find_map(|l| l.log_decode::<IConditionalTokens::ConditionPreparation>().ok())
+        else {
+            return Ok(Err(format!("condition {condition_id} is not prepared on ConditionalTokens")));
+        };
+        let (oracle, question) = (prepared.inner.oracle, prepared.inner.questionId);
+        let (to, input) = if oracle == self.operator.address {
+            let payouts = vec![U256::from(u8::from(winner == 0)), U256::from(u8::from(winner == 1))];
+            (s.ctf, IConditionalTokens::reportPayoutsCall { questionId: question, payouts }.abi_encode())
+        } else if oracle == s.neg_risk_adapter {
+            (
+                s.neg_risk_adapter,
+                INegRiskAdapter::reportOutcomeCall { questionId: question, outcome: winner == 0 }.abi_encode(),
+            )
+        } else {
+            return Ok(Err(format!("the condition's oracle is {oracle}, not predex's operator or adapter")));
+        };
+        Ok(Ok(alloy_rpc_types_eth::TransactionRequest::default()
+            .with_from(self.operator.address)
+            .with_to(to)
+            .with_input(Bytes::from(input))))
+    }
+
+    /// Whether a condition's payouts are reported on chain.
+    pub async fn payouts_reported(&self, condition_id: B256) -> anyhow::Result<bool> {
+        let ctf = IConditionalTokens::new(self.settings.ctf, &self.provider);
+        Ok(!ctf.payoutDenominator(condition_id).call().await?.is_zero())
     }
 }

@@ -226,14 +226,14 @@ impl Chain {
     }
 
     /// Sends one of the operator's administrative transactions and waits until it is mined;
-    /// an error unless it succeeded.
-    pub async fn send(&self, what: &str, tx: TransactionRequest) -> anyhow::Result<()> {
+    /// its hash, or an error unless it succeeded.
+    pub async fn send(&self, what: &str, tx: TransactionRequest) -> anyhow::Result<B256> {
         let mut sender = self.operator.sending.lock().await;
         self.send_locked(&mut sender, what, tx).await
     }
 
     /// [`Chain::send`] with the sending lock held by the caller.
-    pub async fn send_locked(&self, sender: &mut Sender, what: &str, tx: TransactionRequest) -> anyhow::Result<()> {
+    pub async fn send_locked(&self, sender: &mut Sender, what: &str, tx: TransactionRequest) -> anyhow::Result<B256> {
         // The node's count again: the operator may have sent from its key outside predex.
         sender.forget();
         let nonce = sender.nonce(self).await.with_context(|| format!("{what}: no nonce"))?;
@@ -249,18 +249,20 @@ impl Chain {
         if !receipt.status() {
             bail!("{what}: reverted in transaction {}", receipt.transaction_hash);
         }
-        Ok(())
+        Ok(receipt.transaction_hash)
     }
 
-    /// The collateral `owner` can pay on either exchange: its balance, within the allowance
-    /// it gave each of them.
-    pub async fn collateral_spendable(&self, owner: Address) -> anyhow::Result<U256> {
+    /// `owner`'s collateral and what it lets each of the venue's spenders move of it.
+    pub async fn collateral_of(&self, owner: Address) -> anyhow::Result<CollateralHeld> {
         let s = &self.settings;
         let c = ICollateral::new(s.collateral, &self.provider);
-        let balance = c.balanceOf(owner).call().await?;
-        let standard = c.allowance(owner, s.exchange).call().await?;
-        let neg_risk = c.allowance(owner, s.neg_risk_exchange).call().await?;
-        Ok(balance.min(standard).min(neg_risk))
+        let (balance, exchange, neg_risk_exchange, adapter) = tokio::try_join!(
+            async { c.balanceOf(owner).call().await },
+            async { c.allowance(owner, s.exchange).call().await },
+            async { c.allowance(owner, s.neg_risk_exchange).call().await },
+            async { c.allowance(owner, s.neg_risk_adapter).call().await },
+        )?;
+        Ok(CollateralHeld { balance, exchange, neg_risk_exchange, adapter })
     }
 
     /// What `owner` holds of the position `token` on ConditionalTokens.
@@ -670,6 +672,28 @@ impl Chain {
 /// more (docs/operating/settlement.md, Throughput).
 pub fn gas_limit(estimate: u64) -> u64 {
     estimate + estimate / 10 + 30_000
+}
+
+/// A wallet's collateral on chain and its allowances to the venue's spenders: the exchange
+/// and the negative-risk exchange that settle (version 1's or 2's, as the venue), and the
+/// negative-risk adapter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CollateralHeld {
+    pub balance: U256,
+    pub exchange: U256,
+    pub neg_risk_exchange: U256,
+    pub adapter: U256,
+}
+
+impl CollateralHeld {
+    /// What the exchange of a market (negative-risk or not) may move.
+    pub fn allowance_toward(&self, neg_risk: bool) -> U256 {
+        if neg_risk {
+            self.neg_risk_exchange
+        } else {
+            self.exchange
+        }
+    }
 }
 
 /// What a log says changed for an account on chain.

@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-/// A transaction predex signs — a settlement, or a wallet transaction the relayer sends —
+/// A transaction predex signs — a settlement, a wallet transaction the relayer sends, or a
+/// resolved market's payouts reported —
 /// recorded (synced) before it is broadcast and deleted in the batch that applies its
 /// outcome, so the records held at any moment are exactly the transactions sent, or about
 /// to be, whose outcome is not applied yet.
@@ -25,6 +26,9 @@ pub struct ChainTx {
     pub relay: Option<Uuid>,
     /// The account that signed it when it is not the operator (a relayer key of its own).
     pub account: Option<[u8; 20]>,
+    /// The resolved market whose payouts it reports (then `trades` is empty), by condition
+    /// id.
+    pub report: Option<String>,
 }
 
 impl ChainTx {
@@ -32,5 +36,42 @@ impl ChainTx {
     /// (the operator's, `None`, first).
     pub fn key(&self) -> (Option<[u8; 20]>, u64) {
         (self.account, self.nonce)
+    }
+}
+
+/// A resolved market's payouts as reported to the chain (chain mode): due from the moment
+/// the market resolves, sent by the settlement worker in a recorded transaction
+/// (ConditionalTokens' `reportPayouts`, or the negative-risk adapter's `reportOutcome`),
+/// and followed as a settlement is: PENDING, MINED, CONFIRMED or FAILED.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PayoutReport {
+    pub condition_id: String,
+    /// The winning outcome's index (0: YES).
+    pub winner: u8,
+    pub state: ReportState,
+    /// The transaction that reports it, once signed (and recorded with it).
+    pub hash: Option<[u8; 32]>,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+/// Where a [`PayoutReport`] stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReportState {
+    Pending,
+    Mined,
+    Confirmed,
+    Failed,
+}
+
+impl ReportState {
+    /// As a trade's status is shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportState::Pending => "PENDING",
+            ReportState::Mined => "MINED",
+            ReportState::Confirmed => "CONFIRMED",
+            ReportState::Failed => "FAILED",
+        }
     }
 }

@@ -65,6 +65,7 @@ mod tests {
             sent_at: 0,
             relay: None,
             account,
+            report: None,
         };
         let (operator, relayer) = (tx(None), tx(Some([7; 20])));
         let mut b = Batch::default();

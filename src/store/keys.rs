@@ -230,6 +230,11 @@ pub(super) mod resolution {
     pub fn bonds_of_market(condition_id: &str) -> Vec<u8> {
         format!("m/{condition_id}/").into_bytes()
     }
+    /// market → its payouts as reported to the chain (chain mode).
+    pub const PAYOUT_REPORTS: &[u8] = b"p/";
+    pub fn payout_report(condition_id: &str) -> Vec<u8> {
+        format!("p/{condition_id}").into_bytes()
+    }
     /// market → its proposal.
     pub const PROPOSALS: &[u8] = b"r/";
     pub fn proposal(condition_id: &str) -> Vec<u8> {

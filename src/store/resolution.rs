@@ -1,5 +1,5 @@
-//! The `bonds` family, typed: bonds, proposals, cluster assignments, question auctions
-//! and bids.
+//! The `bonds` family, typed: bonds, proposals, cluster assignments, question auctions,
+//! bids and, in chain mode, payout reports.
 
 use std::ops::ControlFlow;
 
@@ -7,6 +7,7 @@ use serde::de::DeserializeOwned;
 
 use super::keys::resolution as key;
 use super::{cf, encode, Batch, Store, StoreError};
+use crate::domain::chain::PayoutReport;
 use crate::domain::resolution::{Auction, Bid, Bond, Proposal};
 
 impl Store {
@@ -43,6 +44,15 @@ impl Store {
             ControlFlow::Continue(())
         })?;
         Ok(out)
+    }
+
+    pub fn payout_report(&self, condition_id: &str) -> Result<Option<PayoutReport>, StoreError> {
+        self.get(cf::BONDS, &key::payout_report(condition_id))
+    }
+
+    /// Every market's payout report.
+    pub fn payout_reports(&self) -> Result<Vec<PayoutReport>, StoreError> {
+        self.bonds_values(key::PAYOUT_REPORTS)
     }
 
     /// The cluster the operator assigned a market to.
@@ -91,6 +101,10 @@ impl Batch {
 
     pub fn put_proposal(&mut self, p: &Proposal) {
         self.put(cf::BONDS, key::proposal(&p.condition_id), encode(p));
+    }
+
+    pub fn put_payout_report(&mut self, r: &PayoutReport) {
+        self.put(cf::BONDS, key::payout_report(&r.condition_id), encode(r));
     }
 
     pub fn put_bond_cluster(&mut self, condition_id: &str, cluster: u64) {

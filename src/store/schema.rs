@@ -87,7 +87,8 @@ pub mod cf {
     /// Maker rebates: address + `/` + day (4) → the day's rebate.
     pub const REBATES: &str = "rebates";
     /// Bonds and resolution (see `resolution`): `b/` agent `/` condition → bond; `m/`
-    /// condition `/` agent → (); `r/` condition → proposal; `k/` condition → cluster.
+    /// condition `/` agent → (); `r/` condition → proposal; `k/` condition → cluster; `p/`
+    /// condition → payout report (chain mode).
     pub const BONDS: &str = "bonds";
     /// Requests for quote (see `rfq`): `r/` rfq → request; `q/` rfq quote → quote; `i/`
     /// quote → rfq; `o/` owner time rfq → (); `a/` rfq → () while open; `x/` expiry kind

@@ -12,8 +12,13 @@ use crate::domain::chain::ChainTx;
 type Step = fn(&Store) -> Result<(), StoreError>;
 
 /// The steps from format 1 on.
-const STEPS: &[Step] =
-    &[versions_recorded, builder_codes_indexed, chain_txs_name_their_relay, chain_txs_name_their_account];
+const STEPS: &[Step] = &[
+    versions_recorded,
+    builder_codes_indexed,
+    chain_txs_name_their_relay,
+    chain_txs_name_their_account,
+    chain_txs_name_their_report,
+];
 
 /// The format this build writes and reads.
 pub(super) const CURRENT: u64 = STEPS.len() as u64 + 1;
@@ -73,29 +78,36 @@ fn builder_codes_indexed(store: &Store) -> Result<(), StoreError> {
 /// they send, if any — none for every record of format 3, a settlement: postcard's `None`
 /// is the byte `0` appended, as in [`versions_recorded`].
 fn chain_txs_name_their_relay(store: &Store) -> Result<(), StoreError> {
-    rewrite(store, cf::CHAIN_TXS, 0, |v| chain_tx_nones_missing(v) < 2)
+    rewrite(store, cf::CHAIN_TXS, 0, |v| chain_tx_nones_missing(v) < 3)
 }
 
 /// Format 4 → 5: chain mode's recorded transactions end with the account that signed them
 /// when it is not the operator's — none for every record of format 4 (a relayer key of its
 /// own came with format 5): `None` appended, as in [`chain_txs_name_their_relay`].
 fn chain_txs_name_their_account(store: &Store) -> Result<(), StoreError> {
+    rewrite(store, cf::CHAIN_TXS, 0, |v| chain_tx_nones_missing(v) < 2)
+}
+
+/// Format 5 → 6: chain mode's recorded transactions end with the resolved market whose
+/// payouts they report, if any — none for every record of format 5 (payout reports came
+/// with format 6): `None` appended, as in [`chain_txs_name_their_relay`].
+fn chain_txs_name_their_report(store: &Store) -> Result<(), StoreError> {
     rewrite(store, cf::CHAIN_TXS, 0, |v| chain_tx_nones_missing(v) < 1)
 }
 
 /// How many trailing `None`s (postcard's byte `0` each) a recorded transaction lacks to
-/// read as this build's [`ChainTx`]: 0 for the current format, 1 for format 4, 2 for
-/// format 3. A value of an older format never reads as a newer one: its bytes end where
-/// the next field would begin.
+/// read as this build's [`ChainTx`]: 0 for the current format, 1 for format 5, 2 for
+/// format 4, 3 for format 3. A value of an older format never reads as a newer one: its
+/// bytes end where the next field would begin.
 fn chain_tx_nones_missing(v: &[u8]) -> usize {
     let mut padded = v.to_vec();
-    for missing in 0..3 {
+    for missing in 0..4 {
         if decode::<ChainTx>(cf::CHAIN_TXS, &padded).is_ok() {
             return missing;
         }
         padded.push(0);
     }
-    3
+    4
 }
 
 /// Appends `byte` to each value of `name` that is not `current` yet, a bounded batch at a
@@ -210,9 +222,9 @@ mod tests {
 
     /// A settlement transaction recorded in format 3 reads, after the upgrades (each run
     /// twice), as the same transaction sending no relayer transaction, signed by the
-    /// operator; one of format 4 likewise.
+    /// operator, reporting no payouts; one of format 4 and one of format 5 likewise.
     #[test]
-    fn format_3_and_4_chain_txs_name_no_relay_and_no_account() {
+    fn format_3_to_5_chain_txs_name_no_relay_no_account_and_no_report() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let tx = |nonce| ChainTx {
@@ -224,14 +236,16 @@ mod tests {
             sent_at: 12,
             relay: None,
             account: None,
+            report: None,
         };
         let older = |nonce: u64, fields: usize| {
             let v = encode(&tx(nonce));
             v[..v.len() - fields].to_vec()
         };
         let mut wb = WriteBatch::default();
-        wb.put_cf(store.handle(cf::CHAIN_TXS), 7u64.to_be_bytes(), older(7, 2));
-        wb.put_cf(store.handle(cf::CHAIN_TXS), 8u64.to_be_bytes(), older(8, 1));
+        wb.put_cf(store.handle(cf::CHAIN_TXS), 7u64.to_be_bytes(), older(7, 3));
+        wb.put_cf(store.handle(cf::CHAIN_TXS), 8u64.to_be_bytes(), older(8, 2));
+        wb.put_cf(store.handle(cf::CHAIN_TXS), 9u64.to_be_bytes(), older(9, 1));
         store.write_batch(wb, true).unwrap();
         assert!(store.chain_txs().is_err());
         for _ in 0..2 {
@@ -240,7 +254,11 @@ mod tests {
         assert!(store.chain_txs().is_err(), "format 4 lacks the account");
         for _ in 0..2 {
             chain_txs_name_their_account(&store).unwrap();
-            assert_eq!(store.chain_txs().unwrap(), vec![tx(7), tx(8)]);
+        }
+        assert!(store.chain_txs().is_err(), "format 5 lacks the report");
+        for _ in 0..2 {
+            chain_txs_name_their_report(&store).unwrap();
+            assert_eq!(store.chain_txs().unwrap(), vec![tx(7), tx(8), tx(9)]);
         }
     }
 

@@ -206,7 +206,8 @@ fn markets_are_made_on_chain_and_balances_come_from_it() {
     outcome_labels_without_ids_are_the_markets(s);
     the_operator_cli_makes_a_market_from_a_question(&v);
     let market_id = negative_risk_questions_share_one_adapter_market(&v);
-    let (alice, carol) = balances_are_what_the_chain_lets_the_exchanges_move(&v);
+    let (alice, carol) = balances_are_the_wallets_and_allowances_by_spender(&v);
+    a_buy_needs_the_allowance_of_its_markets_exchange(&v, &yes);
     a_strangers_order_naming_anothers_wallet_is_refused(s, &carol, &alice, &yes);
     what_moves_balances_the_chain_does_not_hold_is_refused(s, &alice, &cond, &market_id);
     orders_need_the_balance_and_allowance_on_chain(&v, &alice, &carol, (&yes, &no));
@@ -294,16 +295,54 @@ fn negative_risk_questions_share_one_adapter_market(v: &Venue) -> String {
     market_id
 }
 
-/// Alice approved the exchanges, Carol did not.
-fn balances_are_what_the_chain_lets_the_exchanges_move(v: &Venue) -> (Trader, Trader) {
+/// Alice approved the exchanges, Carol did not: each one's balance is its wallet's, and
+/// the allowances are by spender, as read from the chain.
+fn balances_are_the_wallets_and_allowances_by_spender(v: &Venue) -> (Trader, Trader) {
     let s = &v.server;
     let alice = v.trader(100_000_000, true);
     let carol = v.trader(100_000_000, false);
-    let (st, b) = alice.l2(s, "GET", "/balance-allowance/update", None);
-    assert_eq!((st, b["balance"].as_str().unwrap()), (200, "100000000"), "{b}");
-    let (st, b) = carol.l2(s, "GET", "/balance-allowance/update", None);
-    assert_eq!((st, b["balance"].as_str().unwrap()), (200, "0"), "{b}");
+    let spenders = [
+        format!("{}", v.exchange()),
+        format!("{}", v.neg_risk_exchange()),
+        format!("{}", Venue::address(&v.deployed.neg_risk_adapter_address)),
+    ];
+    let max = alloy_primitives::U256::MAX.to_string();
+    for (t, allowed) in [(&alice, [max.as_str(), max.as_str(), "0"]), (&carol, ["0", "0", "0"])] {
+        let (st, b) = t.l2(s, "GET", "/balance-allowance/update", None);
+        assert_eq!((st, b["balance"].as_str().unwrap()), (200, "100000000"), "{b}");
+        let (st, b) = t.l2(s, "GET", "/balance-allowance", None);
+        assert_eq!(st, 200, "{b}");
+        let want: serde_json::Map<String, Value> =
+            spenders.iter().zip(allowed).map(|(k, a)| (k.clone(), json!(a))).collect();
+        assert_eq!((b["balance"].clone(), b["allowances"].clone()), (json!("100000000"), Value::Object(want)), "{b}");
+    }
     (alice, carol)
+}
+
+/// A wallet that approved only the standard exchange buys in its markets and is refused in
+/// the negative-risk exchange's.
+fn a_buy_needs_the_allowance_of_its_markets_exchange(v: &Venue, yes: &str) {
+    use predex::chain::ICollateral;
+    let s = &v.server;
+    let dave = v.trader(100_000_000, false);
+    let (url, wallet, collateral, exchange) =
+        (v.anvil.url.clone(), dave.wallet.clone(), Venue::address(&v.deployed.collateral_address), v.exchange());
+    v.rt.block_on(async move {
+        let p = wallet_provider(&url, wallet).unwrap();
+        let c = ICollateral::new(collateral, &p);
+        let r = c.approve(exchange, alloy_primitives::U256::from(30_000_000u64)).send().await.unwrap();
+        assert!(r.get_receipt().await.unwrap().status());
+    });
+    let (st, nr) = s.internal_post("/internal/markets", &json!({"question": "Candidate C?", "neg_risk": true}));
+    assert_eq!(st, 200, "{nr}");
+    let nr_yes = nr["tokens"][0]["token_id"].as_str().unwrap();
+    let (st, b) = dave.submit(s, dave.signed(nr_yes, "BUY", 5_000_000, 10_000_000).neg_risk().sign(s), "GTC");
+    assert_eq!((st, b["error"].as_str().unwrap_or_default()), (400, "not enough balance / allowance"), "{b}");
+    dave.place(s, yes, "BUY", "0.10", "200");
+    // The allowance covers what its open orders hold and no more.
+    let (st, b) = dave.submit(s, dave.order(s, yes, "BUY", "0.10", "101"), "GTC");
+    assert_eq!((st, b["error"].as_str().unwrap_or_default()), (400, "not enough balance / allowance"), "{b}");
+    dave.place(s, yes, "BUY", "0.10", "100");
 }
 
 /// A stranger's order naming Alice as its proxy or Safe maker is refused, and its balance
@@ -1097,4 +1136,180 @@ fn a_maker_without_open_orders_that_moves_its_nonce_is_followed() {
     let bid = |nonce: u64| alice.signed(&yes, "BUY", 4_000_000, 10_000_000).nonce(nonce).sign(s);
     crate::support::wait_for(30, || (alice.submit(s, bid(1), "GTC").0 == 200).then_some(()));
     assert_eq!(crate::support::err(alice.submit(s, bid(0), "GTC")), (400, "invalid nonce".into()));
+}
+
+/// The catalogue's market for a condition.
+fn catalogue_market(s: &Server, cond: &str) -> Value {
+    let (st, list) = s.catalogue_get(&format!("/markets?condition_ids={cond}"));
+    assert_eq!(st, 200, "{list}");
+    list[0].clone()
+}
+
+/// A condition's payouts on ConditionalTokens: (numerators, denominator).
+fn payouts_on_chain(v: &Venue, cond: &str) -> (Vec<u64>, u64) {
+    use alloy_sol_types::SolCall;
+    alloy_sol_types::sol! {
+        function payoutNumerators(bytes32 conditionId, uint256 index) external view returns (uint256);
+        function payoutDenominator(bytes32 conditionId) external view returns (uint256);
+    }
+    let ctf = v.deployed.ctf_address.clone().unwrap();
+    let cond: alloy_primitives::B256 = cond.parse().unwrap();
+    let call = |data: Vec<u8>| {
+        let r = v
+            .anvil
+            .rpc(
+                "eth_call",
+                json!([{"to": ctf, "data": format!("0x{}", alloy_primitives::hex::encode(data))}, "latest"]),
+            )
+            .unwrap();
+        let r = r.as_str().unwrap().trim_start_matches("0x");
+        u64::from_str_radix(&r[r.len() - 16..], 16).unwrap()
+    };
+    let n = (0..2)
+        .map(|i| call(payoutNumeratorsCall { conditionId: cond, index: alloy_primitives::U256::from(i) }.abi_encode()))
+        .collect();
+    (n, call(payoutDenominatorCall { conditionId: cond }.abi_encode()))
+}
+
+/// Resolving a market reports its payouts to the chain as their oracle: a binary market's
+/// through ConditionalTokens' `reportPayouts`, a negative-risk question's through the
+/// adapter's `reportOutcome`. The report is recorded before its broadcast: killed (-9)
+/// with the transaction recorded and not at the node, predex sends the recorded one on
+/// restart and it is mined once. Trading in the resolved market stops, its orders are
+/// cancelled; the catalogue and the dashboard show where each report stands.
+#[test]
+fn a_resolution_is_reported_on_chain_once_across_kill_9() {
+    let anvil = Anvil::start();
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
+    let deployed = deploy(&anvil, &key, &root().join("contracts"), &[]);
+    let data = dir.path().join("data");
+    let proxy = HoldingProxy::start(&anvil.url);
+    let (mut child, server) = spawn_predex(&data, &deployed, &key, &proxy.url);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let v = Venue { server, deployed, anvil, _dir: dir, rt };
+    let (cond, yes, _) = v.market();
+    let (st, nr) = v.server.internal_post("/internal/markets", &json!({"question": "Candidate A?", "neg_risk": true}));
+    assert_eq!(st, 200, "{nr}");
+    let nr_cond = nr["condition_id"].as_str().unwrap().to_string();
+    let alice = v.trader(100_000_000, true);
+    let (st, b) = alice.submit(&v.server, alice.order(&v.server, &yes, "BUY", "0.40", "10"), "GTC");
+    assert_eq!(st, 200, "{b}");
+    let before = operator_nonce(&v.anvil, "latest");
+
+    // Resolved YES; the report's transaction recorded and held on its way to the node.
+    proxy.holding.store(true, Ordering::SeqCst);
+    let (st, m) = v
+        .server
+        .internal_post("/internal/resolution", &json!({"condition_id": cond, "status": "RESOLVED", "outcome": "Yes"}));
+    assert_eq!((st, &m["resolutionStatus"]), (200, &json!("RESOLVED")), "{m}");
+    let raw = crate::support::wait_for(30, || proxy.held.lock().unwrap().first().cloned());
+    let sent = format!("{}", alloy_primitives::keccak256(alloy_primitives::hex::decode(raw).unwrap()));
+    let m = catalogue_market(&v.server, &cond);
+    assert_eq!(m["payoutReport"], json!({"status": "PENDING", "transactionHash": sent, "error": null}), "{m}");
+    assert_eq!(operator_nonce(&v.anvil, "pending"), before, "not at the node");
+    assert_eq!(open_orders(&v, &alice), Vec::<Value>::new(), "the market's orders are cancelled");
+    child.child.kill().unwrap(); // SIGKILL
+    child.child.wait().unwrap();
+    drop(child);
+
+    // Started again, straight to the node: the recorded report is sent, once.
+    let Venue { server, deployed, anvil, _dir, rt } = v;
+    drop(server);
+    let (_child, server) = spawn_predex(&data, &deployed, &key, &anvil.url);
+    let v = Venue { server, deployed, anvil, _dir, rt };
+    let m = crate::support::wait_for(60, || {
+        let m = catalogue_market(&v.server, &cond);
+        (m["payoutReport"]["status"] == "CONFIRMED").then_some(m)
+    });
+    assert_eq!(m["payoutReport"]["transactionHash"], json!(sent), "{m}");
+    assert_eq!(payouts_on_chain(&v, &cond), (vec![1, 0], 1));
+    assert_eq!(operator_nonce(&v.anvil, "latest"), before + 1, "one transaction");
+    let (st, b) = alice.submit(&v.server, alice.order(&v.server, &yes, "BUY", "0.40", "10"), "GTC");
+    assert_ne!(st, 200, "a resolved market takes no orders: {b}");
+
+    // A negative-risk question resolved NO: through the adapter.
+    let (st, m) = v.server.internal_post(
+        "/internal/resolution",
+        &json!({"condition_id": nr_cond, "status": "RESOLVED", "outcome": "No"}),
+    );
+    assert_eq!(st, 200, "{m}");
+    crate::support::wait_for(60, || {
+        (catalogue_market(&v.server, &nr_cond)["payoutReport"]["status"] == "CONFIRMED").then_some(())
+    });
+    assert_eq!(payouts_on_chain(&v, &nr_cond), (vec![0, 1], 1));
+    let (st, o) = v.server.internal_get("/internal/overview");
+    assert_eq!(st, 200, "{o}");
+    assert_eq!(o["settlement"]["chain"]["payoutReports"], json!({"pending": 0, "confirmed": 2, "failed": 0}), "{o}");
+    // A market not resolved shows no report.
+    let (other, _, _) = v.market();
+    assert_eq!(catalogue_market(&v.server, &other)["payoutReport"], Value::Null);
+}
+
+/// The faucet mints the development collateral to a wallet and, with `--faucet-gas`, tops
+/// up its native balance to what its approvals cost; an address has one gift per interval;
+/// bad input sends nothing; the operator's CLI gives too; and a venue whose collateral its
+/// operator cannot mint answers 409.
+#[test]
+fn the_faucet_gives_the_development_collateral_and_gas_once_per_interval() {
+    let anvil = Anvil::start();
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
+    let deployed = deploy(&anvil, &key, &root().join("contracts"), &[]);
+    let settings = [("PREDEX_FAUCET_GAS", "true".to_string()), ("PREDEX_FAUCET_MAX", "100".to_string())];
+    let (_child, server) = spawn_predex_with(&dir.path().join("data"), &deployed, &key, &anvil.url, &settings);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let v = Venue { server, deployed, anvil, _dir: dir, rt };
+    let s = &v.server;
+    let fresh = alloy_signer_local::PrivateKeySigner::random().address();
+    let nonce = || operator_nonce(&v.anvil, "latest");
+    let before = nonce();
+    for (body, want) in [
+        (json!({"address": "0x12", "amount": "1"}), "invalid address"),
+        (
+            json!({"address": fresh, "amount": "0"}),
+            "amount must be a positive 6-decimal integer string of at most 100 USDC",
+        ),
+        (
+            json!({"address": fresh, "amount": "100000001"}),
+            "amount must be a positive 6-decimal integer string of at most 100 USDC",
+        ),
+    ] {
+        assert_eq!(crate::support::err(s.internal_post("/internal/faucet", &body)), (400, want.to_string()));
+    }
+    assert_eq!(nonce(), before, "bad input sends nothing");
+
+    let (st, g) = s.internal_post("/internal/faucet", &json!({"address": fresh, "amount": "25000000"}));
+    assert_eq!(st, 200, "{g}");
+    assert_eq!(v.holdings_of(fresh, &[]).0, 25_000_000);
+    assert_eq!(v.receipt_status(g["transactionHash"].as_str().unwrap()), 1);
+    let wei = g["gas"]["wei"].as_str().unwrap().parse::<alloy_primitives::U256>().unwrap();
+    assert!(!wei.is_zero());
+    assert_eq!(v.gas_of(fresh), wei, "{g}");
+    assert_eq!(
+        crate::support::err(s.internal_post("/internal/faucet", &json!({"address": fresh, "amount": "1"}))),
+        (429, "this address had a gift from the faucet less than 3600 s ago".to_string())
+    );
+    assert_eq!(v.holdings_of(fresh, &[]).0, 25_000_000);
+
+    // A trader's balance on predex follows the gift; a wallet with gas already gets none.
+    let alice = v.trader(0, true);
+    let (ok, g, err) = crate::admin::admin(s, &["faucet", "--address", &alice.address, "--amount", "1.5"]);
+    assert!(ok, "{err}");
+    assert_eq!(g["gas"], Value::Null, "{g}");
+    assert_eq!(alice.balance(s, "USDC"), 1_500_000);
+
+    // A collateral its operator cannot mint (here: code without `mint`).
+    let collateral = v.deployed.collateral_address.clone().unwrap();
+    let other = v.anvil.rpc("eth_getCode", json!([v.deployed.ctf_address.clone().unwrap(), "latest"])).unwrap();
+    v.anvil.rpc("anvil_setCode", json!([collateral, other])).unwrap();
+    let someone = alloy_signer_local::PrivateKeySigner::random().address();
+    assert_eq!(
+        crate::support::err(s.internal_post("/internal/faucet", &json!({"address": someone, "amount": "1"}))),
+        (
+            409,
+            "the faucet mints the development collateral only: this venue's collateral cannot be minted by its operator"
+                .to_string()
+        )
+    );
 }

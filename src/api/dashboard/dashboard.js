@@ -162,6 +162,8 @@ function showSettlement(s) {
     setText("relayer", s.chain.relayer === s.chain.operator ? "the operator" : s.chain.relayer);
     setText("relayer-gas", gas(s.chain.relayerGasBalance));
     setText("in-flight", String(s.chain.inFlight));
+    const r = s.chain.payoutReports;
+    setText("payout-reports", `${r.pending} pending, ${r.confirmed} confirmed, ${r.failed} failed`);
     const t = s.chain.lastTx;
     setText("last-tx", t ? `${t.status} ${clock(t.at * 1000)} ${t.hash}` : "none since start");
   }

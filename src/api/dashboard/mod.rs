@@ -20,6 +20,7 @@ use warp::{Filter, Reply};
 use super::{respond, with_state, ApiError, ApiResult, Routes};
 use crate::app::overview;
 use crate::app::AppState;
+use crate::domain::chain::ReportState;
 use crate::domain::now_secs;
 
 const PAGE: &str = include_str!("index.html");
@@ -137,7 +138,7 @@ fn same_origin(origin: &str, host: Option<&str>) -> bool {
 
 /// GET /internal/overview: the markets with their book tops, last price, 24-hour volume and
 /// resting orders; the settlement backlog; in chain mode the operator's gas balance and
-/// last transaction; the mode and the rate limit.
+/// last transaction and its resolved markets' payout reports; the mode and the rate limit.
 async fn overview(s: &AppState) -> ApiResult {
     let o = s.engine.overview().await?;
     let now = now_secs();
@@ -180,12 +181,19 @@ async fn overview(s: &AppState) -> ApiResult {
             let relayer = c.relayer().address;
             let (balance, relayer_balance) = tokio::join!(gas(c.operator.address), gas(relayer));
             let last = *c.last_tx.lock();
+            let reports = s.store.payout_reports()?;
+            let count = |states: &[ReportState]| reports.iter().filter(|r| states.contains(&r.state)).count();
             json!({
                 "operator": format!("{:#x}", c.operator.address),
                 "gasBalance": balance,
                 "relayer": format!("{relayer:#x}"),
                 "relayerGasBalance": relayer_balance,
                 "inFlight": s.store.chain_txs()?.len(),
+                "payoutReports": {
+                    "pending": count(&[ReportState::Pending, ReportState::Mined]),
+                    "confirmed": count(&[ReportState::Confirmed]),
+                    "failed": count(&[ReportState::Failed]),
+                },
                 "lastTx": last.map(|t| json!({ "hash": format!("{:#x}", t.hash), "at": t.at, "status": t.status })),
             })
         }

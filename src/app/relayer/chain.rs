@@ -101,6 +101,7 @@ pub async fn send(
         sent_at: now_secs(),
         relay: Some(tx.id),
         account: chain.relayer.as_ref().map(|r| r.address.0 .0),
+        report: None,
     };
     let mut b = Batch::default();
     b.add_relay_tx(&tx);

@@ -11,6 +11,7 @@
 //! Question auctions ([`auctions`]) decide which agent may propose on a market.
 
 pub mod auctions;
+pub mod payouts;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -308,8 +309,9 @@ pub async fn assign_cluster(s: &AppState, condition_id: &str, cluster: u64) -> R
 // ---- resolving ------------------------------------------------------------------------
 
 /// Resolves a market for `winner`: stops its trading and cancels its open orders, records
-/// RESOLVED with the winner (redeem reads it), and settles its bonds. Safe to repeat: each
-/// step is skipped once done.
+/// RESOLVED with the winner (redeem reads it), settles its bonds and, in chain mode, makes
+/// its payouts due to be reported on chain ([`payouts`]). Safe to repeat: each step is
+/// skipped once done.
 pub fn resolve(s: &AppState, condition_id: &str, winner: u8) -> Result<(), String> {
     let _one = s.resolution.changes.blocking_lock();
     s.engine.blocking().close_market(condition_id.to_string()).map_err(|x| format!("{x:?}"))?;
@@ -344,6 +346,11 @@ pub fn resolve(s: &AppState, condition_id: &str, winner: u8) -> Result<(), Strin
             .blocking()
             .transfer(b.agent.clone(), vec![(COLLATERAL.to_string(), LedgerChange::Credit(Amount(back)))], records)
             .map_err(|x| format!("bond of {}: {x:?}", b.agent))?;
+    }
+    let mut report = Batch::default();
+    payouts::due(s, condition_id, winner, &mut report).map_err(|x| x.to_string())?;
+    if !report.is_empty() {
+        s.commit_blocking(report).map_err(|x| x.to_string())?;
     }
     let mut meta = crate::app::catalogue::meta_or_new(s, condition_id);
     meta.resolution = Some(ResolutionStatus::Resolved);

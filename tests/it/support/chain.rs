@@ -431,5 +431,6 @@ pub(crate) fn spawn_predex_with(
     let mut server =
         Server::external(p.server.clob.clone(), p.server.internal.clone(), chain_config(data, deployed, key.into()));
     server.analytics = p.server.analytics.clone();
+    server.catalogue = p.server.catalogue.clone();
     (p, server)
 }

@@ -66,6 +66,7 @@ pub(crate) fn spawn_with(dir: &std::path::Path, env: &[(&str, String)]) -> Proc 
     let mut server =
         Server::external(format!("http://{}", addrs["clob"]), format!("http://{}", addrs["internal"]), config);
     server.analytics = format!("http://{}", addrs["analytics"]);
+    server.catalogue = format!("http://{}", addrs["catalogue"]);
     Proc { child, server, logs_ahead }
 }
 
