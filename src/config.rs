@@ -146,6 +146,11 @@ pub struct Config {
     /// trade is CONFIRMED.
     #[arg(long, default_value_t = 1)]
     pub confirmations: u64,
+    /// Chain mode: a transaction predex sent and the node has not mined this long after it
+    /// was signed (seconds) is replaced: its nonce signed again at fees at least 25% higher
+    /// (the node's estimate when that is higher).
+    #[arg(long, default_value_t = 60)]
+    pub replace_after_secs: u64,
     /// Chain mode's faucet (`POST /internal/faucet`): the most of the development collateral
     /// one gift mints (whole USDC).
     #[arg(long, default_value_t = 10_000)]

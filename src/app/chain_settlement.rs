@@ -19,7 +19,7 @@
 //! ([`super::resolution::payouts`]) are recorded the same way and followed here with the
 //! settlements.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use alloy_eips::eip2718::Encodable2718;
@@ -59,6 +59,8 @@ pub struct ChainSettler {
     restored: bool,
     /// The transactions in flight whose trades are marked MINED.
     mined: HashSet<TxKey>,
+    /// When each transaction in flight was last broadcast again, unchanged.
+    resent: HashMap<TxKey, u64>,
     /// Makers' own cancellations on the exchanges.
     watch: super::chain_watch::ChainWatch,
 }
@@ -69,7 +71,16 @@ impl ChainSettler {
         let in_flight: BTreeMap<TxKey, ChainTx> = state.store.chain_txs()?.into_iter().map(|t| (t.key(), t)).collect();
         let sent_through = in_flight.values().map(|t| t.last_seq).max().unwrap_or(0);
         let watch = super::chain_watch::ChainWatch::new(state.clone())?;
-        Ok(ChainSettler { state, rt, in_flight, sent_through, restored: false, mined: HashSet::new(), watch })
+        Ok(ChainSettler {
+            state,
+            rt,
+            in_flight,
+            sent_through,
+            restored: false,
+            mined: HashSet::new(),
+            resent: HashMap::new(),
+            watch,
+        })
     }
 
     async fn pass(&mut self) -> anyhow::Result<(usize, usize, usize, usize)> {
@@ -108,11 +119,19 @@ impl ChainSettler {
             if waiting.contains(&tx.account) {
                 continue;
             }
-            let hash = B256::from(tx.hash);
-            match p.get_transaction_receipt(hash).await? {
+            let (hash, receipt) = receipt_of(p, tx).await?;
+            match receipt {
                 Some(r) => {
                     let block = r.block_number.unwrap_or(u64::MAX);
                     if r.status() && self.mined.insert(*key) {
+                        if hash.0 != tx.hash {
+                            // A transaction it replaced was mined, not the last one: its
+                            // hash is the one shown (written before the records below
+                            // read theirs).
+                            let mut b = Batch::default();
+                            rehash(&self.state, tx, hash.0, &mut b)?;
+                            self.state.commit(b).await?;
+                        }
                         match (tx.relay, &tx.report) {
                             (Some(id), _) => super::relayer::chain::mined(&self.state, &id, &mut mined_records)?,
                             (None, Some(c)) => super::resolution::payouts::mined(&self.state, c, &mut mined_records)?,
@@ -153,7 +172,14 @@ impl ChainSettler {
                 }
                 None => {
                     let now = now_secs();
-                    if restoring || now.saturating_sub(tx.sent_at) >= RESEND_SECS {
+                    let last = self.resent.get(key).copied().unwrap_or(0).max(tx.sent_at);
+                    if !restoring && now.saturating_sub(tx.sent_at) >= self.state.config.replace_after_secs {
+                        // Left in the pool (its fees below what the node now takes):
+                        // the same nonce, signed again at higher fees.
+                        if let Err(e) = replace(&self.state, chain, tx).await {
+                            tracing::warn!(nonce = tx.nonce, %hash, error = %e, "stuck transaction not replaced");
+                        }
+                    } else if restoring || now.saturating_sub(last) >= RESEND_SECS {
                         if restoring && p.get_transaction_by_hash(hash).await?.is_some() {
                             continue;
                         }
@@ -161,7 +187,7 @@ impl ChainSettler {
                         if let Err(e) = p.send_raw_transaction(&tx.raw).await {
                             tracing::warn!(nonce = tx.nonce, %hash, error = %e, "transaction not re-broadcast");
                         }
-                        tx.sent_at = now;
+                        self.resent.insert(*key, now);
                     }
                     if !restoring {
                         waiting.insert(tx.account);
@@ -190,6 +216,7 @@ impl ChainSettler {
         for n in done {
             self.in_flight.remove(&n);
             self.mined.remove(&n);
+            self.resent.remove(&n);
         }
         self.refresh_parties(&ids).await;
         for tx in &relayed {
@@ -328,6 +355,7 @@ async fn sign_pass(chain: &Chain, sender: &mut Sender, calls: Vec<Call>, after: 
             relay: None,
             account: None,
             report: None,
+            replaced: Vec::new(),
         };
         pass.batch.put_chain_tx(&record);
         sender.used(nonce);
@@ -570,6 +598,67 @@ fn fields(o: &OrderRecord, salt: U256) -> Option<SignedOrderFields> {
         },
         signature_type: o.signature_type,
     })
+}
+
+/// The receipt of a recorded transaction, looked up by its hash and then by the hashes it
+/// replaced (newest first); with the hash found (the last one when none is mined).
+async fn receipt_of(
+    p: &alloy_provider::DynProvider,
+    tx: &ChainTx,
+) -> anyhow::Result<(B256, Option<alloy_rpc_types_eth::TransactionReceipt>)> {
+    for h in std::iter::once(tx.hash).chain(tx.replaced.iter().rev().copied()) {
+        if let Some(r) = p.get_transaction_receipt(B256::from(h)).await? {
+            return Ok((B256::from(h), Some(r)));
+        }
+    }
+    Ok((B256::from(tx.hash), None))
+}
+
+/// Signs a transaction the node leaves in its pool again — the same nonce, call and gas
+/// limit, each fee the node's estimate or 25% above the last, whichever is higher — and
+/// records it in place of the old one (whose hash it keeps: either may be mined) before
+/// broadcasting it. What the relayer's record or a payout report shows follows the new hash.
+async fn replace(state: &AppState, chain: &Chain, tx: &mut ChainTx) -> anyhow::Result<()> {
+    use alloy_eips::eip2718::Decodable2718;
+    let envelope = alloy_consensus::TxEnvelope::decode_2718(&mut &tx.raw[..])?;
+    let from = tx.account.map_or(chain.operator.address, alloy_primitives::Address::from);
+    let mut request = TransactionRequest::from_transaction_with_sender(envelope, from);
+    let fees = chain.provider.estimate_eip1559_fees().await?;
+    let bump = |old: Option<u128>, now: u128| now.max(old.unwrap_or(0).saturating_mul(5) / 4 + 1);
+    let priority = bump(request.max_priority_fee_per_gas, fees.max_priority_fee_per_gas);
+    let max = bump(request.max_fee_per_gas, fees.max_fee_per_gas).max(priority);
+    request.set_max_priority_fee_per_gas(priority);
+    request.set_max_fee_per_gas(max);
+    let wallet = if tx.account.is_some() { &chain.relayer().wallet } else { &chain.operator.wallet };
+    let envelope = request.build(wallet).await.map_err(|e| anyhow::anyhow!("sign: {e}"))?;
+    let mut next = tx.clone();
+    next.replaced.push(tx.hash);
+    next.hash = envelope.tx_hash().0;
+    next.raw = envelope.encoded_2718();
+    next.sent_at = now_secs();
+    let mut b = Batch::default();
+    b.put_chain_tx(&next);
+    rehash(state, &next, next.hash, &mut b)?;
+    // Durable before it can be mined.
+    state.commit(b).await?;
+    tracing::warn!(nonce = tx.nonce, old = %B256::from(tx.hash), new = %B256::from(next.hash), max_fee = max,
+        "transaction left in the pool replaced at higher fees");
+    *tx = next;
+    *chain.last_tx.lock() = Some(LastTx { hash: B256::from(tx.hash), at: tx.sent_at, status: "sent" });
+    if let Err(e) = chain.provider.send_raw_transaction(&tx.raw).await {
+        tracing::warn!(nonce = tx.nonce, hash = %B256::from(tx.hash), error = %e, "replacement not broadcast");
+    }
+    Ok(())
+}
+
+/// What a relayed transaction's record or a payout report shows as its hash, now `hash`
+/// (a trade's hash comes with its outcome).
+fn rehash(state: &AppState, tx: &ChainTx, hash: [u8; 32], b: &mut Batch) -> Result<(), crate::store::StoreError> {
+    match (tx.relay, &tx.report) {
+        (Some(id), _) => super::relayer::chain::rehash(state, &id, hash, b),
+        (None, Some(c)) => super::resolution::payouts::rehash(state, c, hash, b),
+        (None, None) => Ok(()),
+    }
 }
 
 /// Why a mined transaction reverted: its call replayed, from its account, on the state it

@@ -78,7 +78,7 @@ pub struct Gift {
 /// Mints `amount` (6-decimal units) of the development collateral to `address` and, with
 /// `--faucet-gas`, tops up its native balance; answers once mined.
 pub async fn give(s: &AppState, address: &str, amount: &str) -> Result<Gift, FaucetError> {
-    let on = on_chain(s).map_err(|_| FaucetError::LedgerMode)?;
+    on_chain(s).map_err(|_| FaucetError::LedgerMode)?;
     let who: Address =
         crate::auth::normalize_address(address).and_then(|a| a.parse().ok()).ok_or(FaucetError::Address)?;
     let max = s.config.faucet_max;
@@ -86,10 +86,10 @@ pub async fn give(s: &AppState, address: &str, amount: &str) -> Result<Gift, Fau
         .ok()
         .filter(|&a| a > 0 && a <= max.saturating_mul(1_000_000))
         .ok_or(FaucetError::Amount(max))?;
-    on.faucet.take_turn(who, now_secs(), s.config.faucet_interval_secs)?;
+    s.faucet.take_turn(who, now_secs(), s.config.faucet_interval_secs)?;
     let gift = mint_and_fuel(s, who, amount).await;
     if gift.is_err() {
-        on.faucet.give_back(who);
+        s.faucet.give_back(who);
     }
     gift
 }

@@ -68,6 +68,8 @@ pub struct AppState {
     pub bridge: bridge::Bridge,
     pub rewards: rewards::Rewards,
     pub resolution: resolution::Resolution,
+    /// Chain mode's faucet: its gifts of the last interval.
+    pub faucet: faucet::Faucet,
     pub rfq: rfq::Rfq,
     /// Chain mode's link to the chain, checked at start (None: ledger mode).
     pub chain: Option<onchain::OnChain>,
@@ -128,6 +130,7 @@ impl Parts {
             bridge: bridge::Bridge::load(&store, &config.catalogue.with_file_name("bridge-assets.json"))?,
             rewards: rewards::Rewards::load(&store)?,
             resolution: Default::default(),
+            faucet: Default::default(),
             rfq: Default::default(),
             chain: chain.map(onchain::OnChain::new),
             events,

@@ -45,8 +45,6 @@ pub struct OnChain {
     /// The relayer's transactions recorded and sent since the settlement worker's last
     /// pass, which follows them from then on.
     pub relayed: Mutex<Vec<crate::domain::chain::ChainTx>>,
-    /// The faucet's gifts of the last interval.
-    pub faucet: super::faucet::Faucet,
     /// The collateral allowances of each wallet whose collateral was read, as last read.
     collateral: Mutex<HashMap<String, CollateralHeld>>,
 }
@@ -59,7 +57,6 @@ impl OnChain {
             paused: Default::default(),
             makers: Default::default(),
             relayed: Default::default(),
-            faucet: Default::default(),
             collateral: Default::default(),
         }
     }

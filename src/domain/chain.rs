@@ -20,7 +20,7 @@ pub struct ChainTx {
     pub trades: Vec<Uuid>,
     /// The last of them, by sequence.
     pub last_seq: u64,
-    /// UNIX seconds of its last broadcast.
+    /// UNIX seconds of its signing (of its replacement, once replaced).
     pub sent_at: u64,
     /// The relayer's transaction it sends (then `trades` is empty), for a wallet.
     pub relay: Option<Uuid>,
@@ -29,6 +29,9 @@ pub struct ChainTx {
     /// The resolved market whose payouts it reports (then `trades` is empty), by condition
     /// id.
     pub report: Option<String>,
+    /// The hashes of the transactions it replaced (its nonce signed at lower fees, left in
+    /// the node's pool), oldest first: until one is mined, any of them may be.
+    pub replaced: Vec<[u8; 32]>,
 }
 
 impl ChainTx {

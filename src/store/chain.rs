@@ -66,6 +66,7 @@ mod tests {
             relay: None,
             account,
             report: None,
+            replaced: Vec::new(),
         };
         let (operator, relayer) = (tx(None), tx(Some([7; 20])));
         let mut b = Batch::default();

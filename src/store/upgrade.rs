@@ -17,7 +17,7 @@ const STEPS: &[Step] = &[
     builder_codes_indexed,
     chain_txs_name_their_relay,
     chain_txs_name_their_account,
-    chain_txs_name_their_report,
+    chain_txs_name_their_report_and_replacements,
 ];
 
 /// The format this build writes and reads.
@@ -78,36 +78,38 @@ fn builder_codes_indexed(store: &Store) -> Result<(), StoreError> {
 /// they send, if any — none for every record of format 3, a settlement: postcard's `None`
 /// is the byte `0` appended, as in [`versions_recorded`].
 fn chain_txs_name_their_relay(store: &Store) -> Result<(), StoreError> {
-    rewrite(store, cf::CHAIN_TXS, 0, |v| chain_tx_nones_missing(v) < 3)
+    rewrite(store, cf::CHAIN_TXS, 0, |v| chain_tx_nones_missing(v) < 4)
 }
 
 /// Format 4 → 5: chain mode's recorded transactions end with the account that signed them
 /// when it is not the operator's — none for every record of format 4 (a relayer key of its
 /// own came with format 5): `None` appended, as in [`chain_txs_name_their_relay`].
 fn chain_txs_name_their_account(store: &Store) -> Result<(), StoreError> {
-    rewrite(store, cf::CHAIN_TXS, 0, |v| chain_tx_nones_missing(v) < 2)
+    rewrite(store, cf::CHAIN_TXS, 0, |v| chain_tx_nones_missing(v) < 3)
 }
 
 /// Format 5 → 6: chain mode's recorded transactions end with the resolved market whose
-/// payouts they report, if any — none for every record of format 5 (payout reports came
-/// with format 6): `None` appended, as in [`chain_txs_name_their_relay`].
-fn chain_txs_name_their_report(store: &Store) -> Result<(), StoreError> {
+/// payouts they report, if any, and the transactions they replaced — none and none for
+/// every record of format 5 (both came with format 6): `None` and the empty list (postcard's
+/// length `0`) appended, as in [`chain_txs_name_their_relay`].
+fn chain_txs_name_their_report_and_replacements(store: &Store) -> Result<(), StoreError> {
+    rewrite(store, cf::CHAIN_TXS, 0, |v| chain_tx_nones_missing(v) < 2)?;
     rewrite(store, cf::CHAIN_TXS, 0, |v| chain_tx_nones_missing(v) < 1)
 }
 
-/// How many trailing `None`s (postcard's byte `0` each) a recorded transaction lacks to
-/// read as this build's [`ChainTx`]: 0 for the current format, 1 for format 5, 2 for
-/// format 4, 3 for format 3. A value of an older format never reads as a newer one: its
-/// bytes end where the next field would begin.
+/// How many trailing zero bytes (postcard's `None`, or an empty list's length) a recorded
+/// transaction lacks to read as this build's [`ChainTx`]: 0 for the current format, 2 for
+/// format 5, 3 for format 4, 4 for format 3. A value of an older format never reads as a
+/// newer one: its bytes end where the next field would begin.
 fn chain_tx_nones_missing(v: &[u8]) -> usize {
     let mut padded = v.to_vec();
-    for missing in 0..4 {
+    for missing in 0..5 {
         if decode::<ChainTx>(cf::CHAIN_TXS, &padded).is_ok() {
             return missing;
         }
         padded.push(0);
     }
-    4
+    5
 }
 
 /// Appends `byte` to each value of `name` that is not `current` yet, a bounded batch at a
@@ -222,9 +224,10 @@ mod tests {
 
     /// A settlement transaction recorded in format 3 reads, after the upgrades (each run
     /// twice), as the same transaction sending no relayer transaction, signed by the
-    /// operator, reporting no payouts; one of format 4 and one of format 5 likewise.
+    /// operator, reporting no payouts and replacing none; one of format 4 and one of
+    /// format 5 likewise.
     #[test]
-    fn format_3_to_5_chain_txs_name_no_relay_no_account_and_no_report() {
+    fn format_3_to_5_chain_txs_name_no_relay_no_account_no_report_and_no_replacement() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let tx = |nonce| ChainTx {
@@ -237,15 +240,16 @@ mod tests {
             relay: None,
             account: None,
             report: None,
+            replaced: Vec::new(),
         };
         let older = |nonce: u64, fields: usize| {
             let v = encode(&tx(nonce));
             v[..v.len() - fields].to_vec()
         };
         let mut wb = WriteBatch::default();
-        wb.put_cf(store.handle(cf::CHAIN_TXS), 7u64.to_be_bytes(), older(7, 3));
-        wb.put_cf(store.handle(cf::CHAIN_TXS), 8u64.to_be_bytes(), older(8, 2));
-        wb.put_cf(store.handle(cf::CHAIN_TXS), 9u64.to_be_bytes(), older(9, 1));
+        wb.put_cf(store.handle(cf::CHAIN_TXS), 7u64.to_be_bytes(), older(7, 4));
+        wb.put_cf(store.handle(cf::CHAIN_TXS), 8u64.to_be_bytes(), older(8, 3));
+        wb.put_cf(store.handle(cf::CHAIN_TXS), 9u64.to_be_bytes(), older(9, 2));
         store.write_batch(wb, true).unwrap();
         assert!(store.chain_txs().is_err());
         for _ in 0..2 {
@@ -255,9 +259,9 @@ mod tests {
         for _ in 0..2 {
             chain_txs_name_their_account(&store).unwrap();
         }
-        assert!(store.chain_txs().is_err(), "format 5 lacks the report");
+        assert!(store.chain_txs().is_err(), "format 5 lacks the report and the replacements");
         for _ in 0..2 {
-            chain_txs_name_their_report(&store).unwrap();
+            chain_txs_name_their_report_and_replacements(&store).unwrap();
             assert_eq!(store.chain_txs().unwrap(), vec![tx(7), tx(8), tx(9)]);
         }
     }

@@ -1313,3 +1313,50 @@ fn the_faucet_gives_the_development_collateral_and_gas_once_per_interval() {
         )
     );
 }
+
+/// A settlement left in the node's pool because the chain's base fee rose above what it
+/// was signed with is replaced after `--replace-after-secs`: the same nonce signed again
+/// at higher fees, recorded before its broadcast; it settles the trade, and no second
+/// nonce is used.
+#[test]
+fn a_transaction_stuck_in_the_pool_is_replaced_with_the_same_nonce() {
+    let anvil = Anvil::start();
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
+    let deployed = deploy(&anvil, &key, &root().join("contracts"), &[]);
+    let settings = [("PREDEX_REPLACE_AFTER_SECS", "2".to_string())];
+    let (_child, server) = spawn_predex_with(&dir.path().join("data"), &deployed, &key, &anvil.url, &settings);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let v = Venue { server, deployed, anvil, _dir: dir, rt };
+    let (_, yes, no) = v.market();
+    let alice = v.trader(100_000_000, true);
+    let bob = v.trader(100_000_000, true);
+    let before = operator_nonce(&v.anvil, "latest");
+    v.anvil.rpc("evm_setAutomine", json!([false])).unwrap();
+    alice.place(&v.server, &yes, "BUY", "0.50", "20");
+    bob.place(&v.server, &no, "BUY", "0.50", "20");
+    let pooled = || {
+        let pool = v.anvil.rpc("txpool_content", json!([])).unwrap();
+        pool["pending"].as_object().and_then(|o| o.values().next().cloned()).map(|txs| txs[before.to_string()].clone())
+    };
+    let first = crate::support::wait_for(30, || pooled().filter(|t| t.is_object()));
+    let fee = u128::from_str_radix(first["maxFeePerGas"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    // The chain's base fee rises above what it was signed with: the block leaves it out.
+    v.anvil.rpc("anvil_setNextBlockBaseFeePerGas", json!([format!("{:#x}", fee * 4)])).unwrap();
+    v.anvil.rpc("evm_mine", json!([])).unwrap();
+    assert_eq!(operator_nonce(&v.anvil, "latest"), before, "left in the pool");
+    // Replaced in the pool: the same nonce, another hash, higher fees.
+    let second = crate::support::wait_for(30, || pooled().filter(|t| t.is_object() && t["hash"] != first["hash"]));
+    let fee2 = u128::from_str_radix(second["maxFeePerGas"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    assert!(fee2 >= fee * 5 / 4, "{fee} → {fee2}");
+    v.anvil.rpc("evm_mine", json!([])).unwrap();
+    let t = settled(&v, &bob);
+    assert_eq!(
+        (t["status"].clone(), t["transaction_hash"].clone()),
+        (json!("CONFIRMED"), second["hash"].clone()),
+        "{t}"
+    );
+    assert_eq!(operator_nonce(&v.anvil, "latest"), before + 1, "one nonce");
+    assert_eq!(v.anvil.rpc("eth_getTransactionReceipt", json!([first["hash"]])).unwrap(), Value::Null);
+    assert_eq!(v.holdings(&alice, &[&yes]), (90_000_000, vec![20_000_000]));
+}

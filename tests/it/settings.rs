@@ -39,6 +39,7 @@ const SAMPLES: &[(&str, &str)] = &[
     ("ctf-address", "0x0000000000000000000000000000000000000016"),
     ("neg-risk-adapter-address", "0x0000000000000000000000000000000000000017"),
     ("confirmations", "3"),
+    ("replace-after-secs", "30"),
     ("faucet-max", "50"),
     ("faucet-interval-secs", "60"),
     ("faucet-gas", "true"),

@@ -102,6 +102,7 @@ pub async fn send(
         relay: Some(tx.id),
         account: chain.relayer.as_ref().map(|r| r.address.0 .0),
         report: None,
+        replaced: Vec::new(),
     };
     let mut b = Batch::default();
     b.add_relay_tx(&tx);
@@ -163,6 +164,16 @@ fn advance(s: &AppState, id: &uuid::Uuid, to: RelayState, b: &mut Batch) -> Resu
 /// The relayer's transaction `id` MINED (its transaction has a successful receipt).
 pub fn mined(s: &AppState, id: &uuid::Uuid, b: &mut Batch) -> Result<(), crate::store::StoreError> {
     advance(s, id, RelayState::Mined, b).map(|_| ())
+}
+
+/// The relayer's transaction `id` is now sent as (or was mined as) the transaction `hash`.
+pub fn rehash(s: &AppState, id: &uuid::Uuid, hash: [u8; 32], b: &mut Batch) -> Result<(), crate::store::StoreError> {
+    if let Some(mut tx) = s.store.relay_tx(id)? {
+        tx.hash = hash;
+        tx.updated_at = now_millis();
+        b.add_relay_tx(&tx);
+    }
+    Ok(())
 }
 
 /// The relayer's transaction `id` decided at `confirmations`: CONFIRMED, or FAILED with the

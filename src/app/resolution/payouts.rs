@@ -100,6 +100,7 @@ async fn send(s: &AppState, chain: &Chain, mut r: PayoutReport) -> anyhow::Resul
         relay: None,
         account: None,
         report: Some(r.condition_id.clone()),
+        replaced: Vec::new(),
     };
     r.hash = Some(record.hash);
     let mut b = Batch::default();
@@ -125,6 +126,15 @@ async fn settle_unsent(s: &AppState, r: PayoutReport) -> anyhow::Result<Option<C
     b.put_payout_report(&r);
     s.commit(b).await?;
     Ok(None)
+}
+
+/// The report is now sent as (or was mined as) the transaction `hash`.
+pub fn rehash(s: &AppState, condition_id: &str, hash: [u8; 32], batch: &mut Batch) -> Result<(), StoreError> {
+    if let Some(mut r) = s.store.payout_report(condition_id)? {
+        r.hash = Some(hash);
+        batch.put_payout_report(&r);
+    }
+    Ok(())
 }
 
 /// The report's transaction is mined (not yet at its confirmations).
