@@ -131,6 +131,8 @@ pub struct Metrics {
     pub events_published: Counter,
     pub events_lag: Gauge,
     pub events_connected: Gauge,
+    /// Chain mode: whether settlement waits because the operator cannot pay for gas (1).
+    pub chain_out_of_gas: Gauge,
 }
 
 impl Default for Metrics {
@@ -162,6 +164,7 @@ impl Metrics {
             events_published: Counter::default(),
             events_lag: Gauge::default(),
             events_connected: Gauge::default(),
+            chain_out_of_gas: Gauge::default(),
             registry: Registry::default(),
         };
         registry.register("http_requests", "Order-book server requests by route and status", m.requests.clone());
@@ -195,6 +198,11 @@ impl Metrics {
         registry.register("events_published", "Events the stream's server acknowledged", m.events_published.clone());
         registry.register("events_lag", "Events durable, not yet in the stream", m.events_lag.clone());
         registry.register("events_connected", "Event stream connected (1) or not (0)", m.events_connected.clone());
+        registry.register(
+            "chain_out_of_gas",
+            "Chain mode: settlement waits because the operator cannot pay for gas (1) or not (0)",
+            m.chain_out_of_gas.clone(),
+        );
         Metrics { registry, ..m }
     }
 

@@ -33,7 +33,8 @@ use uuid::Uuid;
 use super::AppState;
 use crate::auth::SignedOrderFields;
 use crate::chain::{
-    exchange_order, exchange_order_v2, gas_limit, revert_reason, Chain, IExchange, IExchangeV2, LastTx, Sender,
+    exchange_order, exchange_order_v2, gas_limit, revert_reason, short_of_gas, Chain, IExchange, IExchangeV2, LastTx,
+    Sender,
 };
 use crate::domain::chain::ChainTx;
 use crate::domain::{exchange_fee, now_secs, Amount, OrderRecord, Side, TradeRecord};
@@ -173,19 +174,33 @@ impl ChainSettler {
                 None => {
                     let now = now_secs();
                     let last = self.resent.get(key).copied().unwrap_or(0).max(tx.sent_at);
-                    if !restoring && now.saturating_sub(tx.sent_at) >= self.state.config.replace_after_secs {
+                    // (Not while the operator cannot pay: its fees are not why it waits.)
+                    let out_of_gas = self.state.exported.chain_out_of_gas.get() == 1;
+                    let stuck = !restoring
+                        && !out_of_gas
+                        && now.saturating_sub(tx.sent_at) >= self.state.config.replace_after_secs;
+                    if stuck {
                         // Left in the pool (its fees below what the node now takes):
                         // the same nonce, signed again at higher fees.
                         if let Err(e) = replace(&self.state, chain, tx).await {
                             tracing::warn!(nonce = tx.nonce, %hash, error = %e, "stuck transaction not replaced");
                         }
-                    } else if restoring || now.saturating_sub(last) >= RESEND_SECS {
+                    } else if restoring || now.saturating_sub(last) >= RESEND_SECS || out_of_gas {
+                        // (Every pass while the operator could not pay: sent as soon as it can.)
                         if restoring && p.get_transaction_by_hash(hash).await?.is_some() {
                             continue;
                         }
                         // Unchanged bytes: the same nonce, the same hash.
-                        if let Err(e) = p.send_raw_transaction(&tx.raw).await {
-                            tracing::warn!(nonce = tx.nonce, %hash, error = %e, "transaction not re-broadcast");
+                        match p.send_raw_transaction(&tx.raw).await {
+                            Ok(_) => super::onchain::gas_short(&self.state, false),
+                            Err(e) => {
+                                // Said once per episode, not per pass.
+                                if short_of_gas(&e) {
+                                    super::onchain::gas_short(&self.state, true);
+                                } else {
+                                    tracing::warn!(nonce = tx.nonce, %hash, error = %e, "transaction not re-broadcast");
+                                }
+                            }
                         }
                         self.resent.insert(*key, now);
                     }
@@ -266,7 +281,10 @@ impl ChainSettler {
                 return Err(e.into());
             }
         }
-        broadcast(chain, &pass.records).await;
+        broadcast(&state, chain, &pass.records).await;
+        if pass.short_of_gas {
+            super::onchain::gas_short(&state, true);
+        }
         drop(sender);
         let sent = pass.records.len();
         for r in pass.records {
@@ -300,6 +318,8 @@ struct Pass {
     failed: Vec<(Uuid, Verdict)>,
     /// The last trade sequence recorded or failed, in order: what the next pass starts after.
     through: u64,
+    /// The node said the operator cannot pay for a call's gas: it and the rest wait.
+    short_of_gas: bool,
 }
 
 /// Estimates every call's gas at once and signs, in order, those that would not revert with
@@ -316,7 +336,8 @@ async fn sign_pass(chain: &Chain, sender: &mut Sender, calls: Vec<Call>, after: 
     )
     .await
     .into_iter();
-    let mut pass = Pass { records: Vec::new(), batch: Batch::default(), failed: Vec::new(), through: after };
+    let mut pass =
+        Pass { records: Vec::new(), batch: Batch::default(), failed: Vec::new(), through: after, short_of_gas: false };
     for (tx, ids, seq) in calls {
         let (mut tx, gas) = match tx {
             Err(why) => {
@@ -327,6 +348,11 @@ async fn sign_pass(chain: &Chain, sender: &mut Sender, calls: Vec<Call>, after: 
         };
         let gas = match gas {
             Ok(g) => g,
+            // Not the call's fault: it and the rest wait until the operator is funded.
+            Err(e) if short_of_gas(&e) => {
+                pass.short_of_gas = true;
+                break;
+            }
             // The node's answer that the call reverts: FAILED, nothing sent.
             Err(e) if e.as_error_resp().is_some() => {
                 refuse(&mut pass, ids, seq, revert_reason(&e));
@@ -393,13 +419,19 @@ fn settlement_calls(state: &AppState, chain: &Chain, trades: &[Arc<TradeRecord>]
 
 /// Broadcasts recorded transactions; one the node does not take is sent again by later
 /// passes.
-async fn broadcast(chain: &Chain, records: &[ChainTx]) {
+async fn broadcast(state: &AppState, chain: &Chain, records: &[ChainTx]) {
     let p = &chain.provider;
     for r in records {
         *chain.last_tx.lock() = Some(LastTx { hash: B256::from(r.hash), at: r.sent_at, status: "sent" });
-        if let Err(e) = p.send_raw_transaction(&r.raw).await {
+        match p.send_raw_transaction(&r.raw).await {
+            Ok(_) => super::onchain::gas_short(state, false),
             // Recorded: the next passes send it again.
-            tracing::warn!(nonce = r.nonce, hash = %B256::from(r.hash), error = %e, "settlement transaction not broadcast");
+            Err(e) => {
+                if short_of_gas(&e) {
+                    super::onchain::gas_short(state, true);
+                }
+                tracing::warn!(nonce = r.nonce, hash = %B256::from(r.hash), error = %e, "settlement transaction not broadcast")
+            }
         }
     }
 }

@@ -227,3 +227,22 @@ pub async fn follow(s: &AppState, changes: Vec<crate::chain::WalletChange>) {
         }
     }
 }
+
+/// Whether the operator can pay for gas, as the node's last answer says: logged once when
+/// it cannot (settlement waits, nothing FAILED for it; orders are still taken and their
+/// trades stay PENDING) and once when it can again; shown by `predex_chain_out_of_gas` and
+/// the dashboard.
+pub fn gas_short(state: &AppState, short: bool) {
+    let gauge = &state.exported.chain_out_of_gas;
+    let was = gauge.get() == 1;
+    if short == was {
+        return;
+    }
+    gauge.set(i64::from(short));
+    let operator = state.chain.as_ref().map(|c| c.link.operator.address).unwrap_or_default();
+    if short {
+        tracing::error!(%operator, "settlement waits: the operator cannot pay for gas; fund it and settlement resumes");
+    } else {
+        tracing::info!(%operator, "settlement resumes: the operator pays for gas again");
+    }
+}

@@ -715,6 +715,13 @@ impl WalletChange {
     }
 }
 
+/// Whether a node's error says the sender cannot pay for the transaction's gas (geth's and
+/// anvil's `insufficient funds for gas * price + value`): not the call's fault, so nothing
+/// is FAILED for it; sending waits until the account is funded.
+pub fn short_of_gas(e: &alloy_transport::TransportError) -> bool {
+    e.to_string().to_ascii_lowercase().contains("insufficient funds")
+}
+
 /// The name of the exchange's custom error in a node's error answer (a reverted call or
 /// gas estimate), else the node's message.
 pub fn revert_reason(e: &alloy_transport::TransportError) -> String {

@@ -1360,3 +1360,43 @@ fn a_transaction_stuck_in_the_pool_is_replaced_with_the_same_nonce() {
     assert_eq!(v.anvil.rpc("eth_getTransactionReceipt", json!([first["hash"]])).unwrap(), Value::Null);
     assert_eq!(v.holdings(&alice, &[&yes]), (90_000_000, vec![20_000_000]));
 }
+
+/// The operator's gas runs out: orders are still taken, their trades stay PENDING (none
+/// FAILED for it), the metrics and the dashboard say settlement waits; funded again,
+/// settlement resumes and the trade settles once.
+#[test]
+fn settlement_waits_while_the_operator_cannot_pay_for_gas() {
+    let v = Venue::start();
+    let s = &v.server;
+    let (_, yes, no) = v.market();
+    let alice = v.trader(100_000_000, true);
+    let bob = v.trader(100_000_000, true);
+    let operator = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
+    let before = operator_nonce(&v.anvil, "latest");
+    v.anvil.rpc("anvil_setBalance", json!([operator, "0x0"])).unwrap();
+    let out_of_gas = |want: u8| {
+        let text = s.internal_request("GET", "/metrics").call().unwrap().into_string().unwrap();
+        text.contains(&format!("predex_chain_out_of_gas {want}"))
+    };
+    assert!(out_of_gas(0));
+    alice.place(s, &yes, "BUY", "0.50", "20");
+    let (st, b) = bob.submit(s, bob.order(s, &no, "BUY", "0.50", "20"), "GTC");
+    assert_eq!((st, &b["status"]), (200, &json!("MATCHED")), "{b}");
+    crate::support::wait_for(30, || out_of_gas(1).then_some(()));
+    let (_, o) = s.internal_get("/internal/overview");
+    assert_eq!(o["settlement"]["chain"]["outOfGas"], true, "{o}");
+    std::thread::sleep(Duration::from_secs(2));
+    let (_, t) = bob.l2(s, "GET", "/data/trades", None);
+    assert_eq!(t["data"][0]["status"], "PENDING", "waiting, not FAILED: {t}");
+    assert_eq!(operator_nonce(&v.anvil, "pending"), before, "nothing sent");
+    // Still taking orders.
+    alice.place(s, &yes, "BUY", "0.40", "5");
+
+    v.anvil.rpc("anvil_setBalance", json!([operator, "0x3635C9ADC5DEA00000"])).unwrap();
+    let t = settled(&v, &bob);
+    assert_eq!(t["status"], "CONFIRMED", "{t}");
+    assert_eq!(operator_nonce(&v.anvil, "latest"), before + 1);
+    assert!(out_of_gas(0));
+    let (_, o) = s.internal_get("/internal/overview");
+    assert_eq!(o["settlement"]["chain"]["outOfGas"], false, "{o}");
+}

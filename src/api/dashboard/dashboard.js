@@ -158,7 +158,7 @@ function showSettlement(s) {
   if (s.chain) {
     setText("operator", s.chain.operator);
     const gas = (b) => (b === null ? "unknown (node not answering)" : `${b} (native token)`);
-    setText("gas", gas(s.chain.gasBalance));
+    setText("gas", gas(s.chain.gasBalance) + (s.chain.outOfGas ? " — too little: settlement waits until it is funded" : ""));
     setText("relayer", s.chain.relayer === s.chain.operator ? "the operator" : s.chain.relayer);
     setText("relayer-gas", gas(s.chain.relayerGasBalance));
     setText("in-flight", String(s.chain.inFlight));

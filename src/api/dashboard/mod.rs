@@ -189,6 +189,7 @@ async fn overview(s: &AppState) -> ApiResult {
                 "relayer": format!("{relayer:#x}"),
                 "relayerGasBalance": relayer_balance,
                 "inFlight": s.store.chain_txs()?.len(),
+                "outOfGas": s.exported.chain_out_of_gas.get() == 1,
                 "payoutReports": {
                     "pending": count(&[ReportState::Pending, ReportState::Mined]),
                     "confirmed": count(&[ReportState::Confirmed]),

@@ -67,6 +67,11 @@ async fn send(s: &AppState, chain: &Chain, mut r: PayoutReport) -> anyhow::Resul
     };
     let gas = match p.estimate_gas(call.clone()).await {
         Ok(g) => g,
+        // Not the report's fault: it stays due until the operator is funded.
+        Err(e) if crate::chain::short_of_gas(&e) => {
+            crate::app::onchain::gas_short(s, true);
+            return Ok(None);
+        }
         // The node says it reverts: reported already (by an earlier run's transaction
         // whose outcome this one did not see, or outside predex), or not predex's to report.
         Err(e) if e.as_error_resp().is_some() => {
@@ -113,9 +118,15 @@ async fn send(s: &AppState, chain: &Chain, mut r: PayoutReport) -> anyhow::Resul
     }
     sender.used(nonce);
     *chain.last_tx.lock() = Some(LastTx { hash: B256::from(record.hash), at: record.sent_at, status: "sent" });
-    if let Err(e) = p.send_raw_transaction(&record.raw).await {
+    match p.send_raw_transaction(&record.raw).await {
+        Ok(_) => crate::app::onchain::gas_short(s, false),
         // Recorded: the worker's next passes send it again.
-        tracing::warn!(nonce, hash = %B256::from(record.hash), error = %e, "payout report not broadcast");
+        Err(e) => {
+            if crate::chain::short_of_gas(&e) {
+                crate::app::onchain::gas_short(s, true);
+            }
+            tracing::warn!(nonce, hash = %B256::from(record.hash), error = %e, "payout report not broadcast");
+        }
     }
     Ok(Some(record))
 }
