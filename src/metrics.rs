@@ -114,8 +114,10 @@ pub struct Metrics {
     /// Open orders (LIVE and DEFERRED) and markets with a book.
     pub open_orders: Gauge,
     pub books: Gauge,
-    /// Trades waiting for settlement.
+    /// Trades waiting for settlement, and when the oldest of them matched (UNIX seconds; 0
+    /// with none): its age is the settlement backlog's.
     pub pending_trades: Gauge,
+    pub pending_oldest: Gauge,
     /// Persister: jobs per group commit, seconds per synced write, bytes written (the
     /// WAL's growth), and the groups its preparing thread wrote itself (no queue behind
     /// them, the writer idle).
@@ -155,6 +157,7 @@ impl Metrics {
             open_orders: Gauge::default(),
             books: Gauge::default(),
             pending_trades: Gauge::default(),
+            pending_oldest: Gauge::default(),
             batch_jobs: Histogram::new(exponential_buckets(1.0, 2.0, 13)),
             sync_seconds: latency(),
             write_bytes: Counter::default(),
@@ -181,6 +184,11 @@ impl Metrics {
         registry.register("open_orders", "Open orders (LIVE and DEFERRED)", m.open_orders.clone());
         registry.register("books", "Markets with an order book", m.books.clone());
         registry.register("pending_trades", "Trades matched and not yet settled", m.pending_trades.clone());
+        registry.register(
+            "pending_oldest_match_timestamp_seconds",
+            "When the oldest trade not yet settled matched (UNIX seconds; 0 with none)",
+            m.pending_oldest.clone(),
+        );
         registry.register("persister_batch_jobs", "Commands per group commit", m.batch_jobs.clone());
         registry.register("persister_sync_seconds", "Synced RocksDB write per group commit", m.sync_seconds.clone());
         registry.register("persister_write_bytes", "Bytes of the synced RocksDB writes", m.write_bytes.clone());

@@ -301,6 +301,7 @@ fn run(
         metrics.open_orders.set(core.orders.len() as i64);
         metrics.books.set(core.markets.len() as i64);
         metrics.pending_trades.set(core.pending_len() as i64);
+        metrics.pending_oldest.set(core.oldest_pending().unwrap_or(0) as i64);
     }
 }
 

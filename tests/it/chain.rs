@@ -622,11 +622,13 @@ fn operator_nonce(anvil: &Anvil, tag: &str) -> u64 {
 
 /// A JSON-RPC proxy in front of the node that forwards every call; once `holding`, it keeps
 /// each `eth_sendRawTransaction` (its raw transaction) and never answers nor forwards it,
-/// so a sender meets it between recording a transaction and the node having it.
+/// so a sender meets it between recording a transaction and the node having it. While
+/// `down`, it drops every request's connection unanswered: the node unreachable.
 pub(crate) struct HoldingProxy {
     pub(crate) url: String,
     pub(crate) holding: std::sync::Arc<std::sync::atomic::AtomicBool>,
     pub(crate) held: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    pub(crate) down: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl HoldingProxy {
@@ -636,11 +638,12 @@ impl HoldingProxy {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let holding = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (upstream, kept, hold) = (upstream.to_string(), held.clone(), holding.clone());
+        let down = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (upstream, kept, hold, off) = (upstream.to_string(), held.clone(), holding.clone(), down.clone());
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(mut conn) = conn else { return };
-                let (upstream, held, holding) = (upstream.clone(), kept.clone(), hold.clone());
+                let (upstream, held, holding, down) = (upstream.clone(), kept.clone(), hold.clone(), off.clone());
                 std::thread::spawn(move || {
                     let mut r = BufReader::new(conn.try_clone().unwrap());
                     loop {
@@ -663,6 +666,9 @@ impl HoldingProxy {
                         }
                         let mut body = vec![0; len];
                         r.read_exact(&mut body).unwrap();
+                        if down.load(Ordering::SeqCst) {
+                            return;
+                        }
                         let call: Value = serde_json::from_slice(&body).unwrap();
                         if call["method"] == "eth_sendRawTransaction" && holding.load(Ordering::SeqCst) {
                             held.lock().unwrap().push(call["params"][0].as_str().unwrap().to_string());
@@ -687,7 +693,7 @@ impl HoldingProxy {
                 });
             }
         });
-        HoldingProxy { url, holding, held }
+        HoldingProxy { url, holding, held, down }
     }
 }
 
@@ -1399,4 +1405,56 @@ fn settlement_waits_while_the_operator_cannot_pay_for_gas() {
     assert!(out_of_gas(0));
     let (_, o) = s.internal_get("/internal/overview");
     assert_eq!(o["settlement"]["chain"]["outOfGas"], false, "{o}");
+}
+
+/// The node unreachable while matches go on: orders from accounts already read are taken
+/// and matched, the PENDING backlog and its age show in the metrics and the dashboard; the
+/// node back, the backlog settles, each match once.
+#[test]
+fn matching_goes_on_while_the_node_is_away_and_the_backlog_drains_after() {
+    let anvil = Anvil::start();
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
+    let deployed = deploy(&anvil, &key, &root().join("contracts"), &[]);
+    let proxy = HoldingProxy::start(&anvil.url);
+    let (_child, server) = spawn_predex(&dir.path().join("data"), &deployed, &key, &proxy.url);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let v = Venue { server, deployed, anvil, _dir: dir, rt };
+    let s = &v.server;
+    let (_, yes, no) = v.market();
+    let alice = v.trader(100_000_000, true);
+    let bob = v.trader(100_000_000, true);
+    // Both read from the chain once, before it goes away.
+    alice.place(s, &yes, "BUY", "0.10", "10");
+    bob.place(s, &no, "BUY", "0.10", "10");
+    let before = operator_nonce(&v.anvil, "latest");
+    let metric = |name: &str| {
+        let text = s.internal_request("GET", "/metrics").call().unwrap().into_string().unwrap();
+        let line = text.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap().to_string();
+        line.rsplit(' ').next().unwrap().parse::<u64>().unwrap()
+    };
+
+    proxy.down.store(true, Ordering::SeqCst);
+    for _ in 0..3 {
+        alice.place(s, &yes, "BUY", "0.50", "10");
+        let b = bob.place(s, &no, "BUY", "0.50", "10");
+        assert_eq!(b["status"], "MATCHED", "{b}");
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(metric("predex_pending_trades"), 3);
+    let oldest = metric("predex_pending_oldest_match_timestamp_seconds");
+    assert!(oldest > 0 && oldest + 3 <= crate::support::now() as u64, "{oldest}");
+    let (_, o) = s.internal_get("/internal/overview");
+    assert!(o["settlement"]["oldestPendingSecs"].as_u64().unwrap() >= 3, "{o}");
+    assert_eq!(o["settlement"]["pending"], 3, "{o}");
+    assert_eq!(operator_nonce(&v.anvil, "pending"), before, "nothing reached the node");
+
+    proxy.down.store(false, Ordering::SeqCst);
+    crate::support::wait_for(60, || (metric("predex_pending_trades") == 0).then_some(()));
+    assert_eq!(metric("predex_pending_oldest_match_timestamp_seconds"), 0);
+    let (_, t) = bob.l2(s, "GET", "/data/trades", None);
+    let statuses: Vec<_> = t["data"].as_array().unwrap().iter().map(|x| x["status"].clone()).collect();
+    assert_eq!(statuses, vec![json!("CONFIRMED"); 3], "{t}");
+    assert_eq!(operator_nonce(&v.anvil, "latest"), before + 3, "each match once");
+    assert_eq!(v.holdings(&bob, &[&no]), (85_000_000, vec![30_000_000]));
 }

@@ -389,6 +389,11 @@ impl Core {
         self.pending.len()
     }
 
+    /// When the oldest trade not yet settled matched (UNIX seconds).
+    pub fn oldest_pending(&self) -> Option<u64> {
+        self.pending.front().map(|p| p.trade.match_time)
+    }
+
     /// Room for `n` more open orders, so startup does not rehash its maps as it restores;
     /// and in each book room for its share of them, so the books' node arrays do not grow
     /// by doubling (at startup all books grow together, so every smaller array they leave

@@ -19,7 +19,7 @@ impl Core {
         Overview {
             resting: self.markets.iter().map(|m| m.book.len()).collect(),
             pending: self.pending.len(),
-            oldest_pending: self.pending.front().map(|p| p.trade.match_time),
+            oldest_pending: self.oldest_pending(),
         }
     }
 
