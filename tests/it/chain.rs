@@ -1185,15 +1185,9 @@ fn payouts_on_chain(v: &Venue, cond: &str) -> (Vec<u64>, u64) {
 /// cancelled; the catalogue and the dashboard show where each report stands.
 #[test]
 fn a_resolution_is_reported_on_chain_once_across_kill_9() {
-    let anvil = Anvil::start();
-    let dir = tempfile::tempdir().unwrap();
-    let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
-    let deployed = deploy(&anvil, &key, &root().join("contracts"), &[]);
-    let data = dir.path().join("data");
-    let proxy = HoldingProxy::start(&anvil.url);
-    let (mut child, server) = spawn_predex(&data, &deployed, &key, &proxy.url);
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let v = Venue { server, deployed, anvil, _dir: dir, rt };
+    let (mut child, v, proxy) = Venue::spawned(true, &[]);
+    let proxy = proxy.unwrap();
+    let (data, key) = (v._dir.path().join("data"), v._dir.path().join("operator.key"));
     let (cond, yes, _) = v.market();
     let (st, nr) = v.server.internal_post("/internal/markets", &json!({"question": "Candidate A?", "neg_risk": true}));
     assert_eq!(st, 200, "{nr}");
@@ -1258,14 +1252,8 @@ fn a_resolution_is_reported_on_chain_once_across_kill_9() {
 /// operator cannot mint answers 409.
 #[test]
 fn the_faucet_gives_the_development_collateral_and_gas_once_per_interval() {
-    let anvil = Anvil::start();
-    let dir = tempfile::tempdir().unwrap();
-    let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
-    let deployed = deploy(&anvil, &key, &root().join("contracts"), &[]);
     let settings = [("PREDEX_FAUCET_GAS", "true".to_string()), ("PREDEX_FAUCET_MAX", "100".to_string())];
-    let (_child, server) = spawn_predex_with(&dir.path().join("data"), &deployed, &key, &anvil.url, &settings);
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let v = Venue { server, deployed, anvil, _dir: dir, rt };
+    let (_child, v, _) = Venue::spawned(false, &settings);
     let s = &v.server;
     let fresh = alloy_signer_local::PrivateKeySigner::random().address();
     let nonce = || operator_nonce(&v.anvil, "latest");
@@ -1326,14 +1314,7 @@ fn the_faucet_gives_the_development_collateral_and_gas_once_per_interval() {
 /// nonce is used.
 #[test]
 fn a_transaction_stuck_in_the_pool_is_replaced_with_the_same_nonce() {
-    let anvil = Anvil::start();
-    let dir = tempfile::tempdir().unwrap();
-    let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
-    let deployed = deploy(&anvil, &key, &root().join("contracts"), &[]);
-    let settings = [("PREDEX_REPLACE_AFTER_SECS", "2".to_string())];
-    let (_child, server) = spawn_predex_with(&dir.path().join("data"), &deployed, &key, &anvil.url, &settings);
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let v = Venue { server, deployed, anvil, _dir: dir, rt };
+    let (_child, v, _) = Venue::spawned(false, &[("PREDEX_REPLACE_AFTER_SECS", "2".to_string())]);
     let (_, yes, no) = v.market();
     let alice = v.trader(100_000_000, true);
     let bob = v.trader(100_000_000, true);
@@ -1412,14 +1393,8 @@ fn settlement_waits_while_the_operator_cannot_pay_for_gas() {
 /// node back, the backlog settles, each match once.
 #[test]
 fn matching_goes_on_while_the_node_is_away_and_the_backlog_drains_after() {
-    let anvil = Anvil::start();
-    let dir = tempfile::tempdir().unwrap();
-    let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
-    let deployed = deploy(&anvil, &key, &root().join("contracts"), &[]);
-    let proxy = HoldingProxy::start(&anvil.url);
-    let (_child, server) = spawn_predex(&dir.path().join("data"), &deployed, &key, &proxy.url);
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let v = Venue { server, deployed, anvil, _dir: dir, rt };
+    let (_child, v, proxy) = Venue::spawned(true, &[]);
+    let proxy = proxy.unwrap();
     let s = &v.server;
     let (_, yes, no) = v.market();
     let alice = v.trader(100_000_000, true);

@@ -162,6 +162,25 @@ impl Venue {
         Venue::start_from(&root().join("contracts"), predex::config::DEFAULT_ORDER_DOMAIN_NAME)
     }
 
+    /// A venue whose predex runs as a process of its own (to kill: `Proc`), with more
+    /// settings (`PREDEX_*`), reaching the node straight or, `proxied`, through a
+    /// [`crate::chain::HoldingProxy`] in front of it. Its data directory is `data` and its
+    /// operator's key file `operator.key` in the venue's directory.
+    pub(crate) fn spawned(
+        proxied: bool,
+        settings: &[(&str, String)],
+    ) -> (crate::support::Proc, Venue, Option<crate::chain::HoldingProxy>) {
+        let anvil = Anvil::start();
+        let dir = tempfile::tempdir().unwrap();
+        let key = key_file(dir.path(), "operator.key", DEPLOYER_KEY);
+        let deployed = deploy(&anvil, &key, &root().join("contracts"), &[]);
+        let proxy = proxied.then(|| crate::chain::HoldingProxy::start(&anvil.url));
+        let rpc = proxy.as_ref().map_or(anvil.url.clone(), |p| p.url.clone());
+        let (child, server) = spawn_predex_with(&dir.path().join("data"), &deployed, &key, &rpc, settings);
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        (child, Venue { server, deployed, anvil, _dir: dir, rt }, proxy)
+    }
+
     /// A venue of version 2 orders, settling through predex's V2 exchanges.
     pub fn start_v2() -> Venue {
         Venue::start_with(&root().join("contracts"), predex::config::DEFAULT_ORDER_DOMAIN_NAME, 2)
