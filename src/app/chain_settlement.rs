@@ -173,7 +173,13 @@ impl ChainSettler {
                 }
                 None => {
                     let now = now_secs();
-                    let last = self.resent.get(key).copied().unwrap_or(0).max(tx.sent_at);
+                    // Mined, and now in no block: reorganised away before its confirmations.
+                    // Sent again as recorded, at once (the node may have dropped it).
+                    let vanished = self.mined.remove(key);
+                    if vanished {
+                        tracing::warn!(nonce = tx.nonce, %hash, "transaction reorganised out of the chain: sent again");
+                    }
+                    let last = if vanished { 0 } else { self.resent.get(key).copied().unwrap_or(0).max(tx.sent_at) };
                     // (Not while the operator cannot pay: its fees are not why it waits.)
                     let out_of_gas = self.state.exported.chain_out_of_gas.get() == 1;
                     let stuck = !restoring

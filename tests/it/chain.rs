@@ -1433,3 +1433,37 @@ fn matching_goes_on_while_the_node_is_away_and_the_backlog_drains_after() {
     assert_eq!(operator_nonce(&v.anvil, "latest"), before + 3, "each match once");
     assert_eq!(v.holdings(&bob, &[&no]), (85_000_000, vec![30_000_000]));
 }
+
+/// A settlement mined and then reorganised out of the chain before its confirmations is
+/// sent again as recorded (the same hash, the same nonce) and settles once; it never
+/// showed CONFIRMED before.
+#[test]
+fn a_settlement_reorganised_away_before_its_confirmations_is_sent_again_and_settles_once() {
+    let (_child, v, _) = Venue::spawned(false, &[("PREDEX_CONFIRMATIONS", "3".to_string())]);
+    let s = &v.server;
+    let (_, yes, no) = v.market();
+    let alice = v.trader(100_000_000, true);
+    let bob = v.trader(100_000_000, true);
+    let before = operator_nonce(&v.anvil, "latest");
+    alice.place(s, &yes, "BUY", "0.50", "20");
+    bob.place(s, &no, "BUY", "0.50", "20");
+    let newest = || bob.l2(s, "GET", "/data/trades", None).1["data"][0].clone();
+    let mined = crate::support::wait_for(30, || Some(newest()).filter(|t| t["status"] == "MINED"));
+    let hash = mined["transaction_hash"].clone();
+    assert_eq!(operator_nonce(&v.anvil, "latest"), before + 1);
+    // Its block replaced by an empty one: the transaction is in no block.
+    v.anvil.rpc("anvil_reorg", json!([1, []])).unwrap();
+    assert_eq!(v.anvil.rpc("eth_getTransactionReceipt", json!([hash])).unwrap(), Value::Null);
+    assert_ne!(newest()["status"], "CONFIRMED");
+    // Sent again at once (well before the 30 s after which anything unmined is), mined
+    // again (automine), and confirmed once three blocks deep.
+    let t = crate::support::wait_for(20, || {
+        if v.anvil.rpc("eth_getTransactionReceipt", json!([hash])).unwrap().is_object() {
+            v.anvil.rpc("evm_mine", json!([])).unwrap();
+        }
+        Some(newest()).filter(|t| t["status"] == "CONFIRMED")
+    });
+    assert_eq!(t["transaction_hash"], hash, "the recorded transaction: {t}");
+    assert_eq!(operator_nonce(&v.anvil, "latest"), before + 1, "one nonce");
+    assert_eq!(v.holdings(&bob, &[&no]), (90_000_000, vec![20_000_000]));
+}
