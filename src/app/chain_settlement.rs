@@ -33,7 +33,7 @@ use uuid::Uuid;
 use super::AppState;
 use crate::auth::SignedOrderFields;
 use crate::chain::{
-    exchange_order, exchange_order_v2, gas_limit, revert_reason, short_of_gas, Chain, IExchange, IExchangeV2, LastTx,
+    exchange_order, exchange_order_v2, revert_reason, short_of_gas, sign_record, Chain, IExchange, IExchangeV2, LastTx,
     Sender,
 };
 use crate::domain::chain::ChainTx;
@@ -197,16 +197,8 @@ impl ChainSettler {
                             continue;
                         }
                         // Unchanged bytes: the same nonce, the same hash.
-                        match p.send_raw_transaction(&tx.raw).await {
-                            Ok(_) => super::onchain::gas_short(&self.state, false),
-                            Err(e) => {
-                                // Said once per episode, not per pass.
-                                if short_of_gas(&e) {
-                                    super::onchain::gas_short(&self.state, true);
-                                } else {
-                                    tracing::warn!(nonce = tx.nonce, %hash, error = %e, "transaction not re-broadcast");
-                                }
-                            }
+                        if let Some(e) = super::onchain::broadcast(&self.state, tx).await {
+                            tracing::warn!(nonce = tx.nonce, %hash, error = %e, "transaction not re-broadcast");
                         }
                         self.resent.insert(*key, now);
                     }
@@ -345,7 +337,7 @@ async fn sign_pass(chain: &Chain, sender: &mut Sender, calls: Vec<Call>, after: 
     let mut pass =
         Pass { records: Vec::new(), batch: Batch::default(), failed: Vec::new(), through: after, short_of_gas: false };
     for (tx, ids, seq) in calls {
-        let (mut tx, gas) = match tx {
+        let (tx, gas) = match tx {
             Err(why) => {
                 refuse(&mut pass, ids, seq, why);
                 continue;
@@ -372,23 +364,8 @@ async fn sign_pass(chain: &Chain, sender: &mut Sender, calls: Vec<Call>, after: 
             }
         };
         let nonce = sender.nonce(chain).await?;
-        tx.set_nonce(nonce);
-        tx.set_gas_limit(gas_limit(gas));
-        tx.set_max_fee_per_gas(fees.max_fee_per_gas);
-        tx.set_max_priority_fee_per_gas(fees.max_priority_fee_per_gas);
-        let envelope = tx.build(&chain.operator.wallet).await.map_err(|e| anyhow::anyhow!("sign: {e}"))?;
-        let record = ChainTx {
-            nonce,
-            hash: envelope.tx_hash().0,
-            raw: envelope.encoded_2718(),
-            trades: ids,
-            last_seq: seq,
-            sent_at: now_secs(),
-            relay: None,
-            account: None,
-            report: None,
-            replaced: Vec::new(),
-        };
+        let record =
+            ChainTx { trades: ids, last_seq: seq, ..sign_record(tx, &chain.operator.wallet, nonce, gas, fees).await? };
         pass.batch.put_chain_tx(&record);
         sender.used(nonce);
         pass.records.push(record);
@@ -426,18 +403,11 @@ fn settlement_calls(state: &AppState, chain: &Chain, trades: &[Arc<TradeRecord>]
 /// Broadcasts recorded transactions; one the node does not take is sent again by later
 /// passes.
 async fn broadcast(state: &AppState, chain: &Chain, records: &[ChainTx]) {
-    let p = &chain.provider;
     for r in records {
         *chain.last_tx.lock() = Some(LastTx { hash: B256::from(r.hash), at: r.sent_at, status: "sent" });
-        match p.send_raw_transaction(&r.raw).await {
-            Ok(_) => super::onchain::gas_short(state, false),
-            // Recorded: the next passes send it again.
-            Err(e) => {
-                if short_of_gas(&e) {
-                    super::onchain::gas_short(state, true);
-                }
-                tracing::warn!(nonce = r.nonce, hash = %B256::from(r.hash), error = %e, "settlement transaction not broadcast")
-            }
+        // Recorded: the next passes send it again.
+        if let Some(e) = super::onchain::broadcast(state, r).await {
+            tracing::warn!(nonce = r.nonce, hash = %B256::from(r.hash), error = %e, "settlement transaction not broadcast");
         }
     }
 }
@@ -683,7 +653,7 @@ async fn replace(state: &AppState, chain: &Chain, tx: &mut ChainTx) -> anyhow::R
         "transaction left in the pool replaced at higher fees");
     *tx = next;
     *chain.last_tx.lock() = Some(LastTx { hash: B256::from(tx.hash), at: tx.sent_at, status: "sent" });
-    if let Err(e) = chain.provider.send_raw_transaction(&tx.raw).await {
+    if let Some(e) = super::onchain::broadcast(state, tx).await {
         tracing::warn!(nonce = tx.nonce, hash = %B256::from(tx.hash), error = %e, "replacement not broadcast");
     }
     Ok(())

@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 
 use super::onchain::on_chain;
 use super::AppState;
-use crate::chain::ICollateral;
+use crate::chain::{Chain, ICollateral};
 use crate::domain::now_secs;
 
 /// Gas a wallet's approvals take, at most: the collateral to both exchanges and the
@@ -78,7 +78,7 @@ pub struct Gift {
 /// Mints `amount` (6-decimal units) of the development collateral to `address` and, with
 /// `--faucet-gas`, tops up its native balance; answers once mined.
 pub async fn give(s: &AppState, address: &str, amount: &str) -> Result<Gift, FaucetError> {
-    on_chain(s).map_err(|_| FaucetError::LedgerMode)?;
+    let chain = &on_chain(s).map_err(|_| FaucetError::LedgerMode)?.link;
     let who: Address =
         crate::auth::normalize_address(address).and_then(|a| a.parse().ok()).ok_or(FaucetError::Address)?;
     let max = s.config.faucet_max;
@@ -87,15 +87,14 @@ pub async fn give(s: &AppState, address: &str, amount: &str) -> Result<Gift, Fau
         .filter(|&a| a > 0 && a <= max.saturating_mul(1_000_000))
         .ok_or(FaucetError::Amount(max))?;
     s.faucet.take_turn(who, now_secs(), s.config.faucet_interval_secs)?;
-    let gift = mint_and_fuel(s, who, amount).await;
+    let gift = mint_and_fuel(s, chain, who, amount).await;
     if gift.is_err() {
         s.faucet.give_back(who);
     }
     gift
 }
 
-async fn mint_and_fuel(s: &AppState, who: Address, amount: u64) -> Result<Gift, FaucetError> {
-    let chain = &on_chain(s).map_err(|_| FaucetError::LedgerMode)?.link;
+async fn mint_and_fuel(s: &AppState, chain: &Chain, who: Address, amount: u64) -> Result<Gift, FaucetError> {
     let p = &chain.provider;
     let chain_err = |e: anyhow::Error| FaucetError::Chain(format!("{e:#}"));
     let mint = TransactionRequest::default()

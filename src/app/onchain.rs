@@ -228,6 +228,22 @@ pub async fn follow(s: &AppState, changes: Vec<crate::chain::WalletChange>) {
     }
 }
 
+/// Broadcasts a recorded transaction. The node's answer to one of the operator's keeps
+/// [`gas_short`] current; returns the node's refusal, unless it was the operator's gas
+/// (said once per episode there).
+pub async fn broadcast(s: &AppState, tx: &crate::domain::chain::ChainTx) -> Option<alloy_transport::TransportError> {
+    use alloy_provider::Provider;
+    let chain = &on_chain(s).ok()?.link;
+    let operators = tx.account.is_none();
+    match chain.provider.send_raw_transaction(&tx.raw).await {
+        Ok(_) if operators => gas_short(s, false),
+        Ok(_) => {}
+        Err(e) if operators && crate::chain::short_of_gas(&e) => gas_short(s, true),
+        Err(e) => return Some(e),
+    }
+    None
+}
+
 /// Whether the operator can pay for gas, as the node's last answer says: logged once when
 /// it cannot (settlement waits, nothing FAILED for it; orders are still taken and their
 /// trades stay PENDING) and once when it can again; shown by `predex_chain_out_of_gas` and

@@ -715,6 +715,40 @@ impl WalletChange {
     }
 }
 
+/// `request` signed by `wallet` as its account's transaction `nonce`, with the gas limit
+/// of the estimate `gas` and at `fees`: the record to keep before its broadcast. What it
+/// carries (trades, a relayed transaction, a report) and a relayer's account are the
+/// caller's to fill in.
+pub async fn sign_record(
+    request: TransactionRequest,
+    wallet: &EthereumWallet,
+    nonce: u64,
+    gas: u64,
+    fees: alloy_eips::eip1559::Eip1559Estimation,
+) -> anyhow::Result<crate::domain::chain::ChainTx> {
+    use alloy_eips::eip2718::Encodable2718;
+    let envelope = request
+        .with_nonce(nonce)
+        .with_gas_limit(gas_limit(gas))
+        .with_max_fee_per_gas(fees.max_fee_per_gas)
+        .with_max_priority_fee_per_gas(fees.max_priority_fee_per_gas)
+        .build(wallet)
+        .await
+        .map_err(|e| anyhow!("sign: {e}"))?;
+    Ok(crate::domain::chain::ChainTx {
+        nonce,
+        hash: envelope.tx_hash().0,
+        raw: envelope.encoded_2718(),
+        trades: Vec::new(),
+        last_seq: 0,
+        sent_at: crate::domain::now_secs(),
+        relay: None,
+        account: None,
+        report: None,
+        replaced: Vec::new(),
+    })
+}
+
 /// Whether a node's error says the sender cannot pay for the transaction's gas (geth's and
 /// anvil's `insufficient funds for gas * price + value`): not the call's fault, so nothing
 /// is FAILED for it; sending waits until the account is funded.

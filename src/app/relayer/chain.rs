@@ -8,7 +8,6 @@
 //! batch, then broadcast; the settlement worker follows it to MINED and CONFIRMED (or
 //! FAILED) and reads the wallet's balances from the chain again.
 
-use alloy_eips::eip2718::Encodable2718;
 use alloy_network::TransactionBuilder;
 use alloy_primitives::{Address, Bytes, U256};
 use alloy_provider::Provider;
@@ -19,7 +18,7 @@ use crate::app::AppState;
 use crate::chain::{revert_reason, ISafe};
 use crate::domain::chain::ChainTx;
 use crate::domain::relay::{RelayKind, RelayState, RelayTx};
-use crate::domain::{now_millis, now_secs, COLLATERAL};
+use crate::domain::{now_millis, COLLATERAL};
 use crate::store::Batch;
 
 fn unavailable(e: impl std::fmt::Display) -> RelayError {
@@ -63,7 +62,7 @@ pub async fn send(
     let chain = &on.link;
     let p = &chain.provider;
     let relayer = chain.relayer();
-    let mut request = TransactionRequest::default()
+    let request = TransactionRequest::default()
         .with_from(relayer.address)
         .with_to(to)
         .with_input(Bytes::from(input))
@@ -85,25 +84,12 @@ pub async fn send(
     // The node's count again: the account may have sent from its key outside predex.
     sender.forget();
     let account_nonce = sender.nonce(chain).await.map_err(unavailable)?;
-    request.set_nonce(account_nonce);
-    request.set_gas_limit(crate::chain::gas_limit(gas));
-    request.set_max_fee_per_gas(fees.max_fee_per_gas);
-    request.set_max_priority_fee_per_gas(fees.max_priority_fee_per_gas);
-    let envelope = request.build(&relayer.wallet).await.map_err(|e| unavailable(format!("sign: {e}")))?;
-    tx.hash = envelope.tx_hash().0;
+    let signed = crate::chain::sign_record(request, &relayer.wallet, account_nonce, gas, fees)
+        .await
+        .map_err(|e| unavailable(format!("{e:#}")))?;
+    let record = ChainTx { relay: Some(tx.id), account: chain.relayer.as_ref().map(|r| r.address.0 .0), ..signed };
+    tx.hash = record.hash;
     tx.state = RelayState::New;
-    let record = ChainTx {
-        nonce: account_nonce,
-        hash: tx.hash,
-        raw: envelope.encoded_2718(),
-        trades: Vec::new(),
-        last_seq: 0,
-        sent_at: now_secs(),
-        relay: Some(tx.id),
-        account: chain.relayer.as_ref().map(|r| r.address.0 .0),
-        report: None,
-        replaced: Vec::new(),
-    };
     let mut b = Batch::default();
     b.add_relay_tx(&tx);
     if let Some(n) = nonce {

@@ -9,15 +9,13 @@
 //! estimate refuses is FAILED with the reason, unless the condition's payouts are on chain
 //! already (CONFIRMED, nothing sent).
 
-use alloy_eips::eip2718::Encodable2718;
 use alloy_network::TransactionBuilder;
 use alloy_primitives::B256;
 use alloy_provider::Provider;
 
 use crate::app::AppState;
-use crate::chain::{gas_limit, revert_reason, Chain, LastTx};
+use crate::chain::{revert_reason, sign_record, Chain, LastTx};
 use crate::domain::chain::{ChainTx, PayoutReport, ReportState};
-use crate::domain::now_secs;
 use crate::store::{Batch, StoreError};
 
 /// A newly resolved market's report, due (nothing when one is recorded already).
@@ -89,23 +87,9 @@ async fn send(s: &AppState, chain: &Chain, mut r: PayoutReport) -> anyhow::Resul
     // The node's count again: the operator may have sent from its key outside predex.
     sender.forget();
     let nonce = sender.nonce(chain).await?;
-    let tx = call
-        .with_nonce(nonce)
-        .with_gas_limit(gas_limit(gas))
-        .with_max_fee_per_gas(fees.max_fee_per_gas)
-        .with_max_priority_fee_per_gas(fees.max_priority_fee_per_gas);
-    let envelope = tx.build(&chain.operator.wallet).await.map_err(|e| anyhow::anyhow!("sign: {e}"))?;
     let record = ChainTx {
-        nonce,
-        hash: envelope.tx_hash().0,
-        raw: envelope.encoded_2718(),
-        trades: Vec::new(),
-        last_seq: 0,
-        sent_at: now_secs(),
-        relay: None,
-        account: None,
         report: Some(r.condition_id.clone()),
-        replaced: Vec::new(),
+        ..sign_record(call, &chain.operator.wallet, nonce, gas, fees).await?
     };
     r.hash = Some(record.hash);
     let mut b = Batch::default();
@@ -118,15 +102,9 @@ async fn send(s: &AppState, chain: &Chain, mut r: PayoutReport) -> anyhow::Resul
     }
     sender.used(nonce);
     *chain.last_tx.lock() = Some(LastTx { hash: B256::from(record.hash), at: record.sent_at, status: "sent" });
-    match p.send_raw_transaction(&record.raw).await {
-        Ok(_) => crate::app::onchain::gas_short(s, false),
-        // Recorded: the worker's next passes send it again.
-        Err(e) => {
-            if crate::chain::short_of_gas(&e) {
-                crate::app::onchain::gas_short(s, true);
-            }
-            tracing::warn!(nonce, hash = %B256::from(record.hash), error = %e, "payout report not broadcast");
-        }
+    // Recorded: the worker's next passes send it again.
+    if let Some(e) = crate::app::onchain::broadcast(s, &record).await {
+        tracing::warn!(nonce, hash = %B256::from(record.hash), error = %e, "payout report not broadcast");
     }
     Ok(Some(record))
 }
